@@ -1,0 +1,1 @@
+//! HTTP/2 framing (RFC 9113).
