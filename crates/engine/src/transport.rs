@@ -174,6 +174,39 @@ impl Source for Socket {
     }
 }
 
+/// How [`Transport::read_with`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadEnd {
+    /// Nothing more to read for now.
+    Drained,
+    /// The peer closed the connection (TCP EOF or TLS close_notify).
+    Eof,
+    /// The callback asked to stop.
+    Stopped,
+}
+
+/// Hands rustls' decrypted bytes to `on_data`. `Some` ends the read.
+fn drain_plaintext(
+    tls: &mut ClientConnection,
+    plain: &mut [u8],
+    on_data: &mut impl FnMut(&[u8]) -> bool,
+) -> io::Result<Option<ReadEnd>> {
+    loop {
+        match tls.reader().read(plain) {
+            Ok(0) => return Ok(Some(ReadEnd::Eof)), // close_notify
+            Ok(n) => {
+                if !on_data(plain.get(..n).unwrap_or_default()) {
+                    return Ok(Some(ReadEnd::Stopped));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
+            // Peer closed the TCP connection without close_notify: many servers do.
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(Some(ReadEnd::Eof)),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Result of driving the TLS handshake.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Handshake {
@@ -256,36 +289,73 @@ impl Transport {
         }
     }
 
-    /// Reads plaintext into `buf`. `Ok(0)` is end of stream (including a TLS
-    /// peer that closes without close_notify, which many servers do);
-    /// `Err(WouldBlock)` means nothing more for now.
-    pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads everything available and hands the plaintext to `on_data`
+    /// (which returns `false` to stop early).
+    ///
+    /// One `read` syscall per burst: cleartext is read straight into `plain`;
+    /// TLS records are read into `raw` (up to its size, instead of rustls'
+    /// 4 KiB reads) and fed to rustls from memory, and the decrypted bytes go
+    /// through `plain`. A short read means the socket is drained (the next
+    /// arrival raises a new edge), unless `read_closed` says the peer shut
+    /// down, in which case reading continues until EOF is seen.
+    pub(crate) fn read_with(
+        &mut self,
+        plain: &mut [u8],
+        raw: &mut [u8],
+        read_closed: bool,
+        mut on_data: impl FnMut(&[u8]) -> bool,
+    ) -> io::Result<ReadEnd> {
         let Some(tls) = self.tls.as_deref_mut() else {
-            return loop {
-                match self.socket.read(buf) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r,
-                }
-            };
-        };
-        loop {
-            match tls.reader().read(buf) {
-                Ok(n) => return Ok(n), // 0 = close_notify received
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                Err(e) => return Err(e),
-            }
-            match tls.read_tls(&mut self.socket) {
-                Ok(_) => {
-                    // Ok(0) (TCP EOF) is processed too: the reader then reports
-                    // close_notify or UnexpectedEof.
-                    if let Err(e) = tls.process_new_packets() {
-                        let _ = tls.write_tls(&mut self.socket);
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+            loop {
+                match self.socket.read(plain) {
+                    Ok(0) => return Ok(ReadEnd::Eof),
+                    Ok(n) => {
+                        if !on_data(plain.get(..n).unwrap_or_default()) {
+                            return Ok(ReadEnd::Stopped);
+                        }
+                        if n < plain.len() && !read_closed {
+                            return Ok(ReadEnd::Drained);
+                        }
                     }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            }
+        };
+        // Plaintext already decrypted (e.g. data that came with the handshake).
+        if let Some(end) = drain_plaintext(tls, plain, &mut on_data)? {
+            return Ok(end);
+        }
+        loop {
+            let n = match self.socket.read(raw) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
+            };
+            let mut rest = raw.get(..n).unwrap_or_default();
+            loop {
+                // Reading from a slice advances it; with n == 0 this tells
+                // rustls about the TCP EOF.
+                let used = tls.read_tls(&mut rest)?;
+                if let Err(e) = tls.process_new_packets() {
+                    let _ = tls.write_tls(&mut self.socket);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                }
+                if let Some(end) = drain_plaintext(tls, plain, &mut on_data)? {
+                    return Ok(end);
+                }
+                if rest.is_empty() || used == 0 {
+                    break;
+                }
+            }
+            if n == 0 {
+                // TCP EOF without close_notify (drain_plaintext saw no more data).
+                return Ok(ReadEnd::Eof);
+            }
+            if n < raw.len() && !read_closed {
+                return Ok(ReadEnd::Drained);
             }
         }
     }
@@ -371,6 +441,22 @@ impl Transport {
             let _ = Self::flush_tls(tls, &mut self.socket);
         }
         self.socket.shutdown_write();
+    }
+}
+
+/// Position of a suite in h2load's default preference order.
+fn cipher_rank(suite: CipherSuite) -> u8 {
+    match suite {
+        CipherSuite::TLS13_AES_128_GCM_SHA256 => 0,
+        CipherSuite::TLS13_AES_256_GCM_SHA384 => 1,
+        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => 2,
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => 3,
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 4,
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => 5,
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 6,
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => 7,
+        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => 8,
+        _ => 9,
     }
 }
 
@@ -476,7 +562,13 @@ impl ServerCertVerifier for AcceptAnyCert {
 /// or verification against the system CA bundle (`SSL_CERT_FILE` or
 /// `/etc/ssl/certs/ca-certificates.crt`).
 pub(crate) fn client_config(alpn: &[String], insecure: bool) -> Result<ClientConfig, String> {
-    let provider = Arc::new(ring_provider::default_provider());
+    let mut provider = ring_provider::default_provider();
+    // h2load's preference order (nghttp2's DEFAULT_CIPHER_LIST and TLS 1.3 list):
+    // AES-128-GCM, then AES-256-GCM, then ChaCha20-Poly1305; ECDSA before RSA.
+    provider
+        .cipher_suites
+        .sort_by_key(|s| cipher_rank(s.suite()));
+    let provider = Arc::new(provider);
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(|e| e.to_string())?;

@@ -24,7 +24,7 @@ use crate::h2::{H2Session, H2Settings};
 use crate::request::Prepared;
 use crate::session::{AnySession, Session, SessionError, SessionEvents, SubmitError};
 use crate::stats::WorkerStats;
-use crate::transport::{Endpoint, Handshake, Socket, Transport};
+use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
 use crate::{Observer, StopFlag};
 
 /// Per-worker read buffer size (plaintext).
@@ -143,6 +143,8 @@ struct Core {
 
 struct Client {
     gen: u32,
+    /// Queued for the end-of-turn write.
+    dirty: bool,
     conn: Option<Conn>,
     core: Core,
 }
@@ -173,7 +175,11 @@ pub(crate) struct Worker<'o> {
     poll: Poll,
     clients: Vec<Client>,
     stats: WorkerStats,
+    /// Clients with output to write at the end of this turn.
+    dirty: Vec<usize>,
     read_buf: Box<[u8]>,
+    /// Ciphertext buffer for TLS (empty for cleartext runs).
+    raw_buf: Box<[u8]>,
     measuring: bool,
     log: Option<BufWriter<File>>,
     reported: bool,
@@ -197,6 +203,7 @@ impl<'o> Worker<'o> {
                 }
                 Client {
                     gen: 0,
+                    dirty: false,
                     conn: None,
                     core: Core {
                         out: Vec::with_capacity(4096),
@@ -237,12 +244,15 @@ impl<'o> Worker<'o> {
         };
         let log = s.log.take().map(|f| BufWriter::with_capacity(64 * 1024, f));
         let stats = WorkerStats::new(s.req_todo);
+        let raw_buf = vec![0u8; if s.tls.is_some() { READ_BUF } else { 0 }].into_boxed_slice();
         Ok(Worker {
             s,
             poll,
             clients,
             stats,
+            dirty: Vec::with_capacity(nclients as usize),
             read_buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            raw_buf,
             measuring,
             log,
             reported: false,
@@ -271,7 +281,7 @@ impl<'o> Worker<'o> {
         let mut next_timer = timer_step.map(|t| start + t);
 
         for idx in 0..self.clients.len() {
-            self.connect(idx, start, 0);
+            self.connect(idx, Instant::now(), 0);
         }
         let mut stopped_by_flag = false;
         loop {
@@ -319,18 +329,33 @@ impl<'o> Worker<'o> {
                 self.stop_all();
                 break;
             }
-            for ev in events.iter() {
-                let t = ev.token().0 as u64;
-                let idx = (t & 0xffff_ffff) as usize;
-                let gen = (t >> 32) as u32;
-                match self.clients.get(idx) {
-                    Some(c) if c.gen == gen && c.conn.is_some() => self.drive(idx),
-                    _ => {}
+            self.process(&events);
+            if !self.dirty.is_empty() {
+                // Like h2load (which writes one loop iteration after reading),
+                // give responses that arrived meanwhile a chance to be read
+                // first, so each connection's requests go out in one write.
+                if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                    self.process(&events);
                 }
+                self.flush_dirty();
             }
             self.publish_progress();
         }
         self.finish(stopped_by_flag)
+    }
+
+    fn process(&mut self, events: &Events) {
+        for ev in events.iter() {
+            let t = ev.token().0 as u64;
+            let idx = (t & 0xffff_ffff) as usize;
+            let gen = (t >> 32) as u32;
+            match self.clients.get(idx) {
+                Some(c) if c.gen == gen && c.conn.is_some() => {
+                    self.drive(idx, ev.is_read_closed() || ev.is_error())
+                }
+                _ => {}
+            }
+        }
     }
 
     fn publish_progress(&self) {
@@ -585,7 +610,7 @@ impl<'o> Worker<'o> {
 
     /// Handles readiness for client `idx`: connect/handshake progress, then
     /// read everything, submit what can be submitted, write once.
-    fn drive(&mut self, idx: usize) {
+    fn drive(&mut self, idx: usize, read_closed: bool) {
         let now = Instant::now();
         let Some(conn) = self.clients[idx].conn.as_mut() else {
             return;
@@ -631,7 +656,7 @@ impl<'o> Worker<'o> {
                 }
             }
         }
-        self.service(idx);
+        self.service(idx, read_closed);
     }
 
     /// The transport is ready: pick the protocol, start the session.
@@ -720,14 +745,15 @@ impl<'o> Worker<'o> {
         conn.session = Some(session);
         conn.phase = Phase::Open;
         conn.last_activity = now;
-        self.service(idx);
+        // Data may already be buffered (and no new edge will come for it).
+        self.service(idx, true);
     }
 
     /// Read everything available, submit new requests, write once; then deal
     /// with the connection ending.
-    fn service(&mut self, idx: usize) {
-        match self.io_turn(idx) {
-            Turn::Continue => {}
+    fn service(&mut self, idx: usize, read_closed: bool) {
+        match self.io_turn(idx, read_closed) {
+            Turn::Continue => self.mark_dirty(idx),
             Turn::ClientDone => {
                 let client = &mut self.clients[idx];
                 if let Some(conn) = client.conn.as_mut() {
@@ -751,12 +777,13 @@ impl<'o> Worker<'o> {
         }
     }
 
-    fn io_turn(&mut self, idx: usize) -> Turn {
+    fn io_turn(&mut self, idx: usize, read_closed: bool) -> Turn {
         let measuring = self.measuring;
         let Worker {
             clients,
             stats,
             read_buf,
+            raw_buf,
             log,
             s,
             ..
@@ -771,58 +798,64 @@ impl<'o> Worker<'o> {
         };
         let mut end: Option<End> = None;
 
-        // 1. Read until WouldBlock.
-        loop {
-            match conn.transport.read(read_buf) {
-                Ok(0) => {
-                    let now = Instant::now();
-                    let mut ev = Ev {
-                        core,
-                        st: stats,
-                        now,
-                        measuring,
-                        log: log.as_mut(),
-                    };
-                    end = Some(match session.on_eof(&mut ev) {
-                        Ok(()) => End::ServerClosed,
-                        Err(e) => End::Io(e.to_string()),
-                    });
-                    break;
-                }
-                Ok(n) => {
-                    let now = Instant::now();
-                    conn.last_activity = now;
-                    if measuring {
-                        stats.traffic.bytes_total += n as u64;
-                    }
-                    let input = read_buf.get(..n).unwrap_or_default();
-                    let mut out = std::mem::take(&mut core.out);
-                    let mut ev = Ev {
-                        core,
-                        st: stats,
-                        now,
-                        measuring,
-                        log: log.as_mut(),
-                    };
-                    let r = session.on_read(input, &mut out, &mut ev);
-                    core.out = out;
-                    if let Err(e) = r {
-                        end = Some(match e {
-                            SessionError::Protocol(m) => End::Protocol(m),
-                            SessionError::UnexpectedEof => End::Io(e.to_string()),
-                        });
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+        // 1. Read everything available (one read syscall per burst).
+        let Conn {
+            transport,
+            last_activity,
+            ..
+        } = conn;
+        let mut sess_err = None;
+        let r = transport.read_with(read_buf, raw_buf, read_closed, |input| {
+            let now = Instant::now();
+            *last_activity = now;
+            if measuring {
+                stats.traffic.bytes_total += input.len() as u64;
+            }
+            let mut out = std::mem::take(&mut core.out);
+            let mut ev = Ev {
+                core: &mut *core,
+                st: &mut *stats,
+                now,
+                measuring,
+                log: log.as_mut(),
+            };
+            let r = session.on_read(input, &mut out, &mut ev);
+            core.out = out;
+            match r {
+                Ok(()) => true,
                 Err(e) => {
-                    end = Some(if e.kind() == io::ErrorKind::InvalidData {
-                        End::Protocol(format!("TLS error: {e}"))
-                    } else {
-                        End::Io(e.to_string())
-                    });
-                    break;
+                    sess_err = Some(e);
+                    false
                 }
+            }
+        });
+        match r {
+            Ok(ReadEnd::Drained) => {}
+            Ok(ReadEnd::Stopped) => {
+                end = sess_err.map(|e| match e {
+                    SessionError::Protocol(m) => End::Protocol(m),
+                    SessionError::UnexpectedEof => End::Io(e.to_string()),
+                });
+            }
+            Ok(ReadEnd::Eof) => {
+                let mut ev = Ev {
+                    core,
+                    st: stats,
+                    now: Instant::now(),
+                    measuring,
+                    log: log.as_mut(),
+                };
+                end = Some(match session.on_eof(&mut ev) {
+                    Ok(()) => End::ServerClosed,
+                    Err(e) => End::Io(e.to_string()),
+                });
+            }
+            Err(e) => {
+                end = Some(if e.kind() == io::ErrorKind::InvalidData {
+                    End::Protocol(format!("TLS error: {e}"))
+                } else {
+                    End::Io(e.to_string())
+                });
             }
         }
 
@@ -831,7 +864,54 @@ impl<'o> Worker<'o> {
             fill(core, session, stats, s, measuring);
         }
 
-        // 3. One write (the protocol's pending output first).
+        if let Some(end) = end {
+            return Turn::End(end);
+        }
+
+        // 3. Done with this client?
+        if !core.unbounded && core.req_left == 0 && core.req_inflight == 0 {
+            return Turn::ClientDone;
+        }
+        Turn::Continue
+    }
+
+    /// Queues client `idx` for the end-of-turn write.
+    fn mark_dirty(&mut self, idx: usize) {
+        if let Some(c) = self.clients.get_mut(idx) {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(idx);
+            }
+        }
+    }
+
+    /// Writes every connection that produced output this turn, once.
+    fn flush_dirty(&mut self) {
+        let mut list = std::mem::take(&mut self.dirty);
+        for &idx in &list {
+            if let Some(c) = self.clients.get_mut(idx) {
+                c.dirty = false;
+            }
+            self.flush(idx);
+        }
+        list.clear();
+        if self.dirty.is_empty() {
+            self.dirty = list; // keep the capacity
+        }
+    }
+
+    /// One write of the pending output (the protocol's held-back output
+    /// first); then close if the protocol is done with the connection.
+    fn flush(&mut self, idx: usize) {
+        let log_enabled = self.log.is_some();
+        let client = &mut self.clients[idx];
+        let Some(conn) = client.conn.as_mut() else {
+            return;
+        };
+        let core = &mut client.core;
+        let Some(session) = conn.session.as_mut() else {
+            return;
+        };
         session.on_write(&mut core.out);
         let mut write_err = None;
         while core.out_pos < core.out.len() {
@@ -841,7 +921,7 @@ impl<'o> Worker<'o> {
                     let now = Instant::now();
                     conn.last_activity = now;
                     if !core.unstamped.is_empty() {
-                        let wall = if log.is_some() { wall_us() } else { 0 };
+                        let wall = if log_enabled { wall_us() } else { 0 };
                         for &sl in &core.unstamped {
                             if let Some(slot) = core.slots.get_mut(sl as usize) {
                                 slot.start = now;
@@ -866,21 +946,12 @@ impl<'o> Worker<'o> {
                 write_err.get_or_insert(e);
             }
         }
-        if end.is_some() {
-            return end.map_or(Turn::Continue, Turn::End);
-        }
+        let close = session.wants_close() && core.out.is_empty();
         if let Some(e) = write_err {
-            return Turn::End(End::Io(format!("write: {e}")));
+            self.conn_ended(idx, End::Io(format!("write: {e}")));
+        } else if close {
+            self.conn_ended(idx, End::ServerClosed);
         }
-
-        // 4. Done with this connection?
-        if !core.unbounded && core.req_left == 0 && core.req_inflight == 0 {
-            return Turn::ClientDone;
-        }
-        if session.wants_close() && core.out.is_empty() {
-            return Turn::End(End::ServerClosed);
-        }
-        Turn::Continue
     }
 
     /// The connection is gone: account for what was in flight, then reconnect
