@@ -1,79 +1,19 @@
-//! HTTP/1.1 client session: keep-alive, pipelining up to `-m`, bodies counted
-//! and never stored.
+//! HTTP/1.1 client session on [`h2lab_wire::h1::ResponseParser`]: keep-alive,
+//! pipelining up to `-m`, bodies counted and never stored.
 //!
-//! Requests are pre-serialised once per URI ([`Prepared::h1`]); submitting is
-//! one `extend_from_slice`. Responses are matched to requests in order
-//! (RFC 9112 §9.3.2: "A server MUST send its responses to those requests in
-//! the same order that the requests were received").
+//! Requests are pre-serialised once per URI ([`Prepared::h1`], built with
+//! `wire::h1::encode_request`); submitting is one `extend_from_slice`.
+//! Responses are matched to requests in order (RFC 9112 §9.3.2: "A server
+//! MUST send its responses to those requests in the same order that the
+//! requests were received").
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use h2lab_wire::h1::{Event, H1Error, ResponseHead, ResponseParser};
+
 use crate::request::Prepared;
 use crate::session::{Session, SessionError, SessionEvents, SubmitError};
-
-/// Largest response head accepted (status line + fields).
-const MAX_HEAD: usize = 64 * 1024;
-/// Most header fields per response head.
-const MAX_FIELDS: usize = 128;
-/// Longest chunk-size line / trailer line accepted.
-const MAX_LINE: usize = 4096;
-
-/// Body framing of the response being received (RFC 9112 §6.3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Body {
-    /// Exactly this many bytes left.
-    Length(u64),
-    /// Until the connection closes.
-    Close,
-    /// Chunked transfer coding, in one of its states.
-    Chunk(Chunk),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Chunk {
-    /// Hex digits of chunk-size.
-    Size { size: u64, digits: bool, len: usize },
-    /// Extensions / whitespace up to CR LF.
-    Ext { size: u64, len: usize },
-    /// After CR of the size line.
-    SizeLf { size: u64 },
-    /// Chunk data.
-    Data { remaining: u64 },
-    /// CR after chunk data.
-    DataCr,
-    /// LF after chunk data.
-    DataLf,
-    /// Trailer section: `len` bytes into the current line.
-    Trailer { len: usize, cr: bool },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// Waiting for (more of) a response head.
-    Head,
-    /// Inside the body of the response for `slot`.
-    Body { slot: u32, body: Body },
-    /// The connection is finished (after `Connection: close`, or an error).
-    Closed,
-}
-
-/// Result of looking at the bytes of a response head.
-struct HeadInfo {
-    len: usize,
-    status: u16,
-    field_bytes: usize,
-    framing: Framing,
-    close: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    None,
-    Length(u64),
-    Chunked,
-    Close,
-}
 
 /// HTTP/1.1 session (see module docs).
 #[derive(Debug)]
@@ -82,13 +22,23 @@ pub struct H1Session {
     depth: u32,
     /// Slots with a request sent and no complete response, in order.
     queue: VecDeque<u32>,
-    /// Partial response head carried between reads.
-    head_buf: Vec<u8>,
-    state: State,
-    /// The current response said `Connection: close`.
-    close_after: bool,
+    parser: ResponseParser,
+    /// Unconsumed bytes (an unfinished head or trailer section) carried
+    /// between reads.
+    carry: Vec<u8>,
+    /// The connection is finished (after a non-persistent response or an error).
+    closed: bool,
     /// No more requests will be submitted.
     closing: bool,
+}
+
+fn perr(e: H1Error) -> SessionError {
+    SessionError::Protocol(format!("invalid HTTP/1.1 response: {e}"))
+}
+
+/// h2load's HTTP/1.1 "headers" bytes: field names plus values.
+fn field_bytes(h: &ResponseHead<'_>) -> usize {
+    h.headers.iter().map(|f| f.name.len() + f.value.len()).sum()
 }
 
 impl H1Session {
@@ -99,328 +49,65 @@ impl H1Session {
             prep,
             depth,
             queue: VecDeque::with_capacity(depth as usize),
-            head_buf: Vec::new(),
-            state: State::Head,
-            close_after: false,
+            parser: ResponseParser::new(),
+            carry: Vec::new(),
+            closed: false,
             closing: false,
         }
     }
 
     fn process(&mut self, mut p: &[u8], ev: &mut dyn SessionEvents) -> Result<(), SessionError> {
-        while !p.is_empty() {
-            match self.state {
-                State::Closed => return Ok(()), // bytes after a `close` response: ignored
-                State::Head => {
-                    let Some(&slot) = self.queue.front() else {
-                        self.state = State::Closed;
-                        return Err(SessionError::Protocol(
-                            "response received with no request outstanding".into(),
-                        ));
-                    };
-                    match parse_head(p, self.prep.head_method)? {
-                        None => {
-                            if p.len() > MAX_HEAD {
-                                self.state = State::Closed;
-                                return Err(SessionError::Protocol(format!(
-                                    "response head larger than {MAX_HEAD} bytes"
-                                )));
-                            }
-                            self.head_buf.extend_from_slice(p);
-                            return Ok(());
-                        }
-                        Some(h) => {
-                            p = p.get(h.len..).unwrap_or_default();
-                            ev.status(slot, h.status);
-                            ev.header_bytes(h.field_bytes, h.field_bytes);
-                            if (100..200).contains(&h.status) {
-                                // Interim response; the final one follows (RFC 9110 §15.2).
-                                continue;
-                            }
-                            self.close_after = h.close;
-                            let body = match h.framing {
-                                Framing::None | Framing::Length(0) => {
-                                    self.finish(ev);
-                                    continue;
-                                }
-                                Framing::Length(n) => Body::Length(n),
-                                Framing::Close => Body::Close,
-                                Framing::Chunked => Body::Chunk(Chunk::Size {
-                                    size: 0,
-                                    digits: false,
-                                    len: 0,
-                                }),
-                            };
-                            self.state = State::Body { slot, body };
-                        }
-                    }
+        while !self.closed {
+            let (n, event) = match self.parser.parse(p) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.closed = true;
+                    return Err(perr(e));
                 }
-                State::Body { slot, body } => {
-                    let (used, next) = decode_body(body, p, slot, ev)?;
-                    p = p.get(used..).unwrap_or_default();
-                    match next {
-                        Some(b) => self.state = State::Body { slot, body: b },
-                        None => self.finish(ev),
-                    }
+            };
+            p = p.get(n..).unwrap_or_default();
+            let slot = self.queue.front().copied().unwrap_or(u32::MAX);
+            match event {
+                Event::NeedMore => {
+                    // An unfinished head/trailer section is not consumed: keep it.
+                    self.carry.extend_from_slice(p);
+                    return Ok(());
                 }
+                Event::Interim(h) | Event::Head(h) => {
+                    let b = field_bytes(&h);
+                    ev.status(slot, h.status);
+                    ev.header_bytes(b, b);
+                }
+                Event::Upgrade(_) => {
+                    self.closed = true;
+                    return Err(SessionError::Protocol(
+                        "unexpected 101 Switching Protocols".into(),
+                    ));
+                }
+                Event::Body(b) => ev.body(slot, b.len()),
+                Event::Trailers { .. } => {}
+                Event::End { keep_alive } => self.finish(keep_alive, ev),
+                Event::Closed => return Ok(()),
             }
         }
         Ok(())
     }
 
     /// The response at the head of the queue is complete.
-    fn finish(&mut self, ev: &mut dyn SessionEvents) {
+    fn finish(&mut self, keep_alive: bool, ev: &mut dyn SessionEvents) {
         if let Some(slot) = self.queue.pop_front() {
             ev.complete(slot);
         }
-        self.state = State::Head;
-        if self.close_after {
+        if !keep_alive {
             // RFC 9112 §9.6: after "close" the server does not process further
             // requests on this connection, so pipelined ones can be retried.
-            self.state = State::Closed;
+            self.closed = true;
             self.closing = true;
             while let Some(s) = self.queue.pop_front() {
                 ev.refused(s);
             }
-        }
-    }
-}
-
-/// Parses a response head if complete. `Ok(None)`: need more bytes.
-fn parse_head(buf: &[u8], head_method: bool) -> Result<Option<HeadInfo>, SessionError> {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_FIELDS];
-    let mut resp = httparse::Response::new(&mut fields);
-    let len = match resp.parse(buf) {
-        Ok(httparse::Status::Complete(n)) => n,
-        Ok(httparse::Status::Partial) => return Ok(None),
-        Err(e) => {
-            return Err(SessionError::Protocol(format!(
-                "invalid HTTP/1.1 response: {e}"
-            )))
-        }
-    };
-    let status = resp.code.unwrap_or(0);
-    if status == 101 {
-        return Err(SessionError::Protocol(
-            "unexpected 101 Switching Protocols".into(),
-        ));
-    }
-    let http10 = resp.version == Some(0);
-    let mut field_bytes = 0usize;
-    let mut content_length: Option<u64> = None;
-    let mut te_present = false;
-    let mut chunked_last = false;
-    let mut conn_close = false;
-    let mut conn_keep_alive = false;
-    for h in resp.headers.iter() {
-        field_bytes += h.name.len() + h.value.len();
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let v = parse_content_length(h.value).ok_or_else(|| {
-                SessionError::Protocol("invalid Content-Length in response".into())
-            })?;
-            // RFC 9112 §6.3: differing Content-Length values are unrecoverable.
-            if content_length.is_some_and(|c| c != v) {
-                return Err(SessionError::Protocol(
-                    "conflicting Content-Length values".into(),
-                ));
-            }
-            content_length = Some(v);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            te_present = true;
-            let last = h
-                .value
-                .split(|&b| b == b',')
-                .map(trim)
-                .rfind(|t| !t.is_empty());
-            chunked_last = last.is_some_and(|t| t.eq_ignore_ascii_case(b"chunked"));
-        } else if h.name.eq_ignore_ascii_case("connection") {
-            for t in h.value.split(|&b| b == b',').map(trim) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    conn_close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    conn_keep_alive = true;
-                }
-            }
-        }
-    }
-    // RFC 9112 §6.3 rules 1-7, in order.
-    let framing = if head_method || (100..200).contains(&status) || status == 204 || status == 304 {
-        Framing::None
-    } else if te_present {
-        if chunked_last {
-            Framing::Chunked
-        } else {
-            Framing::Close
-        }
-    } else if let Some(n) = content_length {
-        Framing::Length(n)
-    } else {
-        Framing::Close
-    };
-    let close = conn_close || (http10 && !conn_keep_alive) || framing == Framing::Close;
-    Ok(Some(HeadInfo {
-        len,
-        status,
-        field_bytes,
-        framing,
-        close,
-    }))
-}
-
-fn parse_content_length(v: &[u8]) -> Option<u64> {
-    // RFC 9110 §8.6: a list of identical values may be accepted.
-    let mut out: Option<u64> = None;
-    for part in v.split(|&b| b == b',').map(trim) {
-        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        let mut n: u64 = 0;
-        for &d in part {
-            n = n.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-        }
-        if out.is_some_and(|o| o != n) {
-            return None;
-        }
-        out = Some(n);
-    }
-    out
-}
-
-fn trim(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
-}
-
-/// Decodes body bytes from `p`. Returns bytes consumed and the next state
-/// (`None` = body complete).
-fn decode_body(
-    body: Body,
-    p: &[u8],
-    slot: u32,
-    ev: &mut dyn SessionEvents,
-) -> Result<(usize, Option<Body>), SessionError> {
-    match body {
-        Body::Length(remaining) => {
-            let n = usize::try_from(remaining)
-                .unwrap_or(usize::MAX)
-                .min(p.len());
-            ev.body(slot, n);
-            let left = remaining - n as u64;
-            Ok((n, (left > 0).then_some(Body::Length(left))))
-        }
-        Body::Close => {
-            ev.body(slot, p.len());
-            Ok((p.len(), Some(Body::Close)))
-        }
-        Body::Chunk(mut c) => {
-            let mut i = 0usize;
-            let perr = |m: &str| Err(SessionError::Protocol(format!("invalid chunked body: {m}")));
-            while i < p.len() {
-                let b = p[i];
-                match c {
-                    Chunk::Data { remaining } => {
-                        let n = usize::try_from(remaining)
-                            .unwrap_or(usize::MAX)
-                            .min(p.len() - i);
-                        ev.body(slot, n);
-                        i += n;
-                        let left = remaining - n as u64;
-                        c = if left == 0 {
-                            Chunk::DataCr
-                        } else {
-                            Chunk::Data { remaining: left }
-                        };
-                        continue;
-                    }
-                    Chunk::Size { size, digits, len } => {
-                        if len > MAX_LINE {
-                            return perr("chunk-size line too long");
-                        }
-                        if let Some(d) = (b as char).to_digit(16) {
-                            let Some(s) = size
-                                .checked_mul(16)
-                                .and_then(|s| s.checked_add(u64::from(d)))
-                            else {
-                                return perr("chunk size overflows");
-                            };
-                            c = Chunk::Size {
-                                size: s,
-                                digits: true,
-                                len: len + 1,
-                            };
-                        } else if !digits {
-                            return perr("missing chunk size");
-                        } else if b == b'\r' {
-                            c = Chunk::SizeLf { size };
-                        } else if b == b';' || b == b' ' || b == b'\t' {
-                            c = Chunk::Ext { size, len: len + 1 };
-                        } else {
-                            return perr("bad character in chunk size");
-                        }
-                    }
-                    Chunk::Ext { size, len } => {
-                        if len > MAX_LINE {
-                            return perr("chunk extension too long");
-                        }
-                        c = if b == b'\r' {
-                            Chunk::SizeLf { size }
-                        } else {
-                            Chunk::Ext { size, len: len + 1 }
-                        };
-                    }
-                    Chunk::SizeLf { size } => {
-                        if b != b'\n' {
-                            return perr("expected LF after chunk size");
-                        }
-                        c = if size == 0 {
-                            Chunk::Trailer { len: 0, cr: false }
-                        } else {
-                            Chunk::Data { remaining: size }
-                        };
-                    }
-                    Chunk::DataCr => {
-                        if b != b'\r' {
-                            return perr("expected CR after chunk data");
-                        }
-                        c = Chunk::DataLf;
-                    }
-                    Chunk::DataLf => {
-                        if b != b'\n' {
-                            return perr("expected LF after chunk data");
-                        }
-                        c = Chunk::Size {
-                            size: 0,
-                            digits: false,
-                            len: 0,
-                        };
-                    }
-                    Chunk::Trailer { len, cr } => {
-                        if len > MAX_LINE {
-                            return perr("trailer line too long");
-                        }
-                        if b == b'\n' && cr {
-                            if len == 0 {
-                                // Empty line: end of the trailer section and the message.
-                                return Ok((i + 1, None));
-                            }
-                            c = Chunk::Trailer { len: 0, cr: false };
-                        } else if b == b'\r' {
-                            c = Chunk::Trailer { len, cr: true };
-                        } else {
-                            c = Chunk::Trailer {
-                                len: len + 1,
-                                cr: false,
-                            };
-                        }
-                    }
-                }
-                i += 1;
-            }
-            Ok((i, Some(Body::Chunk(c))))
+        } else if !self.queue.is_empty() {
+            self.parser.start(!self.prep.head_method);
         }
     }
 }
@@ -430,7 +117,7 @@ impl Session for H1Session {
 
     #[inline]
     fn can_submit(&self) -> bool {
-        !self.closing && (self.queue.len() as u32) < self.depth
+        !self.closing && !self.closed && (self.queue.len() as u32) < self.depth
     }
 
     #[inline]
@@ -442,6 +129,9 @@ impl Session for H1Session {
             return Err(SubmitError::WouldBlock);
         };
         out.extend_from_slice(req);
+        if self.queue.is_empty() && self.parser.is_idle() {
+            self.parser.start(!self.prep.head_method);
+        }
         self.queue.push_back(slot);
         Ok(())
     }
@@ -452,38 +142,35 @@ impl Session for H1Session {
         _out: &mut Vec<u8>,
         ev: &mut dyn SessionEvents,
     ) -> Result<(), SessionError> {
-        if self.head_buf.is_empty() {
+        if self.carry.is_empty() {
             return self.process(input, ev);
         }
-        let mut buf = std::mem::take(&mut self.head_buf);
+        let mut buf = std::mem::take(&mut self.carry);
         buf.extend_from_slice(input);
         let r = self.process(&buf, ev);
-        if self.head_buf.is_empty() {
+        if self.carry.is_empty() {
             buf.clear();
-            self.head_buf = buf; // keep the capacity
+            self.carry = buf; // keep the capacity
         }
         r
     }
 
     fn on_eof(&mut self, ev: &mut dyn SessionEvents) -> Result<(), SessionError> {
-        match self.state {
-            State::Body {
-                body: Body::Close, ..
-            } => {
-                // RFC 9112 §6.3 rule 8: the body ends when the connection closes.
-                self.close_after = true;
-                self.finish(ev);
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        match self.parser.eof() {
+            // RFC 9112 §6.3 rule 8: a close-delimited body ends with the connection.
+            Ok(Event::End { .. }) => {
+                self.finish(false, ev);
                 Ok(())
             }
-            State::Closed => Ok(()),
-            State::Head if self.head_buf.is_empty() && self.queue.is_empty() => {
-                self.state = State::Closed;
-                Ok(())
-            }
-            _ => {
-                self.state = State::Closed;
+            Ok(_) => Ok(()),
+            Err(H1Error::Truncated | H1Error::ClosedBeforeResponse) => {
                 Err(SessionError::UnexpectedEof)
             }
+            Err(e) => Err(perr(e)),
         }
     }
 
@@ -502,7 +189,7 @@ impl Session for H1Session {
     }
 
     fn wants_close(&self) -> bool {
-        self.state == State::Closed
+        self.closed
     }
 
     fn terminate(&mut self, _out: &mut Vec<u8>) {
@@ -546,7 +233,7 @@ mod tests {
 
     fn session(depth: u32) -> H1Session {
         let cfg = BenchConfig::from_uris(&["http://h/"], None).unwrap();
-        H1Session::new(Arc::new(Prepared::new(&cfg)), depth)
+        H1Session::new(Arc::new(Prepared::new(&cfg).unwrap()), depth)
     }
 
     /// Feeds `input` in pieces of `step` bytes.

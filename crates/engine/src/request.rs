@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::config::BenchConfig;
+use h2lab_wire::h1::encode_request;
+
+use crate::config::{BenchConfig, ConfigError};
 
 /// The `user-agent` sent by default.
 pub const USER_AGENT: &str = concat!("h2lab/", env!("CARGO_PKG_VERSION"));
@@ -31,7 +33,7 @@ impl Prepared {
     /// `:authority`, `:method` (GET, or POST with `-d`) and `user-agent`,
     /// overridden by `-H` entries with the same name (`host` overrides
     /// `:authority`), other `-H` entries appended, `content-length` with `-d`.
-    pub(crate) fn new(cfg: &BenchConfig) -> Prepared {
+    pub(crate) fn new(cfg: &BenchConfig) -> Result<Prepared, ConfigError> {
         let mut shared: Vec<(String, String)> = vec![
             (":scheme".into(), cfg.scheme().as_str().into()),
             (":authority".into(), cfg.default_authority()),
@@ -60,6 +62,8 @@ impl Prepared {
             }
         }
         let content_length = cfg.body.as_ref().map(|b| b.len().to_string());
+        // content-length is computed from -d; a user value would contradict it.
+        shared.retain(|(n, _)| !n.eq_ignore_ascii_case("content-length"));
         let method = shared
             .iter()
             .find(|(n, _)| n == ":method")
@@ -68,33 +72,27 @@ impl Prepared {
         let mut h1 = Vec::with_capacity(cfg.uris.len());
         let mut h2 = Vec::with_capacity(cfg.uris.len());
         for t in &cfg.uris {
-            let mut r = Vec::with_capacity(128);
-            r.extend_from_slice(method.as_bytes());
-            r.push(b' ');
-            r.extend_from_slice(t.path.as_bytes());
-            r.extend_from_slice(b" HTTP/1.1\r\n");
-            for (n, v) in &shared {
-                let name: &str = if n == ":authority" {
-                    "Host"
-                } else if n.starts_with(':') {
-                    continue;
-                } else {
-                    n
-                };
-                r.extend_from_slice(name.as_bytes());
-                r.extend_from_slice(b": ");
-                r.extend_from_slice(v.as_bytes());
-                r.extend_from_slice(b"\r\n");
-            }
-            if let Some(cl) = &content_length {
-                r.extend_from_slice(b"Content-Length: ");
-                r.extend_from_slice(cl.as_bytes());
-                r.extend_from_slice(b"\r\n");
-            }
-            r.extend_from_slice(b"\r\n");
-            if let Some(b) = &cfg.body {
-                r.extend_from_slice(b);
-            }
+            let authority = shared
+                .iter()
+                .find(|(n, _)| n == ":authority")
+                .map_or("", |(_, v)| v.as_str());
+            let fields: Vec<(&str, &str)> = shared
+                .iter()
+                .filter(|(n, _)| !n.starts_with(':'))
+                .map(|(n, v)| (n.as_str(), v.as_str()))
+                .collect();
+            let r = encode_request(
+                &method,
+                &t.path,
+                authority,
+                &fields,
+                cfg.body.as_deref(),
+                true,
+            )
+            .map_err(|e| {
+                ConfigError::InvalidHeader(format!("cannot build the HTTP/1.1 request: {e}"))
+            })?
+            .into_vec();
             h1.push(r.into_boxed_slice());
 
             let mut f: Vec<Field> = Vec::with_capacity(shared.len() + 2);
@@ -124,12 +122,12 @@ impl Prepared {
             f.sort_by_key(|(n, _)| n.first() != Some(&b':'));
             h2.push(f);
         }
-        Prepared {
+        Ok(Prepared {
             h1,
             h2,
             body: cfg.body.clone(),
             head_method: method.eq_ignore_ascii_case("HEAD"),
-        }
+        })
     }
 
     /// Number of URIs.
@@ -149,7 +147,7 @@ mod tests {
         cfg.headers.push(("Host".into(), "override".into()));
         cfg.headers.push(("X-Test".into(), "1".into()));
         cfg.headers.push(("Connection".into(), "keep-alive".into()));
-        let p = Prepared::new(&cfg);
+        let p = Prepared::new(&cfg).unwrap();
         assert_eq!(p.len(), 2);
         let r = std::str::from_utf8(&p.h1[0]).unwrap();
         assert_eq!(
@@ -178,7 +176,7 @@ mod tests {
     fn post_body() {
         let mut cfg = BenchConfig::from_uris(&["https://h/"], None).unwrap();
         cfg.body = Some(Arc::from(&b"hello"[..]));
-        let p = Prepared::new(&cfg);
+        let p = Prepared::new(&cfg).unwrap();
         assert!(std::str::from_utf8(&p.h1[0])
             .unwrap()
             .starts_with("POST / HTTP/1.1\r\nHost: h\r\n"));

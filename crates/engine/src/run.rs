@@ -46,7 +46,7 @@ pub fn run(
     } else {
         None
     };
-    let prep = Prepared::new(cfg);
+    let prep = Prepared::new(cfg)?;
     let log = match &cfg.log_file {
         Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
             context: format!("cannot open log file {}", p.display()),

@@ -117,6 +117,7 @@ pub trait Session {
 
 /// Static dispatch over the two protocols (no `Box<dyn>` per connection).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one per connection; HTTP/1.1 state stays inline
 pub(crate) enum AnySession {
     /// HTTP/1.1.
     H1(H1Session),
