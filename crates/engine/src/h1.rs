@@ -30,6 +30,8 @@ pub struct H1Session {
     closed: bool,
     /// No more requests will be submitted.
     closing: bool,
+    /// `-v`: copy the raw responses to stdout, like h2load.
+    verbose: bool,
 }
 
 fn perr(e: H1Error) -> SessionError {
@@ -42,8 +44,9 @@ fn field_bytes(h: &ResponseHead<'_>) -> usize {
 }
 
 impl H1Session {
-    /// A session pipelining up to `depth` requests (1 when sending bodies, as h2load).
-    pub(crate) fn new(prep: Arc<Prepared>, depth: u32) -> H1Session {
+    /// A session pipelining up to `depth` requests (1 when sending bodies, as
+    /// h2load); `verbose` copies raw responses to stdout like h2load `-v`.
+    pub(crate) fn new(prep: Arc<Prepared>, depth: u32, verbose: bool) -> H1Session {
         let depth = if prep.body.is_some() { 1 } else { depth.max(1) };
         H1Session {
             prep,
@@ -53,6 +56,7 @@ impl H1Session {
             carry: Vec::new(),
             closed: false,
             closing: false,
+            verbose,
         }
     }
 
@@ -142,6 +146,10 @@ impl Session for H1Session {
         _out: &mut Vec<u8>,
         ev: &mut dyn SessionEvents,
     ) -> Result<(), SessionError> {
+        if self.verbose {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(input);
+        }
         if self.carry.is_empty() {
             return self.process(input, ev);
         }
@@ -233,7 +241,7 @@ mod tests {
 
     fn session(depth: u32) -> H1Session {
         let cfg = BenchConfig::from_uris(&["http://h/"], None).unwrap();
-        H1Session::new(Arc::new(Prepared::new(&cfg).unwrap()), depth)
+        H1Session::new(Arc::new(Prepared::new(&cfg).unwrap()), depth, false)
     }
 
     /// Feeds `input` in pieces of `step` bytes.

@@ -731,9 +731,11 @@ impl<'o> Worker<'o> {
             );
         }
         let mut session = match proto {
-            AppProtocol::Http11 => {
-                AnySession::H1(H1Session::new(Arc::clone(&self.s.prep), self.s.max_streams))
-            }
+            AppProtocol::Http11 => AnySession::H1(H1Session::new(
+                Arc::clone(&self.s.prep),
+                self.s.max_streams,
+                self.s.verbose,
+            )),
             AppProtocol::H2 | AppProtocol::H2c => AnySession::H2(Box::new(H2Session::new(
                 Arc::clone(&self.s.prep),
                 self.s.max_streams,
