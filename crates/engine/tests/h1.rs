@@ -196,7 +196,7 @@ fn unresolvable_host_and_bad_config_are_errors() {
 
 #[test]
 fn unix_socket_with_base_uri() {
-    let (path, c) = unix_server(Behavior {
+    let (_dir, path, c) = unix_server(Behavior {
         body_len: 100,
         ..Default::default()
     });

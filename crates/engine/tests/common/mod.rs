@@ -182,13 +182,8 @@ pub fn tcp_server(b: Behavior) -> (SocketAddr, Arc<Counters>) {
 }
 
 /// A UNIX socket responder at a fresh path.
-pub fn unix_server(b: Behavior) -> (std::path::PathBuf, Arc<Counters>) {
-    let dir = std::env::temp_dir().join(format!(
-        "h2lab-engine-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+pub fn unix_server(b: Behavior) -> (servers::Scratch, std::path::PathBuf, Arc<Counters>) {
+    let dir = servers::scratch("unix");
     let path = dir.join("s.sock");
     let _ = std::fs::remove_file(&path);
     let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
@@ -202,10 +197,8 @@ pub fn unix_server(b: Behavior) -> (std::path::PathBuf, Arc<Counters>) {
             std::thread::spawn(move || serve_conn(s, &b, &c));
         }
     });
-    (path, c)
+    (dir, path, c)
 }
-
-static NEXT: AtomicU64 = AtomicU64::new(0);
 
 /// A TLS responder (rustls, test certificate) offering `alpn`.
 pub fn tls_server(b: Behavior, alpn: &[&str]) -> (SocketAddr, Arc<Counters>) {
@@ -277,3 +270,4 @@ impl Observer for Recorder {
         *self.proto.lock().unwrap() = Some(p);
     }
 }
+pub mod servers;
