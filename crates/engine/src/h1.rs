@@ -1,7 +1,7 @@
 //! HTTP/1.1 client session on [`h2lab_wire::h1::ResponseParser`]: keep-alive,
 //! pipelining up to `-m`, bodies counted and never stored.
 //!
-//! Requests are pre-serialised once per URI ([`Prepared::h1`], built with
+//! Requests are pre-serialised once per URI (`Prepared::h1`, built with
 //! `wire::h1::encode_request`); submitting is one `extend_from_slice`.
 //! Responses are matched to requests in order (RFC 9112 §9.3.2: "A server
 //! MUST send its responses to those requests in the same order that the

@@ -11,6 +11,23 @@
 //! HTTP/1.1 ([`h1`]) and HTTP/2 ([`h2`]); transports (TCP, TLS via rustls,
 //! UNIX sockets) behind a small table in `transport`.
 //!
+//! Counting follows h2load 1.52 (`requests:`, `status codes:`, `traffic:`
+//! lines; see [`RequestCounts`]), with these deliberate differences:
+//! - A connection the server ends cleanly (GOAWAY, `Connection: close`,
+//!   idle close) is re-established and the run continues. Requests the
+//!   server provably did not process (streams above GOAWAY's last-stream-id,
+//!   REFUSED_STREAM, requests pipelined behind `Connection: close`) are
+//!   retried and counted once in `started`. In-flight requests lost with a
+//!   connection count as failed and errored (h2load does the same); a
+//!   connection that fails before completing anything is not retried.
+//! - Connect time and time to first byte are one sample per connection
+//!   (h2load: per client, last connection), and samples taken during
+//!   `--warm-up-time` are kept (h2load reports 0us there).
+//! - An interrupted run ([`StopFlag`]) abandons in-flight requests and
+//!   reports `total = done`, like a `-D` run.
+//! - HTTP/2 streams never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS;
+//!   streams refused before the server's SETTINGS arrived are retried.
+//!
 //! Flag mapping (h2load → [`BenchConfig`]): `-n` requests, `-c` clients,
 //! `-m` max_concurrent_streams, `-t` threads, `-D` duration,
 //! `--warm-up-time` warm_up, `-H` headers, `-d` body, `--h1`/`-p`

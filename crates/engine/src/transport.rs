@@ -1,11 +1,11 @@
 //! The transport table (like wrk's `sock` struct): TCP, TLS over TCP, UNIX
 //! sockets and TLS over UNIX sockets, all non-blocking on mio.
 //!
-//! A [`Transport`] turns the socket into two plain operations the worker
-//! drives — [`Transport::read`] (plaintext in) and [`Transport::write`]
-//! (plaintext out) — plus the connect/handshake steps. All sockets are
-//! registered edge-triggered for both readable and writable, so callers must
-//! read until `WouldBlock` and keep unwritten bytes for the next writable event.
+//! A `Transport` turns the socket into two plain operations the worker
+//! drives — `read_with` (plaintext in, one read syscall per burst) and
+//! `write` (plaintext out) — plus the connect/handshake steps. All sockets
+//! are registered edge-triggered for both readable and writable, so unwritten
+//! bytes are kept for the next writable event.
 //!
 //! Certificate verification is OFF by default, like h2load: [`AcceptAnyCert`]
 //! accepts any certificate chain and any name, but still checks the handshake
