@@ -698,3 +698,24 @@ fn stream_ids_and_send_errors() {
     assert_eq!(c.conn.error().unwrap().initiator, Initiator::Local);
     assert!(c.conn.is_finished());
 }
+
+#[test]
+fn late_response_to_cancelled_stream_after_many_other_streams() {
+    let mut c = client();
+    let cancelled = c.get("/slow");
+    assert!(c.conn.reset(cancelled, ErrorCode::CANCEL, &mut c.out));
+    for i in 0..300 {
+        let id = c.get("/fast").get();
+        assert_eq!(id, 3 + 2 * i);
+        c.respond(id, 200, &[], b"ok");
+    }
+    c.frames();
+    // The slow response finally arrives: ignored, the connection lives on.
+    c.respond(cancelled.get(), 200, &[], b"late");
+    assert!(c.rec.done(1).is_empty());
+    assert!(c
+        .frames()
+        .iter()
+        .all(|f| f.kind != kind::GOAWAY && f.kind != kind::RST_STREAM));
+    assert!(c.conn.can_open_stream());
+}

@@ -143,10 +143,12 @@ pub struct Limits {
     /// RST_STREAMs we are made to send for errors (stream errors, refused
     /// streams) between two progress frames.
     pub max_stream_errors_without_progress: u32,
-    /// Recently closed streams remembered to tell "closed" from "never
-    /// opened" and to ignore frames on streams we reset (RFC 9113 §5.1:
+    /// Streams we reset whose late frames are still ignored (RFC 9113 §5.1:
     /// "An endpoint MUST ignore frames that it receives on closed streams
-    /// after it has sent a RST_STREAM frame.").
+    /// after it has sent a RST_STREAM frame. An endpoint MAY choose to limit
+    /// the period over which it ignores frames"), and, separately, as many
+    /// normally closed streams remembered to tell "closed" (STREAM_CLOSED)
+    /// from "never opened" (PROTOCOL_ERROR).
     pub closed_stream_memory: usize,
 }
 
@@ -163,7 +165,7 @@ impl Limits {
             max_settings_without_progress: 100,
             max_idle_frames_without_progress: 1000,
             max_stream_errors_without_progress: 200,
-            closed_stream_memory: 64,
+            closed_stream_memory: 128,
         }
     }
 }

@@ -194,53 +194,73 @@ pub(crate) enum Closed {
     Normally,
 }
 
-/// A fixed-size ring of recently closed stream ids.
+/// Recently closed stream ids, in two fixed-size rings so that the many
+/// normal closes of a busy connection never push out the streams we reset
+/// (whose late frames must be ignored, not answered with errors).
 #[derive(Debug)]
 pub(crate) struct RecentlyClosed {
-    ring: Vec<u32>,
-    cap: usize,
-    next: usize,
+    by_us: Ring,
+    normally: Ring,
 }
-
-const RESET_BY_US: u32 = 1 << 31;
 
 impl RecentlyClosed {
     pub(crate) fn new(capacity: usize) -> Self {
         RecentlyClosed {
-            ring: Vec::with_capacity(capacity),
-            cap: capacity,
-            next: 0,
+            by_us: Ring::new(capacity),
+            normally: Ring::new(capacity),
         }
     }
 
-    /// Remember `id` (forgetting the oldest entry when full).
+    /// Remember `id` (forgetting the oldest entry of its ring when full).
     pub(crate) fn push(&mut self, id: StreamId, how: Closed) {
-        let v = id.get() | if how == Closed::ByUs { RESET_BY_US } else { 0 };
-        let cap = self.cap;
-        if cap == 0 {
-            return;
+        match how {
+            Closed::ByUs => self.by_us.push(id.get()),
+            Closed::Normally => self.normally.push(id.get()),
         }
-        if self.ring.len() < cap {
-            self.ring.push(v);
-        } else if let Some(slot) = self.ring.get_mut(self.next) {
-            *slot = v;
-        }
-        self.next = (self.next + 1) % cap;
     }
 
     /// How `id` was closed, if it is remembered.
     pub(crate) fn find(&self, id: StreamId) -> Option<Closed> {
-        self.ring
-            .iter()
-            .rev()
-            .find(|&&v| v & !RESET_BY_US == id.get())
-            .map(|&v| {
-                if v & RESET_BY_US != 0 {
-                    Closed::ByUs
-                } else {
-                    Closed::Normally
-                }
-            })
+        if self.by_us.contains(id.get()) {
+            Some(Closed::ByUs)
+        } else if self.normally.contains(id.get()) {
+            Some(Closed::Normally)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Ring {
+    ids: Vec<u32>,
+    cap: usize,
+    next: usize,
+}
+
+impl Ring {
+    fn new(cap: usize) -> Self {
+        Ring {
+            ids: Vec::with_capacity(cap),
+            cap,
+            next: 0,
+        }
+    }
+
+    fn push(&mut self, id: u32) {
+        if self.cap == 0 {
+            return;
+        }
+        if self.ids.len() < self.cap {
+            self.ids.push(id);
+        } else if let Some(slot) = self.ids.get_mut(self.next) {
+            *slot = id;
+        }
+        self.next = (self.next + 1) % self.cap;
+    }
+
+    fn contains(&self, id: u32) -> bool {
+        self.ids.contains(&id)
     }
 }
 
@@ -299,9 +319,16 @@ mod tests {
         r.push(StreamId::new(3), Closed::Normally);
         assert_eq!(r.find(StreamId::new(1)), Some(Closed::ByUs));
         assert_eq!(r.find(StreamId::new(3)), Some(Closed::Normally));
-        r.push(StreamId::new(5), Closed::Normally);
+        // Normal closes do not evict resets.
+        for id in [5, 7, 9] {
+            r.push(StreamId::new(id), Closed::Normally);
+        }
+        assert_eq!(r.find(StreamId::new(1)), Some(Closed::ByUs));
+        assert_eq!(r.find(StreamId::new(3)), None);
+        assert_eq!(r.find(StreamId::new(9)), Some(Closed::Normally));
+        r.push(StreamId::new(11), Closed::ByUs);
+        r.push(StreamId::new(13), Closed::ByUs);
         assert_eq!(r.find(StreamId::new(1)), None);
-        assert_eq!(r.find(StreamId::new(5)), Some(Closed::Normally));
         let mut z = RecentlyClosed::new(0);
         z.push(StreamId::new(1), Closed::ByUs);
         assert_eq!(z.find(StreamId::new(1)), None);
