@@ -719,3 +719,16 @@ fn late_response_to_cancelled_stream_after_many_other_streams() {
         .all(|f| f.kind != kind::GOAWAY && f.kind != kind::RST_STREAM));
     assert!(c.conn.can_open_stream());
 }
+
+#[test]
+fn sink_can_be_a_trait_object() {
+    let mut c = client();
+    c.get("/");
+    let block = c.peer.response_block(200, &[]);
+    let mut b = Vec::new();
+    t::headers(&mut b, 1, &block, true);
+    let mut rec = Recorder::default();
+    let sink: &mut dyn h2lab_wire::h2::Events = &mut rec;
+    assert_eq!(c.conn.recv(&b, &mut c.out, sink), Ok(b.len()));
+    assert_eq!(rec.done(1)[0].status, Some(200));
+}

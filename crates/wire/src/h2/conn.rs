@@ -379,6 +379,16 @@ impl<E: HeaderEncoder> Connection<E> {
         }
     }
 
+    /// Our HPACK encoder (e.g. the request template, for its statistics).
+    pub fn encoder(&self) -> &E {
+        &self.enc
+    }
+
+    /// Our HPACK encoder, mutably.
+    pub fn encoder_mut(&mut self) -> &mut E {
+        &mut self.enc
+    }
+
     /// The peer's settings in force.
     pub fn peer_settings(&self) -> &PeerSettings {
         &self.st.peer

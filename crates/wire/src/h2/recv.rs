@@ -50,7 +50,7 @@ impl<E: HeaderEncoder> Connection<E> {
         &mut self,
         input: &[u8],
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<usize, ConnError> {
         if let Some(e) = self.st.error {
             return Err(e);
@@ -96,7 +96,7 @@ impl<E: HeaderEncoder> Connection<E> {
         &mut self,
         frame: Frame<'_>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let st = &mut self.st;
         if st.awaiting_settings {
@@ -150,7 +150,7 @@ impl<E: HeaderEncoder> Connection<E> {
         error: H2Error,
         frame: Option<Frame<'_>>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         if let Some(f) = frame {
             // A HEADERS frame whose block must still be decoded (RFC 9113
@@ -239,7 +239,7 @@ impl State {
         &mut self,
         e: H2Error,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let Scope::Stream(id) = e.scope else {
             return Err(e);
@@ -267,7 +267,7 @@ impl State {
         &mut self,
         frame: Frame<'_>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         match frame {
             Frame::Data(d) => self.on_data(d, out, sink),
@@ -295,7 +295,7 @@ impl State {
         &mut self,
         d: Data<'_>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let flen = d.flow_controlled_len();
         // RFC 9113 §6.9: "The entire DATA frame payload is included in flow
@@ -316,7 +316,7 @@ impl State {
         d: Data<'_>,
         flen: u32,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let id = d.stream_id;
         let Some(s) = self.streams.get_mut(id) else {
@@ -423,7 +423,7 @@ impl State {
         &mut self,
         s: Settings,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         if s.ack {
             if self.settings_unacked > 0 {
@@ -513,7 +513,7 @@ impl State {
         &mut self,
         p: Ping,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         if p.ack {
             // RFC 9113 §6.7: "An endpoint MUST NOT respond to PING frames
@@ -533,7 +533,7 @@ impl State {
         &mut self,
         w: WindowUpdate,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let id = w.stream_id;
         if id.is_zero() {
@@ -562,7 +562,7 @@ impl State {
         Ok(())
     }
 
-    fn on_rst(&mut self, r: RstStream, sink: &mut impl Events) -> Result<(), H2Error> {
+    fn on_rst(&mut self, r: RstStream, sink: &mut (impl Events + ?Sized)) -> Result<(), H2Error> {
         let id = r.stream_id;
         let Some(s) = self.streams.remove(id) else {
             return match self.absent(id) {
@@ -583,7 +583,7 @@ impl State {
         Ok(())
     }
 
-    fn on_goaway(&mut self, g: GoAway<'_>, sink: &mut impl Events) {
+    fn on_goaway(&mut self, g: GoAway<'_>, sink: &mut (impl Events + ?Sized)) {
         let last = g.last_stream_id;
         self.goaway_recv = Some(self.goaway_recv.map_or(last, |prev| prev.min(last)));
         if g.error_code != ErrorCode::NO_ERROR {
@@ -620,7 +620,7 @@ impl State {
         &mut self,
         block: HeaderBlock<'_>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let pre = self.block_error.take();
         match block.kind {
@@ -640,7 +640,7 @@ impl State {
         block: &[u8],
         pre: Option<H2Error>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         if let Some(s) = self.streams.get(id) {
             let kind = if s.has(flag::GOT_HEADERS) {
@@ -731,7 +731,7 @@ impl State {
         block: &[u8],
         pre: Option<H2Error>,
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         self.last_peer_id = id.get();
         if self.goaway_sent.is_some_and(|last| id > last) {
@@ -787,7 +787,7 @@ impl State {
         end_stream: bool,
         block: &[u8],
         out: &mut Vec<u8>,
-        sink: &mut impl Events,
+        sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
         let mut check = FieldCheck::new(kind);
         let mut bad: Option<Malformed> = None;
