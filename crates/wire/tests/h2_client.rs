@@ -732,3 +732,29 @@ fn sink_can_be_a_trait_object() {
     assert_eq!(c.conn.recv(&b, &mut c.out, sink), Ok(b.len()));
     assert_eq!(rec.done(1)[0].status, Some(200));
 }
+
+#[test]
+fn streams_before_server_settings_are_capped() {
+    let limits = Limits {
+        max_streams_before_settings: 3,
+        ..Limits::new()
+    };
+    let mut c = Connection::new(Role::Client, LocalSettings::client(), limits);
+    let mut out = Vec::new();
+    let get = |c: &mut Connection, out: &mut Vec<u8>| {
+        c.send_request(
+            |enc, buf| enc.encode([(&b":method"[..], &b"GET"[..])], buf),
+            true,
+            out,
+        )
+    };
+    for _ in 0..3 {
+        get(&mut c, &mut out).unwrap();
+    }
+    assert_eq!(get(&mut c, &mut out), Err(SendError::WouldBlock));
+    // The server's SETTINGS (no limit) lift the cap.
+    let mut b = Vec::new();
+    t::settings(&mut b, &[]);
+    c.recv(&b, &mut out, &mut Recorder::default()).unwrap();
+    assert!(get(&mut c, &mut out).is_ok());
+}

@@ -512,10 +512,12 @@ impl State {
     pub(crate) fn can_open_stream(&self) -> bool {
         // RFC 9113 §5.1.2: "Endpoints MUST NOT exceed the limit set by their
         // peer."
-        match self.peer.max_concurrent_streams {
-            Some(max) => self.streams.local_active() < max as usize,
-            None => true,
-        }
+        let max = match self.peer.max_concurrent_streams {
+            Some(max) => max,
+            None if self.awaiting_settings => self.limits.max_streams_before_settings,
+            None => return true,
+        };
+        self.streams.local_active() < max as usize
     }
 
     pub(crate) fn new_stream(&self, id: StreamId, flags: u8) -> Stream {

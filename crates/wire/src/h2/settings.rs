@@ -143,6 +143,12 @@ pub struct Limits {
     /// RST_STREAMs we are made to send for errors (stream errors, refused
     /// streams) between two progress frames.
     pub max_stream_errors_without_progress: u32,
+    /// Client role: streams we open before the peer's first SETTINGS frame
+    /// tells us its SETTINGS_MAX_CONCURRENT_STREAMS (nghttp2's
+    /// `peer_max_concurrent_streams`, also 100). RFC 9113 §6.5.2 lets the
+    /// initial value be unlimited, but a server with a lower limit would
+    /// refuse the excess.
+    pub max_streams_before_settings: u32,
     /// Streams we reset whose late frames are still ignored (RFC 9113 §5.1:
     /// "An endpoint MUST ignore frames that it receives on closed streams
     /// after it has sent a RST_STREAM frame. An endpoint MAY choose to limit
@@ -165,6 +171,7 @@ impl Limits {
             max_settings_without_progress: 100,
             max_idle_frames_without_progress: 1000,
             max_stream_errors_without_progress: 200,
+            max_streams_before_settings: 100,
             closed_stream_memory: 128,
         }
     }
