@@ -45,7 +45,8 @@ impl<E: HeaderEncoder> Connection<E> {
     ///
     /// On a connection error, GOAWAY is appended to `out` and the error is
     /// returned (and returned again by every later call): flush `out`, then
-    /// close the transport.
+    /// close the transport. Streams still open then are not reported one by
+    /// one: they all failed with the connection.
     pub fn recv(
         &mut self,
         input: &[u8],
