@@ -34,13 +34,14 @@ fn nghttpd_h2c_counts_match_h2load() {
     assert_eq!(r.traffic.bytes_body, 2000 * SMALL as u64);
     if let Some((total, head, data, ok)) = h2load(&["-n", "2000", "-c", "10", "-m", "10", &url]) {
         assert_eq!(ok, 2000);
-        assert_eq!(
-            (
-                r.traffic.bytes_total,
-                r.traffic.bytes_head,
-                r.traffic.bytes_body
-            ),
-            (total, head, data)
+        assert_eq!(r.traffic.bytes_body, data);
+        // Header blocks can differ by one `date` literal per connection when a
+        // run crosses a second boundary; everything else is byte-identical.
+        assert_eq!(r.traffic.bytes_total - r.traffic.bytes_head, total - head);
+        assert!(
+            r.traffic.bytes_head.abs_diff(head) <= 10 * 32,
+            "{} vs {head}",
+            r.traffic.bytes_head
         );
     }
 }
