@@ -1,0 +1,172 @@
+//! The client core of `h2lab bench`: a drop-in for h2load that spends less
+//! CPU per request.
+//!
+//! [`run`] starts `-t` worker threads. Each worker owns its clients
+//! (connections), one mio event loop and its statistics; nothing is shared
+//! between workers while the run lasts except the stop flag and a relaxed
+//! per-worker progress counter. After the workers join, their statistics
+//! are merged into a [`RunResult`] whose counters have h2load's meanings.
+//!
+//! Protocols live behind one stream-level trait ([`session::Session`]):
+//! HTTP/1.1 ([`h1`]) and HTTP/2 ([`h2`]); transports (TCP, TLS via rustls,
+//! UNIX sockets) behind a small table in `transport`.
+//!
+//! Flag mapping (h2load → [`BenchConfig`]): `-n` requests, `-c` clients,
+//! `-m` max_concurrent_streams, `-t` threads, `-D` duration,
+//! `--warm-up-time` warm_up, `-H` headers, `-d` body, `--h1`/`-p`
+//! protocol, `--alpn-list` alpn_list, `-B` base_uri, `--connect-to`
+//! connect_to, `--sni` sni, `-w`/`-W` window bits, `--header-table-size`,
+//! `--encoder-header-table-size`, `-T`/`-N` timeouts, `--log-file`, `-v`.
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub mod config;
+pub mod h1;
+pub mod h2;
+mod request;
+pub mod result;
+mod run;
+pub mod session;
+mod stats;
+pub mod transport;
+mod worker;
+
+pub use config::{
+    parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
+    Scheme, Target,
+};
+pub use request::USER_AGENT;
+pub use result::{
+    new_duration_histogram, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+};
+pub use run::run;
+
+/// Receives live information while a run is in progress. Called from the
+/// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,
+/// `protocol`, once each, as soon as the first connection is established).
+pub trait Observer: Sync {
+    /// Periodic progress (about every 100 ms and once at the end): requests
+    /// done so far, the total planned (0 for `-D` runs), time since the start,
+    /// and the number of error events so far.
+    fn progress(&self, done: u64, total: u64, elapsed: Duration, errors: u64);
+    /// TLS details of the first TLS connection.
+    fn tls_info(&self, info: &TlsInfo);
+    /// The application protocol of the first connection.
+    fn protocol(&self, p: AppProtocol);
+}
+
+/// An [`Observer`] that ignores everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopObserver;
+
+impl Observer for NoopObserver {
+    fn progress(&self, _done: u64, _total: u64, _elapsed: Duration, _errors: u64) {}
+    fn tls_info(&self, _info: &TlsInfo) {}
+    fn protocol(&self, _p: AppProtocol) {}
+}
+
+/// Stops a run early (set from a SIGINT/SIGTERM handler). Workers check it
+/// every loop turn (at least every 100 ms), abandon in-flight requests and
+/// report what was done; the result then has `interrupted = true`.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(pub Arc<AtomicBool>);
+
+impl StopFlag {
+    /// A flag that is not set.
+    pub fn new() -> StopFlag {
+        StopFlag::default()
+    }
+
+    /// Requests the run to stop.
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`StopFlag::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a run could not produce a result.
+#[derive(Debug)]
+pub enum EngineError {
+    /// The configuration is invalid (nothing was started).
+    Config(ConfigError),
+    /// The host name could not be resolved.
+    Resolve {
+        /// The name that was looked up.
+        host: String,
+        /// The resolver's error.
+        source: io::Error,
+    },
+    /// No client could connect at all (every attempt failed; the first error is reported).
+    Connect {
+        /// The address that was tried (`127.0.0.1:80`, `unix:/path`).
+        addr: String,
+        /// The socket error (connection refused, ...).
+        source: io::Error,
+    },
+    /// Every TLS handshake failed (first reason reported).
+    Tls {
+        /// The reason (alert, bad certificate, EOF during handshake, ...).
+        reason: String,
+    },
+    /// The server spoke a protocol we cannot use, or `--require-protocol` did not match.
+    Protocol {
+        /// What went wrong.
+        reason: String,
+    },
+    /// Every connection timed out (`-N`/`-T`) before anything completed.
+    Timeout {
+        /// Which timeout.
+        reason: String,
+    },
+    /// A local I/O problem (log file, thread creation, poller).
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Config(e) => write!(f, "{e}"),
+            EngineError::Resolve { host, source } => {
+                write!(f, "could not resolve host {host}: {source}")
+            }
+            EngineError::Connect { addr, source } => {
+                write!(f, "could not connect to {addr}: {source}")
+            }
+            EngineError::Tls { reason } => write!(f, "TLS handshake failed: {reason}"),
+            EngineError::Protocol { reason } => write!(f, "{reason}"),
+            EngineError::Timeout { reason } => write!(f, "timed out: {reason}"),
+            EngineError::Io { context, source } => write!(f, "{context}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            EngineError::Config(e) => Some(e),
+            EngineError::Resolve { source, .. }
+            | EngineError::Connect { source, .. }
+            | EngineError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<ConfigError> for EngineError {
+    fn from(e: ConfigError) -> Self {
+        EngineError::Config(e)
+    }
+}

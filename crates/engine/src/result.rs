@@ -1,0 +1,217 @@
+//! What a run produces: counters with h2load's meanings, histograms, TLS details.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::config::AppProtocol;
+
+/// Request counters, with the meanings of h2load's `requests:` line.
+///
+/// Invariants after a run that was not interrupted: `succeeded + failed == total`
+/// for `-n` runs (requests never issued because a client gave up count as
+/// failed and errored, like h2load), `errored <= failed`, `timeout <= errored`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    /// Requests planned: `-n`, or for `-D` runs (and interrupted runs) the number done.
+    pub total: u64,
+    /// Requests sent (at least the request head was queued on a connection).
+    pub started: u64,
+    /// Requests finished, successfully or not.
+    pub done: u64,
+    /// Finished with a complete response whose status was 2xx or 3xx.
+    pub succeeded: u64,
+    /// Not succeeded: 4xx/5xx responses, errors, timeouts, requests never issued.
+    pub failed: u64,
+    /// Failed without a complete response (stream reset, connection lost,
+    /// timeout, never issued).
+    pub errored: u64,
+    /// Failed because of `-T`/`-N` timeouts.
+    pub timeout: u64,
+    /// Finished with a complete response of any status (h2load's internal
+    /// `req_success`): the numerator of `req/s` in the `finished in` line.
+    pub completed: u64,
+}
+
+/// Final response status classes (interim 1xx responses are counted in `s1xx`
+/// but never decide success, as in h2load).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    /// 1xx interim responses seen.
+    pub s1xx: u64,
+    /// 2xx final responses.
+    pub s2xx: u64,
+    /// 3xx final responses.
+    pub s3xx: u64,
+    /// 4xx final responses.
+    pub s4xx: u64,
+    /// 5xx final responses.
+    pub s5xx: u64,
+}
+
+/// Bytes received, with h2load's `traffic:` meanings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// All bytes read from the transport (after TLS decryption).
+    pub bytes_total: u64,
+    /// Response header bytes as received: HPACK-compressed header block
+    /// bytes in HTTP/2; header field names + values in HTTP/1.1 (as h2load).
+    pub bytes_head: u64,
+    /// Decompressed header bytes (sum of name and value lengths).
+    pub bytes_head_decomp: u64,
+    /// Response body bytes (DATA payload in HTTP/2, de-chunked body in HTTP/1.1).
+    pub bytes_body: u64,
+}
+
+impl Traffic {
+    /// `1 - headers / decompressed headers`, 0 when nothing was received.
+    pub fn header_space_savings(&self) -> f64 {
+        if self.bytes_head_decomp == 0 {
+            0.0
+        } else {
+            1.0 - self.bytes_head as f64 / self.bytes_head_decomp as f64
+        }
+    }
+}
+
+/// Errors by kind, counted per event (a connection, a stream), not per request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ErrorCounts {
+    /// Connection attempts that failed (refused, unreachable, DNS gave no usable address).
+    pub connect: u64,
+    /// TLS handshake or record-layer failures.
+    pub tls: u64,
+    /// Connections dropped by `-T`/`-N`.
+    pub timeout: u64,
+    /// Protocol violations by the peer (malformed HTTP/1.1, HTTP/2 connection errors).
+    pub protocol: u64,
+    /// Connections lost with requests in flight (EOF, reset, write error).
+    pub io: u64,
+    /// HTTP/2 streams reset by the peer (RST_STREAM), by error code.
+    pub stream_resets: BTreeMap<u32, u64>,
+    /// GOAWAY frames received with an error code other than NO_ERROR, by code.
+    pub goaway_errors: BTreeMap<u32, u64>,
+    /// Server pushes refused (PUSH_PROMISE despite SETTINGS_ENABLE_PUSH=0).
+    pub push_refused: u64,
+    /// First message of each kind seen, for a human-readable summary (at most a few).
+    pub messages: Vec<String>,
+}
+
+impl ErrorCounts {
+    /// Sum of all counted error events.
+    pub fn total(&self) -> u64 {
+        self.connect
+            + self.tls
+            + self.timeout
+            + self.protocol
+            + self.io
+            + self.stream_resets.values().sum::<u64>()
+            + self.goaway_errors.values().sum::<u64>()
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        self.connect += other.connect;
+        self.tls += other.tls;
+        self.timeout += other.timeout;
+        self.protocol += other.protocol;
+        self.io += other.io;
+        self.push_refused += other.push_refused;
+        for (k, v) in &other.stream_resets {
+            *self.stream_resets.entry(*k).or_default() += v;
+        }
+        for (k, v) in &other.goaway_errors {
+            *self.goaway_errors.entry(*k).or_default() += v;
+        }
+        for m in &other.messages {
+            if self.messages.len() < MAX_ERROR_MESSAGES && !self.messages.contains(m) {
+                self.messages.push(m.clone());
+            }
+        }
+    }
+}
+
+/// How many distinct error messages a result keeps.
+pub(crate) const MAX_ERROR_MESSAGES: usize = 8;
+
+/// TLS session details, formatted the way h2load (OpenSSL) prints them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// `TLSv1.2` / `TLSv1.3`.
+    pub protocol: String,
+    /// Cipher suite in OpenSSL naming (`TLS_AES_128_GCM_SHA256`, `ECDHE-RSA-AES128-GCM-SHA256`).
+    pub cipher: String,
+    /// Key exchange as h2load's `Server Temp Key:` line (`X25519 253 bits`,
+    /// `ECDH prime256v1 256 bits`).
+    pub server_temp_key: Option<String>,
+    /// Protocol selected by ALPN, if any.
+    pub alpn: Option<String>,
+}
+
+/// Everything a run measured, merged over all workers.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Measurement period: from start (or end of warm-up) to the last worker finishing.
+    pub elapsed: Duration,
+    /// Request counters.
+    pub requests: RequestCounts,
+    /// Status classes of final responses.
+    pub status: StatusCounts,
+    /// Bytes received.
+    pub traffic: Traffic,
+    /// Request time in ns: first byte of the request written → last byte of
+    /// the response, for requests that completed with a response.
+    pub request_time: Histogram<u64>,
+    /// Connect time in ns (TCP connect + TLS handshake), one sample per connection.
+    pub connect_time: Histogram<u64>,
+    /// Time to first response byte in ns, measured from the start of connecting
+    /// (as h2load: first DATA, or a frame ending a stream), one sample per connection.
+    pub ttfb: Histogram<u64>,
+    /// Requests per second of each client (completed / client lifetime), like h2load.
+    pub client_rps: Vec<f64>,
+    /// Protocol spoken (from the first connection that negotiated one).
+    pub app_protocol: Option<AppProtocol>,
+    /// `h2` was offered over TLS but the server chose `http/1.1` (or no ALPN).
+    pub protocol_fallback: bool,
+    /// TLS details of the first TLS connection.
+    pub tls: Option<TlsInfo>,
+    /// Errors by kind.
+    pub errors: ErrorCounts,
+    /// GOAWAY frames received (any error code).
+    pub goaways: u64,
+    /// Connections re-established during the run (after GOAWAY, `Connection: close`, ...).
+    pub reconnects: u64,
+    /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
+    pub interrupted: bool,
+}
+
+impl RunResult {
+    /// `completed / elapsed` (h2load's `req/s` in the `finished in` line).
+    pub fn req_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.requests.completed as f64 / s
+        } else {
+            0.0
+        }
+    }
+
+    /// `bytes_total / elapsed` (h2load's `B/s`).
+    pub fn bytes_per_sec(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.traffic.bytes_total as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// A new empty nanosecond histogram (1 ns .. 1 hour, 3 significant figures),
+/// the kind every duration histogram in [`RunResult`] is. Larger values are
+/// saturated when recorded.
+pub fn new_duration_histogram() -> Histogram<u64> {
+    #[allow(clippy::expect_used)] // constant, valid bounds: cannot fail
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}

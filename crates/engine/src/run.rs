@@ -1,0 +1,264 @@
+//! `run`: validate, resolve, spawn workers, report progress, merge.
+
+use std::fs::File;
+use std::net::ToSocketAddrs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::{BaseUri, BenchConfig, Scheme};
+use crate::h2::H2Settings;
+use crate::request::Prepared;
+use crate::result::RunResult;
+use crate::stats::{merge, WorkerStats};
+use crate::transport::{self, Endpoint};
+use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
+use crate::{EngineError, Observer, StopFlag};
+
+/// How often the calling thread reports progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Runs the benchmark described by `cfg`.
+///
+/// Clients and `-n` are distributed over threads like h2load (the first
+/// `c % t` threads get one more client, the first `n % t` one more request),
+/// then over the clients of each thread the same way. Progress goes to
+/// `observer` from the calling thread; setting `stop` ends the run early.
+///
+/// Returns `Err` for invalid configurations, unresolvable hosts, and runs in
+/// which *no* connection could be established (the first connect/TLS/protocol
+/// error is reported), or when `--require-protocol` does not match. Otherwise
+/// errors are counted in [`RunResult::errors`].
+pub fn run(
+    cfg: &BenchConfig,
+    observer: &dyn Observer,
+    stop: &StopFlag,
+) -> Result<RunResult, EngineError> {
+    cfg.validate()?;
+    let endpoint = resolve(cfg)?;
+    let alpn = cfg.effective_alpn();
+    let tls = if cfg.scheme() == Scheme::Https {
+        let c = transport::client_config(&alpn, cfg.insecure)
+            .map_err(|reason| EngineError::Tls { reason })?;
+        let name = transport::server_name(&cfg.server_name())
+            .map_err(|reason| EngineError::Tls { reason })?;
+        Some((c, name))
+    } else {
+        None
+    };
+    let prep = Prepared::new(cfg);
+    let log = match &cfg.log_file {
+        Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
+            context: format!("cannot open log file {}", p.display()),
+            source: e,
+        })?),
+        None => None,
+    };
+    let h2 = H2Settings {
+        window_bits: cfg.window_bits,
+        connection_window_bits: cfg.connection_window_bits,
+        header_table_size: cfg.header_table_size,
+        encoder_header_table_size: cfg.encoder_header_table_size,
+    };
+    let timing = cfg
+        .duration
+        .map(|d| (cfg.warm_up.unwrap_or(Duration::ZERO), d));
+    let nthreads = cfg.threads;
+    let total = if timing.is_some() { 0 } else { cfg.requests };
+    let abort = Arc::new(AtomicBool::new(false));
+
+    let mut setups = Vec::with_capacity(nthreads as usize);
+    let mut progresses = Vec::with_capacity(nthreads as usize);
+    let start = Instant::now();
+    for i in 0..nthreads {
+        let nclients = cfg.clients / nthreads + u32::from(i < cfg.clients % nthreads);
+        let req_todo = if timing.is_some() {
+            0
+        } else {
+            cfg.requests / u64::from(nthreads)
+                + u64::from(u64::from(i) < cfg.requests % u64::from(nthreads))
+        };
+        let log = match &log {
+            Some(f) => Some(f.try_clone().map_err(|e| EngineError::Io {
+                context: "cannot duplicate log file handle".into(),
+                source: e,
+            })?),
+            None => None,
+        };
+        let progress = Arc::new(Progress::default());
+        progresses.push(Arc::clone(&progress));
+        setups.push(WorkerSetup {
+            id: i,
+            nclients,
+            req_todo,
+            // Each worker gets its own copy: nothing shared on the hot path.
+            prep: Arc::new(prep.clone()),
+            endpoint: endpoint.clone(),
+            tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
+            offers_h2: alpn.iter().any(|p| p == "h2"),
+            offers_h1: alpn.iter().any(|p| p == "http/1.1"),
+            cleartext: cfg.cleartext_protocol(),
+            require: cfg.require_protocol,
+            max_streams: cfg.max_concurrent_streams,
+            h2,
+            timing,
+            active_timeout: cfg.connection_active_timeout,
+            inactivity_timeout: cfg.connection_inactivity_timeout,
+            start,
+            stop: stop.clone(),
+            abort: Arc::clone(&abort),
+            progress,
+            observer: None,
+            log,
+            verbose: cfg.verbose,
+        });
+    }
+
+    let main = std::thread::current();
+    let outcomes: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|sc| {
+        let mut handles = Vec::with_capacity(setups.len());
+        for (i, mut setup) in setups.into_iter().enumerate() {
+            if i == 0 {
+                setup.observer = Some(observer);
+            }
+            let main = main.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("h2lab-worker-{i}"))
+                .spawn_scoped(sc, move || {
+                    let r = Worker::new(setup)
+                        .map(Worker::run)
+                        .map_err(|e| EngineError::Io {
+                            context: "cannot create event loop".into(),
+                            source: e,
+                        });
+                    main.unpark();
+                    r
+                });
+            match h {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    abort.store(true, Ordering::Relaxed);
+                    let mut v: Vec<_> = handles.into_iter().map(join).collect();
+                    v.push(Err(EngineError::Io {
+                        context: "cannot spawn worker thread".into(),
+                        source: e,
+                    }));
+                    return v;
+                }
+            }
+        }
+        loop {
+            let finished = handles.iter().all(|h| h.is_finished());
+            let (done, errors) = progresses.iter().fold((0, 0), |(d, e), p| {
+                (
+                    d + p.done.load(Ordering::Relaxed),
+                    e + p.errors.load(Ordering::Relaxed),
+                )
+            });
+            observer.progress(done, total, start.elapsed(), errors);
+            if finished {
+                break;
+            }
+            std::thread::park_timeout(PROGRESS_INTERVAL);
+        }
+        handles.into_iter().map(join).collect()
+    });
+    let end = Instant::now();
+
+    let mut stats: Vec<WorkerStats> = Vec::with_capacity(outcomes.len());
+    let mut fatal = None;
+    let mut connected = false;
+    let mut interrupted = false;
+    let mut first_connect = None;
+    let mut first_tls = None;
+    let mut first_proto = None;
+    for o in outcomes {
+        match o {
+            Ok(o) => {
+                connected |= o.connected;
+                interrupted |= o.interrupted;
+                if fatal.is_none() {
+                    fatal = o.fatal;
+                }
+                if first_connect.is_none() {
+                    first_connect = o.first_connect_error;
+                }
+                if first_tls.is_none() {
+                    first_tls = o.first_tls_error;
+                }
+                if first_proto.is_none() {
+                    first_proto = o.first_protocol_error;
+                }
+                stats.push(o.stats);
+            }
+            Err(e) => {
+                if fatal.is_none() {
+                    fatal = Some(e);
+                }
+            }
+        }
+    }
+    if let Some(e) = fatal {
+        return Err(e);
+    }
+    if !connected && !interrupted {
+        if let Some((addr, source)) = first_connect {
+            return Err(EngineError::Connect { addr, source });
+        }
+        if let Some(reason) = first_tls {
+            return Err(EngineError::Tls { reason });
+        }
+        if let Some(reason) = first_proto {
+            return Err(EngineError::Protocol { reason });
+        }
+        let timeouts: u64 = stats.iter().map(|s| s.errors.timeout).sum();
+        if timeouts > 0 {
+            return Err(EngineError::Timeout {
+                reason: "no connection was established before the -N/-T timeout".into(),
+            });
+        }
+    }
+    let measured_from = start + timing.map_or(Duration::ZERO, |(w, _)| w);
+    let elapsed = match timing {
+        Some((_, d)) if !interrupted => d,
+        _ => end.saturating_duration_since(measured_from),
+    };
+    Ok(merge(stats, elapsed, timing.is_some(), interrupted))
+}
+
+fn join(
+    h: std::thread::ScopedJoinHandle<'_, Result<WorkerOutcome, EngineError>>,
+) -> Result<WorkerOutcome, EngineError> {
+    h.join().unwrap_or_else(|_| {
+        Err(EngineError::Io {
+            context: "worker thread panicked".into(),
+            source: std::io::Error::other("panic"),
+        })
+    })
+}
+
+/// Resolves where connections go (once, before the run, like h2load).
+fn resolve(cfg: &BenchConfig) -> Result<Endpoint, EngineError> {
+    if let Some(BaseUri::Unix(p)) = &cfg.base_uri {
+        return Ok(Endpoint::Unix(p.clone()));
+    }
+    let Some((host, port)) = cfg.connect_addr() else {
+        return Err(EngineError::Protocol {
+            reason: "no address to connect to".into(),
+        });
+    };
+    let addrs: Vec<_> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|e| EngineError::Resolve {
+            host: host.clone(),
+            source: e,
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(EngineError::Resolve {
+            host,
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address returned"),
+        });
+    }
+    Ok(Endpoint::Tcp(addrs))
+}

@@ -1,0 +1,186 @@
+//! The one stream-level interface that separates protocols from the worker.
+//!
+//! A [`Session`] is the protocol half of a client connection (like h2load's
+//! `Session`): it turns "send request N" into bytes and received bytes into
+//! [`SessionEvents`]. It never touches sockets, clocks or statistics — the
+//! worker owns those. Requests are identified by *slots*: small indices into
+//! a fixed per-connection array (`0..max_concurrent_streams`), so nothing is
+//! allocated per request.
+//!
+//! Contract:
+//! - Output goes into the caller's `out` buffer; the worker writes it once
+//!   per loop turn.
+//! - [`Session::on_read`] consumes *all* input; a partial frame or header
+//!   section is kept inside the session.
+//! - Every submitted slot ends in exactly one of [`SessionEvents::complete`],
+//!   [`SessionEvents::reset`] or [`SessionEvents::refused`], or is still
+//!   outstanding when the connection goes away (the worker then accounts for it).
+
+use std::fmt;
+
+use crate::h1::H1Session;
+use crate::h2::H2Session;
+
+/// Why a request could not be submitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubmitError {
+    /// The protocol does not allow another request now (peer
+    /// MAX_CONCURRENT_STREAMS reached, GOAWAY received, pipelining depth full,
+    /// connection closing). Try again after a completion, or reconnect.
+    WouldBlock,
+    /// Stream identifiers are exhausted on this connection: reconnect.
+    Exhausted,
+}
+
+/// A connection-level failure detected by a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionError {
+    /// The peer violated the protocol (malformed response, HTTP/2 connection
+    /// error). The session has already queued whatever goodbye the protocol
+    /// requires (e.g. GOAWAY) into `out`.
+    Protocol(String),
+    /// The peer closed the connection in the middle of a message.
+    UnexpectedEof,
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Protocol(m) => write!(f, "protocol error: {m}"),
+            SessionError::UnexpectedEof => {
+                f.write_str("connection closed in the middle of a response")
+            }
+        }
+    }
+}
+
+/// What a session reports while reading. Implemented by the worker, which does
+/// all the statistics; the session only reports facts.
+pub trait SessionEvents {
+    /// A response header section started for `slot` with this status
+    /// (called for interim 1xx responses too, then again for the final one).
+    fn status(&mut self, slot: u32, status: u16);
+    /// Header bytes received: as on the wire (HPACK-compressed block length
+    /// for HTTP/2; field names + values for HTTP/1.1) and decompressed.
+    fn header_bytes(&mut self, wire: usize, decoded: usize);
+    /// Response body bytes received for `slot`.
+    fn body(&mut self, slot: u32, len: usize);
+    /// The response for `slot` is complete (last byte received).
+    fn complete(&mut self, slot: u32);
+    /// The stream for `slot` was reset (HTTP/2 RST_STREAM or a stream error)
+    /// before completing; `code` is the HTTP/2 error code.
+    fn reset(&mut self, slot: u32, code: u32);
+    /// The request in `slot` was provably not processed by the server
+    /// (HTTP/2 stream above GOAWAY's last-stream-id, REFUSED_STREAM, or HTTP/1.1
+    /// requests pipelined behind a `Connection: close` response): it may be retried.
+    fn refused(&mut self, slot: u32);
+    /// A GOAWAY was received.
+    fn goaway(&mut self, last_stream_id: u32, code: u32);
+    /// The server tried to push and was refused.
+    fn push_refused(&mut self);
+}
+
+/// The protocol side of one client connection.
+pub trait Session {
+    /// Called once the transport is ready: write the connection preface (HTTP/2).
+    fn on_connect(&mut self, out: &mut Vec<u8>);
+    /// Whether [`Session::submit`] would accept a request now.
+    fn can_submit(&self) -> bool;
+    /// Queues request `uri_idx` (index into the prepared URIs) for `slot`.
+    fn submit(&mut self, slot: u32, uri_idx: usize, out: &mut Vec<u8>) -> Result<(), SubmitError>;
+    /// Feeds received bytes (all consumed); may append output (ACKs, WINDOW_UPDATE).
+    fn on_read(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        ev: &mut dyn SessionEvents,
+    ) -> Result<(), SessionError>;
+    /// The peer closed the connection: complete a response delimited by close,
+    /// or report the truncation.
+    fn on_eof(&mut self, ev: &mut dyn SessionEvents) -> Result<(), SessionError>;
+    /// Called before each write: queue pending output held back by flow
+    /// control (request bodies waiting for WINDOW_UPDATE).
+    fn on_write(&mut self, out: &mut Vec<u8>);
+    /// How many requests may be outstanding right now (≤ `-m`; lowered by the
+    /// peer's MAX_CONCURRENT_STREAMS).
+    fn max_concurrency(&self) -> u32;
+    /// Requests submitted and not yet finished.
+    fn in_flight(&self) -> u32;
+    /// A GOAWAY was received: no new requests on this connection.
+    fn goaway_received(&self) -> bool;
+    /// The connection should be closed once the output is written (HTTP/1.1
+    /// `Connection: close` seen, HTTP/2 GOAWAY with nothing left in flight).
+    fn wants_close(&self) -> bool;
+    /// Graceful shutdown when the client is done (HTTP/2: GOAWAY NO_ERROR).
+    fn terminate(&mut self, out: &mut Vec<u8>);
+}
+
+/// Static dispatch over the two protocols (no `Box<dyn>` per connection).
+#[derive(Debug)]
+pub(crate) enum AnySession {
+    /// HTTP/1.1.
+    H1(H1Session),
+    /// HTTP/2 (TLS or cleartext).
+    H2(Box<H2Session>),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self {
+            AnySession::H1($s) => $e,
+            AnySession::H2($s) => $e,
+        }
+    };
+}
+
+impl Session for AnySession {
+    #[inline]
+    fn on_connect(&mut self, out: &mut Vec<u8>) {
+        dispatch!(self, s => s.on_connect(out))
+    }
+    #[inline]
+    fn can_submit(&self) -> bool {
+        dispatch!(self, s => s.can_submit())
+    }
+    #[inline]
+    fn submit(&mut self, slot: u32, uri_idx: usize, out: &mut Vec<u8>) -> Result<(), SubmitError> {
+        dispatch!(self, s => s.submit(slot, uri_idx, out))
+    }
+    #[inline]
+    fn on_read(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        ev: &mut dyn SessionEvents,
+    ) -> Result<(), SessionError> {
+        dispatch!(self, s => s.on_read(input, out, ev))
+    }
+    #[inline]
+    fn on_eof(&mut self, ev: &mut dyn SessionEvents) -> Result<(), SessionError> {
+        dispatch!(self, s => s.on_eof(ev))
+    }
+    #[inline]
+    fn on_write(&mut self, out: &mut Vec<u8>) {
+        dispatch!(self, s => s.on_write(out))
+    }
+    #[inline]
+    fn max_concurrency(&self) -> u32 {
+        dispatch!(self, s => s.max_concurrency())
+    }
+    #[inline]
+    fn in_flight(&self) -> u32 {
+        dispatch!(self, s => s.in_flight())
+    }
+    #[inline]
+    fn goaway_received(&self) -> bool {
+        dispatch!(self, s => s.goaway_received())
+    }
+    #[inline]
+    fn wants_close(&self) -> bool {
+        dispatch!(self, s => s.wants_close())
+    }
+    #[inline]
+    fn terminate(&mut self, out: &mut Vec<u8>) {
+        dispatch!(self, s => s.terminate(out))
+    }
+}

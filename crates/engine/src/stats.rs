@@ -1,0 +1,225 @@
+//! Per-worker statistics (owned by one thread, merged after join).
+//!
+//! Counter meanings follow h2load's `Stats` (see `RequestCounts`). Durations
+//! go into HdrHistograms in nanoseconds with 3 significant figures.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use crate::config::AppProtocol;
+use crate::result::{
+    new_duration_histogram, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    MAX_ERROR_MESSAGES,
+};
+
+/// Everything one worker measured.
+#[derive(Debug)]
+pub(crate) struct WorkerStats {
+    /// h2load's `req_todo` (for `-n` runs: this worker's share).
+    pub req_todo: u64,
+    pub started: u64,
+    pub done: u64,
+    /// Completed with a response (any status): h2load `req_success`.
+    pub completed: u64,
+    /// Completed with 2xx/3xx: h2load `req_status_success`.
+    pub status_success: u64,
+    pub failed: u64,
+    pub errored: u64,
+    pub timeout: u64,
+    /// Index = status / 100 (0..=5).
+    pub status: [u64; 6],
+    pub traffic: Traffic,
+    pub request_time: Histogram<u64>,
+    pub connect_time: Histogram<u64>,
+    pub ttfb: Histogram<u64>,
+    pub client_rps: Vec<f64>,
+    pub errors: ErrorCounts,
+    pub goaways: u64,
+    pub reconnects: u64,
+    pub app_protocol: Option<AppProtocol>,
+    pub protocol_fallback: bool,
+    pub tls: Option<TlsInfo>,
+}
+
+impl WorkerStats {
+    pub(crate) fn new(req_todo: u64) -> WorkerStats {
+        WorkerStats {
+            req_todo,
+            started: 0,
+            done: 0,
+            completed: 0,
+            status_success: 0,
+            failed: 0,
+            errored: 0,
+            timeout: 0,
+            status: [0; 6],
+            traffic: Traffic::default(),
+            request_time: new_duration_histogram(),
+            connect_time: new_duration_histogram(),
+            ttfb: new_duration_histogram(),
+            client_rps: Vec::new(),
+            errors: ErrorCounts::default(),
+            goaways: 0,
+            reconnects: 0,
+            app_protocol: None,
+            protocol_fallback: false,
+            tls: None,
+        }
+    }
+
+    /// Forgets what the warm-up measured. Connect and TTFB samples are kept:
+    /// connections are normally made during warm-up, and without them the
+    /// connect row would be empty (h2load prints zeros there).
+    pub(crate) fn reset_after_warm_up(&mut self) {
+        self.started = 0;
+        self.done = 0;
+        self.completed = 0;
+        self.status_success = 0;
+        self.failed = 0;
+        self.errored = 0;
+        self.timeout = 0;
+        self.status = [0; 6];
+        self.traffic = Traffic::default();
+        self.request_time.reset();
+        self.errors = ErrorCounts::default();
+        self.goaways = 0;
+        self.reconnects = 0;
+    }
+
+    /// Records a duration, saturating at the histogram's maximum.
+    #[inline]
+    pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+        h.saturating_record(ns);
+    }
+
+    /// Remembers the first message of a kind of error.
+    pub(crate) fn note_error(&mut self, msg: impl FnOnce() -> String) {
+        if self.errors.messages.len() < MAX_ERROR_MESSAGES {
+            let m = msg();
+            if !self.errors.messages.contains(&m) {
+                self.errors.messages.push(m);
+            }
+        }
+    }
+}
+
+/// Merges worker statistics into a [`RunResult`] with h2load's final fix-up:
+/// requests never issued (clients that gave up) count as failed and errored.
+pub(crate) fn merge(
+    workers: Vec<WorkerStats>,
+    elapsed: Duration,
+    timing_based: bool,
+    interrupted: bool,
+) -> RunResult {
+    let mut req = RequestCounts::default();
+    let mut status = StatusCounts::default();
+    let mut traffic = Traffic::default();
+    let mut request_time = new_duration_histogram();
+    let mut connect_time = new_duration_histogram();
+    let mut ttfb = new_duration_histogram();
+    let mut client_rps = Vec::new();
+    let mut errors = ErrorCounts::default();
+    let (mut goaways, mut reconnects) = (0, 0);
+    let mut app_protocol = None;
+    let mut protocol_fallback = false;
+    let mut tls = None;
+    for w in workers {
+        req.total += w.req_todo;
+        req.started += w.started;
+        req.done += w.done;
+        req.succeeded += w.status_success;
+        req.failed += w.failed;
+        req.errored += w.errored;
+        req.timeout += w.timeout;
+        req.completed += w.completed;
+        status.s1xx += w.status[1];
+        status.s2xx += w.status[2];
+        status.s3xx += w.status[3];
+        status.s4xx += w.status[4];
+        status.s5xx += w.status[5];
+        traffic.bytes_total += w.traffic.bytes_total;
+        traffic.bytes_head += w.traffic.bytes_head;
+        traffic.bytes_head_decomp += w.traffic.bytes_head_decomp;
+        traffic.bytes_body += w.traffic.bytes_body;
+        // Same bounds everywhere, so add cannot fail; ignore defensively.
+        let _ = request_time.add(&w.request_time);
+        let _ = connect_time.add(&w.connect_time);
+        let _ = ttfb.add(&w.ttfb);
+        client_rps.extend_from_slice(&w.client_rps);
+        errors.merge(&w.errors);
+        goaways += w.goaways;
+        reconnects += w.reconnects;
+        if app_protocol.is_none() {
+            app_protocol = w.app_protocol;
+        }
+        protocol_fallback |= w.protocol_fallback;
+        if tls.is_none() {
+            tls = w.tls;
+        }
+    }
+    if timing_based || interrupted {
+        // h2load: in timing-based mode each client's req_todo becomes its req_done.
+        req.total = req.done;
+    } else {
+        // h2load: "Requests which have not been issued due to connection errors,
+        // are counted towards req_failed and req_error."
+        let not_issued = req
+            .total
+            .saturating_sub(req.succeeded)
+            .saturating_sub(req.failed);
+        req.failed += not_issued;
+        req.errored += not_issued;
+    }
+    RunResult {
+        elapsed,
+        requests: req,
+        status,
+        traffic,
+        request_time,
+        connect_time,
+        ttfb,
+        client_rps,
+        app_protocol,
+        protocol_fallback,
+        tls,
+        errors,
+        goaways,
+        reconnects,
+        interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_counts_unissued_requests_as_errored() {
+        let mut a = WorkerStats::new(10);
+        a.started = 6;
+        a.done = 6;
+        a.completed = 6;
+        a.status_success = 5;
+        a.failed = 1; // a 404
+        a.status[2] = 5;
+        a.status[4] = 1;
+        WorkerStats::record(&mut a.request_time, Duration::from_micros(100));
+        let mut b = WorkerStats::new(5);
+        b.started = 5;
+        b.done = 5;
+        b.completed = 5;
+        b.status_success = 5;
+        b.status[2] = 5;
+        let r = merge(vec![a, b], Duration::from_secs(1), false, false);
+        assert_eq!(r.requests.total, 15);
+        assert_eq!(r.requests.succeeded, 10);
+        assert_eq!(r.requests.failed, 5); // 1 (404) + 4 never issued
+        assert_eq!(r.requests.errored, 4);
+        assert_eq!(r.requests.succeeded + r.requests.failed, r.requests.total);
+        assert_eq!(r.status.s2xx, 10);
+        assert_eq!(r.request_time.len(), 1);
+        assert!((r.req_per_sec() - 11.0).abs() < 1e-9);
+    }
+}
