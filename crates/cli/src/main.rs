@@ -2,6 +2,7 @@
 //! runs it and prints the result with `h2lab-report`.
 
 mod args;
+mod bench;
 
 use std::process::ExitCode;
 
@@ -19,11 +20,7 @@ fn main() -> ExitCode {
         Err(e) => return clap_error(&e),
     };
     match cli.command {
-        Command::Bench(args) => {
-            let _ = args;
-            eprintln!("h2lab bench: error: the engine is not wired in yet");
-            ExitCode::from(EXIT_FAILURE)
-        }
+        Command::Bench(args) => bench::main(args),
     }
 }
 

@@ -20,8 +20,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    h2_error_code, h2_error_name, AppProtocol, ErrorCounts, RequestCounts, RunOptions, RunResult,
-    StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
+    h2_error_code, h2_error_name, parse_app_protocol, ErrorCounts, RequestCounts, RunOptions,
+    RunResult, StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
 };
 use crate::stats::{requests_per_second, Summary};
 
@@ -267,7 +267,7 @@ pub struct LatencyStatsJson {
     pub max_ns: u64,
     /// Mean.
     pub mean_ns: f64,
-    /// Population standard deviation.
+    /// Sample standard deviation (`n - 1`, as h2load).
     pub sd_ns: f64,
     /// Percentage of samples within mean ± sd.
     pub within_sd_percent: f64,
@@ -303,7 +303,7 @@ pub struct RpsStatsJson {
     pub max: f64,
     /// Mean.
     pub mean: f64,
-    /// Population standard deviation.
+    /// Sample standard deviation (`n - 1`, as h2load).
     pub sd: f64,
     /// Percentage of clients within mean ± sd.
     pub within_sd_percent: f64,
@@ -690,7 +690,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .protocol
             .application
             .as_deref()
-            .and_then(AppProtocol::parse),
+            .and_then(parse_app_protocol),
         protocol_fallback: doc.protocol.fallback,
         tls: doc.tls.as_ref().map(|t| TlsInfo {
             protocol: t.protocol.clone(),
@@ -823,7 +823,7 @@ pub fn write(path: &Path, doc: &BenchJson) -> Result<(), JsonError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{empty_result, new_histogram};
+    use crate::model::{empty_result, new_histogram, AppProtocol};
 
     fn sample_run(scale: u64) -> RunResult {
         let mut r = RunResult {

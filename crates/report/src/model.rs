@@ -1,205 +1,39 @@
 //! The result data model the formatters take.
 //!
-//! These structs follow the engine ↔ report contract (`spec-bench.md`): a `RunResult` is what one
+//! The types are the engine's (`h2lab-engine`, see `spec-bench.md`): a [`RunResult`] is what one
 //! `h2lab bench` run measured, with the latency distributions kept as HdrHistograms (nanoseconds,
-//! 3 significant figures) so that nothing is lost before formatting or serialisation. The report
-//! crate owns this representation so that its output formats (text, JSON, CSV) stay stable even
-//! when the engine's internal types grow; the engine's result converts into it.
+//! 3 significant figures) so that nothing is lost before formatting or serialisation. This module
+//! adds what the formatters need around them: [`RunOptions`] (the options recorded in the JSON
+//! result), HTTP/2 error code names, and constructors.
 
-use std::collections::BTreeMap;
-use std::fmt;
+use std::fmt::Write as _;
 use std::time::Duration;
 
+use h2lab_engine::{BaseUri, BenchConfig, ProtocolChoice, Scheme};
 use hdrhistogram::Histogram;
+
+pub use h2lab_engine::{
+    AppProtocol, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+};
 
 /// Significant figures used by every latency histogram of a run.
 pub const HISTOGRAM_SIGFIG: u8 = 3;
 
-/// Creates an empty, auto-resizing latency histogram (nanoseconds, [`HISTOGRAM_SIGFIG`]).
+/// Creates an empty latency histogram of the kind the engine records (nanoseconds, 1 ns to
+/// 1 hour, [`HISTOGRAM_SIGFIG`]).
 pub fn new_histogram() -> Histogram<u64> {
-    // Reason: sigfig 3 is always within the accepted range 0..=5, so creation cannot fail.
-    #[allow(clippy::expect_used)]
-    Histogram::new(HISTOGRAM_SIGFIG).expect("sigfig 3 is valid")
+    h2lab_engine::new_duration_histogram()
 }
 
-/// The application protocol a run actually used on its connections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AppProtocol {
-    /// HTTP/2 over TLS, selected by ALPN.
-    H2,
-    /// HTTP/2 over cleartext TCP with prior knowledge.
-    H2c,
-    /// HTTP/1.1 (cleartext, or selected by ALPN).
-    Http11,
-}
-
-impl AppProtocol {
-    /// The identifier h2load prints on its `Application protocol:` line (the ALPN id).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AppProtocol::H2 => "h2",
-            AppProtocol::H2c => "h2c",
-            AppProtocol::Http11 => "http/1.1",
-        }
-    }
-
-    /// Parses an identifier as printed by [`AppProtocol::as_str`].
-    pub fn parse(s: &str) -> Option<AppProtocol> {
-        match s {
-            "h2" => Some(AppProtocol::H2),
-            "h2c" => Some(AppProtocol::H2c),
-            "http/1.1" => Some(AppProtocol::Http11),
-            _ => None,
-        }
-    }
-
-    /// Whether this is one of the HTTP/2 flavours (`h2` or `h2c`).
-    pub fn is_h2(self) -> bool {
-        matches!(self, AppProtocol::H2 | AppProtocol::H2c)
+/// Parses an application protocol identifier as printed by `AppProtocol::as_str`.
+pub fn parse_app_protocol(s: &str) -> Option<AppProtocol> {
+    match s {
+        "h2" => Some(AppProtocol::H2),
+        "h2c" => Some(AppProtocol::H2c),
+        "http/1.1" => Some(AppProtocol::Http11),
+        _ => None,
     }
 }
-
-impl fmt::Display for AppProtocol {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// What the TLS handshake negotiated (reported once, from the first connection).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct TlsInfo {
-    /// Protocol version as OpenSSL names it, e.g. `TLSv1.3`.
-    pub protocol: String,
-    /// Cipher suite in OpenSSL naming, e.g. `TLS_AES_128_GCM_SHA256`.
-    pub cipher: String,
-    /// Key exchange as h2load's `Server Temp Key:` line shows it (`X25519 253 bits`).
-    pub server_temp_key: Option<String>,
-    /// Protocol selected by ALPN, if any.
-    pub alpn: Option<String>,
-}
-
-/// Request counters with h2load's meanings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RequestCounts {
-    /// Requests the run intended to make (`-n`; in duration mode, the number started).
-    pub total: u64,
-    /// Requests sent.
-    pub started: u64,
-    /// Requests completed, successfully or not.
-    pub done: u64,
-    /// Requests that completed with a 2xx or 3xx response.
-    pub succeeded: u64,
-    /// Requests that did not succeed.
-    pub failed: u64,
-    /// Failed requests that got no response (connection errors, stream resets).
-    pub errored: u64,
-    /// Failed requests abandoned because of `-T`/`-N` timeouts.
-    pub timeout: u64,
-    /// Requests that completed with a response of any status (h2load's internal `req_success`):
-    /// the numerator of `req/s` in the `finished in` line.
-    pub completed: u64,
-}
-
-/// Final response status codes, bucketed by class.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StatusCounts {
-    /// 1xx final responses (h2load does not print this bucket).
-    pub s1xx: u64,
-    /// 2xx responses.
-    pub s2xx: u64,
-    /// 3xx responses.
-    pub s3xx: u64,
-    /// 4xx responses.
-    pub s4xx: u64,
-    /// 5xx responses.
-    pub s5xx: u64,
-}
-
-/// Byte counts, h2load's meanings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Traffic {
-    /// All bytes read from the transport (after TLS decryption).
-    pub bytes_total: u64,
-    /// Header bytes as received on the wire (HPACK-compressed for HTTP/2).
-    pub bytes_head: u64,
-    /// Header bytes after decompression.
-    pub bytes_head_decomp: u64,
-    /// Response body bytes (DATA payload for HTTP/2).
-    pub bytes_body: u64,
-}
-
-impl Traffic {
-    /// h2load's "space savings": `1 - headers / decompressed headers`, as a fraction (0 when no
-    /// header was decompressed).
-    pub fn header_space_savings(&self) -> f64 {
-        if self.bytes_head_decomp == 0 {
-            return 0.0;
-        }
-        1.0 - self.bytes_head as f64 / self.bytes_head_decomp as f64
-    }
-}
-
-/// Errors by kind, counted per event (a connection, a stream), not per request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ErrorCounts {
-    /// Connection attempts that failed (refused, unreachable, no usable address).
-    pub connect: u64,
-    /// TLS handshake or record-layer failures.
-    pub tls: u64,
-    /// Connections dropped by `-T`/`-N`.
-    pub timeout: u64,
-    /// Protocol violations by the peer.
-    pub protocol: u64,
-    /// Connections lost with requests in flight.
-    pub io: u64,
-    /// HTTP/2 streams reset by the peer, by error code.
-    pub stream_resets: BTreeMap<u32, u64>,
-    /// GOAWAY frames received with an error code other than NO_ERROR, by code.
-    pub goaway_errors: BTreeMap<u32, u64>,
-    /// Server pushes refused.
-    pub push_refused: u64,
-    /// The first message of each kind seen, for humans (a few at most).
-    pub messages: Vec<String>,
-}
-
-impl ErrorCounts {
-    /// Sum of all counted error events.
-    pub fn total(&self) -> u64 {
-        let maps = self
-            .stream_resets
-            .values()
-            .chain(self.goaway_errors.values());
-        [self.connect, self.tls, self.timeout, self.protocol, self.io]
-            .iter()
-            .chain(maps)
-            .fold(0u64, |a, b| a.saturating_add(*b))
-    }
-
-    /// Adds `other` into `self` (messages: the union, at most [`MAX_ERROR_MESSAGES`]).
-    pub fn merge(&mut self, other: &ErrorCounts) {
-        let add = |a: &mut u64, b: u64| *a = a.saturating_add(b);
-        add(&mut self.connect, other.connect);
-        add(&mut self.tls, other.tls);
-        add(&mut self.timeout, other.timeout);
-        add(&mut self.protocol, other.protocol);
-        add(&mut self.io, other.io);
-        add(&mut self.push_refused, other.push_refused);
-        for (k, v) in &other.stream_resets {
-            add(self.stream_resets.entry(*k).or_default(), *v);
-        }
-        for (k, v) in &other.goaway_errors {
-            add(self.goaway_errors.entry(*k).or_default(), *v);
-        }
-        for m in &other.messages {
-            if self.messages.len() < MAX_ERROR_MESSAGES && !self.messages.contains(m) {
-                self.messages.push(m.clone());
-            }
-        }
-    }
-}
-
-/// How many distinct error messages a result keeps.
-pub const MAX_ERROR_MESSAGES: usize = 8;
 
 /// The name of an HTTP/2 error code (RFC 9113 §7), or `0x..` for unknown codes.
 pub fn h2_error_name(code: u32) -> String {
@@ -229,41 +63,6 @@ pub fn h2_error_code(name: &str) -> Option<u32> {
         return u32::from_str_radix(hex, 16).ok();
     }
     (0..=0xdu32).find(|c| h2_error_name(*c) == name)
-}
-
-/// Everything one bench run measured.
-#[derive(Debug, Clone)]
-pub struct RunResult {
-    /// Measurement period (after warm-up).
-    pub elapsed: Duration,
-    /// Request counters.
-    pub requests: RequestCounts,
-    /// Status code buckets.
-    pub status: StatusCounts,
-    /// Byte counters.
-    pub traffic: Traffic,
-    /// Request time: first byte of the request sent to last byte of the response (ns).
-    pub request_time: Histogram<u64>,
-    /// Connect time: connection start to connection ready, TLS included (ns).
-    pub connect_time: Histogram<u64>,
-    /// Time to first byte: connection start to the first byte read (ns).
-    pub ttfb: Histogram<u64>,
-    /// Requests per second of each client (one value per client, never per request).
-    pub client_rps: Vec<f64>,
-    /// Negotiated application protocol, if any connection got that far.
-    pub app_protocol: Option<AppProtocol>,
-    /// `h2` was offered by ALPN but the server selected `http/1.1`.
-    pub protocol_fallback: bool,
-    /// TLS details of the first connection, for TLS runs.
-    pub tls: Option<TlsInfo>,
-    /// Errors by kind.
-    pub errors: ErrorCounts,
-    /// GOAWAY frames received.
-    pub goaways: u64,
-    /// Connections re-established after a GOAWAY or a close.
-    pub reconnects: u64,
-    /// The run was stopped early by SIGINT/SIGTERM.
-    pub interrupted: bool,
 }
 
 /// A result with nothing recorded: zero counters, empty histograms.
@@ -334,4 +133,119 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+}
+
+impl From<&BenchConfig> for RunOptions {
+    fn from(c: &BenchConfig) -> Self {
+        let uris = c
+            .uris
+            .iter()
+            .map(|t| format!("{}://{}{}", t.scheme, t.authority(), t.path))
+            .collect();
+        let alpn = c.effective_alpn();
+        let protocol = match c.scheme() {
+            Scheme::Http => c.cleartext_protocol().as_str().to_string(),
+            Scheme::Https => match &c.protocol {
+                ProtocolChoice::H1 => "http/1.1".to_string(),
+                _ => alpn.first().cloned().unwrap_or_default(),
+            },
+        };
+        let base_uri = c.base_uri.as_ref().map(|b| match b {
+            BaseUri::Unix(p) => format!("unix:{}", p.display()),
+            BaseUri::Tcp { scheme, host, port } => {
+                let mut s = String::new();
+                if let Some(sc) = scheme {
+                    let _ = write!(s, "{sc}://");
+                }
+                if host.contains(':') {
+                    let _ = write!(s, "[{host}]:{port}");
+                } else {
+                    let _ = write!(s, "{host}:{port}");
+                }
+                s
+            }
+        });
+        RunOptions {
+            uris,
+            requests: c.requests,
+            clients: c.clients,
+            max_concurrent_streams: c.max_concurrent_streams,
+            threads: c.threads,
+            duration: c.duration,
+            warm_up: c.warm_up,
+            headers: c.headers.clone(),
+            body_bytes: c.body.as_ref().map(|b| b.len() as u64),
+            protocol,
+            alpn_list: if c.scheme() == Scheme::Https {
+                alpn
+            } else {
+                Vec::new()
+            },
+            base_uri,
+            connect_to: c.connect_to.as_ref().map(|(h, p)| {
+                if *p == 0 {
+                    h.clone()
+                } else {
+                    format!("{h}:{p}")
+                }
+            }),
+            sni: c.sni.clone(),
+            window_bits: c.window_bits,
+            connection_window_bits: c.connection_window_bits,
+            header_table_size: c.header_table_size,
+            encoder_header_table_size: c.encoder_header_table_size,
+            connection_active_timeout: c.connection_active_timeout,
+            connection_inactivity_timeout: c.connection_inactivity_timeout,
+            require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h2_error_names_round_trip() {
+        for code in [0u32, 1, 7, 0xd, 0xe, 0xdead] {
+            assert_eq!(h2_error_code(&h2_error_name(code)), Some(code));
+        }
+        assert_eq!(h2_error_name(7), "REFUSED_STREAM");
+        assert_eq!(h2_error_name(0x42), "0x42");
+        assert_eq!(h2_error_code("NOPE"), None);
+    }
+
+    #[test]
+    fn options_from_config() {
+        let mut c = BenchConfig::from_uris(
+            &["https://[::1]:8443/a?b", "/c"],
+            Some("https://[::1]:8443"),
+        )
+        .unwrap();
+        c.requests = 100;
+        c.clients = 4;
+        c.connect_to = Some(("127.0.0.1".into(), 0));
+        c.body = Some(std::sync::Arc::from(&b"hello"[..]));
+        c.require_protocol = Some(AppProtocol::H2);
+        let o = RunOptions::from(&c);
+        assert_eq!(
+            o.uris,
+            vec!["https://[::1]:8443/a?b", "https://[::1]:8443/c"]
+        );
+        assert_eq!(o.base_uri.as_deref(), Some("https://[::1]:8443"));
+        assert_eq!(o.protocol, "h2");
+        assert_eq!(o.alpn_list, vec!["h2", "http/1.1"]);
+        assert_eq!(o.connect_to.as_deref(), Some("127.0.0.1"));
+        assert_eq!(o.body_bytes, Some(5));
+        assert_eq!(o.require_protocol.as_deref(), Some("h2"));
+        assert_eq!((o.requests, o.clients), (100, 4));
+
+        let mut c = BenchConfig::from_uris(&["http://h/"], None).unwrap();
+        c.protocol = ProtocolChoice::H1;
+        c.base_uri = Some(BaseUri::Unix("/tmp/s".into()));
+        let o = RunOptions::from(&c);
+        assert_eq!(o.protocol, "http/1.1");
+        assert!(o.alpn_list.is_empty());
+        assert_eq!(o.base_uri.as_deref(), Some("unix:/tmp/s"));
+    }
 }

@@ -1,7 +1,7 @@
 //! Live progress while a run is under way.
 //!
-//! - [`ProgressMode::Lines`] prints h2load's `progress: N% done` lines (one per 10% of the
-//!   requests done, on stdout in the CLI). Like h2load, nothing is printed in duration mode.
+//! - [`ProgressMode::Lines`] prints h2load's `progress: N% done` lines (each tenth of the
+//!   requests, on stdout in the CLI). Like h2load, nothing is printed in duration mode.
 //! - [`ProgressMode::Live`] keeps a single updating line (on stderr in the CLI): requests done,
 //!   current req/s, errors, elapsed time; redrawn at most every 100 ms and erased by
 //!   [`Progress::finish`].
@@ -13,7 +13,10 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::text::progress_line;
+use h2lab_engine::Observer;
+
+use crate::model::{AppProtocol, TlsInfo};
+use crate::text::{app_protocol_line, progress_line, tls_lines};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +41,8 @@ pub struct Progress<W: Write + Send> {
 
 struct Inner<W> {
     out: W,
-    /// Last tenth printed in lines mode (0..=10).
-    last_decile: u64,
+    /// Progress steps already printed in lines mode.
+    last_step: u64,
     /// Elapsed time at the last live redraw, and the `done` count then.
     last_draw: Option<(Duration, u64)>,
     /// Current rate estimate for the live line.
@@ -57,7 +60,7 @@ impl<W: Write + Send> Progress<W> {
             duration,
             inner: Mutex::new(Inner {
                 out,
-                last_decile: 0,
+                last_step: 0,
                 last_draw: None,
                 rate: 0.0,
                 drawn: false,
@@ -82,11 +85,15 @@ impl<W: Write + Send> Progress<W> {
                 if total == 0 || self.duration.is_some() {
                     return;
                 }
-                let decile = (u128::from(done) * 10 / u128::from(total)).min(10) as u64;
-                while inner.last_decile < decile {
-                    inner.last_decile += 1;
-                    let line = progress_line(inner.last_decile * 10);
-                    let _ = inner.out.write_all(line.as_bytes());
+                // h2load: a line each time `done` reaches a multiple of max(1, total / 10),
+                // showing done * 100 / total (so -n 4 prints 25%, 50%, 75%, 100%).
+                let interval = (total / 10).max(1);
+                let step = done.min(total) / interval;
+                while inner.last_step < step {
+                    inner.last_step += 1;
+                    let at = u128::from(inner.last_step) * u128::from(interval);
+                    let pct = (at * 100 / u128::from(total)) as u64;
+                    let _ = inner.out.write_all(progress_line(pct).as_bytes());
                 }
                 let _ = inner.out.flush();
             }
@@ -123,11 +130,99 @@ impl<W: Write + Send> Progress<W> {
         }
     }
 
+    /// Erases the live line if one is on screen (before other output goes to the terminal); the
+    /// next update draws it again.
+    pub fn suspend(&self) {
+        self.finish();
+    }
+
     /// Consumes the printer and returns its writer (for tests).
     pub fn into_inner(self) -> W {
         match self.inner.into_inner() {
             Ok(inner) => inner.out,
             Err(poisoned) => poisoned.into_inner().out,
+        }
+    }
+}
+
+/// The engine observer of the CLI: prints the TLS lines and the `Application protocol:` line (once
+/// each, on `out`, as h2load does before its progress lines) and forwards progress to a
+/// [`Progress`] printer.
+pub struct Console<O: Write + Send, E: Write + Send> {
+    out: Mutex<ConsoleOut<O>>,
+    progress: Progress<E>,
+}
+
+struct ConsoleOut<O> {
+    out: O,
+    tls_done: bool,
+    protocol: Option<AppProtocol>,
+}
+
+impl<O: Write + Send, E: Write + Send> Console<O, E> {
+    /// An observer printing to `out` with `progress` for the progress display.
+    pub fn new(out: O, progress: Progress<E>) -> Self {
+        Console {
+            out: Mutex::new(ConsoleOut {
+                out,
+                tls_done: false,
+                protocol: None,
+            }),
+            progress,
+        }
+    }
+
+    /// The progress printer.
+    pub fn progress(&self) -> &Progress<E> {
+        &self.progress
+    }
+
+    /// The application protocol reported so far, if any.
+    pub fn protocol(&self) -> Option<AppProtocol> {
+        self.out.lock().ok().and_then(|o| o.protocol)
+    }
+
+    /// Erases the live progress line and writes `text` to `out`.
+    pub fn print(&self, text: &str) {
+        self.progress.suspend();
+        if let Ok(mut o) = self.out.lock() {
+            let _ = o.out.write_all(text.as_bytes());
+            let _ = o.out.flush();
+        }
+    }
+
+    /// Consumes the observer, returning its writers (for tests).
+    pub fn into_inner(self) -> (O, E) {
+        let out = match self.out.into_inner() {
+            Ok(o) => o.out,
+            Err(p) => p.into_inner().out,
+        };
+        (out, self.progress.into_inner())
+    }
+}
+
+impl<O: Write + Send, E: Write + Send> Observer for Console<O, E> {
+    fn progress(&self, done: u64, total: u64, elapsed: Duration, errors: u64) {
+        self.progress.update(done, total, elapsed, errors);
+    }
+
+    fn tls_info(&self, info: &TlsInfo) {
+        let first = match self.out.lock() {
+            Ok(mut o) => !std::mem::replace(&mut o.tls_done, true),
+            Err(_) => false,
+        };
+        if first {
+            self.print(&tls_lines(info));
+        }
+    }
+
+    fn protocol(&self, p: AppProtocol) {
+        let first = match self.out.lock() {
+            Ok(mut o) => o.protocol.replace(p).is_none(),
+            Err(_) => false,
+        };
+        if first {
+            self.print(&app_protocol_line(p));
         }
     }
 }
@@ -184,6 +279,23 @@ mod tests {
     }
 
     #[test]
+    fn lines_mode_small_totals_like_h2load() {
+        let p = Progress::new(ProgressMode::Lines, None, Vec::new());
+        p.update(3, 4, ms(1), 0);
+        p.update(4, 4, ms(2), 0);
+        let out = String::from_utf8(p.into_inner()).unwrap();
+        assert_eq!(
+            out,
+            "progress: 25% done\nprogress: 50% done\nprogress: 75% done\nprogress: 100% done\n"
+        );
+        let p = Progress::new(ProgressMode::Lines, None, Vec::new());
+        p.update(15, 15, ms(1), 0);
+        let out = String::from_utf8(p.into_inner()).unwrap();
+        assert_eq!(out.lines().count(), 15);
+        assert_eq!(out.lines().next(), Some("progress: 6% done"));
+    }
+
+    #[test]
     fn lines_mode_is_silent_in_duration_mode() {
         let p = Progress::new(ProgressMode::Lines, Some(ms(1000)), Vec::new());
         p.update(50, 100, ms(500), 0);
@@ -212,6 +324,34 @@ mod tests {
             live_line(5000, 0, ms(2500), Some(ms(10_000)), 2000.4, 1),
             "2.5s/10.0s, 5000 done, 2000 req/s, 1 errors"
         );
+    }
+
+    #[test]
+    fn console_prints_tls_and_protocol_once_then_progress() {
+        let c = Console::new(
+            Vec::new(),
+            Progress::new(ProgressMode::Lines, None, Vec::new()),
+        );
+        let info = TlsInfo {
+            protocol: "TLSv1.3".into(),
+            cipher: "TLS_AES_128_GCM_SHA256".into(),
+            server_temp_key: Some("X25519 253 bits".into()),
+            alpn: Some("h2".into()),
+        };
+        let obs: &dyn Observer = &c;
+        obs.tls_info(&info);
+        obs.protocol(AppProtocol::H2);
+        obs.tls_info(&info);
+        obs.protocol(AppProtocol::H2);
+        obs.progress(10, 10, ms(5), 0);
+        assert_eq!(c.protocol(), Some(AppProtocol::H2));
+        let (out, progress) = c.into_inner();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "TLS Protocol: TLSv1.3\nCipher: TLS_AES_128_GCM_SHA256\n\
+             Server Temp Key: X25519 253 bits\nApplication protocol: h2\n"
+        );
+        assert_eq!(String::from_utf8(progress).unwrap().lines().count(), 10);
     }
 
     #[test]

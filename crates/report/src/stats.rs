@@ -48,7 +48,7 @@ pub struct Summary {
     pub max: f64,
     /// Arithmetic mean.
     pub mean: f64,
-    /// Population standard deviation (as h2load computes it for unsampled data).
+    /// Sample standard deviation (`n - 1`; h2load 1.52 always divides by `n - 1` when `n > 1`).
     pub sd: f64,
     /// Percentage of samples within `mean ± sd`, 0 when there are no samples.
     pub within_sd: f64,
@@ -64,7 +64,12 @@ impl Summary {
             return Summary::default();
         }
         let mean = h.mean();
-        let sd = h.stdev();
+        let mut dev2 = 0.0f64;
+        for v in h.iter_recorded() {
+            let d = h.median_equivalent(v.value_iterated_to()) as f64 - mean;
+            dev2 += d * d * v.count_at_value() as f64;
+        }
+        let sd = sample_sd(dev2, count);
         let (lower, upper) = (mean - sd, mean + sd);
         let mut within = 0u64;
         for v in h.iter_recorded() {
@@ -102,8 +107,8 @@ impl Summary {
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len() as f64;
         let mean = sorted.iter().sum::<f64>() / n;
-        let var = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-        let sd = var.sqrt();
+        let dev2 = sorted.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>();
+        let sd = sample_sd(dev2, sorted.len() as u64);
         let (lower, upper) = (mean - sd, mean + sd);
         let within = sorted
             .iter()
@@ -122,6 +127,16 @@ impl Summary {
             within_sd: within as f64 * 100.0 / n,
             percentiles,
         }
+    }
+}
+
+/// Standard deviation from the sum of squared deviations of `n` samples: the sample standard
+/// deviation (divided by `n - 1`), as h2load 1.52 prints it, or 0 for a single sample.
+fn sample_sd(dev2: f64, n: u64) -> f64 {
+    if n > 1 {
+        (dev2 / (n - 1) as f64).sqrt()
+    } else {
+        0.0
     }
 }
 
@@ -155,9 +170,9 @@ mod tests {
         assert_eq!(s.min, 1.0);
         assert_eq!(s.max, 4.0);
         assert_eq!(s.mean, 2.5);
-        // Population sd: sqrt(1.25).
-        assert!((s.sd - 1.25f64.sqrt()).abs() < 1e-12);
-        // 2 and 3 lie within 2.5 ± 1.118.
+        // Sample sd: sqrt(5 / 3).
+        assert!((s.sd - (5.0f64 / 3.0).sqrt()).abs() < 1e-12);
+        // 2 and 3 lie within 2.5 ± 1.29.
         assert_eq!(s.within_sd, 50.0);
         assert_eq!(s.percentiles, [2.0, 4.0, 4.0, 4.0]);
         // All equal: sd 0, everything within.
@@ -179,6 +194,16 @@ mod tests {
         assert!((s.percentiles[0] - 500_000.0).abs() <= 500.0);
         assert!((s.percentiles[1] - 900_000.0).abs() <= 900.0);
         assert!((s.percentiles[3] - 999_000.0).abs() <= 1000.0);
+        // The anchor capture's example: 2 connect samples 99us and 249us give sd 106us.
+        let mut two = new_histogram();
+        two.record(99_000).unwrap();
+        two.record(249_000).unwrap();
+        let t = Summary::from_histogram(&two);
+        assert!((t.sd - 106_066.0).abs() < 100.0, "{}", t.sd);
+        assert_eq!(crate::units::format_duration_ns(t.sd), "106us");
+        assert_eq!(t.within_sd, 100.0);
+        // A single sample: sd 0.
+        assert_eq!(Summary::from_samples(&[5.0]).sd, 0.0);
         // Uniform distribution: about 57.7% within one sd.
         assert!((s.within_sd - 57.7).abs() < 0.5, "{}", s.within_sd);
     }

@@ -418,7 +418,7 @@ traffic: 68.36KB (70000) total, 1000B (1000) headers (space savings 75.00%), 63.
 time for request:     2.00ms      2.00ms      2.00ms         0us   100.00%      2.00ms      2.00ms      2.00ms      2.00ms
 time for connect:      100us       100us       100us         0us   100.00%       100us       100us       100us       100us
 time to 1st byte:     3.00ms      3.00ms      3.00ms         0us   100.00%      3.00ms      3.00ms      3.00ms      3.00ms
-req/s           :      20.00       30.00       25.00        5.00   100.00%       20.00       30.00       30.00       30.00
+req/s           :      20.00       30.00       25.00        7.07   100.00%       20.00       30.00       30.00       30.00
 warning: h2 was offered but the server selected http/1.1; these results are for HTTP/1.1 (use --require-protocol h2 to make this an error)
 connections: 1 GOAWAY received, 1 reconnects
 errors: 2 connect, 1 timeout, 3 stream reset (REFUSED_STREAM), 1 GOAWAY (PROTOCOL_ERROR)
