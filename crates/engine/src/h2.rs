@@ -26,7 +26,12 @@ pub struct H2Session {
 
 impl H2Session {
     /// A new session.
-    pub(crate) fn new(prep: Arc<Prepared>, _max_streams: u32, _settings: &H2Settings) -> H2Session {
+    pub(crate) fn new(
+        prep: Arc<Prepared>,
+        _max_streams: u32,
+        _settings: &H2Settings,
+        _verbose: bool,
+    ) -> H2Session {
         H2Session { _prep: prep }
     }
 }

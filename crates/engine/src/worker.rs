@@ -29,7 +29,8 @@ use crate::{Observer, StopFlag};
 
 /// Per-worker read buffer size (plaintext).
 const READ_BUF: usize = 64 * 1024;
-/// Consecutive failed connections (no response completed) before a client gives up.
+/// Consecutive connections closed by the server before any response
+/// completed, after which a client gives up.
 const MAX_FAILS_WITHOUT_PROGRESS: u32 = 3;
 /// Upper bound on how long the loop sleeps, so the stop flag is seen promptly.
 const MAX_POLL_WAIT: Duration = Duration::from_millis(100);
@@ -712,6 +713,7 @@ impl<'o> Worker<'o> {
                 Arc::clone(&self.s.prep),
                 self.s.max_streams,
                 &self.s.h2,
+                self.s.verbose,
             ))),
         };
         session.on_connect(&mut core.out);
@@ -945,7 +947,11 @@ impl<'o> Worker<'o> {
         } else {
             c.fails_without_progress += 1;
         }
-        if c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS {
+        // A connection that failed before completing anything is not retried
+        // (h2load gives such a client up); one the server closed cleanly
+        // (GOAWAY, `Connection: close`) is retried a few times.
+        if (error.is_some() && !progress) || c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS
+        {
             self.give_up(idx);
             return;
         }
