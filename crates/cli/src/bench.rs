@@ -1,0 +1,543 @@
+//! `h2lab bench`: builds the engine configuration from h2load-style options, runs it, prints
+//! h2load's report and writes the JSON / CSV results.
+//!
+//! Output follows h2load: everything of a run goes to stdout (`starting benchmark...`, the
+//! `spawning thread` lines, TLS and protocol lines, `progress:` lines, the report); errors go to
+//! stderr as one line. On a terminal, the `progress:` lines are replaced by one live line on
+//! stderr.
+//!
+//! Exit status: 0 when the run completed; 1 on usage errors, when the run could not start or
+//! nothing succeeded, on a `--require-protocol` mismatch, or when the JSON/CSV file could not be
+//! written; 130 when SIGINT/SIGTERM stopped the run (the report of what was done is still printed
+//! and written).
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use h2lab_engine::{
+    parse_connect_to, AppProtocol, BenchConfig, ProtocolChoice, RunResult, Scheme, StopFlag,
+};
+use h2lab_report::json;
+use h2lab_report::progress::{Console, Progress, ProgressMode};
+use h2lab_report::{csv, text, RunOptions};
+
+use crate::args::BenchArgs;
+
+/// Exit status of failed runs and usage errors.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status of runs stopped by SIGINT/SIGTERM (128 + SIGINT).
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// Prefix of every error line.
+const PREFIX: &str = "h2lab bench: error:";
+
+/// Runs `h2lab bench` and returns the process exit status.
+pub fn main(args: BenchArgs) -> ExitCode {
+    let cfg = match build_config(&args) {
+        Ok(cfg) => cfg,
+        Err(msg) => {
+            eprintln!("{PREFIX} {msg}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    if let Ok(n) = std::thread::available_parallelism() {
+        if cfg.threads as usize > n.get() {
+            eprintln!("-t: warning: the number of threads is greater than hardware cores.");
+        }
+    }
+
+    let stop = StopFlag::new();
+    if let Err(e) = install_signal_handlers(&stop) {
+        eprintln!("{PREFIX} cannot install signal handlers: {e}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+
+    let mut banner = String::from(text::starting_line());
+    for (i, (clients, requests)) in split_per_thread(&cfg).into_iter().enumerate() {
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        banner.push_str(&text::spawning_line(
+            i,
+            clients,
+            requests,
+            cfg.warm_up,
+            cfg.duration,
+        ));
+    }
+    print_stdout(&banner);
+
+    let live = io::stderr().is_terminal();
+    let (mode, progress_out): (ProgressMode, Box<dyn Write + Send>) = if live {
+        (ProgressMode::Live, Box::new(io::stderr()))
+    } else {
+        (ProgressMode::Lines, Box::new(io::stdout()))
+    };
+    let console = Console::new(
+        io::stdout(),
+        Progress::new(mode, cfg.duration, progress_out),
+    );
+    let outcome = h2lab_engine::run(&cfg, &console, &stop);
+    console.progress().finish();
+
+    let result = match outcome {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(if stop.is_stopped() {
+                EXIT_INTERRUPTED
+            } else {
+                EXIT_FAILURE
+            });
+        }
+    };
+    report(&args, &cfg, &result)
+}
+
+/// Prints the report, writes the result files and decides the exit status.
+fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
+    print_stdout(&text::summary(r));
+    let mut status = if r.interrupted { EXIT_INTERRUPTED } else { 0 };
+    let options = RunOptions::from(cfg);
+    if let Some(path) = &args.json {
+        let written = json::to_json(r, &options).and_then(|doc| json::write(path, &doc));
+        if let Err(e) = written {
+            eprintln!("{PREFIX} --json {}: {e}", path.display());
+            status = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &args.csv {
+        if let Err(e) = csv::write(path, r, &options) {
+            eprintln!("{PREFIX} --csv {}: {e}", path.display());
+            status = EXIT_FAILURE;
+        }
+    }
+    if let (Some(want), Some(got)) = (cfg.require_protocol, r.app_protocol) {
+        if want != got {
+            eprintln!("{PREFIX} --require-protocol {want}: the server negotiated {got}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    }
+    if r.requests.succeeded == 0 && !r.interrupted {
+        let reason = r
+            .errors
+            .messages
+            .first()
+            .map(|m| format!(" (first error: {m})"))
+            .unwrap_or_default();
+        eprintln!("{PREFIX} no request succeeded{reason}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+    ExitCode::from(status)
+}
+
+fn print_stdout(s: &str) {
+    let mut out = io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
+/// SIGINT/SIGTERM set the stop flag; a second signal while the flag is set exits at once.
+fn install_signal_handlers(stop: &StopFlag) -> io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(EXIT_INTERRUPTED),
+            Arc::clone(&stop.0),
+        )?;
+        signal_hook::flag::register(sig, Arc::clone(&stop.0))?;
+    }
+    Ok(())
+}
+
+/// Clients and requests per thread, as h2load splits them (remainders to the lowest ids).
+pub fn split_per_thread(cfg: &BenchConfig) -> Vec<(u64, u64)> {
+    let t = u64::from(cfg.threads.max(1));
+    let clients = u64::from(cfg.clients);
+    let requests = if cfg.duration.is_some() {
+        0
+    } else {
+        cfg.requests
+    };
+    (0..t)
+        .map(|i| {
+            (
+                clients / t + u64::from(i < clients % t),
+                requests / t + u64::from(i < requests % t),
+            )
+        })
+        .collect()
+}
+
+/// Reads `-i`: one URI per line (`-` for stdin); blank lines are skipped.
+fn read_input_file(path: &std::path::Path) -> Result<Vec<String>, String> {
+    let mut text = String::new();
+    let read = if path.as_os_str() == "-" {
+        io::stdin().read_to_string(&mut text).map(|_| ())
+    } else {
+        fs::File::open(path).and_then(|mut f| f.read_to_string(&mut text).map(|_| ()))
+    };
+    read.map_err(|e| format!("-i: cannot read input file {}: {e}", path.display()))?;
+    Ok(text
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Builds and validates the engine configuration, with h2load's option semantics. Errors are
+/// one-line messages.
+pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
+    let uris = match &a.input_file {
+        Some(p) => read_input_file(p)?,
+        None => a.uris.clone(),
+    };
+    if uris.is_empty() {
+        return Err("no URI or input file given".to_string());
+    }
+    let mut cfg =
+        BenchConfig::from_uris(&uris, a.base_uri.as_deref()).map_err(|e| e.to_string())?;
+    let scheme = cfg.scheme();
+
+    cfg.requests = a.requests;
+    cfg.clients = a.clients;
+    cfg.max_concurrent_streams = a.max_concurrent_streams;
+    cfg.threads = a.threads;
+    cfg.duration = a.duration;
+    cfg.warm_up = a.warm_up_time;
+    cfg.headers = a.headers.clone();
+    cfg.window_bits = a.window_bits;
+    cfg.connection_window_bits = a.connection_window_bits;
+    cfg.header_table_size = a.header_table_size;
+    cfg.encoder_header_table_size = a.encoder_header_table_size;
+    cfg.connection_active_timeout = a.connection_active_timeout;
+    cfg.connection_inactivity_timeout = a.connection_inactivity_timeout;
+    cfg.sni = a.sni.clone();
+    cfg.verbose = a.verbose;
+    cfg.log_file = a.log_file.clone();
+    cfg.insecure = true;
+
+    if let Some(p) = &a.data {
+        let body = fs::read(p).map_err(|e| format!("-d: cannot read {}: {e}", p.display()))?;
+        cfg.body = Some(Arc::from(body));
+    }
+    if let Some(c) = &a.connect_to {
+        cfg.connect_to = Some(parse_connect_to(c).map_err(|e| e.to_string())?);
+    }
+
+    // Protocol: --h1 forces HTTP/1.1 everywhere; -p picks the cleartext protocol; --alpn-list
+    // is what TLS offers.
+    if a.h1 {
+        if a.no_tls_proto.as_deref() == Some("h2c") {
+            return Err("--h1 and -p h2c conflict".to_string());
+        }
+        if let Some(list) = &a.alpn_list {
+            if list.0 != ["http/1.1"] {
+                return Err(
+                    "--h1 and --alpn-list conflict (--h1 means --alpn-list=http/1.1)".into(),
+                );
+            }
+        }
+        cfg.protocol = ProtocolChoice::H1;
+    } else {
+        cfg.protocol = match (scheme, a.no_tls_proto.as_deref()) {
+            (Scheme::Http, Some("http/1.1")) => ProtocolChoice::H1,
+            _ => ProtocolChoice::H2,
+        };
+        if let Some(list) = &a.alpn_list {
+            cfg.alpn_list = list.0.clone();
+        }
+    }
+
+    cfg.require_protocol = match a.require_protocol.as_deref() {
+        None => None,
+        Some("http/1.1") => Some(AppProtocol::Http11),
+        Some(_) => {
+            let h2 = if scheme == Scheme::Https {
+                AppProtocol::H2
+            } else {
+                AppProtocol::H2c
+            };
+            let speaks_h1 = match scheme {
+                Scheme::Http => cfg.cleartext_protocol() == AppProtocol::Http11,
+                Scheme::Https => !cfg.effective_alpn().iter().any(|p| p == "h2"),
+            };
+            if speaks_h1 {
+                return Err(
+                    "--require-protocol h2 conflicts with the protocol options (--h1, -p or \
+                     --alpn-list without h2)"
+                        .to_string(),
+                );
+            }
+            Some(h2)
+        }
+    };
+
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+    use h2lab_engine::BaseUri;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    fn parse(argv: &[&str]) -> Result<BenchConfig, String> {
+        let mut full = vec!["h2lab", "bench"];
+        full.extend_from_slice(argv);
+        let cli = Cli::try_parse_from(full).map_err(|e| e.to_string())?;
+        let Command::Bench(args) = cli.command;
+        build_config(&args)
+    }
+
+    fn args(argv: &[&str]) -> BenchArgs {
+        let mut full = vec!["h2lab", "bench"];
+        full.extend_from_slice(argv);
+        let Command::Bench(a) = Cli::try_parse_from(full).unwrap().command;
+        a
+    }
+
+    #[test]
+    fn defaults_are_h2loads() {
+        let c = parse(&["http://127.0.0.1:8080/index.html"]).unwrap();
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams, c.threads),
+            (1, 1, 1, 1)
+        );
+        assert_eq!((c.window_bits, c.connection_window_bits), (30, 30));
+        assert_eq!(
+            (c.header_table_size, c.encoder_header_table_size),
+            (4096, 4096)
+        );
+        assert_eq!(c.protocol, ProtocolChoice::H2);
+        assert_eq!(c.cleartext_protocol(), AppProtocol::H2c);
+        assert_eq!(c.alpn_list, vec!["h2", "http/1.1"]);
+        assert!(c.insecure);
+        assert!(!c.verbose);
+        assert_eq!(c.duration, None);
+        assert_eq!(c.uris[0].path, "/index.html");
+        assert_eq!(c.uris[0].port, 8080);
+    }
+
+    #[test]
+    fn every_h2load_flag_maps_to_the_config() {
+        let dir = std::env::temp_dir().join(format!("h2lab-cli-args-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let body = dir.join("body.bin");
+        fs::write(&body, b"post me").unwrap();
+        let log = dir.join("log.tsv");
+        let c = parse(&[
+            "-n",
+            "1000",
+            "-c",
+            "10",
+            "-m",
+            "8",
+            "-t",
+            "2",
+            "-w",
+            "20",
+            "-W",
+            "24",
+            "-H",
+            "X-Test: 1",
+            "--header=:authority: example.test",
+            "-d",
+            body.to_str().unwrap(),
+            "-T",
+            "5s",
+            "-N",
+            "500ms",
+            "--header-table-size",
+            "8K",
+            "--encoder-header-table-size=0",
+            "--log-file",
+            log.to_str().unwrap(),
+            "--connect-to",
+            "127.0.0.1:9443",
+            "--sni",
+            "sni.test",
+            "--alpn-list",
+            "h2",
+            "-v",
+            "--require-protocol",
+            "h2",
+            "https://example.test/a",
+            "https://other.test/b?x",
+        ])
+        .unwrap();
+        assert_eq!(c.requests, 1000);
+        assert_eq!(c.clients, 10);
+        assert_eq!(c.max_concurrent_streams, 8);
+        assert_eq!(c.threads, 2);
+        assert_eq!((c.window_bits, c.connection_window_bits), (20, 24));
+        assert_eq!(
+            c.headers,
+            vec![
+                ("x-test".to_string(), "1".to_string()),
+                (":authority".to_string(), "example.test".to_string())
+            ]
+        );
+        assert_eq!(c.body.as_deref(), Some(&b"post me"[..]));
+        assert_eq!(c.connection_active_timeout, Some(Duration::from_secs(5)));
+        assert_eq!(
+            c.connection_inactivity_timeout,
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(c.header_table_size, 8192);
+        assert_eq!(c.encoder_header_table_size, 0);
+        assert_eq!(c.log_file, Some(log));
+        assert_eq!(c.connect_to, Some(("127.0.0.1".to_string(), 9443)));
+        assert_eq!(c.sni.as_deref(), Some("sni.test"));
+        assert_eq!(c.effective_alpn(), vec!["h2"]);
+        assert!(c.verbose);
+        assert_eq!(c.require_protocol, Some(AppProtocol::H2));
+        assert_eq!(c.uris.len(), 2);
+        assert_eq!(c.uris[1].path, "/b?x");
+        assert_eq!(c.scheme(), Scheme::Https);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn long_option_spellings() {
+        let c = parse(&[
+            "--requests=20",
+            "--clients=2",
+            "--max-concurrent-streams=4",
+            "--threads=1",
+            "--window-bits=16",
+            "--connection-window-bits=16",
+            "--connection-active-timeout=1m",
+            "--connection-inactivity-timeout=2",
+            "--npn-list=h2,http/1.1",
+            "--verbose",
+            "https://h/",
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.requests, c.clients, c.max_concurrent_streams),
+            (20, 2, 4)
+        );
+        assert_eq!(c.connection_active_timeout, Some(Duration::from_secs(60)));
+        assert_eq!(
+            c.connection_inactivity_timeout,
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(c.effective_alpn(), vec!["h2", "http/1.1"]);
+    }
+
+    #[test]
+    fn duration_mode() {
+        let c = parse(&[
+            "-D",
+            "10",
+            "--warm-up-time",
+            "500ms",
+            "-c",
+            "4",
+            "http://h/",
+        ])
+        .unwrap();
+        assert_eq!(c.duration, Some(Duration::from_secs(10)));
+        assert_eq!(c.warm_up, Some(Duration::from_millis(500)));
+        let c = parse(&["--duration=1m", "http://h/"]).unwrap();
+        assert_eq!(c.duration, Some(Duration::from_secs(60)));
+        assert_eq!(split_per_thread(&c), vec![(1, 0)]);
+    }
+
+    #[test]
+    fn protocol_selection() {
+        let c = parse(&["--h1", "http://h/"]).unwrap();
+        assert_eq!(c.protocol, ProtocolChoice::H1);
+        assert_eq!(c.cleartext_protocol(), AppProtocol::Http11);
+        let c = parse(&["--h1", "https://h/"]).unwrap();
+        assert_eq!(c.effective_alpn(), vec!["http/1.1"]);
+        let c = parse(&["-p", "http/1.1", "http://h/"]).unwrap();
+        assert_eq!(c.cleartext_protocol(), AppProtocol::Http11);
+        let c = parse(&["--no-tls-proto=h2c", "http://h/"]).unwrap();
+        assert_eq!(c.cleartext_protocol(), AppProtocol::H2c);
+        // -p only concerns cleartext: TLS still offers h2 first.
+        let c = parse(&["-p", "http/1.1", "https://h/"]).unwrap();
+        assert_eq!(c.effective_alpn(), vec!["h2", "http/1.1"]);
+        let c = parse(&["--require-protocol", "h2", "http://h/"]).unwrap();
+        assert_eq!(c.require_protocol, Some(AppProtocol::H2c));
+        let c = parse(&["--require-protocol", "http/1.1", "--h1", "https://h/"]).unwrap();
+        assert_eq!(c.require_protocol, Some(AppProtocol::Http11));
+    }
+
+    #[test]
+    fn base_uri_and_input_file() {
+        let c = parse(&["-B", "unix:/tmp/x.sock", "http://h/a"]).unwrap();
+        assert_eq!(
+            c.base_uri,
+            Some(BaseUri::Unix(PathBuf::from("/tmp/x.sock")))
+        );
+        let c = parse(&["--base-uri", "https://127.0.0.1:8443", "/a", "/b"]).unwrap();
+        assert_eq!(c.scheme(), Scheme::Https);
+        assert_eq!(c.uris.len(), 2);
+
+        let dir = std::env::temp_dir().join(format!("h2lab-cli-i-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let list = dir.join("uris.txt");
+        fs::write(&list, "http://h:81/one\r\n\nhttp://h:81/two\n").unwrap();
+        // -i replaces the URIs of the command line.
+        let c = parse(&["-i", list.to_str().unwrap(), "http://ignored/"]).unwrap();
+        let paths: Vec<&str> = c.uris.iter().map(|t| t.path.as_str()).collect();
+        assert_eq!(paths, vec!["/one", "/two"]);
+        assert_eq!(c.uris[0].port, 81);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn errors_are_one_line_messages() {
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "no URI or input file given"),
+            (&["ftp://h/"], "invalid URI"),
+            (&["not a uri"], "invalid URI"),
+            (&["-n", "5", "-c", "10", "http://h/"], "-n, -c:"),
+            (&["-c", "1", "-t", "2", "http://h/"], "-c, -t:"),
+            (&["-m", "0", "http://h/"], "-m:"),
+            (&["--warm-up-time", "1", "http://h/"], "--warm-up-time"),
+            (&["--h1", "-p", "h2c", "http://h/"], "conflict"),
+            (&["--h1", "--alpn-list", "h2", "https://h/"], "conflict"),
+            (
+                &["--h1", "--require-protocol", "h2", "http://h/"],
+                "conflicts",
+            ),
+            (
+                &["-d", "/nonexistent/h2lab/body", "http://h/"],
+                "-d: cannot read",
+            ),
+            (
+                &["-i", "/nonexistent/h2lab/uris", "http://h/"],
+                "-i: cannot read",
+            ),
+            (&["-B", "unix:", "http://h/"], "-B"),
+            (&["--connect-to", "[::1", "http://h/"], "--connect-to"),
+            (&["-H", "x-a: b\u{1}\r\nc", "http://h/"], "header"),
+        ];
+        for (argv, want) in cases {
+            let e = parse(argv).unwrap_err();
+            assert!(e.contains(want), "{argv:?}: {e:?} should mention {want:?}");
+            assert!(
+                !e.trim_end().contains('\n'),
+                "{argv:?}: multi-line error {e:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn threads_split_like_h2load() {
+        let c = parse(&["-n", "2001", "-c", "10", "-t", "3", "http://h/"]).unwrap();
+        assert_eq!(split_per_thread(&c), vec![(4, 667), (3, 667), (3, 667)]);
+        let a = args(&["--json", "r.json", "--csv", "r.csv", "http://h/"]);
+        assert_eq!(a.json, Some(PathBuf::from("r.json")));
+        assert_eq!(a.csv, Some(PathBuf::from("r.csv")));
+    }
+}

@@ -1,0 +1,369 @@
+//! End-to-end tests of the `h2lab` binary: exit statuses and one-line errors for bad input,
+//! h2load's output format, the JSON (validated against the schema) and CSV results, the protocol
+//! fallback warning and `--require-protocol`, and SIGINT handling.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+
+fn h2lab() -> assert_cmd::Command {
+    cargo_bin_cmd!("h2lab")
+}
+
+fn stdout_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr_of(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `h2lab` with `args`, expects exit status `code` and exactly one line on stderr that
+/// contains `want`; no panic message.
+fn expect_one_line_error(args: &[&str], code: i32, want: &str) {
+    let out = h2lab().args(args).output().unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {err:?}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: stderr {err:?}");
+    assert!(
+        err.contains(want),
+        "{args:?}: {err:?} should contain {want:?}"
+    );
+    assert!(!err.contains("panicked"), "{args:?}: {err:?}");
+}
+
+#[test]
+fn usage_errors_exit_1_with_one_line() {
+    expect_one_line_error(
+        &["bench", "--no-such-flag", "http://127.0.0.1/"],
+        1,
+        "unexpected argument '--no-such-flag'",
+    );
+    expect_one_line_error(
+        &["bench", "-n", "many", "http://127.0.0.1/"],
+        1,
+        "--requests",
+    );
+    expect_one_line_error(&["bench", "-D", "1.5s", "http://127.0.0.1/"], 1, "duration");
+    expect_one_line_error(
+        &["bench", "-w", "31", "http://127.0.0.1/"],
+        1,
+        "window-bits",
+    );
+    expect_one_line_error(&["bench"], 1, "no URI or input file given");
+    expect_one_line_error(&["bench", "ftp://127.0.0.1/"], 1, "invalid URI");
+    expect_one_line_error(&["bench", "http://[::1/"], 1, "invalid URI");
+    expect_one_line_error(&["bench", "localhost/index.html"], 1, "invalid URI");
+    expect_one_line_error(
+        &["bench", "-n", "5", "-c", "10", "http://127.0.0.1/"],
+        1,
+        "-n, -c:",
+    );
+    expect_one_line_error(
+        &["bench", "--h1", "-p", "h2c", "http://127.0.0.1/"],
+        1,
+        "conflict",
+    );
+    expect_one_line_error(
+        &["bench", "--require-protocol", "h3", "http://127.0.0.1/"],
+        1,
+        "--require-protocol",
+    );
+    expect_one_line_error(
+        &["bench", "-n", "1", "http://nonexistent.invalid/"],
+        1,
+        "could not resolve host nonexistent.invalid",
+    );
+    expect_one_line_error(&["no-such-command"], 1, "unrecognized subcommand");
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let out = h2lab().args(["bench", "--help"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let help = stdout_of(&out);
+    for flag in [
+        "--requests",
+        "--clients",
+        "--max-concurrent-streams",
+        "--threads",
+        "--duration",
+        "--warm-up-time",
+        "--header",
+        "--data",
+        "--input-file",
+        "--base-uri",
+        "--h1",
+        "--no-tls-proto",
+        "--alpn-list",
+        "--connect-to",
+        "--sni",
+        "--window-bits",
+        "--connection-window-bits",
+        "--header-table-size",
+        "--encoder-header-table-size",
+        "--connection-active-timeout",
+        "--connection-inactivity-timeout",
+        "--log-file",
+        "--verbose",
+        "--json",
+        "--csv",
+        "--require-protocol",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    let out = h2lab().arg("--version").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout_of(&out).starts_with("h2lab "));
+}
+
+#[test]
+fn refused_connection_exits_1_with_the_reason() {
+    let port = common::closed_port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = h2lab()
+        .args(["bench", "-n", "10", "-c", "2", &url])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr_of(&out);
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(
+        err.contains(&format!("could not connect to 127.0.0.1:{port}")) && err.contains("refused"),
+        "{err:?}"
+    );
+    // h2load's first lines were printed before the run started.
+    assert!(stdout_of(&out).starts_with("starting benchmark...\n"));
+}
+
+/// The lines h2load prints for a `-n` run, in h2load's order and formats.
+fn assert_h2load_shape(stdout: &str, protocol: &str, n: u64, body: u64) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "starting benchmark...");
+    assert!(lines[1].starts_with("spawning thread #0: "), "{stdout}");
+    let proto_at = lines
+        .iter()
+        .position(|l| *l == format!("Application protocol: {protocol}"))
+        .unwrap_or_else(|| panic!("no protocol line in {stdout}"));
+    let progress: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    let expected: Vec<String> = (1..=10)
+        .map(|d| format!("progress: {}% done", d * 10))
+        .collect();
+    assert_eq!(progress, expected, "{stdout}");
+    let fin = lines
+        .iter()
+        .position(|l| l.starts_with("finished in "))
+        .unwrap();
+    assert!(fin > proto_at);
+    assert_eq!(lines[fin - 1], "");
+    assert!(lines[fin].contains(" req/s, ") && lines[fin].ends_with("B/s"));
+    assert_eq!(
+        lines[fin + 1],
+        format!(
+            "requests: {n} total, {n} started, {n} done, {n} succeeded, 0 failed, 0 errored, \
+             0 timeout"
+        )
+    );
+    assert_eq!(
+        lines[fin + 2],
+        format!("status codes: {n} 2xx, 0 3xx, 0 4xx, 0 5xx")
+    );
+    assert!(
+        lines[fin + 3].ends_with(&format!("({}) data", n * body)),
+        "{}",
+        lines[fin + 3]
+    );
+    assert_eq!(
+        lines[fin + 4],
+        "                     min         max         mean         sd        +/- sd         p50         p90         p99       p99.9"
+    );
+    for (i, label) in [
+        "time for request: ",
+        "time for connect: ",
+        "time to 1st byte: ",
+        "req/s           : ",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let row = lines[fin + 5 + i];
+        assert!(row.starts_with(label), "{row}");
+        assert_eq!(row.len(), lines[fin + 4].len(), "{row}");
+        assert_eq!(&row[73..74], "%", "{row}");
+    }
+}
+
+#[test]
+fn h1_run_prints_h2load_report_and_writes_json_and_csv() {
+    let (addr, counters) = common::tcp_server(653);
+    let dir = common::scratch_dir("e2e");
+    let json_path = dir.join("result.json");
+    let csv_path = dir.join("result.csv");
+    let url = format!("http://{addr}/index.html");
+    let out = h2lab()
+        .args([
+            "bench", "-n", "200", "-c", "4", "-m", "4", "--h1", "-N", "20s",
+        ])
+        .arg("--json")
+        .arg(&json_path)
+        .arg("--csv")
+        .arg(&csv_path)
+        .arg(&url)
+        .output()
+        .unwrap();
+    let stdout = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr_of(&out));
+    assert_eq!(stderr_of(&out), "");
+    assert_h2load_shape(&stdout, "http/1.1", 200, 653);
+    assert_eq!(counters.requests.load(Ordering::SeqCst), 200);
+
+    // JSON: valid against the schema, same numbers as the text.
+    let text = std::fs::read_to_string(&json_path).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(h2lab_report::json::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["requests"]["succeeded"], 200);
+    assert_eq!(doc["status_codes"]["2xx"], 200);
+    assert_eq!(doc["traffic"]["data_bytes"], 200 * 653);
+    assert_eq!(doc["protocol"]["application"], "http/1.1");
+    assert_eq!(doc["options"]["clients"], 4);
+    assert_eq!(doc["options"]["uris"][0], url.as_str());
+    assert_eq!(doc["latency"]["request"]["count"], 200);
+    assert_eq!(doc["client_rps"]["values"].as_array().unwrap().len(), 4);
+    assert_eq!(doc["interrupted"], false);
+    // The serialised histogram decodes back to the reported count.
+    let parsed = h2lab_report::json::parse(&text).unwrap();
+    let hist = h2lab_report::json::decode_histogram(&parsed.histograms.request_time).unwrap();
+    assert_eq!(hist.len(), 200);
+    // Merging the result with itself doubles the counts.
+    let merged =
+        h2lab_report::json::merge(&parsed, &parsed, h2lab_report::json::MergeMode::Sequential)
+            .unwrap();
+    assert_eq!(merged.requests.succeeded, 400);
+    assert_eq!(merged.latency.request.count, 400);
+
+    // CSV: header + one row; a second run appends a row.
+    let csv = std::fs::read_to_string(&csv_path).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0], h2lab_report::csv::COLUMNS.join(","));
+    assert!(rows[1].starts_with(&format!("{url},http/1.1,4,4,1,")));
+    h2lab()
+        .args(["bench", "-n", "4", "--h1"])
+        .arg("--csv")
+        .arg(&csv_path)
+        .arg(&url)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read_to_string(&csv_path).unwrap().lines().count(),
+        3
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn tls_fallback_to_http11_is_reported_and_can_be_required_away() {
+    let (addr, _) = common::tls_server(100, &["http/1.1"]);
+    let url = format!("https://127.0.0.1:{}/", addr.port());
+    let out = h2lab()
+        .args(["bench", "-n", "20", "-c", "2", "-N", "20s", &url])
+        .output()
+        .unwrap();
+    let stdout = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr_of(&out));
+    assert!(
+        stdout.contains("TLS Protocol: TLSv1.3\nCipher: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Application protocol: http/1.1\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("\nwarning: h2 was offered but the server selected http/1.1"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("requests: 20 total, 20 started, 20 done, 20 succeeded"));
+
+    let out = h2lab()
+        .args([
+            "bench",
+            "-n",
+            "20",
+            "-c",
+            "2",
+            "--require-protocol",
+            "h2",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    let err = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout_of(&out));
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.contains("--require-protocol h2"), "{err:?}");
+}
+
+#[test]
+fn sigint_prints_the_report_and_writes_the_json() {
+    let (addr, _) = common::tcp_server(10);
+    let dir = common::scratch_dir("sigint");
+    let json_path = dir.join("r.json");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
+        .args(["bench", "-D", "10m", "-c", "2", "--h1"])
+        .arg("--json")
+        .arg(&json_path)
+        .arg(format!("http://{addr}/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.starts_with("Application protocol:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // Once the first connection is up, interrupt the run (the timeout is only a safety net).
+    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        panic!("the run never reported its protocol");
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let all = reader.join().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{all}");
+    assert!(all.contains("\nfinished in "), "{all}");
+    assert!(all.contains("\ninterrupted: "), "{all}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["options"]["duration_seconds"], 600.0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,117 @@
+//! A tiny HTTP/1.1 responder for the CLI tests (blocking sockets, one thread per connection):
+//! answers every request with `200 OK` and a fixed-size body, pipelining included, over TCP or
+//! TLS (rustls, the engine's test certificate, a chosen ALPN list).
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Requests answered so far.
+#[derive(Default)]
+pub struct Counters {
+    /// Requests answered.
+    pub requests: AtomicU64,
+}
+
+/// Length of the first complete request head in `buf` (GET requests: no body).
+fn head_len(buf: &[u8]) -> Option<usize> {
+    buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)
+}
+
+fn serve<S: Read + Write>(mut s: S, body_len: usize, c: &Counters) {
+    let mut buf = Vec::new();
+    let mut tmp = vec![0u8; 16 * 1024];
+    let body = vec![b'x'; body_len];
+    loop {
+        let mut out = Vec::new();
+        while let Some(n) = head_len(&buf) {
+            buf.drain(..n);
+            c.requests.fetch_add(1, Ordering::SeqCst);
+            out.extend_from_slice(
+                format!(
+                    "HTTP/1.1 200 OK\r\nServer: cli-test\r\nContent-Length: {body_len}\r\n\r\n"
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&body);
+        }
+        if !out.is_empty() && s.write_all(&out).and_then(|_| s.flush()).is_err() {
+            return;
+        }
+        match s.read(&mut tmp) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => buf.extend_from_slice(&tmp[..n]),
+        }
+    }
+}
+
+/// A cleartext responder on 127.0.0.1:<ephemeral>.
+pub fn tcp_server(body_len: usize) -> (SocketAddr, Arc<Counters>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let c = Arc::new(Counters::default());
+    let c2 = Arc::clone(&c);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let c = Arc::clone(&c2);
+            std::thread::spawn(move || serve(s, body_len, &c));
+        }
+    });
+    (addr, c)
+}
+
+/// A TLS responder offering `alpn` (empty: no ALPN).
+pub fn tls_server(body_len: usize, alpn: &[&str]) -> (SocketAddr, Arc<Counters>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../engine/tests/data");
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(dir.join("cert.pem"))
+        .unwrap()
+        .map(|c| c.unwrap())
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("key.pem")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
+    let cfg = Arc::new(cfg);
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let c = Arc::new(Counters::default());
+    let c2 = Arc::clone(&c);
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let (c, cfg) = (Arc::clone(&c2), Arc::clone(&cfg));
+            std::thread::spawn(move || {
+                let conn = rustls::ServerConnection::new(cfg).unwrap();
+                serve(rustls::StreamOwned::new(conn, s), body_len, &c)
+            });
+        }
+    });
+    (addr, c)
+}
+
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn closed_port() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    port
+}
+
+/// A fresh scratch directory for one test.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("h2lab-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

@@ -1,0 +1,23 @@
+//! Output formats of `h2lab bench`.
+//!
+//! - [`text`]: h2load-compatible text, line for line where h2load has the line, with h2lab's
+//!   percentile columns and extra lines added where h2load has none.
+//! - [`json`]: the `--json` result document (schema `schemas/bench-result.v1.json`), with the
+//!   merged latency histograms serialised as HdrHistogram V2 so that runs can be merged later.
+//! - [`csv`]: one row per run with a header row.
+//! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
+//!   otherwise).
+//!
+//! The formatters take the data model of [`model`].
+
+mod atomic;
+pub mod csv;
+pub mod json;
+pub mod model;
+pub mod progress;
+pub mod stats;
+pub mod text;
+pub mod units;
+
+pub use atomic::write_atomic;
+pub use model::{AppProtocol, RunOptions, RunResult, TlsInfo};

@@ -1,0 +1,154 @@
+//! The JSON written for a run validates against `schemas/bench-result.v1.json`, and the schema
+//! rejects documents that drift from it.
+
+use std::time::Duration;
+
+use h2lab_report::json::{self, MergeMode, SCHEMA};
+use h2lab_report::model::{
+    empty_result, AppProtocol, RequestCounts, StatusCounts, TlsInfo, Traffic,
+};
+use h2lab_report::{RunOptions, RunResult};
+
+fn validator() -> jsonschema::Validator {
+    let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+}
+
+fn assert_valid(doc: &serde_json::Value) {
+    let v = validator();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "schema violations: {errors:#?}");
+}
+
+fn run(tls: bool) -> RunResult {
+    let mut r = RunResult {
+        elapsed: Duration::from_millis(1234),
+        requests: RequestCounts {
+            total: 1000,
+            started: 1000,
+            done: 1000,
+            succeeded: 990,
+            failed: 10,
+            errored: 8,
+            timeout: 2,
+            completed: 992,
+        },
+        status: StatusCounts {
+            s2xx: 990,
+            s5xx: 2,
+            ..Default::default()
+        },
+        traffic: Traffic {
+            bytes_total: 700_000,
+            bytes_head: 12_000,
+            bytes_head_decomp: 150_000,
+            bytes_body: 653_000,
+        },
+        client_rps: vec![800.5, 802.25],
+        app_protocol: Some(if tls {
+            AppProtocol::H2
+        } else {
+            AppProtocol::H2c
+        }),
+        tls: tls.then(|| TlsInfo {
+            protocol: "TLSv1.3".into(),
+            cipher: "TLS_AES_128_GCM_SHA256".into(),
+            server_temp_key: Some("X25519 253 bits".into()),
+            alpn: Some("h2".into()),
+        }),
+        goaways: 1,
+        reconnects: 1,
+        ..empty_result()
+    };
+    for i in 0..990u64 {
+        r.request_time.record(50_000 + i * 997).unwrap();
+    }
+    r.connect_time.record(120_000).unwrap();
+    r.connect_time.record(180_000).unwrap();
+    r.ttfb.record(400_000).unwrap();
+    r.ttfb.record(410_000).unwrap();
+    r.errors.connect = 8;
+    r.errors.timeout = 2;
+    r.errors.stream_resets.insert(7, 1);
+    r.errors
+        .messages
+        .push("connect to 127.0.0.1:1: Connection refused".into());
+    r
+}
+
+fn options() -> RunOptions {
+    RunOptions {
+        uris: vec!["https://127.0.0.1:8443/index.html".into()],
+        requests: 1000,
+        clients: 2,
+        max_concurrent_streams: 10,
+        threads: 1,
+        duration: None,
+        warm_up: None,
+        headers: vec![("user-agent".into(), "h2lab".into())],
+        body_bytes: Some(12),
+        protocol: "h2".into(),
+        alpn_list: vec!["h2".into(), "http/1.1".into()],
+        base_uri: None,
+        connect_to: Some("localhost:8443".into()),
+        sni: Some("example.test".into()),
+        window_bits: 30,
+        connection_window_bits: 30,
+        header_table_size: 4096,
+        encoder_header_table_size: 4096,
+        connection_active_timeout: Some(Duration::from_secs(5)),
+        connection_inactivity_timeout: None,
+        require_protocol: Some("h2".into()),
+    }
+}
+
+fn to_value(doc: &json::BenchJson) -> serde_json::Value {
+    serde_json::from_str(&json::to_string(doc).unwrap()).unwrap()
+}
+
+#[test]
+fn tls_run_validates() {
+    assert_valid(&to_value(&json::to_json(&run(true), &options()).unwrap()));
+}
+
+#[test]
+fn cleartext_and_empty_runs_validate() {
+    assert_valid(&to_value(
+        &json::to_json(&run(false), &RunOptions::default()).unwrap(),
+    ));
+    assert_valid(&to_value(
+        &json::to_json(&empty_result(), &RunOptions::default()).unwrap(),
+    ));
+}
+
+#[test]
+fn merged_document_validates() {
+    let a = json::to_json(&run(true), &options()).unwrap();
+    let b = json::to_json(&run(false), &options()).unwrap();
+    let m = json::merge(&a, &b, MergeMode::Concurrent).unwrap();
+    assert_eq!(m.runs, 2);
+    assert_eq!(m.protocol.application, None);
+    assert_valid(&to_value(&m));
+}
+
+#[test]
+fn schema_rejects_drift() {
+    let v = validator();
+    let good = to_value(&json::to_json(&run(true), &options()).unwrap());
+    assert!(v.is_valid(&good));
+    let mut extra = good.clone();
+    extra["unexpected"] = serde_json::json!(1);
+    assert!(!v.is_valid(&extra));
+    let mut missing = good.clone();
+    missing.as_object_mut().unwrap().remove("histograms");
+    assert!(!v.is_valid(&missing));
+    let mut negative = good.clone();
+    negative["requests"]["done"] = serde_json::json!(-1);
+    assert!(!v.is_valid(&negative));
+    let mut version = good;
+    version["schema_version"] = serde_json::json!(2);
+    assert!(!v.is_valid(&version));
+}
