@@ -461,7 +461,13 @@ impl Conn {
             return;
         }
         if !self.write_blocked {
-            if let Err(e) = self.write_out() {
+            let before = self.pending_out();
+            let r = self.write_out();
+            if self.pending_out() < before {
+                // Write progress counts as activity: a client reading a long body is not idle.
+                self.last_active = now;
+            }
+            if let Err(e) = r {
                 if !matches!(
                     e.kind(),
                     io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset

@@ -22,14 +22,18 @@ pub enum Step {
     Upgrade(Box<Upgrade>),
 }
 
-/// Everything HTTP/2 needs to take over after `101 Switching Protocols`.
+/// Everything HTTP/2 needs to take over after `101 Switching Protocols` (allocated: this
+/// happens once per upgraded connection).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Upgrade {
     /// The decoded `HTTP2-Settings` payload (a SETTINGS frame payload).
     pub settings: Vec<u8>,
-    /// The response to send on stream 1.
-    pub response: Response,
-    /// The dynamic body buffer the response refers to.
-    pub dynamic: Vec<u8>,
+    /// The request as HTTP/2 fields (pseudo-header fields first, connection-specific
+    /// fields and `content-length` dropped, names lowercase): it becomes stream 1
+    /// (RFC 7540 §3.2: "The HTTP/1.1 request that is sent prior to upgrade is assigned a
+    /// stream identifier of 1 ... with default priority values. Stream 1 is implicitly
+    /// "half-closed" from the client toward the server").
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 #[derive(Debug)]
@@ -67,7 +71,7 @@ pub struct H1 {
     pending: Option<Response>,
     cursor: Option<BodyCursor>,
     persist: Persist,
-    upgrade: Option<Vec<u8>>,
+    upgrade: Option<Box<Upgrade>>,
     head_started: Option<Instant>,
     body_read: u64,
     max_head: usize,
@@ -338,7 +342,12 @@ impl H1 {
         self.upgrade = None;
         if !io.tls && !http10 && f.upgrade_h2c && f.conn_upgrade && f.conn_http2_settings {
             if let (1, Some(settings)) = (f.http2_settings_count, f.http2_settings) {
-                self.upgrade = base64url_decode(settings);
+                if let Some(settings) = base64url_decode(settings) {
+                    self.upgrade = Some(Box::new(Upgrade {
+                        settings,
+                        fields: upgrade_fields(method_raw, target, req.headers),
+                    }));
+                }
             }
         }
 
@@ -385,7 +394,7 @@ impl H1 {
             self.state = State::Head;
             return None;
         };
-        if let Some(settings) = self.upgrade.take() {
+        if let Some(upgrade) = self.upgrade.take() {
             // RFC 7540 §3.2: "The first HTTP/2 frame sent by the server MUST be a server
             // connection preface consisting of a SETTINGS frame. Upon receiving the 101
             // response, the client MUST send a connection preface".
@@ -393,11 +402,8 @@ impl H1 {
                 b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n",
             );
             self.state = State::Done;
-            return Some(Step::Upgrade(Box::new(Upgrade {
-                settings,
-                response: resp,
-                dynamic: std::mem::take(&mut self.dynamic),
-            })));
+            drop(resp);
+            return Some(Step::Upgrade(upgrade));
         }
         match resp.delay {
             Some(d) if !d.is_zero() => {
@@ -525,6 +531,46 @@ impl<'a> HeadFacts<'a> {
             self.http2_settings = Some(value.trim_ascii());
         }
     }
+}
+
+/// The HTTP/1.1 request of an h2c upgrade as HTTP/2 fields.
+fn upgrade_fields(
+    method: &str,
+    target: &str,
+    headers: &[httparse::Header<'_>],
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (path, _) = crate::endpoints::split_target(target.as_bytes());
+    let path_and_query = if target.starts_with('/') {
+        target.as_bytes().to_vec()
+    } else {
+        // absolute-form: keep path and query
+        let q = target.find('?').map(|i| &target[i..]).unwrap_or("");
+        [path, q.as_bytes()].concat()
+    };
+    let authority = headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("host"))
+        .map(|h| h.value.to_vec())
+        .unwrap_or_default();
+    let mut fields = vec![
+        (b":method".to_vec(), method.as_bytes().to_vec()),
+        (b":scheme".to_vec(), b"http".to_vec()),
+        (b":authority".to_vec(), authority),
+        (b":path".to_vec(), path_and_query),
+    ];
+    for h in headers {
+        let name = h.name.to_ascii_lowercase();
+        // RFC 9113 §8.2.2: connection-specific fields must not appear in HTTP/2; `host` is
+        // carried by :authority; the body was consumed by HTTP/1.1, so no content-length.
+        match name.as_str() {
+            "connection" | "upgrade" | "http2-settings" | "keep-alive" | "proxy-connection"
+            | "transfer-encoding" | "host" | "content-length" | "expect" => continue,
+            "te" if !h.value.trim_ascii().eq_ignore_ascii_case(b"trailers") => continue,
+            _ => {}
+        }
+        fields.push((name.into_bytes(), h.value.to_vec()));
+    }
+    fields
 }
 
 /// Decodes base64url without padding (RFC 7540 §3.2.1 `token68`); `None` if malformed.
