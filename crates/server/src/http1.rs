@@ -259,6 +259,13 @@ impl H1 {
             }
             Err(e) => {
                 self.log(io, format_args!("malformed request head: {e}"));
+                if !looks_like_http1(data) {
+                    // Not HTTP/1.x at all (e.g. a broken HTTP/2 preface, TLS on the
+                    // cleartext port): an HTTP/1.1 error page would only be garbage to such
+                    // a peer. Close (RFC 9113 §3.4: "Clients and servers MUST treat an
+                    // invalid connection preface as a connection error").
+                    return Some(Step::Next(Next::CloseNow));
+                }
                 return Some(self.fail(400, io, ctx));
             }
         };
@@ -458,6 +465,16 @@ impl H1 {
             warn!("{} (HTTP/1.1): {}", io.peer, args);
         }
     }
+}
+
+/// Whether the first line of `data` ends in an HTTP/1.x version.
+fn looks_like_http1(data: &[u8]) -> bool {
+    let line = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => &data[..i],
+        None => data,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.len() >= 9 && line[line.len() - 9..line.len() - 1].eq_ignore_ascii_case(b" HTTP/1.")
 }
 
 /// Facts about a request head gathered in one pass over its fields.

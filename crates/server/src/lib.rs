@@ -283,6 +283,8 @@ impl Drop for RunningServer {
 /// for TLS, and runs the server on a background thread.
 pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate().map_err(ServerError::Config)?;
+    // Report a bad --root now rather than from the server thread.
+    endpoints::Router::new(&config).map_err(io_err("--root"))?;
     let mut listeners = Vec::new();
     let mut addr = None;
     let mut tls_addr = None;

@@ -35,6 +35,11 @@ pub fn default_cert_dir() -> PathBuf {
 /// (`cert.pem`/`key.pem`), generated if the pair is not there yet (and reused otherwise, so
 /// a client that trusted it once keeps working). Prints the location unless `quiet`.
 pub fn ensure_certificate(config: &ServerConfig) -> Result<CertPaths, ServerError> {
+    // Servers started concurrently in one process (tests) must not race on the files.
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let (Some(cert), Some(key)) = (&config.cert, &config.key) {
         return Ok(CertPaths {
             cert: cert.clone(),
@@ -140,4 +145,58 @@ pub fn server_config(
         .map_err(|e| ServerError::Tls(format!("certificate/key: {e}")))?;
     tls.alpn_protocols = config.alpn.clone();
     Ok(Arc::new(tls))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generates_once_then_reuses_and_builds_a_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ServerConfig {
+            cert_dir: Some(dir.path().join("certs")),
+            quiet: true,
+            ..ServerConfig::default()
+        };
+        let first = ensure_certificate(&config).unwrap();
+        assert!(first.generated);
+        let pem = fs::read_to_string(&first.cert).unwrap();
+        assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+        let second = ensure_certificate(&config).unwrap();
+        assert!(!second.generated);
+        assert_eq!(first.cert, second.cert);
+        assert_eq!(pem, fs::read_to_string(&second.cert).unwrap());
+        let tls = server_config(&second, &config).unwrap();
+        assert_eq!(
+            tls.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&first.key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "the key is private");
+    }
+
+    #[test]
+    fn garbage_files_are_replaced_and_bad_explicit_paths_fail() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("cert.pem"), "nonsense").unwrap();
+        fs::write(dir.path().join("key.pem"), "nonsense").unwrap();
+        let config = ServerConfig {
+            cert_dir: Some(dir.path().to_path_buf()),
+            quiet: true,
+            ..ServerConfig::default()
+        };
+        assert!(ensure_certificate(&config).unwrap().generated);
+        let explicit = ServerConfig {
+            cert: Some(dir.path().join("missing.pem")),
+            key: Some(dir.path().join("key.pem")),
+            ..ServerConfig::default()
+        };
+        let paths = ensure_certificate(&explicit).unwrap();
+        assert!(matches!(
+            server_config(&paths, &explicit),
+            Err(ServerError::Tls(_))
+        ));
+    }
 }

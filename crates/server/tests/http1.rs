@@ -255,13 +255,23 @@ fn malformed_requests_get_400_and_close() {
         b"POST /ping HTTP/1.1\r\nhost: a\r\ntransfer-encoding: gzip\r\n\r\n",
         b"POST /ping HTTP/1.1\r\nhost: a\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
         b"GET /ping HTTP/1.1\r\nhost: a\r\nbad header\r\n\r\n",
-        b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n",             // TLS on cleartext
     ] {
         let mut c = connect(s.addr().unwrap());
         c.send(bad);
         let r = c.read_response(false);
         assert_eq!(r.status, 400, "{:?}", String::from_utf8_lossy(bad));
         assert_eq!(r.header("connection"), Some("close"));
+        c.expect_eof();
+    }
+    // Not HTTP at all (TLS on the cleartext port, a broken HTTP/2 preface): closed without
+    // an answer.
+    for junk in [
+        &b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n"[..],
+        b"INVALID CONNECTION PREFACE\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+    ] {
+        let mut c = connect(s.addr().unwrap());
+        c.send(junk);
         c.expect_eof();
     }
     // Other clients are unaffected.
