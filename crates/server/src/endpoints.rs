@@ -55,17 +55,6 @@ pub trait HeaderSource {
     fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8]));
 }
 
-/// HTTP/1.1 header fields as parsed by `httparse`.
-pub struct H1Headers<'a, 'b>(pub &'a [httparse::Header<'b>]);
-
-impl HeaderSource for H1Headers<'_, '_> {
-    fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8])) {
-        for h in self.0 {
-            f(h.name.as_bytes(), h.value);
-        }
-    }
-}
-
 /// A request head, borrowed from the protocol's buffers.
 pub struct Request<'a> {
     /// Parsed method.

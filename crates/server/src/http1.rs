@@ -1,18 +1,21 @@
-//! The HTTP/1.1 server side (RFC 9112): keep-alive, pipelining, Content-Length and chunked
-//! request bodies (read and discarded), `Expect: 100-continue`, HEAD, HTTP/1.0 clients, and
-//! the `Upgrade: h2c` path to HTTP/2 (RFC 7540 §3.2).
+//! The HTTP/1.1 server side (RFC 9112) on `h2lab_wire::h1`: keep-alive, pipelining,
+//! Content-Length and chunked request bodies (read and discarded), `Expect: 100-continue`,
+//! HEAD, HTTP/1.0 clients, and the `Upgrade: h2c` path to HTTP/2 (RFC 7540 §3.2). Request
+//! heads are parsed by [`RequestParser`] (limits, framing, persistence, h2c detection);
+//! response heads are written here from static slices and cached values.
 
 use std::time::{Duration, Instant};
 
+use h2lab_wire::h1::{
+    decode_base64url, BodyDecoder, BodyEvent, Framing, Headers, Limits, Parsed, RequestParser,
+    Version, CONTINUE_100, H2C_SWITCHING_PROTOCOLS, MAX_HEADERS,
+};
+
 use crate::body::BodyCursor;
-use crate::chunked::{Chunked, ChunkedError};
 use crate::conn::{Io, Next, HIGH_WATER};
-use crate::endpoints::{reason, H1Headers, Method, Proto, Request, Response};
+use crate::endpoints::{reason, HeaderSource, Method, Proto, Request, Response};
 use crate::log::warn;
 use crate::worker::{Ctx, Shared};
-
-/// Most header fields in one request head.
-const MAX_HEADERS: usize = 128;
 
 /// What [`H1::process`] asks of the connection.
 pub enum Step {
@@ -40,10 +43,8 @@ pub struct Upgrade {
 enum State {
     /// Waiting for (more of) a request head.
     Head,
-    /// Reading (and discarding) a Content-Length body: bytes left.
-    BodyLength(u64),
-    /// Reading (and discarding) a chunked body.
-    BodyChunked(Chunked),
+    /// Reading (and discarding) a request body.
+    Body(BodyDecoder),
     /// The response waits for its `/delay` timer.
     Delayed,
     /// Writing a response body.
@@ -63,9 +64,21 @@ enum Persist {
     Close,
 }
 
+/// HTTP/1.1 field lines as a [`HeaderSource`] (for `/info`).
+struct H1Fields<'a>(Headers<'a>);
+
+impl HeaderSource for H1Fields<'_> {
+    fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8])) {
+        for h in self.0.iter() {
+            f(h.name.as_bytes(), h.value);
+        }
+    }
+}
+
 /// HTTP/1.1 protocol state of one connection.
 pub struct H1 {
     state: State,
+    parser: RequestParser,
     /// Reused buffer for dynamic bodies.
     dynamic: Vec<u8>,
     pending: Option<Response>,
@@ -73,9 +86,6 @@ pub struct H1 {
     persist: Persist,
     upgrade: Option<Box<Upgrade>>,
     head_started: Option<Instant>,
-    body_read: u64,
-    max_head: usize,
-    max_body: u64,
     keep_alive: bool,
     /// Set once a violation was logged for this connection.
     logged: bool,
@@ -84,28 +94,30 @@ pub struct H1 {
 impl H1 {
     /// Fresh state for a new connection.
     pub fn new(shared: &Shared) -> Self {
+        let c = &shared.config;
+        let limits = Limits {
+            max_request_line: (c.max_header_list_size as usize).max(1024),
+            max_header_bytes: c.max_header_list_size as usize,
+            max_headers: MAX_HEADERS,
+            max_body: c.max_request_body,
+        };
         H1 {
             state: State::Head,
+            parser: RequestParser::new(limits),
             dynamic: Vec::new(),
             pending: None,
             cursor: None,
             persist: Persist::KeepAlive,
             upgrade: None,
             head_started: None,
-            body_read: 0,
-            max_head: shared.config.max_header_list_size as usize,
-            max_body: shared.config.max_request_body,
-            keep_alive: shared.config.keep_alive,
+            keep_alive: c.keep_alive,
             logged: false,
         }
     }
 
     /// Whether a request head or body is being read (input is useful now).
     pub fn accepts_input(&self) -> bool {
-        matches!(
-            self.state,
-            State::Head | State::BodyLength(_) | State::BodyChunked(_)
-        )
+        matches!(self.state, State::Head | State::Body(_))
     }
 
     /// Whether a response body still has bytes to queue.
@@ -122,11 +134,10 @@ impl H1 {
                 Some(t) => now.duration_since(t) >= idle,
                 None => now.duration_since(last_active) >= idle,
             },
-            State::BodyLength(_) | State::BodyChunked(_) | State::Streaming => {
+            State::Body(_) | State::Streaming | State::Done => {
                 now.duration_since(last_active) >= idle
             }
             State::Delayed => false,
-            State::Done => now.duration_since(last_active) >= idle,
         }
     }
 
@@ -158,55 +169,33 @@ impl H1 {
                     if self.head_started.is_none() {
                         self.head_started = Some(ctx.now);
                     }
-                    match self.parse_head(io, ctx) {
-                        Some(step) => return step,
-                        None => continue,
+                    if let Some(step) = self.parse_head(io, ctx) {
+                        return step;
                     }
                 }
-                State::BodyLength(rem) => {
-                    let n = (*rem).min(io.inbuf.len() as u64);
-                    io.inbuf.consume(n as usize);
-                    *rem -= n;
-                    if *rem == 0 {
+                State::Body(dec) => {
+                    let (n, ev) = match dec.decode(io.inbuf.data()) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let status = e.status_code();
+                            self.log(io, format_args!("bad request body: {e} ({status})"));
+                            return self.fail(status, io, ctx);
+                        }
+                    };
+                    let end = matches!(ev, BodyEvent::End);
+                    let need_more = matches!(ev, BodyEvent::NeedMore);
+                    io.inbuf.consume(n);
+                    if end {
                         if let Some(step) = self.finish_request(io, ctx) {
                             return step;
                         }
-                    } else if io.read_eof {
-                        return Step::Next(Next::CloseNow);
-                    } else {
-                        return Step::Next(Next::Continue);
-                    }
-                }
-                State::BodyChunked(dec) => {
-                    let r = dec.feed(
-                        io.inbuf.data(),
-                        &mut self.body_read,
-                        self.max_body,
-                        self.max_head as u32,
-                    );
-                    match r {
-                        Ok(n) => {
-                            io.inbuf.consume(n);
-                            if dec.is_done() {
-                                if let Some(step) = self.finish_request(io, ctx) {
-                                    return step;
-                                }
-                            } else if io.read_eof {
-                                return Step::Next(Next::CloseNow);
-                            } else {
-                                return Step::Next(Next::Continue);
-                            }
-                        }
-                        Err(e) => {
-                            let status = match e {
-                                ChunkedError::Malformed => 400,
-                                ChunkedError::TooLarge => 413,
-                            };
-                            self.log(io, format_args!("bad chunked request body ({status})"));
-                            self.pending = None;
-                            self.upgrade = None;
-                            return self.fail(status, io, ctx);
-                        }
+                    } else if need_more {
+                        return Step::Next(if io.read_eof {
+                            // Truncated request.
+                            Next::CloseNow
+                        } else {
+                            Next::Continue
+                        });
                     }
                 }
                 State::Delayed => return Step::Next(Next::Continue),
@@ -236,145 +225,91 @@ impl H1 {
 
     /// Parses one request head. `None`: a request was taken, keep looping.
     fn parse_head(&mut self, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Option<Step> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
         let data = io.inbuf.data();
-        let consumed = match req.parse(data) {
-            Ok(httparse::Status::Partial) => {
-                if data.len() > self.max_head {
-                    let max = self.max_head;
-                    self.log(io, format_args!("request head over {max} bytes"));
-                    return Some(self.fail(431, io, ctx));
-                }
+        let head = match self.parser.parse(data) {
+            Ok(Parsed::NeedMore) => {
                 return Some(Step::Next(if io.read_eof {
                     Next::CloseAfterFlush
                 } else {
                     Next::Continue
                 }));
             }
-            Ok(httparse::Status::Complete(n)) => n,
-            Err(httparse::Error::TooManyHeaders) => {
-                self.log(io, format_args!("more than {MAX_HEADERS} header fields"));
-                return Some(self.fail(431, io, ctx));
-            }
+            Ok(Parsed::Complete(head)) => head,
             Err(e) => {
-                self.log(io, format_args!("malformed request head: {e}"));
-                if !looks_like_http1(data) {
+                let status = e.status_code();
+                let http = looks_like_http1(data);
+                self.log(io, format_args!("bad request head: {e} ({status})"));
+                if !http {
                     // Not HTTP/1.x at all (e.g. a broken HTTP/2 preface, TLS on the
                     // cleartext port): an HTTP/1.1 error page would only be garbage to such
                     // a peer. Close (RFC 9113 §3.4: "Clients and servers MUST treat an
                     // invalid connection preface as a connection error").
                     return Some(Step::Next(Next::CloseNow));
                 }
-                return Some(self.fail(400, io, ctx));
+                return Some(self.fail(status, io, ctx));
             }
         };
-        if consumed > self.max_head {
-            let max = self.max_head;
-            self.log(io, format_args!("request head over {max} bytes"));
-            return Some(self.fail(431, io, ctx));
-        }
-        let (Some(method_raw), Some(target), Some(version)) = (req.method, req.path, req.version)
-        else {
-            return Some(self.fail(400, io, ctx));
+        let http10 = head.version == Version::Http10;
+        let (has_body, body_len) = match head.framing {
+            Framing::ContentLength(n) => (n > 0, Some(n)),
+            Framing::Chunked => (true, None),
+            Framing::None | Framing::CloseDelimited => (false, Some(0)),
         };
-        let http10 = version == 0;
-
-        let mut f = HeadFacts::default();
-        for h in req.headers.iter() {
-            f.observe(h.name.as_bytes(), h.value);
-        }
-        // RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any
-        // HTTP/1.1 request message that lacks a Host header field and to any request message
-        // that contains more than one Host header field line".
-        if (!http10 && f.hosts == 0) || f.hosts > 1 || f.bad_content_length {
-            return Some(self.fail(400, io, ctx));
-        }
-        let mut chunked = false;
-        if f.transfer_encoding {
-            // RFC 9112 §6.1: "A server or client that receives an HTTP/1.0 message containing
-            // a Transfer-Encoding header field MUST treat the message as if the framing is
-            // faulty"; and "If a Transfer-Encoding header field is present in a request and the
-            // chunked transfer coding is not the final encoding, the message body length cannot
-            // be determined reliably; the server MUST respond with the 400 (Bad Request)".
-            // A request with both Transfer-Encoding and Content-Length is rejected outright
-            // (request smuggling).
-            if http10 || !f.te_chunked_last || f.content_length.is_some() {
-                return Some(self.fail(400, io, ctx));
-            }
-            chunked = true;
-        }
-        let body_len = if chunked {
-            None
-        } else {
-            Some(f.content_length.unwrap_or(0))
-        };
-        if let Some(n) = body_len {
-            if n > self.max_body {
-                self.log(io, format_args!("request body of {n} bytes over the limit"));
-                return Some(self.fail(413, io, ctx));
-            }
-        }
-        let has_body = chunked || body_len.unwrap_or(0) > 0;
-
-        self.persist = if !self.keep_alive {
+        self.persist = if !self.keep_alive || !head.keep_alive {
             Persist::Close
         } else if http10 {
-            if f.conn_keep_alive && !f.conn_close {
-                Persist::KeepAlive10
-            } else {
-                Persist::Close
-            }
-        } else if f.conn_close {
-            Persist::Close
+            Persist::KeepAlive10
         } else {
             Persist::KeepAlive
         };
+        // RFC 9110 §10.1.1: "A server that receives an Expect field value containing a
+        // member other than 100-continue MAY respond with a 417 (Expectation Failed)".
+        let expect_other = !head.expect_continue
+            && head
+                .headers
+                .get("expect")
+                .is_some_and(|v| !v.eq_ignore_ascii_case(b"100-continue"));
 
         let request = Request {
-            method: Method::parse(method_raw.as_bytes()),
-            method_raw: method_raw.as_bytes(),
-            target: target.as_bytes(),
+            method: Method::parse(head.method.as_bytes()),
+            method_raw: head.method.as_bytes(),
+            target: head.target.as_bytes(),
             proto: if http10 { Proto::Http10 } else { Proto::Http11 },
             tls: io.tls,
             body_len,
-            headers: &H1Headers(req.headers),
+            headers: &H1Fields(head.headers),
         };
         let resp = ctx.shared.router.route(&request, &mut self.dynamic);
 
-        // RFC 7540 §3.2: "A server MUST ignore an "h2" token in an Upgrade header field" and
-        // §3.2.1: "A server MUST NOT upgrade the connection to HTTP/2 if this header field
-        // [HTTP2-Settings] is not present or if more than one is present." Upgrade is only
+        // RFC 7540 §3.2.1: "A server MUST NOT upgrade the connection to HTTP/2 if this header
+        // field [HTTP2-Settings] is not present or if more than one is present" (checked by
+        // the parser); the client must also list both options in Connection. Upgrade is only
         // meaningful on cleartext (ALPN does the job on TLS).
         self.upgrade = None;
-        if !io.tls && !http10 && f.upgrade_h2c && f.conn_upgrade && f.conn_http2_settings {
-            if let (1, Some(settings)) = (f.http2_settings_count, f.http2_settings) {
-                if let Some(settings) = base64url_decode(settings) {
-                    self.upgrade = Some(Box::new(Upgrade {
-                        settings,
-                        fields: upgrade_fields(method_raw, target, req.headers),
-                    }));
-                }
+        if let Some(h2c) = head.h2c.filter(|u| u.connection_options && !io.tls) {
+            let mut settings = Vec::new();
+            if decode_base64url(h2c.settings, &mut settings).is_ok() && settings.len() % 6 == 0 {
+                self.upgrade = Some(Box::new(Upgrade {
+                    settings,
+                    fields: upgrade_fields(head.method, head.target, head.headers),
+                }));
             }
         }
-
-        let (expect_other, expect_continue) = (f.expect_other, f.expect_continue);
-        io.inbuf.consume(consumed);
+        let expect_continue = head.expect_continue;
+        let decoder = self.parser.body_decoder(&head);
+        io.inbuf.consume(head.head_len);
         self.head_started = None;
-        self.body_read = 0;
 
         if expect_other {
-            // RFC 9110 §10.1.1: "A server that receives an Expect field value containing a
-            // member other than 100-continue MAY respond with a 417 (Expectation Failed)".
             return Some(self.fail(417, io, ctx));
         }
-        if has_body && expect_continue && !http10 {
+        if has_body && expect_continue {
             if resp.status < 400 {
                 // RFC 9110 §10.1.1: "A server that receives a 100-continue expectation in an
                 // HTTP/1.1 request ... MUST send [a 100 (Continue) response] ... unless it has
                 // already received some or all of the content".
                 if io.inbuf.is_empty() {
-                    io.out.extend_from_slice(b"HTTP/1.1 100 Continue\r\n\r\n");
+                    io.out.extend_from_slice(CONTINUE_100);
                 }
             } else {
                 // Final status without reading the content: the connection must close.
@@ -385,14 +320,12 @@ impl H1 {
             }
         }
         self.pending = Some(resp);
-        self.state = if chunked {
-            State::BodyChunked(Chunked::default())
-        } else if let Some(n @ 1..) = body_len {
-            State::BodyLength(n)
+        if has_body {
+            self.state = State::Body(decoder);
+            None
         } else {
-            return self.finish_request(io, ctx);
-        };
-        None
+            self.finish_request(io, ctx)
+        }
     }
 
     /// The request (head and body) is complete: answer (now, after a delay, or by upgrading).
@@ -405,9 +338,7 @@ impl H1 {
             // RFC 7540 §3.2: "The first HTTP/2 frame sent by the server MUST be a server
             // connection preface consisting of a SETTINGS frame. Upon receiving the 101
             // response, the client MUST send a connection preface".
-            io.out.extend_from_slice(
-                b"HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: h2c\r\n\r\n",
-            );
+            io.out.extend_from_slice(H2C_SWITCHING_PROTOCOLS);
             self.state = State::Done;
             drop(resp);
             return Some(Step::Upgrade(upgrade));
@@ -423,21 +354,15 @@ impl H1 {
         None
     }
 
-    /// Answers with an error status and closes the connection afterwards.
+    /// Answers with an error status and closes the connection afterwards (the input after
+    /// a framing error cannot be trusted).
     fn fail(&mut self, status: u16, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Step {
         self.persist = Persist::Close;
         self.pending = None;
         self.upgrade = None;
+        self.head_started = None;
         self.write_response(Response::error(status), io, ctx);
-        // Input after a framing error cannot be trusted: stop reading requests.
-        self.cursor_flush_then_done();
         Step::Next(Next::Continue)
-    }
-
-    fn cursor_flush_then_done(&mut self) {
-        if !matches!(self.state, State::Streaming) {
-            self.state = State::Done;
-        }
     }
 
     fn write_response(&mut self, resp: Response, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
@@ -477,85 +402,8 @@ fn looks_like_http1(data: &[u8]) -> bool {
     line.len() >= 9 && line[line.len() - 9..line.len() - 1].eq_ignore_ascii_case(b" HTTP/1.")
 }
 
-/// Facts about a request head gathered in one pass over its fields.
-#[derive(Default)]
-struct HeadFacts<'a> {
-    hosts: u32,
-    content_length: Option<u64>,
-    bad_content_length: bool,
-    transfer_encoding: bool,
-    te_chunked_last: bool,
-    conn_close: bool,
-    conn_keep_alive: bool,
-    conn_upgrade: bool,
-    conn_http2_settings: bool,
-    expect_continue: bool,
-    expect_other: bool,
-    upgrade_h2c: bool,
-    http2_settings: Option<&'a [u8]>,
-    http2_settings_count: u32,
-}
-
-fn tokens(v: &[u8]) -> impl Iterator<Item = &[u8]> {
-    v.split(|&b| b == b',').map(|t| t.trim_ascii())
-}
-
-impl<'a> HeadFacts<'a> {
-    fn observe(&mut self, name: &[u8], value: &'a [u8]) {
-        let is = |n: &str| name.eq_ignore_ascii_case(n.as_bytes());
-        if is("host") {
-            self.hosts += 1;
-        } else if is("content-length") {
-            // RFC 9112 §6.3: a list of identical values may be accepted; differing values or
-            // anything not a decimal number make the framing invalid.
-            for t in tokens(value) {
-                match crate::endpoints::parse_u64(t) {
-                    Some(n) if self.content_length.map_or(true, |c| c == n) => {
-                        self.content_length = Some(n)
-                    }
-                    _ => self.bad_content_length = true,
-                }
-            }
-        } else if is("transfer-encoding") {
-            self.transfer_encoding = true;
-            if let Some(last) = tokens(value).filter(|t| !t.is_empty()).last() {
-                self.te_chunked_last = last.eq_ignore_ascii_case(b"chunked");
-            }
-        } else if is("connection") {
-            for t in tokens(value) {
-                if t.eq_ignore_ascii_case(b"close") {
-                    self.conn_close = true;
-                } else if t.eq_ignore_ascii_case(b"keep-alive") {
-                    self.conn_keep_alive = true;
-                } else if t.eq_ignore_ascii_case(b"upgrade") {
-                    self.conn_upgrade = true;
-                } else if t.eq_ignore_ascii_case(b"http2-settings") {
-                    self.conn_http2_settings = true;
-                }
-            }
-        } else if is("expect") {
-            if value.trim_ascii().eq_ignore_ascii_case(b"100-continue") {
-                self.expect_continue = true;
-            } else {
-                self.expect_other = true;
-            }
-        } else if is("upgrade") {
-            if tokens(value).any(|t| t.eq_ignore_ascii_case(b"h2c")) {
-                self.upgrade_h2c = true;
-            }
-        } else if is("http2-settings") {
-            self.http2_settings_count += 1;
-            self.http2_settings = Some(value.trim_ascii());
-        }
-    }
-}
-
 /// The HTTP/1.1 request of an h2c upgrade as HTTP/2 fields.
-fn upgrade_fields(
-    method: &str,
-    target: &str,
-    headers: &[httparse::Header<'_>],
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn upgrade_fields(method: &str, target: &str, headers: Headers<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let (path, _) = crate::endpoints::split_target(target.as_bytes());
     let path_and_query = if target.starts_with('/') {
         target.as_bytes().to_vec()
@@ -564,18 +412,14 @@ fn upgrade_fields(
         let q = target.find('?').map(|i| &target[i..]).unwrap_or("");
         [path, q.as_bytes()].concat()
     };
-    let authority = headers
-        .iter()
-        .find(|h| h.name.eq_ignore_ascii_case("host"))
-        .map(|h| h.value.to_vec())
-        .unwrap_or_default();
+    let authority = headers.get("host").map(<[u8]>::to_vec).unwrap_or_default();
     let mut fields = vec![
         (b":method".to_vec(), method.as_bytes().to_vec()),
         (b":scheme".to_vec(), b"http".to_vec()),
         (b":authority".to_vec(), authority),
         (b":path".to_vec(), path_and_query),
     ];
-    for h in headers {
+    for h in headers.iter() {
         let name = h.name.to_ascii_lowercase();
         // RFC 9113 §8.2.2: connection-specific fields must not appear in HTTP/2; `host` is
         // carried by :authority; the body was consumed by HTTP/1.1, so no content-length.
@@ -588,34 +432,6 @@ fn upgrade_fields(
         fields.push((name.into_bytes(), h.value.to_vec()));
     }
     fields
-}
-
-/// Decodes base64url without padding (RFC 7540 §3.2.1 `token68`); `None` if malformed.
-pub fn base64url_decode(s: &[u8]) -> Option<Vec<u8>> {
-    let s = s
-        .strip_suffix(b"==")
-        .or_else(|| s.strip_suffix(b"="))
-        .unwrap_or(s);
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    let mut acc = 0u32;
-    let mut bits = 0;
-    for &c in s {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'-' | b'+' => 62,
-            b'_' | b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// Writes a response head. Every field is a static slice or a cached value: no allocation.
@@ -669,15 +485,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn base64url() {
+    fn http1_detection() {
+        assert!(looks_like_http1(b"GET / HTTP/1.1\r\nhost"));
+        assert!(looks_like_http1(b"GET / HTTP/1.0\n"));
+        assert!(!looks_like_http1(b"PRI * HTTP/2.0\r\n"));
+        assert!(!looks_like_http1(b"INVALID CONNECTION PREFACE\r\n"));
+        assert!(!looks_like_http1(b"\x16\x03\x01"));
+    }
+
+    #[test]
+    fn upgrade_request_as_h2_fields() {
+        let raw = b"GET /info?x HTTP/1.1\r\nHost: h\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nX-A: 1\r\nTE: gzip\r\n\r\n";
+        let Ok(Parsed::Complete(head)) = RequestParser::default().parse(raw) else {
+            panic!()
+        };
+        let f = upgrade_fields(head.method, head.target, head.headers);
+        let f: Vec<(&[u8], &[u8])> = f.iter().map(|(n, v)| (&n[..], &v[..])).collect();
         assert_eq!(
-            base64url_decode(b"AAMAAABkAARAAAAAAAIAAAAA").unwrap().len(),
-            18
+            f,
+            vec![
+                (&b":method"[..], &b"GET"[..]),
+                (b":scheme", b"http"),
+                (b":authority", b"h"),
+                (b":path", b"/info?x"),
+                (b"x-a", b"1"),
+            ]
         );
-        assert_eq!(base64url_decode(b"aGVsbG8").unwrap(), b"hello");
-        assert_eq!(base64url_decode(b"aGVsbG8=").unwrap(), b"hello");
-        assert!(base64url_decode(b"a b").is_none());
-        assert_eq!(base64url_decode(b"").unwrap(), b"");
     }
 
     #[test]

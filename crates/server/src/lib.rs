@@ -12,7 +12,6 @@
 //! ```
 
 pub mod body;
-pub mod chunked;
 pub mod config;
 pub mod conn;
 pub mod date;
