@@ -12,4 +12,5 @@
 
 pub mod frame;
 pub mod h1;
+pub mod h2;
 pub mod hpack;

@@ -1,0 +1,594 @@
+//! The [`Connection`] type: construction, the send API and accessors. The
+//! receive path is in `recv.rs`.
+
+use crate::frame::{
+    self, encode_data_header, encode_window_update, flags, ErrorCode, FrameDecoder, FrameHeader,
+    FrameKind, GoAway, H2Error, HeaderBlockAssembler, Ping, RecvWindow, RstStream, Scope, StreamId,
+    Window, FRAME_HEADER_LEN, PREFACE,
+};
+use crate::hpack;
+
+use super::error::{ConnError, SendError};
+use super::guard::Guard;
+use super::settings::{Limits, LocalSettings, PeerSettings};
+use super::store::{flag, Closed, RecentlyClosed, Store, Stream};
+
+/// The HPACK encoding context of a connection's send direction. The
+/// connection tells it about the peer's SETTINGS_HEADER_TABLE_SIZE; header
+/// blocks are written by the closures passed to
+/// [`Connection::send_request`] / [`Connection::send_headers`], which get it.
+///
+/// Implemented by [`hpack::Encoder`] (general use, servers) and
+/// [`hpack::RequestTemplate`] (load generator requests).
+pub trait HeaderEncoder {
+    /// The peer's decoder accepts a dynamic table of `size` octets
+    /// (already capped by [`LocalSettings::encoder_table_size`]); the next
+    /// block must start with the matching size update (RFC 7541 §4.2).
+    fn set_max_table_size(&mut self, size: usize);
+    /// The underlying general-purpose encoder.
+    fn encoder(&mut self) -> &mut hpack::Encoder;
+}
+
+impl HeaderEncoder for hpack::Encoder {
+    fn set_max_table_size(&mut self, size: usize) {
+        hpack::Encoder::set_max_table_size(self, size);
+    }
+    fn encoder(&mut self) -> &mut hpack::Encoder {
+        self
+    }
+}
+
+impl HeaderEncoder for hpack::RequestTemplate {
+    fn set_max_table_size(&mut self, size: usize) {
+        self.set_peer_table_size(size);
+    }
+    fn encoder(&mut self) -> &mut hpack::Encoder {
+        self.encoder_mut()
+    }
+}
+
+/// Which end of the connection we are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// We send the connection preface and requests (odd stream ids).
+    Client,
+    /// We receive requests and send responses.
+    Server,
+}
+
+/// A sans-IO HTTP/2 connection (RFC 9113) for either role.
+///
+/// Feed received bytes to [`recv`](Connection::recv); everything to send is
+/// appended to a caller-owned `out` buffer, which the caller writes to the
+/// transport (one write per loop turn) and clears. Decoded headers and data
+/// are delivered to an [`Events`](super::Events) sink with borrowed slices.
+///
+/// The connection answers PING and SETTINGS, returns receive windows with
+/// WINDOW_UPDATE (batched: when half of a window has been consumed), applies
+/// the peer's SETTINGS (initial window delta, HPACK table size, frame size,
+/// concurrency), validates field blocks (RFC 9113 §8.2, §8.3), and enforces
+/// the limits in [`Limits`]. On a connection error it writes GOAWAY to `out`
+/// and returns [`ConnError`]; on a stream error it writes RST_STREAM and
+/// reports [`Events::reset`](super::Events::reset).
+///
+/// Memory: one slab slot per concurrently open stream (about 64 bytes),
+/// reused; the field-block reassembly buffer and the HPACK tables. Nothing is
+/// allocated per stream or per frame in steady state.
+///
+/// `E` is the HPACK encoder of our send direction (see [`HeaderEncoder`]).
+#[derive(Debug)]
+pub struct Connection<E = hpack::Encoder> {
+    pub(crate) asm: HeaderBlockAssembler,
+    pub(crate) st: State,
+    pub(crate) enc: E,
+}
+
+/// Everything but the header-block assembler (split so a completed block
+/// borrowed from the assembler can be processed while the rest mutates).
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) role: Role,
+    pub(crate) local: LocalSettings,
+    pub(crate) limits: Limits,
+    pub(crate) peer: PeerSettings,
+    pub(crate) frames: FrameDecoder,
+    pub(crate) dec: hpack::Decoder,
+    /// Table size the encoder was last told to use.
+    pub(crate) enc_size: usize,
+    /// A table size the encoder must be told about (set by SETTINGS).
+    pub(crate) enc_pending: Option<usize>,
+    pub(crate) streams: Store,
+    pub(crate) closed: RecentlyClosed,
+    /// Next stream id we would open.
+    pub(crate) next_local_id: u32,
+    /// Highest stream id the peer opened (or tried to).
+    pub(crate) last_peer_id: u32,
+    pub(crate) conn_send: Window,
+    pub(crate) conn_recv: RecvWindow,
+    /// Receive window of new streams: 65535 until the peer acknowledges our
+    /// SETTINGS_INITIAL_WINDOW_SIZE (RFC 9113 §6.9.3).
+    pub(crate) recv_initial: u32,
+    pub(crate) settings_unacked: u32,
+    pub(crate) local_applied: bool,
+    pub(crate) started: bool,
+    pub(crate) awaiting_preface: bool,
+    pub(crate) awaiting_settings: bool,
+    pub(crate) goaway_sent: Option<StreamId>,
+    pub(crate) goaway_recv: Option<StreamId>,
+    pub(crate) error: Option<ConnError>,
+    pub(crate) remote_error: Option<ConnError>,
+    /// Stream error found in the HEADERS frame that opened the pending
+    /// field block (priority self-dependency), applied once it is decoded.
+    pub(crate) block_error: Option<H2Error>,
+    pub(crate) guard: Guard,
+}
+
+impl Connection<hpack::Encoder> {
+    /// A connection in `role` advertising `local`, defended by `limits`,
+    /// with a general-purpose HPACK encoder.
+    /// Nothing is sent until [`start`](Connection::start) (or the first
+    /// [`recv`](Connection::recv), which starts the connection if needed).
+    pub fn new(role: Role, local: LocalSettings, limits: Limits) -> Self {
+        let enc = hpack::Encoder::new(frame::DEFAULT_HEADER_TABLE_SIZE as usize);
+        Connection::with_encoder(role, local, limits, enc)
+    }
+}
+
+impl<E: HeaderEncoder> Connection<E> {
+    /// Like [`Connection::new`] with a given encoder, e.g. a
+    /// [`hpack::RequestTemplate`] built for the peer's default table size
+    /// (4096).
+    pub fn with_encoder(role: Role, local: LocalSettings, limits: Limits, mut enc: E) -> Self {
+        let local = local.sanitized();
+        let mut dec = hpack::Decoder::new(frame::DEFAULT_HEADER_TABLE_SIZE as usize);
+        let list = local
+            .max_header_list_size
+            .unwrap_or(limits.max_header_list_size);
+        dec.set_max_header_list_size(list as usize);
+        let enc_size = (local
+            .encoder_table_size
+            .min(frame::DEFAULT_HEADER_TABLE_SIZE)) as usize;
+        if enc_size != frame::DEFAULT_HEADER_TABLE_SIZE as usize {
+            enc.set_max_table_size(enc_size);
+        }
+        let dflt = frame::DEFAULT_INITIAL_WINDOW_SIZE;
+        Connection {
+            enc,
+            asm: HeaderBlockAssembler::new(
+                limits.max_header_block_bytes,
+                limits.max_continuation_frames,
+            ),
+            st: State {
+                role,
+                local,
+                limits,
+                peer: PeerSettings::INITIAL,
+                frames: FrameDecoder::with_max_frame_size(local.max_frame_size),
+                dec,
+                enc_size,
+                enc_pending: None,
+                streams: Store::default(),
+                closed: RecentlyClosed::new(limits.closed_stream_memory),
+                next_local_id: if role == Role::Client { 1 } else { 2 },
+                last_peer_id: 0,
+                conn_send: Window::new(dflt),
+                conn_recv: RecvWindow::new(dflt, local.connection_window),
+                recv_initial: dflt,
+                settings_unacked: 0,
+                local_applied: false,
+                started: false,
+                awaiting_preface: role == Role::Server,
+                awaiting_settings: true,
+                goaway_sent: None,
+                goaway_recv: None,
+                error: None,
+                remote_error: None,
+                block_error: None,
+                guard: Guard::default(),
+            },
+        }
+    }
+
+    /// Write what we send first: for a client the connection preface
+    /// (RFC 9113 §3.4), then our SETTINGS, then a WINDOW_UPDATE on stream 0 if
+    /// [`LocalSettings::connection_window`] is above 65535. Idempotent.
+    pub fn start(&mut self, out: &mut Vec<u8>) {
+        self.st.start(out);
+    }
+
+    /// Open a stream and send its request header section (client role).
+    ///
+    /// `block` appends an HPACK-encoded field block to the `Vec`, using the
+    /// connection's encoder (whose table size follows the peer's
+    /// SETTINGS_HEADER_TABLE_SIZE), e.g. from a pre-encoded request template.
+    /// The block is framed into HEADERS + CONTINUATION according to the
+    /// peer's SETTINGS_MAX_FRAME_SIZE, in place in `out`.
+    ///
+    /// Errors: [`SendError::WouldBlock`] when the peer's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS is reached, [`SendError::GoingAway`]
+    /// after a GOAWAY; nothing is written then.
+    pub fn send_request(
+        &mut self,
+        block: impl FnOnce(&mut E, &mut Vec<u8>),
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<StreamId, SendError> {
+        let st = &mut self.st;
+        if st.role != Role::Client {
+            return Err(SendError::WrongRole);
+        }
+        st.check_open()?;
+        if st.goaway_recv.is_some() || st.goaway_sent.is_some() {
+            return Err(SendError::GoingAway);
+        }
+        if !st.can_open_stream() {
+            return Err(SendError::WouldBlock);
+        }
+        // RFC 9113 §5.1.1: "Stream identifiers cannot be reused."
+        if st.next_local_id > StreamId::MAX.get() {
+            return Err(SendError::StreamIdsExhausted);
+        }
+        st.start(out);
+        let id = StreamId::new(st.next_local_id);
+        st.next_local_id += 2;
+        write_block(st, &mut self.enc, id, end_stream, block, out);
+        let mut flags = flag::LOCAL;
+        if end_stream {
+            flags |= flag::SEND_CLOSED;
+        }
+        let stream = st.new_stream(id, flags);
+        st.streams.insert(stream);
+        Ok(id)
+    }
+
+    /// Send a header section on an open stream: a response (server role; call
+    /// it again for the final response after 1xx ones) or trailers (with
+    /// `end_stream`). `block` appends the HPACK-encoded field block, as in
+    /// [`send_request`](Connection::send_request).
+    pub fn send_headers(
+        &mut self,
+        stream: StreamId,
+        block: impl FnOnce(&mut E, &mut Vec<u8>),
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SendError> {
+        let st = &mut self.st;
+        st.check_open()?;
+        match st.streams.get(stream) {
+            Some(s) if !s.has(flag::SEND_CLOSED) => {}
+            _ => return Err(SendError::StreamClosed(stream)),
+        }
+        write_block(st, &mut self.enc, stream, end_stream, block, out);
+        if end_stream {
+            st.send_end(stream);
+        }
+        Ok(())
+    }
+
+    /// [`send_headers`](Connection::send_headers) with the fields encoded by
+    /// the connection's HPACK encoder (default indexing policy).
+    pub fn send_header_fields(
+        &mut self,
+        stream: StreamId,
+        fields: &[(&[u8], &[u8])],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SendError> {
+        self.send_headers(
+            stream,
+            |enc, buf| enc.encoder().encode(fields.iter().copied(), buf),
+            end_stream,
+            out,
+        )
+    }
+
+    /// Queue body bytes on `stream`, as much as the stream and connection
+    /// send windows allow, split into DATA frames of at most the peer's
+    /// SETTINGS_MAX_FRAME_SIZE. Returns how many bytes of `data` were
+    /// queued; END_STREAM is only sent when all of `data` fit (an empty
+    /// `data` with `end_stream` always fits). Send the rest after
+    /// [`Events::window_opened`](super::Events::window_opened).
+    pub fn send_data(
+        &mut self,
+        stream: StreamId,
+        data: &[u8],
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, SendError> {
+        let st = &mut self.st;
+        st.check_open()?;
+        let max = st.peer.max_frame_size as usize;
+        let conn_avail = st.conn_send.available() as usize;
+        let s = match st.streams.get_mut(stream) {
+            Some(s) if !s.has(flag::SEND_CLOSED) => s,
+            _ => return Err(SendError::StreamClosed(stream)),
+        };
+        // RFC 9113 §6.9.1: "The sender MUST NOT send a flow-controlled frame
+        // with a length that exceeds the space available in either of the
+        // flow-control windows advertised by the receiver."
+        let n = data.len().min(conn_avail).min(s.send.available() as usize);
+        let fin = end_stream && n == data.len();
+        if n == 0 && !fin {
+            return Ok(0);
+        }
+        let body = data.get(..n).unwrap_or_default();
+        out.reserve(n + FRAME_HEADER_LEN * (n / max.max(1) + 1));
+        if body.is_empty() {
+            encode_data_header(stream, 0, fin, out);
+        }
+        let mut rest = body;
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at(rest.len().min(max));
+            rest = tail;
+            let len = u32::try_from(chunk.len()).unwrap_or(u32::MAX);
+            encode_data_header(stream, len, fin && rest.is_empty(), out);
+            out.extend_from_slice(chunk);
+        }
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        // Both windows were checked above, so these cannot fail.
+        let _ = s.send.consume(n32, Scope::Stream(stream));
+        let _ = st.conn_send.consume(n32, Scope::Connection);
+        if fin {
+            st.send_end(stream);
+        }
+        Ok(n)
+    }
+
+    /// Reset `stream` with `code` (RST_STREAM, RFC 9113 §6.4), e.g. to cancel
+    /// a request. Returns false if the stream was not open (nothing sent).
+    /// Frames the peer still sends on it are ignored (RFC 9113 §5.1).
+    pub fn reset(&mut self, stream: StreamId, code: ErrorCode, out: &mut Vec<u8>) -> bool {
+        let st = &mut self.st;
+        if st.error.is_some() || st.streams.remove(stream).is_none() {
+            return false;
+        }
+        RstStream::new(stream, code).encode(out);
+        st.closed.push(stream, Closed::ByUs);
+        true
+    }
+
+    /// Send GOAWAY (RFC 9113 §6.8) with the highest peer stream id we
+    /// processed. No new stream may be opened afterwards by either side;
+    /// open streams continue. With `NO_ERROR` this is a graceful shutdown:
+    /// close the transport once [`is_finished`](Connection::is_finished).
+    pub fn goaway(&mut self, code: ErrorCode, debug: &[u8], out: &mut Vec<u8>) {
+        let st = &mut self.st;
+        if st.error.is_some() {
+            return;
+        }
+        st.start(out);
+        let last = StreamId::new(st.last_peer_id);
+        // RFC 9113 §6.8: "Endpoints MUST NOT increase the value they send in
+        // the last stream identifier".
+        let last = st.goaway_sent.map_or(last, |prev| prev.min(last));
+        st.goaway_sent = Some(last);
+        GoAway {
+            last_stream_id: last,
+            error_code: code,
+            debug_data: debug,
+        }
+        .encode(out);
+    }
+
+    /// Send a PING (RFC 9113 §6.7); its ACK is reported by
+    /// [`Events::ping_ack`](super::Events::ping_ack).
+    pub fn ping(&mut self, payload: [u8; 8], out: &mut Vec<u8>) {
+        if self.st.error.is_none() {
+            self.st.start(out);
+            Ping::new(payload).encode(out);
+        }
+    }
+
+    /// Our HPACK encoder (e.g. the request template, for its statistics).
+    pub fn encoder(&self) -> &E {
+        &self.enc
+    }
+
+    /// Our HPACK encoder, mutably.
+    pub fn encoder_mut(&mut self) -> &mut E {
+        &mut self.enc
+    }
+
+    /// The peer's settings in force.
+    pub fn peer_settings(&self) -> &PeerSettings {
+        &self.st.peer
+    }
+
+    /// The settings we advertise.
+    pub fn local_settings(&self) -> &LocalSettings {
+        &self.st.local
+    }
+
+    /// Our role.
+    pub fn role(&self) -> Role {
+        self.st.role
+    }
+
+    /// Whether [`send_request`](Connection::send_request) would open a stream
+    /// now (no GOAWAY, no error, below the peer's concurrency limit).
+    pub fn can_open_stream(&self) -> bool {
+        let st = &self.st;
+        st.role == Role::Client
+            && st.error.is_none()
+            && st.goaway_recv.is_none()
+            && st.goaway_sent.is_none()
+            && st.next_local_id <= StreamId::MAX.get()
+            && st.can_open_stream()
+    }
+
+    /// Number of open streams (any state but idle and closed).
+    pub fn active_streams(&self) -> usize {
+        self.st.streams.len()
+    }
+
+    /// Whether `stream` is open for sending.
+    pub fn can_send(&self, stream: StreamId) -> bool {
+        self.st
+            .streams
+            .get(stream)
+            .is_some_and(|s| !s.has(flag::SEND_CLOSED))
+    }
+
+    /// How many DATA bytes `stream` may send now (minimum of the stream and
+    /// connection send windows, 0 when not open for sending).
+    pub fn send_capacity(&self, stream: StreamId) -> usize {
+        match self.st.streams.get(stream) {
+            Some(s) if !s.has(flag::SEND_CLOSED) => {
+                s.send.available().min(self.st.conn_send.available()) as usize
+            }
+            _ => 0,
+        }
+    }
+
+    /// The last stream id of a GOAWAY received from the peer.
+    pub fn goaway_received(&self) -> Option<StreamId> {
+        self.st.goaway_recv
+    }
+
+    /// The error that ended the connection: ours (after we sent GOAWAY) or the
+    /// peer's (a GOAWAY with an error code other than NO_ERROR).
+    pub fn error(&self) -> Option<ConnError> {
+        self.st.error.or(self.st.remote_error)
+    }
+
+    /// True when the connection has nothing left to do: it failed, or a GOAWAY
+    /// was sent or received and no stream is open. The caller then flushes
+    /// `out` and closes the transport.
+    pub fn is_finished(&self) -> bool {
+        let st = &self.st;
+        st.error.is_some()
+            || ((st.goaway_sent.is_some() || st.goaway_recv.is_some()) && st.streams.len() == 0)
+    }
+
+    /// Size a read buffer must be able to hold so that any frame we accept
+    /// fits in it: 9 + our SETTINGS_MAX_FRAME_SIZE.
+    pub fn max_frame_len(&self) -> usize {
+        FRAME_HEADER_LEN + self.st.local.max_frame_size as usize
+    }
+}
+
+impl State {
+    pub(crate) fn start(&mut self, out: &mut Vec<u8>) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let client = self.role == Role::Client;
+        if client {
+            // RFC 9113 §3.4: "the connection preface starts with the string
+            // PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n. This sequence MUST be followed
+            // by a SETTINGS frame".
+            out.extend_from_slice(PREFACE);
+        }
+        // RFC 9113 §3.4: "The server connection preface consists of a
+        // potentially empty SETTINGS frame (Section 6.5) that MUST be the first
+        // frame the server sends in the HTTP/2 connection."
+        self.local.to_frame(client).encode(out);
+        self.settings_unacked += 1;
+        // RFC 9113 §6.9.2: the connection window can only be changed with
+        // WINDOW_UPDATE.
+        let inc = self
+            .local
+            .connection_window
+            .saturating_sub(frame::DEFAULT_INITIAL_WINDOW_SIZE);
+        if inc > 0
+            && self
+                .conn_recv
+                .window_mut()
+                .increase(inc, Scope::Connection)
+                .is_ok()
+        {
+            encode_window_update(StreamId::ZERO, inc, out);
+        }
+    }
+
+    pub(crate) fn check_open(&self) -> Result<(), SendError> {
+        if self.error.is_some() {
+            return Err(SendError::ConnectionClosed);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn can_open_stream(&self) -> bool {
+        // RFC 9113 §5.1.2: "Endpoints MUST NOT exceed the limit set by their
+        // peer."
+        let max = match self.peer.max_concurrent_streams {
+            Some(max) => max,
+            None if self.awaiting_settings => self.limits.max_streams_before_settings,
+            None => return true,
+        };
+        self.streams.local_active() < max as usize
+    }
+
+    pub(crate) fn new_stream(&self, id: StreamId, flags: u8) -> Stream {
+        Stream::new(
+            id,
+            Window::new(self.peer.initial_window_size),
+            RecvWindow::new(self.recv_initial, self.recv_initial),
+            flags,
+        )
+    }
+
+    /// We sent END_STREAM on `id`.
+    pub(crate) fn send_end(&mut self, id: StreamId) {
+        if let Some(s) = self.streams.get_mut(id) {
+            s.set(flag::SEND_CLOSED);
+            if s.is_closed() {
+                self.streams.remove(id);
+                self.closed.push(id, Closed::Normally);
+            }
+        }
+    }
+}
+
+/// Append a HEADERS frame (plus CONTINUATION frames if the block exceeds
+/// the peer's SETTINGS_MAX_FRAME_SIZE) whose block is written by `f`
+/// directly into `out`, then framed in place.
+fn write_block<E>(
+    st: &State,
+    enc: &mut E,
+    id: StreamId,
+    end_stream: bool,
+    f: impl FnOnce(&mut E, &mut Vec<u8>),
+    out: &mut Vec<u8>,
+) {
+    let start = out.len();
+    out.resize(start + FRAME_HEADER_LEN, 0);
+    f(enc, out);
+    let body = start + FRAME_HEADER_LEN;
+    let len = out.len() - body;
+    let max = (st.peer.max_frame_size as usize).max(1);
+    let es = if end_stream { flags::END_STREAM } else { 0 };
+    let put = |out: &mut Vec<u8>, at: usize, h: FrameHeader| {
+        if let Some(dst) = out.get_mut(at..at + FRAME_HEADER_LEN) {
+            dst.copy_from_slice(&h.to_bytes());
+        }
+    };
+    let len32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    if len <= max {
+        let h = FrameHeader::new(FrameKind::Headers, es | flags::END_HEADERS, id, len32(len));
+        put(out, start, h);
+        return;
+    }
+    // RFC 9113 §4.3: "Field blocks MUST be transmitted as a contiguous
+    // sequence of frames": HEADERS without END_HEADERS, then CONTINUATION
+    // frames, the last one with END_HEADERS.
+    let n_cont = (len - max).div_ceil(max);
+    out.resize(out.len() + FRAME_HEADER_LEN * n_cont, 0);
+    // Move chunks back to front so no source is overwritten before it is
+    // copied.
+    for i in (1..=n_cont).rev() {
+        let src = body + i * max;
+        let chunk = (len - i * max).min(max);
+        let dst = start + i * (FRAME_HEADER_LEN + max) + FRAME_HEADER_LEN;
+        out.copy_within(src..src + chunk, dst);
+        let f = if i == n_cont { flags::END_HEADERS } else { 0 };
+        let h = FrameHeader::new(FrameKind::Continuation, f, id, len32(chunk));
+        put(out, dst - FRAME_HEADER_LEN, h);
+    }
+    put(
+        out,
+        start,
+        FrameHeader::new(FrameKind::Headers, es, id, len32(max)),
+    );
+}
