@@ -147,8 +147,6 @@ enum Life {
 pub struct Conn {
     sock: TcpStream,
     tls: Option<Box<rustls::ServerConnection>>,
-    /// Slot generation (timers carry it, so a timer for a closed connection is ignored).
-    pub gen: u32,
     inbuf: InBuf,
     out: Vec<u8>,
     out_pos: usize,
@@ -170,7 +168,6 @@ impl Conn {
         peer: SocketAddr,
         tls: Option<&std::sync::Arc<rustls::ServerConfig>>,
         max_input: usize,
-        gen: u32,
         now: Instant,
     ) -> io::Result<Self> {
         let tls = match tls {
@@ -184,7 +181,6 @@ impl Conn {
         Ok(Conn {
             sock,
             tls,
-            gen,
             inbuf: InBuf::new(max_input),
             out: Vec::new(),
             out_pos: 0,

@@ -1,6 +1,22 @@
 //! `h2lab serve`: the test target server. HTTP/1.1 and h2c on one cleartext port, HTTP/2 and
 //! HTTP/1.1 over TLS (ALPN), the built-in endpoints the experiments need, on h2lab's own
-//! sans-IO codecs and one mio event loop per worker thread.
+//! sans-IO codecs (`h2lab_wire::{h1, h2, hpack}`) and one mio event loop per worker thread.
+//!
+//! - [`run`] serves already bound [`Listener`]s until a [`Shutdown`] is triggered;
+//!   [`spawn`] binds `config.listen`/`config.tls_listen` (port 0 allowed) and runs the
+//!   server on a background thread, returning a [`RunningServer`] with the bound addresses
+//!   and the certificate path.
+//! - [`ServerConfig`] holds every tunable (threads, HTTP/2 SETTINGS, limits, keep-alive,
+//!   idle timeout, static root, certificate).
+//! - [`endpoints`] is the protocol-independent endpoint table (`/`, `/ping`, `/json`,
+//!   `/data`, `/compute`, `/info`, `/delay`, `/status/N`, `/page`, `/asset/...`, `--root`).
+//! - [`tls`] loads or generates (self-signed, for localhost) the certificate.
+//!
+//! Architecture: with one thread the worker accepts itself; with more, an acceptor thread
+//! hands each connection to the least-loaded worker, where it stays. Each loop turn reads
+//! and processes ready connections, fires timers (`/delay`), and writes each connection's
+//! queued output with one write (one `write_tls` for TLS). Built-in responses allocate
+//! nothing per request (see `tests/alloc.rs`).
 //!
 //! In-process use (tests, the lab):
 //!
@@ -13,15 +29,15 @@
 
 pub mod body;
 pub mod config;
-pub mod conn;
+mod conn;
 pub mod date;
 pub mod endpoints;
-pub mod http1;
-pub mod http2;
+mod http1;
+mod http2;
 mod log;
 pub mod shutdown;
 pub mod tls;
-pub mod worker;
+mod worker;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

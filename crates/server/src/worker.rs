@@ -398,7 +398,7 @@ impl Worker {
             slots.len() - 1
         });
         let slot = &mut slots[i];
-        let mut conn = match Conn::new(stream, peer, tls_cfg, max_input, slot.gen, now) {
+        let mut conn = match Conn::new(stream, peer, tls_cfg, max_input, now) {
             Ok(c) => c,
             Err(e) => {
                 warn!("{peer}: {e}");
