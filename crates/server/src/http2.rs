@@ -375,18 +375,43 @@ impl H2 {
                 .map(|(n, v)| (n.as_slice(), v.as_slice(), Indexing::NoIndex)),
             &mut block,
         );
-        // END_STREAM | END_HEADERS; one frame (our max frame size bounds what we accept,
-        // and the HTTP/1.1 head was bounded by max_header_list_size).
-        push_frame_header(&mut input, block.len(), 0x1, 0x1 | 0x4, 1);
-        input.extend_from_slice(&block);
-        let mut replies = Vec::new();
-        match self.conn.recv(&input, &mut replies, &mut self.app) {
-            Ok(_) => {}
-            Err(e) => {
-                // A GOAWAY was written into `replies`: send it.
-                out.extend_from_slice(&replies);
-                self.on_conn_error(e);
+        // HEADERS with END_STREAM, then CONTINUATIONs if the block exceeds our
+        // SETTINGS_MAX_FRAME_SIZE (the HTTP/1.1 head was bounded by max_header_list_size).
+        let max = ctx.shared.config.max_frame_size as usize;
+        let mut chunks = block.chunks(max.max(1)).peekable();
+        let mut first = true;
+        if block.is_empty() {
+            push_frame_header(&mut input, 0, 0x1, 0x1 | 0x4, 1);
+        }
+        while let Some(chunk) = chunks.next() {
+            let end_headers = if chunks.peek().is_none() { 0x4 } else { 0 };
+            if first {
+                push_frame_header(&mut input, chunk.len(), 0x1, 0x1 | end_headers, 1);
+                first = false;
+            } else {
+                push_frame_header(&mut input, chunk.len(), 0x9, end_headers, 1);
             }
+            input.extend_from_slice(chunk);
+        }
+        let mut replies = Vec::new();
+        let result = self.conn.recv(&input, &mut replies, &mut self.app);
+        // Forward what the connection answered (an RST_STREAM for a request HTTP/2 finds
+        // malformed, a GOAWAY), except the SETTINGS ACK.
+        let mut rest = replies.as_slice();
+        while rest.len() >= 9 {
+            let len =
+                (usize::from(rest[0]) << 16) | (usize::from(rest[1]) << 8) | usize::from(rest[2]);
+            let Some(frame) = rest.get(..9 + len) else {
+                break;
+            };
+            let settings_ack = rest[3] == 0x4 && rest[4] & 0x1 != 0;
+            if !settings_ack {
+                out.extend_from_slice(frame);
+            }
+            rest = &rest[9 + len..];
+        }
+        if let Err(e) = result {
+            self.on_conn_error(e);
         }
         self.after_recv(ctx, out);
     }

@@ -381,3 +381,43 @@ fn a_slow_delay_keeps_the_connection_past_the_idle_timeout() {
     let mut r = Raw::h2c(s.addr().unwrap());
     assert_eq!(r.get(1, "/delay?ms=900"), b"delayed 900 ms\n");
 }
+
+#[test]
+fn h2c_upgrade_with_a_head_larger_than_one_frame() {
+    let s = start(|c| c.max_header_list_size = 64 * 1024);
+    let mut r = Raw::connect(s.addr().unwrap());
+    // Random-looking bytes so Huffman coding cannot shrink the block below 16 KiB.
+    let big: String = (0..30_000u32)
+        .map(|i| char::from(b'!' + (i.wrapping_mul(2_654_435_761) >> 27) as u8 % 90))
+        .filter(|c| *c != '\\')
+        .collect();
+    r.send(
+        format!(
+            "GET /info HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\nx-big: {big}\r\n\r\n"
+        )
+        .as_bytes(),
+    );
+    assert!(r.http1_head().starts_with("HTTP/1.1 101 "));
+    let mut b = Vec::new();
+    testing::preface(&mut b);
+    testing::settings(&mut b, &[]);
+    r.send(&b);
+    let mut body = Vec::new();
+    loop {
+        let f = r.frame().expect("response");
+        assert_ne!(f.kind, RST_STREAM);
+        assert_ne!(f.kind, GOAWAY);
+        if f.kind == DATA && f.stream == 1 {
+            body.extend_from_slice(&f.payload);
+            if f.has(END_STREAM) {
+                break;
+            }
+        }
+    }
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["protocol"], "HTTP/2");
+    let headers = v["headers"].as_array().unwrap();
+    assert!(headers
+        .iter()
+        .any(|h| h[0] == "x-big" && h[1].as_str().unwrap().len() == big.len()));
+}
