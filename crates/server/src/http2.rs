@@ -1,0 +1,780 @@
+//! The HTTP/2 server side: drives the sans-IO `h2lab_wire::h2::Connection` (which owns
+//! framing, HPACK, stream states, flow control and the protocol defences) and turns
+//! completed requests into responses from [`crate::endpoints`].
+//!
+//! Per stream the server keeps a reusable slot (packed request fields, a dynamic body
+//! buffer, the body cursor); slots are recycled, so steady-state requests allocate nothing.
+//! Response bodies are sent round-robin, one frame's worth per stream per pass, bounded by
+//! the flow-control windows and by the connection's output high-water mark.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::time::{Duration, Instant};
+
+use h2lab_wire::frame::{ErrorCode, StreamId};
+use h2lab_wire::h2::{
+    ConnError, Connection, Events, HeadersDone, HeadersKind, Initiator, Limits, LocalSettings, Role,
+};
+use h2lab_wire::hpack::{Encoder, Indexing};
+
+use crate::body::{Body, BodyCursor};
+use crate::conn::{Io, Next, HIGH_WATER, PREFACE};
+use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
+use crate::http1::Upgrade;
+use crate::log::warn;
+use crate::worker::{Ctx, Shared};
+
+/// Where a stream is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Receiving the request (fields done, body not yet ended).
+    Receiving,
+    /// Request complete; waiting for a `/delay` timer.
+    Delayed,
+    /// Response head sent; body being sent.
+    Sending,
+}
+
+/// Per-stream state (a reusable slot).
+#[derive(Debug)]
+struct Stream {
+    id: StreamId,
+    phase: Phase,
+    /// Request fields, packed as `[name_len u16][value_len u32][name][value]`.
+    fields: Vec<u8>,
+    /// Whether the field block completed (a reset may arrive before).
+    fields_done: bool,
+    /// Keep regular fields too (only `/info` shows them; pseudo-header fields, which come
+    /// first, are always kept).
+    keep_all: bool,
+    body_len: u64,
+    body_too_large: bool,
+    /// The response waiting for its timer.
+    pending: Option<Response>,
+    dynamic: Vec<u8>,
+    cursor: Option<BodyCursor>,
+}
+
+impl Stream {
+    fn new() -> Self {
+        Stream {
+            id: StreamId::new(0),
+            phase: Phase::Receiving,
+            fields: Vec::new(),
+            fields_done: false,
+            keep_all: false,
+            body_len: 0,
+            body_too_large: false,
+            pending: None,
+            dynamic: Vec::new(),
+            cursor: None,
+        }
+    }
+
+    fn reset_for(&mut self, id: StreamId) {
+        self.id = id;
+        self.phase = Phase::Receiving;
+        self.fields.clear();
+        self.fields_done = false;
+        self.keep_all = false;
+        self.body_len = 0;
+        self.body_too_large = false;
+        self.pending = None;
+        self.dynamic.clear();
+        self.cursor = None;
+    }
+}
+
+/// Packed fields as a [`HeaderSource`].
+struct Packed<'a>(&'a [u8]);
+
+impl Packed<'_> {
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut rest = self.0;
+        std::iter::from_fn(move || {
+            let (head, tail) = rest.split_at_checked(6)?;
+            let nl = u16::from_be_bytes([head[0], head[1]]) as usize;
+            let vl = u32::from_be_bytes([head[2], head[3], head[4], head[5]]) as usize;
+            let (name, tail) = tail.split_at_checked(nl)?;
+            let (value, tail) = tail.split_at_checked(vl)?;
+            rest = tail;
+            Some((name, value))
+        })
+    }
+
+    fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+impl HeaderSource for Packed<'_> {
+    fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8])) {
+        for (n, v) in self.iter() {
+            f(n, v);
+        }
+    }
+}
+
+/// Hasher for stream ids: they are distinct small integers chosen by the peer, so a
+/// multiplicative (Fibonacci) hash is enough and much cheaper than SipHash. A hostile
+/// peer can only pick odd ids in increasing order, which this spreads well.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = u64::from(v).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type IdMap = HashMap<u32, usize, BuildHasherDefault<IdHasher>>;
+
+/// The application side of the connection: stream slots and work lists.
+#[derive(Default)]
+struct App {
+    slots: Vec<Stream>,
+    free: Vec<usize>,
+    by_id: IdMap,
+    /// The stream of the last `header` call and its slot (fields arrive in runs).
+    current: Option<(u32, usize)>,
+    /// Streams whose request just completed (to route after `recv` returns).
+    completed: Vec<u32>,
+    /// Streams with a response body to send, in round-robin order.
+    sending: Vec<u32>,
+    /// Streams to answer with 413 and reset (request body over the limit).
+    too_large: Vec<u32>,
+    /// Highest stream id that opened a slot: a field block on a lower id without a slot
+    /// is a trailer section of a stream already answered (ignored).
+    last_opened: u32,
+    max_body: u64,
+    /// A violation was logged for this connection.
+    logged: bool,
+    peer: Option<std::net::SocketAddr>,
+}
+
+impl App {
+    fn slot(&mut self, id: StreamId) -> Option<&mut Stream> {
+        let i = *self.by_id.get(&id.get())?;
+        self.slots.get_mut(i)
+    }
+
+    /// The slot of stream `id`, created (recycled) if needed.
+    fn open(&mut self, id: StreamId) -> usize {
+        match self.by_id.get(&id.get()) {
+            Some(&i) => i,
+            None => {
+                let i = self.free.pop().unwrap_or_else(|| {
+                    self.slots.push(Stream::new());
+                    self.slots.len() - 1
+                });
+                self.by_id.insert(id.get(), i);
+                self.slots[i].reset_for(id);
+                i
+            }
+        }
+    }
+
+    fn close(&mut self, id: StreamId) {
+        if self.current.is_some_and(|(c, _)| c == id.get()) {
+            self.current = None;
+        }
+        if let Some(i) = self.by_id.remove(&id.get()) {
+            if let Some(s) = self.slots.get_mut(i) {
+                // Keep the buffers' capacity, drop the body source (may hold a file).
+                s.cursor = None;
+                s.pending = None;
+            }
+            self.free.push(i);
+        }
+        self.sending.retain(|&s| s != id.get());
+    }
+}
+
+impl Events for App {
+    fn header(&mut self, stream: StreamId, name: &[u8], value: &[u8]) {
+        let slot = match self.current {
+            Some((id, slot)) if id == stream.get() => slot,
+            _ => {
+                if !self.by_id.contains_key(&stream.get()) && stream.get() <= self.last_opened {
+                    return;
+                }
+                self.last_opened = self.last_opened.max(stream.get());
+                let slot = self.open(stream);
+                self.current = Some((stream.get(), slot));
+                slot
+            }
+        };
+        let Some(s) = self.slots.get_mut(slot) else {
+            return;
+        };
+        if s.fields_done {
+            // Trailers: not needed by any endpoint.
+            return;
+        }
+        if name.first() == Some(&b':') {
+            if name == b":path" {
+                let (path, _) = crate::endpoints::split_target(value);
+                s.keep_all = path == b"/info";
+            }
+        } else if !s.keep_all {
+            return;
+        }
+        let nl = u16::try_from(name.len()).unwrap_or(u16::MAX);
+        let vl = u32::try_from(value.len()).unwrap_or(u32::MAX);
+        s.fields.extend_from_slice(&nl.to_be_bytes());
+        s.fields.extend_from_slice(&vl.to_be_bytes());
+        s.fields.extend_from_slice(&name[..nl as usize]);
+        s.fields.extend_from_slice(&value[..vl as usize]);
+    }
+
+    fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
+        let max_body = self.max_body;
+        let Some(s) = self.slot(stream) else {
+            return;
+        };
+        match done.kind {
+            HeadersKind::Request => {
+                s.fields_done = true;
+                if done.content_length.is_some_and(|n| n > max_body) {
+                    s.body_too_large = true;
+                }
+                if s.body_too_large {
+                    self.too_large.push(stream.get());
+                } else if done.end_stream {
+                    self.completed.push(stream.get());
+                }
+            }
+            HeadersKind::Trailers => {
+                if !s.body_too_large {
+                    self.completed.push(stream.get());
+                }
+            }
+            // Not sent to a server.
+            HeadersKind::Informational | HeadersKind::Response => {}
+        }
+    }
+
+    fn data(&mut self, stream: StreamId, data: &[u8], end_stream: bool) {
+        let max_body = self.max_body;
+        let Some(s) = self.slot(stream) else {
+            return;
+        };
+        if s.phase != Phase::Receiving || s.body_too_large {
+            return;
+        }
+        s.body_len = s.body_len.saturating_add(data.len() as u64);
+        if s.body_len > max_body {
+            s.body_too_large = true;
+            self.too_large.push(stream.get());
+        } else if end_stream {
+            self.completed.push(stream.get());
+        }
+    }
+
+    fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
+        if !by_peer && !self.logged {
+            self.logged = true;
+            if let Some(peer) = self.peer {
+                warn!(
+                    "{peer} (HTTP/2): stream {} reset with {code:?}",
+                    stream.get()
+                );
+            }
+        }
+        self.close(stream);
+        self.completed.retain(|&s| s != stream.get());
+        self.too_large.retain(|&s| s != stream.get());
+    }
+}
+
+/// HTTP/2 protocol state of one connection.
+pub struct H2 {
+    conn: Connection,
+    app: App,
+    /// After an h2c upgrade the client still sends the connection preface, which the
+    /// connection already consumed (synthetically): strip it.
+    strip_preface: bool,
+    /// A fatal error was seen: only flush and close.
+    failed: bool,
+    /// Scratch buffer for file bodies.
+    scratch: Vec<u8>,
+    /// The connection is TLS (for `/info`).
+    tls: bool,
+}
+
+/// The connection settings we advertise and the defences, from the configuration.
+fn settings(shared: &Shared) -> (LocalSettings, Limits) {
+    let c = &shared.config;
+    let mut local = LocalSettings::server();
+    local.max_concurrent_streams = Some(c.max_concurrent_streams);
+    local.initial_window_size = c.initial_stream_window;
+    local.connection_window = c.initial_connection_window;
+    local.max_frame_size = c.max_frame_size;
+    local.header_table_size = c.header_table_size;
+    local.max_header_list_size = Some(c.max_header_list_size);
+    let mut limits = Limits::new();
+    limits.max_continuation_frames = c.max_continuation_frames as usize;
+    limits.max_header_list_size = c.max_header_list_size;
+    // An encoded block can be at most about as large as the decoded list (plus framing):
+    // a larger block is an attack on the assembler (CONTINUATION flood).
+    limits.max_header_block_bytes = (c.max_header_list_size as usize).max(16 * 1024) + 1024;
+    limits.rapid_reset_budget = c.max_rapid_resets;
+    limits.rapid_reset_window = c.rapid_reset_window;
+    (local, limits)
+}
+
+impl H2 {
+    /// Starts the server side: queues our SETTINGS (and, after an upgrade, feeds the
+    /// upgraded request to the connection as stream 1).
+    pub fn new(ctx: &mut Ctx<'_>, out: &mut Vec<u8>, upgrade: Option<Box<Upgrade>>) -> Self {
+        let (local, limits) = settings(ctx.shared);
+        let mut conn = Connection::new(Role::Server, local, limits);
+        conn.start(out);
+        let mut h2 = H2 {
+            conn,
+            app: App {
+                max_body: ctx.shared.config.max_request_body,
+                ..App::default()
+            },
+            strip_preface: false,
+            failed: false,
+            scratch: Vec::new(),
+            tls: false,
+        };
+        if let Some(up) = upgrade {
+            h2.strip_preface = true;
+            h2.feed_upgrade(&up, ctx, out);
+        }
+        h2
+    }
+
+    /// RFC 7540 §3.2.1: the HTTP2-Settings payload is applied "as it would any other SETTINGS
+    /// frame", without an acknowledgement ("a 101 response serves as implicit
+    /// acknowledgement"); the request becomes stream 1, half-closed (remote). The wire
+    /// connection has no upgrade entry point, so the server feeds it the equivalent frames
+    /// (preface, SETTINGS, HEADERS with END_STREAM encoded without indexing so the HPACK
+    /// state stays in sync) and drops its replies (the SETTINGS ACK).
+    fn feed_upgrade(&mut self, up: &Upgrade, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+        let mut input = Vec::with_capacity(256);
+        input.extend_from_slice(PREFACE);
+        push_frame_header(&mut input, up.settings.len(), 0x4, 0, 0);
+        input.extend_from_slice(&up.settings);
+        let mut block = Vec::with_capacity(256);
+        let mut enc = Encoder::new(0);
+        enc.encode_with(
+            up.fields
+                .iter()
+                .map(|(n, v)| (n.as_slice(), v.as_slice(), Indexing::NoIndex)),
+            &mut block,
+        );
+        // HEADERS with END_STREAM, then CONTINUATIONs if the block exceeds our
+        // SETTINGS_MAX_FRAME_SIZE (the HTTP/1.1 head was bounded by max_header_list_size).
+        let max = ctx.shared.config.max_frame_size as usize;
+        let mut chunks = block.chunks(max.max(1)).peekable();
+        let mut first = true;
+        if block.is_empty() {
+            push_frame_header(&mut input, 0, 0x1, 0x1 | 0x4, 1);
+        }
+        while let Some(chunk) = chunks.next() {
+            let end_headers = if chunks.peek().is_none() { 0x4 } else { 0 };
+            if first {
+                push_frame_header(&mut input, chunk.len(), 0x1, 0x1 | end_headers, 1);
+                first = false;
+            } else {
+                push_frame_header(&mut input, chunk.len(), 0x9, end_headers, 1);
+            }
+            input.extend_from_slice(chunk);
+        }
+        let mut replies = Vec::new();
+        let result = self.conn.recv(&input, &mut replies, &mut self.app);
+        // Forward what the connection answered (an RST_STREAM for a request HTTP/2 finds
+        // malformed, a GOAWAY), except the SETTINGS ACK.
+        let mut rest = replies.as_slice();
+        while rest.len() >= 9 {
+            let len =
+                (usize::from(rest[0]) << 16) | (usize::from(rest[1]) << 8) | usize::from(rest[2]);
+            let Some(frame) = rest.get(..9 + len) else {
+                break;
+            };
+            let settings_ack = rest[3] == 0x4 && rest[4] & 0x1 != 0;
+            if !settings_ack {
+                out.extend_from_slice(frame);
+            }
+            rest = &rest[9 + len..];
+        }
+        if let Err(e) = result {
+            self.on_conn_error(e);
+        }
+        self.after_recv(ctx, out);
+    }
+
+    /// Processes buffered input and sends what can be sent.
+    pub fn process(&mut self, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Next {
+        self.app.peer = Some(io.peer);
+        self.tls = io.tls;
+        if self.failed {
+            return Next::CloseAfterFlush;
+        }
+        if self.strip_preface {
+            let data = io.inbuf.data();
+            let n = data.len().min(PREFACE.len());
+            if data[..n] != PREFACE[..n] {
+                // RFC 9113 §3.4: an invalid preface is a connection error (PROTOCOL_ERROR).
+                self.conn.goaway(
+                    ErrorCode::PROTOCOL_ERROR,
+                    b"invalid connection preface",
+                    io.out,
+                );
+                self.log(format_args!("invalid connection preface after h2c upgrade"));
+                self.failed = true;
+                return Next::CloseAfterFlush;
+            }
+            if n < PREFACE.len() {
+                // Stream 1's body waits for the preface ("Upon receiving the 101 response,
+                // the client MUST send a connection preface"): some clients (curl) cannot
+                // buffer much data arriving right behind the 101.
+                return self.finish_step(io);
+            }
+            io.inbuf.consume(PREFACE.len());
+            self.strip_preface = false;
+        }
+        // Respect the output high-water mark: stop taking requests while the queue is full.
+        if io.out.len() < HIGH_WATER && !io.inbuf.is_empty() {
+            match self.conn.recv(io.inbuf.data(), io.out, &mut self.app) {
+                Ok(n) => io.inbuf.consume(n),
+                Err(e) => {
+                    self.on_conn_error(e);
+                    return Next::CloseAfterFlush;
+                }
+            }
+            self.after_recv(ctx, io.out);
+        }
+        self.pump(io.out);
+        self.finish_step(io)
+    }
+
+    fn finish_step(&mut self, io: &mut Io<'_>) -> Next {
+        if self.conn.is_finished() && self.app.sending.is_empty() {
+            return Next::CloseAfterFlush;
+        }
+        if io.read_eof {
+            // The client will send nothing more: finish what is in flight, then close.
+            return if self.app.sending.is_empty() && !self.has_delayed() {
+                Next::CloseAfterFlush
+            } else {
+                Next::Continue
+            };
+        }
+        if io.inbuf.is_full() && io.out.len() < HIGH_WATER {
+            // Cannot happen with a buffer of max_frame_len (the connection consumes every
+            // complete frame), but never spin on a stuck buffer.
+            self.conn
+                .goaway(ErrorCode::INTERNAL_ERROR, b"input buffer full", io.out);
+            self.failed = true;
+            return Next::CloseAfterFlush;
+        }
+        Next::Continue
+    }
+
+    fn has_delayed(&self) -> bool {
+        self.app.by_id.values().any(|&i| {
+            self.app
+                .slots
+                .get(i)
+                .is_some_and(|s| s.phase == Phase::Delayed)
+        })
+    }
+
+    fn on_conn_error(&mut self, e: ConnError) {
+        self.failed = true;
+        if e.initiator == Initiator::Local {
+            self.log(format_args!("connection error, sent GOAWAY: {e}"));
+        }
+    }
+
+    fn log(&mut self, args: std::fmt::Arguments<'_>) {
+        if !self.app.logged {
+            self.app.logged = true;
+            match self.app.peer {
+                Some(p) => warn!("{p} (HTTP/2): {args}"),
+                None => warn!("(HTTP/2): {args}"),
+            }
+        }
+    }
+
+    /// Answers completed requests and over-limit bodies.
+    fn after_recv(&mut self, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+        while let Some(id) = self.app.too_large.pop() {
+            let id = StreamId::new(id);
+            self.log(format_args!(
+                "request body over the limit on stream {}",
+                id.get()
+            ));
+            let resp = Response::error(413);
+            if let Some(s) = self.app.slot(id) {
+                s.phase = Phase::Sending;
+            }
+            self.send_response(id, resp, ctx, out);
+            // RFC 9113 §8.1: "A server can send a complete response prior to the client
+            // sending an entire request ... the server MAY request that the client abort
+            // transmission of a request without error by sending a RST_STREAM with an error
+            // code of NO_ERROR after sending a complete response".
+            if self.app.slot(id).is_some_and(|s| s.cursor.is_none()) {
+                self.conn.reset(id, ErrorCode::NO_ERROR, out);
+                self.app.close(id);
+            }
+        }
+        let mut completed = std::mem::take(&mut self.app.completed);
+        for &id in &completed {
+            self.answer(StreamId::new(id), ctx, out);
+        }
+        completed.clear();
+        if self.app.completed.is_empty() {
+            // Give the (empty) vector back so its capacity is reused.
+            self.app.completed = completed;
+        }
+    }
+
+    /// Routes a complete request on `id`.
+    fn answer(&mut self, id: StreamId, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+        let tls = self.tls;
+        let Some(s) = self.app.slot(id) else {
+            return;
+        };
+        if s.phase != Phase::Receiving {
+            return;
+        }
+        let packed = Packed(&s.fields);
+        let method_raw = packed.get(b":method").unwrap_or(b"GET");
+        let target = packed.get(b":path").unwrap_or(b"/");
+        let req = Request {
+            method: Method::parse(method_raw),
+            method_raw,
+            target,
+            proto: Proto::H2,
+            tls,
+            body_len: Some(s.body_len),
+            headers: &packed,
+        };
+        let resp = ctx.shared.router.route(&req, &mut s.dynamic);
+        match resp.delay {
+            Some(d) if !d.is_zero() => {
+                s.phase = Phase::Delayed;
+                s.pending = Some(resp);
+                ctx.arm(ctx.now + d, id.get());
+            }
+            _ => {
+                s.phase = Phase::Sending;
+                self.send_response(id, resp, ctx, out);
+            }
+        }
+    }
+
+    /// Sends the response head (and, for an empty body, ends the stream); queues the body.
+    fn send_response(
+        &mut self,
+        id: StreamId,
+        resp: Response,
+        ctx: &mut Ctx<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        let no_body = resp.head_only || resp.body.is_empty() || resp.no_content_length();
+        let date = ctx.date.get();
+        let result = self.conn.send_headers(
+            id,
+            |enc: &mut Encoder, buf: &mut Vec<u8>| encode_head(enc, buf, &resp, date),
+            no_body,
+            out,
+        );
+        if result.is_err() {
+            // The stream was reset meanwhile.
+            self.app.close(id);
+            return;
+        }
+        if no_body {
+            self.app.close(id);
+            return;
+        }
+        if let Some(s) = self.app.slot(id) {
+            s.cursor = Some(BodyCursor::new(resp.body));
+            self.app.sending.push(id.get());
+        }
+    }
+
+    /// Sends body data round-robin, one frame per stream per pass, while the windows and
+    /// the output high-water mark allow.
+    fn pump(&mut self, out: &mut Vec<u8>) {
+        let frame = self.conn.peer_settings().max_frame_size as usize;
+        loop {
+            let mut progressed = false;
+            let mut k = 0;
+            while k < self.app.sending.len() {
+                if out.len() >= HIGH_WATER {
+                    return;
+                }
+                let id = StreamId::new(self.app.sending[k]);
+                let cap = self.conn.send_capacity(id);
+                let Some(&slot) = self.app.by_id.get(&id.get()) else {
+                    self.app.sending.remove(k);
+                    continue;
+                };
+                let s = &mut self.app.slots[slot];
+                let Some(cursor) = s.cursor.as_mut() else {
+                    self.app.sending.remove(k);
+                    continue;
+                };
+                let remaining = cursor.remaining();
+                if cap == 0 && remaining > 0 {
+                    k += 1;
+                    continue;
+                }
+                let want = (remaining.min(cap as u64) as usize).min(frame);
+                let sent = if let Body::File(..) = cursor.body {
+                    self.scratch.clear();
+                    if let Err(e) = cursor.copy_into(&s.dynamic, &mut self.scratch, want) {
+                        warn!("reading a file body: {e}");
+                        self.conn.reset(id, ErrorCode::INTERNAL_ERROR, out);
+                        self.app.close(id);
+                        continue;
+                    }
+                    let fin = cursor.remaining() == 0;
+                    // The capacity was checked: all of it is queued.
+                    self.conn
+                        .send_data(id, &self.scratch, fin, out)
+                        .map(|_| fin)
+                } else {
+                    let chunk = cursor.chunk(&s.dynamic, want);
+                    let fin = chunk.len() as u64 == remaining;
+                    match self.conn.send_data(id, chunk, fin, out) {
+                        Ok(n) => {
+                            cursor.advance(n);
+                            Ok(fin && n == chunk.len())
+                        }
+                        Err(e) => Err(e),
+                    }
+                };
+                match sent {
+                    Ok(true) => {
+                        progressed = true;
+                        self.app.close(id); // removes from `sending` at index k
+                    }
+                    Ok(false) => {
+                        progressed = true;
+                        k += 1;
+                    }
+                    Err(_) => {
+                        self.app.close(id);
+                    }
+                }
+            }
+            if !progressed {
+                return;
+            }
+        }
+    }
+
+    /// A stream's `/delay` timer fired.
+    pub fn on_timer(&mut self, tag: u32, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
+        let id = StreamId::new(tag);
+        let Some(s) = self.app.slot(id) else {
+            return;
+        };
+        if s.phase != Phase::Delayed {
+            return;
+        }
+        let Some(resp) = s.pending.take() else {
+            return;
+        };
+        s.phase = Phase::Sending;
+        self.send_response(id, resp, ctx, io.out);
+        self.pump(io.out);
+    }
+
+    /// Whether response data could be queued now (a stream has data and window).
+    pub fn has_pending_work(&self) -> bool {
+        self.app
+            .sending
+            .iter()
+            .any(|&id| self.conn.send_capacity(StreamId::new(id)) > 0)
+    }
+
+    /// Idle check: no input or output progress for `idle` and no `/delay` response pending.
+    pub fn timed_out(&self, now: Instant, last_active: Instant, idle: Duration) -> bool {
+        now.duration_since(last_active) >= idle && !self.has_delayed()
+    }
+
+    /// Queues a GOAWAY (idle timeout or server shutdown).
+    pub fn on_idle_timeout(&mut self, io: &mut Io<'_>) {
+        self.conn.goaway(ErrorCode::NO_ERROR, b"", io.out);
+        self.failed = true;
+    }
+}
+
+/// The decimal digits of `v` in `buf`.
+fn u64_digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 || i == 0 {
+            break;
+        }
+    }
+    &buf[i..]
+}
+
+fn push_frame_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
+    let len = (len as u32).min(0x00ff_ffff);
+    out.extend_from_slice(&len.to_be_bytes()[1..]);
+    out.push(kind);
+    out.push(flags);
+    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
+}
+
+/// Encodes a response head: `:status`, `server`, `date`, `content-type`, `content-length`,
+/// `cache-control`, `allow`. Stack buffers only; the encoder indexes the stable fields, so
+/// steady-state blocks are a few bytes.
+fn encode_head(enc: &mut Encoder, buf: &mut Vec<u8>, resp: &Response, date: &[u8]) {
+    let status = resp.status.clamp(100, 999);
+    let status_text = [
+        b'0' + (status / 100) as u8,
+        b'0' + (status / 10 % 10) as u8,
+        b'0' + (status % 10) as u8,
+    ];
+    let mut cl = [0u8; 20];
+    let cl = u64_digits(resp.body.len(), &mut cl);
+    let mut fields: [(&[u8], &[u8], Indexing); 7] = [(b"", b"", Indexing::Auto); 7];
+    let mut n = 0;
+    fields[n] = (b":status", &status_text, Indexing::Auto);
+    n += 1;
+    fields[n] = (b"server", b"h2lab", Indexing::Auto);
+    n += 1;
+    fields[n] = (b"date", date, Indexing::Auto);
+    n += 1;
+    if !resp.no_content_length() {
+        fields[n] = (
+            b"content-type",
+            resp.content_type.as_bytes(),
+            Indexing::Auto,
+        );
+        n += 1;
+        fields[n] = (b"content-length", cl, Indexing::Auto);
+        n += 1;
+    }
+    fields[n] = (b"cache-control", resp.cache.value(), Indexing::Auto);
+    n += 1;
+    if resp.allow {
+        fields[n] = (b"allow", b"GET, HEAD, POST, PUT", Indexing::Auto);
+        n += 1;
+    }
+    enc.encode_with(fields[..n].iter().copied(), buf);
+}

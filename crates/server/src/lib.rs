@@ -1,0 +1,336 @@
+//! `h2lab serve`: the test target server. HTTP/1.1 and h2c on one cleartext port, HTTP/2 and
+//! HTTP/1.1 over TLS (ALPN), the built-in endpoints the experiments need, on h2lab's own
+//! sans-IO codecs (`h2lab_wire::{h1, h2, hpack}`) and one mio event loop per worker thread.
+//!
+//! - [`run`] serves already bound [`Listener`]s until a [`Shutdown`] is triggered;
+//!   [`spawn`] binds `config.listen`/`config.tls_listen` (port 0 allowed) and runs the
+//!   server on a background thread, returning a [`RunningServer`] with the bound addresses
+//!   and the certificate path.
+//! - [`ServerConfig`] holds every tunable (threads, HTTP/2 SETTINGS, limits, keep-alive,
+//!   idle timeout, static root, certificate).
+//! - [`endpoints`] is the protocol-independent endpoint table (`/`, `/ping`, `/json`,
+//!   `/data`, `/compute`, `/info`, `/delay`, `/status/N`, `/page`, `/asset/...`, `--root`).
+//! - [`tls`] loads or generates (self-signed, for localhost) the certificate.
+//!
+//! Architecture: with one thread the worker accepts itself; with more, an acceptor thread
+//! hands each connection to the least-loaded worker, where it stays. Each loop turn reads
+//! and processes ready connections, fires timers (`/delay`), and writes each connection's
+//! queued output with one write (one `write_tls` for TLS). Built-in responses allocate
+//! nothing per request (see `tests/alloc.rs`).
+//!
+//! In-process use (tests, the lab):
+//!
+//! ```no_run
+//! let server = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
+//! println!("listening on {}", server.addr().unwrap());
+//! server.shutdown();
+//! server.join().unwrap();
+//! ```
+
+pub mod body;
+pub mod config;
+mod conn;
+pub mod date;
+pub mod endpoints;
+mod http1;
+mod http2;
+mod log;
+pub mod shutdown;
+pub mod tls;
+mod worker;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub use config::ServerConfig;
+pub use shutdown::Shutdown;
+
+/// Errors that stop the server from starting or running.
+#[derive(Debug)]
+pub enum ServerError {
+    /// Binding or polling failed.
+    Io {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// The configuration is invalid.
+    Config(String),
+    /// Certificate or TLS setup failed.
+    Tls(String),
+    /// A worker thread panicked.
+    WorkerPanicked,
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerError::Io { context, source } => write!(f, "{context}: {source}"),
+            ServerError::Config(m) => write!(f, "invalid configuration: {m}"),
+            ServerError::Tls(m) => write!(f, "TLS: {m}"),
+            ServerError::WorkerPanicked => write!(f, "a worker thread panicked"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ServerError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
+    let context = context.into();
+    move |source| ServerError::Io { context, source }
+}
+
+/// A bound listening socket and what it serves.
+#[derive(Debug)]
+pub struct Listener {
+    inner: std::net::TcpListener,
+    tls: bool,
+}
+
+impl Listener {
+    /// Binds `addr` (port 0 picks a free port). `tls`: serve TLS (HTTP/2 and HTTP/1.1 by
+    /// ALPN) instead of cleartext (HTTP/1.1 and h2c).
+    pub fn bind(addr: SocketAddr, tls: bool) -> std::io::Result<Self> {
+        Ok(Listener {
+            inner: std::net::TcpListener::bind(addr)?,
+            tls,
+        })
+    }
+
+    /// Wraps an already bound listener (cleartext).
+    pub fn cleartext(inner: std::net::TcpListener) -> Self {
+        Listener { inner, tls: false }
+    }
+
+    /// Wraps an already bound listener (TLS).
+    pub fn tls(inner: std::net::TcpListener) -> Self {
+        Listener { inner, tls: true }
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    /// Whether this listener serves TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls
+    }
+}
+
+/// Serves `listeners` until `shutdown` is triggered, with `config.threads` workers.
+/// TLS listeners use `config.cert`/`config.key`, or a generated self-signed certificate
+/// (see [`tls::ensure_certificate`]). `config.listen`/`config.tls_listen` are ignored here
+/// (the listeners are given).
+pub fn run(
+    listeners: Vec<Listener>,
+    config: ServerConfig,
+    shutdown: Shutdown,
+) -> Result<(), ServerError> {
+    config.validate().map_err(ServerError::Config)?;
+    if listeners.is_empty() {
+        return Err(ServerError::Config("no listener".into()));
+    }
+    let tls = if listeners.iter().any(|l| l.tls) {
+        let paths = tls::ensure_certificate(&config)?;
+        Some(tls::server_config(&paths, &config)?)
+    } else {
+        None
+    };
+    let router = endpoints::Router::new(&config).map_err(io_err("--root"))?;
+    let threads = config.threads;
+    let shared = Arc::new(worker::Shared {
+        config,
+        router,
+        tls,
+        shutdown: shutdown.clone(),
+    });
+    let mut mio_listeners = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        l.inner
+            .set_nonblocking(true)
+            .map_err(io_err("set_nonblocking"))?;
+        mio_listeners.push((mio::net::TcpListener::from_std(l.inner), l.tls));
+    }
+
+    let mut handles = Vec::with_capacity(threads);
+    let mut threads_joined: Vec<JoinHandle<std::io::Result<()>>> = Vec::new();
+    let mut direct = if threads == 1 {
+        std::mem::take(&mut mio_listeners)
+    } else {
+        Vec::new()
+    };
+    for i in 0..threads {
+        let (w, h) = worker::Worker::new(shared.clone(), std::mem::take(&mut direct))
+            .map_err(io_err("creating the event loop"))?;
+        handles.push(h);
+        let t = std::thread::Builder::new()
+            .name(format!("h2lab-worker-{i}"))
+            .spawn(move || w.run())
+            .map_err(io_err("spawning a worker"))?;
+        threads_joined.push(t);
+    }
+    let acceptor = if mio_listeners.is_empty() {
+        drop(handles);
+        None
+    } else {
+        let sd = shutdown.clone();
+        Some(
+            std::thread::Builder::new()
+                .name("h2lab-acceptor".into())
+                .spawn(move || worker::run_acceptor(mio_listeners, handles, sd))
+                .map_err(io_err("spawning the acceptor"))?,
+        )
+    };
+
+    let mut result = Ok(());
+    if let Some(a) = acceptor {
+        match a.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                shutdown.trigger();
+                result = Err(ServerError::Io {
+                    context: "acceptor".into(),
+                    source: e,
+                });
+            }
+            Err(_) => {
+                shutdown.trigger();
+                result = Err(ServerError::WorkerPanicked);
+            }
+        }
+    }
+    for t in threads_joined {
+        match t.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                shutdown.trigger();
+                if result.is_ok() {
+                    result = Err(ServerError::Io {
+                        context: "worker event loop".into(),
+                        source: e,
+                    });
+                }
+            }
+            Err(_) => {
+                shutdown.trigger();
+                if result.is_ok() {
+                    result = Err(ServerError::WorkerPanicked);
+                }
+            }
+        }
+    }
+    result
+}
+
+/// A server started by [`spawn`].
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
+    cert_path: Option<PathBuf>,
+    key_path: Option<PathBuf>,
+    shutdown: Shutdown,
+    thread: Option<JoinHandle<Result<(), ServerError>>>,
+}
+
+impl RunningServer {
+    /// The cleartext address (HTTP/1.1 and h2c), if any.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// The TLS address, if any.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
+    }
+
+    /// The certificate (PEM) the TLS port presents (generated or configured).
+    pub fn cert_path(&self) -> Option<&std::path::Path> {
+        self.cert_path.as_deref()
+    }
+
+    /// The private key (PEM) of the TLS port.
+    pub fn key_path(&self) -> Option<&std::path::Path> {
+        self.key_path.as_deref()
+    }
+
+    /// A clone of the stop handle.
+    pub fn shutdown_handle(&self) -> Shutdown {
+        self.shutdown.clone()
+    }
+
+    /// Asks the server to stop (returns at once; [`RunningServer::join`] waits).
+    pub fn shutdown(&self) {
+        self.shutdown.trigger();
+    }
+
+    /// Waits for the server thread to finish (call [`RunningServer::shutdown`] first).
+    pub fn join(mut self) -> Result<(), ServerError> {
+        match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(ServerError::WorkerPanicked),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Binds `config.listen` and `config.tls_listen` (port 0 allowed), prepares the certificate
+/// for TLS, and runs the server on a background thread.
+pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
+    config.validate().map_err(ServerError::Config)?;
+    // Report a bad --root now rather than from the server thread.
+    endpoints::Router::new(&config).map_err(io_err("--root"))?;
+    let mut listeners = Vec::new();
+    let mut addr = None;
+    let mut tls_addr = None;
+    if let Some(a) = config.listen {
+        let l = Listener::bind(a, false).map_err(io_err(format!("binding {a}")))?;
+        addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
+        listeners.push(l);
+    }
+    let (mut cert_path, mut key_path) = (None, None);
+    if let Some(a) = config.tls_listen {
+        let paths = tls::ensure_certificate(&config)?;
+        config.cert = Some(paths.cert.clone());
+        config.key = Some(paths.key.clone());
+        cert_path = Some(paths.cert);
+        key_path = Some(paths.key);
+        let l = Listener::bind(a, true).map_err(io_err(format!("binding {a}")))?;
+        tls_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
+        listeners.push(l);
+    }
+    let shutdown = Shutdown::new();
+    let sd = shutdown.clone();
+    let thread = std::thread::Builder::new()
+        .name("h2lab-server".into())
+        .spawn(move || run(listeners, config, sd))
+        .map_err(io_err("spawning the server thread"))?;
+    Ok(RunningServer {
+        addr,
+        tls_addr,
+        cert_path,
+        key_path,
+        shutdown,
+        thread: Some(thread),
+    })
+}

@@ -1,0 +1,450 @@
+//! HTTP/2 end to end with the `h2` crate as the client oracle: h2c prior knowledge and TLS
+//! (ALPN h2), every endpoint, concurrency, flow control, request bodies; plus curl, h2load
+//! and nghttp when installed.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::{start, start_tls};
+use h2::client::SendRequest;
+use http::{HeaderMap, Method, Request, StatusCode};
+
+struct H2Resp {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl H2Resp {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap()
+    }
+}
+
+async fn h2c(addr: SocketAddr) -> SendRequest<Bytes> {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let (client, conn) = h2::client::Builder::new().handshake(tcp).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+async fn h2_tls(addr: SocketAddr, cert: &std::path::Path) -> SendRequest<Bytes> {
+    let cfg = common::tls_client_config(cert, &[b"h2"]);
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(cfg)
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (client, conn) = h2::client::Builder::new().handshake(tls).await.unwrap();
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    client
+}
+
+async fn request(
+    client: &SendRequest<Bytes>,
+    method: Method,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> H2Resp {
+    let mut client = client.clone().ready().await.unwrap();
+    let req = Request::builder()
+        .method(method)
+        .uri(format!("http://localhost{path}"))
+        .header("x-probe", "h2")
+        .body(())
+        .unwrap();
+    let (fut, mut send) = client.send_request(req, body.is_none()).unwrap();
+    if let Some(b) = body {
+        send.send_data(Bytes::from(b), true).unwrap();
+    }
+    let resp = fut.await.unwrap();
+    let (parts, mut recv) = resp.into_parts();
+    let mut data = Vec::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk.unwrap();
+        data.extend_from_slice(&chunk);
+        let _ = recv.flow_control().release_capacity(chunk.len());
+    }
+    H2Resp {
+        status: parts.status,
+        headers: parts.headers,
+        body: data,
+    }
+}
+
+async fn get(client: &SendRequest<Bytes>, path: &str) -> H2Resp {
+    request(client, Method::GET, path, None).await
+}
+
+async fn check_all_endpoints(c: &SendRequest<Bytes>, tls: bool) {
+    let r = get(c, "/").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("server"), Some("h2lab"));
+    assert_eq!(r.header("cache-control"), Some("no-store"));
+    assert!(r.header("date").unwrap().ends_with(" GMT"));
+
+    let r = get(c, "/ping").await;
+    assert_eq!((r.status.as_u16(), r.body.as_slice()), (200, &b"pong"[..]));
+    assert_eq!(r.header("content-length"), Some("4"));
+    assert_eq!(get(c, "/json").await.json()["server"], "h2lab");
+    for (q, n) in [
+        ("0", 0usize),
+        ("653", 653),
+        ("100k", 102_400),
+        ("10m", 10 << 20),
+    ] {
+        let r = get(c, &format!("/data?size={q}")).await;
+        assert_eq!(r.body.len(), n, "size={q}");
+        assert_eq!(r.header("content-length"), Some(n.to_string().as_str()));
+        assert!(r
+            .body
+            .chunks(64)
+            .all(|ch| ch == &h2lab_server::body::filler()[..ch.len()]));
+    }
+    let r = get(c, "/compute?work=1000").await;
+    assert_eq!(r.json()["work"], 1000);
+    let v = get(c, "/info?a=b").await.json();
+    assert_eq!(v["protocol"], "HTTP/2");
+    assert_eq!(v["tls"], tls);
+    assert_eq!(v["target"], "/info?a=b");
+    let headers = v["headers"].as_array().unwrap();
+    assert!(headers.iter().any(|h| h[0] == ":method" && h[1] == "GET"));
+    assert!(headers.iter().any(|h| h[0] == "x-probe" && h[1] == "h2"));
+    let t = Instant::now();
+    assert_eq!(get(c, "/delay?ms=30").await.body, b"delayed 30 ms\n");
+    assert!(t.elapsed() >= Duration::from_millis(30));
+    assert_eq!(get(c, "/status/418").await.status, 418);
+    let r = get(c, "/status/204").await;
+    assert_eq!((r.status.as_u16(), r.header("content-length")), (204, None));
+    let r = get(c, "/page?n=20&seed=3").await;
+    let html = String::from_utf8(r.body).unwrap();
+    let srcs: Vec<&str> = html
+        .split("src=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .collect();
+    assert_eq!(srcs.len(), 20);
+    // Fetch the assets concurrently, like a browser.
+    let tasks: Vec<_> = srcs
+        .iter()
+        .map(|s| {
+            let (c, s) = (c.clone(), s.to_string());
+            tokio::spawn(async move { get(&c, &s).await })
+        })
+        .collect();
+    for (src, t) in srcs.iter().zip(tasks) {
+        let r = t.await.unwrap();
+        let size: usize = src
+            .rsplit('-')
+            .next()
+            .unwrap()
+            .trim_end_matches(".png")
+            .parse()
+            .unwrap();
+        assert_eq!(r.body.len(), size);
+        assert_eq!(r.header("content-type"), Some("image/png"));
+    }
+    let r = request(c, Method::HEAD, "/data?size=5000", None).await;
+    assert_eq!(
+        (r.header("content-length"), r.body.len()),
+        (Some("5000"), 0)
+    );
+    assert_eq!(
+        get(c, "/json?cache=max-age=60")
+            .await
+            .header("cache-control"),
+        Some("max-age=60")
+    );
+    assert_eq!(get(c, "/nope").await.status, 404);
+    let r = request(c, Method::DELETE, "/ping", None).await;
+    assert_eq!(r.status, 405);
+    let r = request(c, Method::POST, "/info", Some(vec![7u8; 70_000])).await;
+    assert_eq!(r.json()["body_length"], 70_000);
+}
+
+#[tokio::test]
+async fn every_endpoint_over_h2c() {
+    let s = start(|_| {});
+    let c = h2c(s.addr().unwrap()).await;
+    check_all_endpoints(&c, false).await;
+}
+
+#[tokio::test]
+async fn every_endpoint_over_tls_h2() {
+    let (s, _dir) = start_tls(|_| {});
+    let c = h2_tls(s.tls_addr().unwrap(), s.cert_path().unwrap()).await;
+    check_all_endpoints(&c, true).await;
+}
+
+#[tokio::test]
+async fn many_concurrent_streams_with_small_windows() {
+    let s = start(|c| {
+        c.max_concurrent_streams = 16;
+        c.threads = 2;
+    });
+    let c = h2c(s.addr().unwrap()).await;
+    // One exchange first so the client has our SETTINGS (before them it may open more
+    // streams than we allow, which the server refuses with REFUSED_STREAM, as it should).
+    assert_eq!(get(&c, "/ping").await.body, b"pong");
+    let mut tasks = Vec::new();
+    for i in 0..64usize {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            let n = 30_000 + i * 997;
+            let r = get(&c, &format!("/data?size={n}")).await;
+            assert_eq!(r.body.len(), n);
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn delay_does_not_block_other_streams() {
+    let s = start(|c| c.threads = 1);
+    let c = h2c(s.addr().unwrap()).await;
+    let slow = {
+        let c = c.clone();
+        tokio::spawn(async move {
+            let r = get(&c, "/delay?ms=800").await;
+            (Instant::now(), r.body)
+        })
+    };
+    let c2 = h2c(s.addr().unwrap()).await;
+    for _ in 0..10 {
+        assert_eq!(get(&c, "/ping").await.body, b"pong");
+        assert_eq!(get(&c2, "/ping").await.body, b"pong");
+    }
+    let fast_done = Instant::now();
+    let (slow_done, body) = slow.await.unwrap();
+    assert_eq!(body, b"delayed 800 ms\n");
+    assert!(slow_done > fast_done);
+}
+
+#[tokio::test]
+async fn advertised_settings_follow_the_config() {
+    let s = start(|c| c.max_concurrent_streams = 7);
+    let tcp = tokio::net::TcpStream::connect(s.addr().unwrap())
+        .await
+        .unwrap();
+    let (client, mut conn) = h2::client::handshake(tcp).await.unwrap();
+    let req = async move { get(&client, "/ping").await };
+    tokio::pin!(req);
+    tokio::select! {
+        r = &mut req => assert_eq!(r.body, b"pong"),
+        r = &mut conn => panic!("connection ended: {r:?}"),
+    }
+    assert_eq!(conn.max_concurrent_send_streams(), 7);
+}
+
+#[tokio::test]
+async fn oversized_request_body_gets_413() {
+    let s = start(|c| c.max_request_body = 10_000);
+    let c = h2c(s.addr().unwrap()).await;
+    let mut client = c.clone().ready().await.unwrap();
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("http://localhost/ping")
+        .body(())
+        .unwrap();
+    let (fut, mut send) = client.send_request(req, false).unwrap();
+    send.send_data(Bytes::from(vec![0u8; 20_000]), true)
+        .unwrap();
+    let resp = fut.await.unwrap();
+    assert_eq!(resp.status(), 413);
+    // The connection is still usable.
+    assert_eq!(get(&c, "/ping").await.body, b"pong");
+}
+
+fn run(cmd: &str, args: &[&str]) -> Option<String> {
+    if !std::path::Path::new(cmd).exists() {
+        eprintln!("SKIPPED: {cmd} is not installed");
+        return None;
+    }
+    let out = std::process::Command::new(cmd).args(args).output().unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn curl_h2c_prior_knowledge_upgrade_and_tls() {
+    let (s, _dir) = start_tls(|_| {});
+    let a = s.addr().unwrap();
+    let fmt = "%{http_code} %{size_download} %{http_version}";
+    let Some(out) = run(
+        "/usr/bin/curl",
+        &[
+            "-s",
+            "--http2-prior-knowledge",
+            "-o",
+            "/dev/null",
+            "-w",
+            fmt,
+            &format!("http://{a}/data?size=1m"),
+        ],
+    ) else {
+        return;
+    };
+    assert_eq!(out, "200 1048576 2");
+    // Upgrade: h2c (curl sends it for http:// with --http2).
+    let out = run(
+        "/usr/bin/curl",
+        &[
+            "-s",
+            "--http2",
+            "-o",
+            "/dev/null",
+            "-w",
+            fmt,
+            &format!("http://{a}/data?size=100k"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(out, "200 102400 2");
+    let out = run(
+        "/usr/bin/curl",
+        &[
+            "-s",
+            "--http2",
+            "-w",
+            "\n%{http_version}",
+            &format!("http://{a}/info"),
+        ],
+    )
+    .unwrap();
+    assert!(
+        out.contains("\"protocol\":\"HTTP/2\"") && out.ends_with("\n2"),
+        "{out}"
+    );
+    let cert = s.cert_path().unwrap().to_str().unwrap().to_string();
+    let url = format!(
+        "https://localhost:{}/data?size=100k",
+        s.tls_addr().unwrap().port()
+    );
+    let out = run(
+        "/usr/bin/curl",
+        &[
+            "-s",
+            "--http2",
+            "--cacert",
+            &cert,
+            "-o",
+            "/dev/null",
+            "-w",
+            fmt,
+            &url,
+        ],
+    )
+    .unwrap();
+    assert_eq!(out, "200 102400 2");
+    let out = run(
+        "/usr/bin/curl",
+        &["-s", "-k", "--http2", "-o", "/dev/null", "-w", fmt, &url],
+    )
+    .unwrap();
+    assert_eq!(out, "200 102400 2");
+}
+
+#[test]
+fn h2load_and_nghttp_clients() {
+    let (s, _dir) = start_tls(|c| c.threads = 2);
+    let a = s.addr().unwrap();
+    let t = s.tls_addr().unwrap();
+    let Some(out) = run(
+        "/usr/bin/h2load",
+        &[
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "-m",
+            "10",
+            &format!("http://{a}/data?size=653"),
+        ],
+    ) else {
+        return;
+    };
+    assert!(out.contains("2000 succeeded"), "{out}");
+    let out = run(
+        "/usr/bin/h2load",
+        &[
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "-m",
+            "10",
+            &format!("https://127.0.0.1:{}/json", t.port()),
+        ],
+    )
+    .unwrap();
+    assert!(
+        out.contains("2000 succeeded") && out.contains("h2"),
+        "{out}"
+    );
+    let out = run(
+        "/usr/bin/h2load",
+        &[
+            "--h1",
+            "-n",
+            "2000",
+            "-c",
+            "4",
+            "-m",
+            "4",
+            &format!("http://{a}/ping"),
+        ],
+    )
+    .unwrap();
+    assert!(out.contains("2000 succeeded"), "{out}");
+    if let Some(out) = run(
+        "/usr/bin/nghttp",
+        &["-ans", &format!("http://{a}/page?n=30")],
+    ) {
+        // -a: fetch the linked assets too; each one prints a line with its status.
+        assert!(!out.contains("error"), "{out}");
+        assert!(out.matches("/asset/").count() >= 30, "{out}");
+    }
+}
+
+#[tokio::test]
+async fn static_files_over_h2_respect_flow_control_and_root() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("www");
+    std::fs::create_dir_all(&root).unwrap();
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::fs::write(base.path().join("secret.txt"), b"TOP SECRET").unwrap();
+    let r2 = root.clone();
+    let s = start(move |c| c.root = Some(r2));
+    let c = h2c(s.addr().unwrap()).await;
+    let r = get(&c, "/big.bin").await;
+    assert_eq!(r.header("content-type"), Some("application/octet-stream"));
+    assert!(r.body == big, "file body differs");
+    for attack in [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/a/../../secret.txt",
+    ] {
+        let r = get(&c, attack).await;
+        assert!(
+            matches!(r.status.as_u16(), 400 | 403 | 404),
+            "{attack}: {}",
+            r.status
+        );
+        assert!(!String::from_utf8_lossy(&r.body).contains("SECRET"));
+    }
+}
