@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod load;
 
 use std::process::ExitCode;
 

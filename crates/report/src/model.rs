@@ -13,7 +13,8 @@ use h2lab_engine::{BaseUri, BenchConfig, ProtocolChoice, Scheme};
 use hdrhistogram::Histogram;
 
 pub use h2lab_engine::{
-    AppProtocol, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    AppProtocol, ErrorCounts, IntervalErrors, IntervalLatency, IntervalRow, PacingCounts,
+    RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
 };
 
 /// Significant figures used by every latency histogram of a run.
@@ -73,6 +74,7 @@ pub fn empty_result() -> RunResult {
         status: StatusCounts::default(),
         traffic: Traffic::default(),
         request_time: new_histogram(),
+        request_time_corrected: new_histogram(),
         connect_time: new_histogram(),
         ttfb: new_histogram(),
         client_rps: Vec::new(),
@@ -83,7 +85,15 @@ pub fn empty_result() -> RunResult {
         goaways: 0,
         reconnects: 0,
         interrupted: false,
+        pacing: None,
+        timeseries: Vec::new(),
     }
+}
+
+/// Whether the run paced its requests (open model, `--rps`, timing script): its request
+/// latency was then also measured from each request's intended start.
+pub fn is_paced(r: &RunResult) -> bool {
+    r.pacing.is_some() || !r.request_time_corrected.is_empty()
 }
 
 /// The options a run used, as recorded in the JSON result (`options` object) and by the CLI.
