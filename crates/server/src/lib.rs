@@ -57,6 +57,13 @@ pub enum ServerError {
         /// The error.
         source: std::io::Error,
     },
+    /// A listening socket could not be bound.
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The configuration is invalid.
     Config(String),
     /// Certificate or TLS setup failed.
@@ -69,6 +76,17 @@ impl std::fmt::Display for ServerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ServerError::Io { context, source } => write!(f, "{context}: {source}"),
+            ServerError::Listen { addr, source } => {
+                write!(f, "cannot listen on {addr}: ")?;
+                match source.kind() {
+                    std::io::ErrorKind::AddrInUse => write!(f, "address in use"),
+                    std::io::ErrorKind::AddrNotAvailable => {
+                        write!(f, "address not available on this host")
+                    }
+                    std::io::ErrorKind::PermissionDenied => write!(f, "permission denied"),
+                    _ => write!(f, "{source}"),
+                }
+            }
             ServerError::Config(m) => write!(f, "invalid configuration: {m}"),
             ServerError::Tls(m) => write!(f, "TLS: {m}"),
             ServerError::WorkerPanicked => write!(f, "a worker thread panicked"),
@@ -79,7 +97,7 @@ impl std::fmt::Display for ServerError {
 impl std::error::Error for ServerError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ServerError::Io { source, .. } => Some(source),
+            ServerError::Io { source, .. } | ServerError::Listen { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -299,23 +317,34 @@ impl Drop for RunningServer {
 pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate().map_err(ServerError::Config)?;
     // Report a bad --root now rather than from the server thread.
-    endpoints::Router::new(&config).map_err(io_err("--root"))?;
+    endpoints::Router::new(&config).map_err(io_err(format!(
+        "--root {}",
+        config
+            .root
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""))
+            .display()
+    )))?;
     let mut listeners = Vec::new();
     let mut addr = None;
     let mut tls_addr = None;
     if let Some(a) = config.listen {
-        let l = Listener::bind(a, false).map_err(io_err(format!("binding {a}")))?;
+        let l =
+            Listener::bind(a, false).map_err(|source| ServerError::Listen { addr: a, source })?;
         addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }
     let (mut cert_path, mut key_path) = (None, None);
     if let Some(a) = config.tls_listen {
         let paths = tls::ensure_certificate(&config)?;
+        // Report an unusable certificate or key now rather than from the server thread.
+        tls::server_config(&paths, &config)?;
         config.cert = Some(paths.cert.clone());
         config.key = Some(paths.key.clone());
         cert_path = Some(paths.cert);
         key_path = Some(paths.key);
-        let l = Listener::bind(a, true).map_err(io_err(format!("binding {a}")))?;
+        let l =
+            Listener::bind(a, true).map_err(|source| ServerError::Listen { addr: a, source })?;
         tls_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }
