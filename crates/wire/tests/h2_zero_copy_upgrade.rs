@@ -333,7 +333,7 @@ fn upgrade_with_a_malformed_request_resets_stream_1_only() {
     let mut local = LocalSettings::server();
     local.max_header_list_size = Some(100);
     let mut conn = Connection::new(Role::Server, local, Limits::new());
-    let big = vec![b'a'; 200];
+    let big = [b'a'; 200];
     let fields: Vec<(&[u8], &[u8])> = GET_ROOT
         .iter()
         .copied()
