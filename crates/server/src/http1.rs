@@ -208,7 +208,11 @@ impl H1 {
                     if room == 0 {
                         return Step::Next(Next::Continue);
                     }
-                    if let Err(e) = cursor.copy_into(&self.dynamic, io.out, room) {
+                    if let Some(chunk) = cursor.static_chunk(room) {
+                        // Built-in bodies: written from static memory, not copied.
+                        io.out.splice(chunk);
+                        cursor.advance(chunk.len());
+                    } else if let Err(e) = cursor.copy_into(&self.dynamic, io.out.bytes(), room) {
                         warn!("{}: reading a file body: {e}", io.peer);
                         return Step::Next(Next::CloseNow);
                     }
@@ -309,7 +313,7 @@ impl H1 {
                 // HTTP/1.1 request ... MUST send [a 100 (Continue) response] ... unless it has
                 // already received some or all of the content".
                 if io.inbuf.is_empty() {
-                    io.out.extend_from_slice(CONTINUE_100);
+                    io.out.bytes().extend_from_slice(CONTINUE_100);
                 }
             } else {
                 // Final status without reading the content: the connection must close.
@@ -338,7 +342,7 @@ impl H1 {
             // RFC 7540 §3.2: "The first HTTP/2 frame sent by the server MUST be a server
             // connection preface consisting of a SETTINGS frame. Upon receiving the 101
             // response, the client MUST send a connection preface".
-            io.out.extend_from_slice(H2C_SWITCHING_PROTOCOLS);
+            io.out.bytes().extend_from_slice(H2C_SWITCHING_PROTOCOLS);
             self.state = State::Done;
             drop(resp);
             return Some(Step::Upgrade(upgrade));
@@ -366,7 +370,7 @@ impl H1 {
     }
 
     fn write_response(&mut self, resp: Response, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
-        write_head(io.out, &resp, ctx.date.get(), self.persist);
+        write_head(io.out.bytes(), &resp, ctx.date.get(), self.persist);
         if resp.head_only || resp.body.is_empty() || resp.no_content_length() {
             self.after_response();
         } else {
