@@ -10,14 +10,11 @@ use mio::net::TcpStream;
 use crate::http1::H1;
 use crate::http2::H2;
 use crate::log::warn;
-use crate::out::{Out, MAX_IOV};
+use crate::out::{Out, MAX_IOV, OWNED_HIGH_WATER};
 use crate::worker::Ctx;
 
-/// Stop producing output (parsing further requests, queueing body bytes) once this much is
-/// queued; the queue is written with one `writev` per loop turn. Built-in bodies are spliced
-/// in without a copy (see [`Out`]); copied bodies (files, dynamic pages) stay in cache at
-/// this size (256 KiB measured ~10% more CPU per copied 100 KB response).
-pub const HIGH_WATER: usize = 64 * 1024;
+/// Buffer limit of a TLS connection's encrypted output (records not yet written).
+const TLS_BUFFER_LIMIT: usize = 128 * 1024;
 /// Read granularity.
 const READ_CHUNK: usize = 16 * 1024;
 /// How long a closing connection keeps reading (and discarding) before the socket is
@@ -175,7 +172,7 @@ impl Conn {
         let tls = match tls {
             Some(cfg) => {
                 let mut c = rustls::ServerConnection::new(cfg.clone()).map_err(io::Error::other)?;
-                c.set_buffer_limit(Some(2 * HIGH_WATER));
+                c.set_buffer_limit(Some(TLS_BUFFER_LIMIT));
                 Some(Box::new(c))
             }
             None => None,
@@ -236,11 +233,7 @@ impl Conn {
                 return;
             }
             let mut progressed = false;
-            if self.want_read
-                && !self.read_eof
-                && !self.inbuf.is_full()
-                && self.out.len() < HIGH_WATER
-            {
+            if self.want_read && !self.read_eof && !self.inbuf.is_full() && !self.out.is_full() {
                 match self.read_some() {
                     Ok(0) => {}
                     Ok(_) => {
@@ -529,7 +522,7 @@ impl Conn {
                 }
             },
         }
-        self.out.compact(HIGH_WATER);
+        self.out.compact(OWNED_HIGH_WATER);
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use h2lab_wire::h1::{
 };
 
 use crate::body::BodyCursor;
-use crate::conn::{Io, Next, HIGH_WATER};
+use crate::conn::{Io, Next};
 use crate::endpoints::{reason, HeaderSource, Method, Proto, Request, Response};
 use crate::log::warn;
 use crate::worker::{Ctx, Shared};
@@ -155,7 +155,7 @@ impl H1 {
         loop {
             match &mut self.state {
                 State::Head => {
-                    if io.out.len() >= HIGH_WATER {
+                    if io.out.is_full() {
                         return Step::Next(Next::Continue);
                     }
                     if io.inbuf.is_empty() {
@@ -204,22 +204,23 @@ impl H1 {
                         self.after_response();
                         continue;
                     };
-                    let room = HIGH_WATER.saturating_sub(io.out.len());
-                    if room == 0 {
+                    if io.out.is_full() {
                         return Step::Next(Next::Continue);
                     }
-                    if let Some(chunk) = cursor.static_chunk(room) {
+                    let copy_room = io.out.copy_room();
+                    if let Some(chunk) = cursor.static_chunk(io.out.splice_room()) {
                         // Built-in bodies: written from static memory, not copied.
                         io.out.splice(chunk);
                         cursor.advance(chunk.len());
-                    } else if let Err(e) = cursor.copy_into(&self.dynamic, io.out.bytes(), room) {
+                    } else if let Err(e) =
+                        cursor.copy_into(&self.dynamic, io.out.bytes(), copy_room)
+                    {
                         warn!("{}: reading a file body: {e}", io.peer);
                         return Step::Next(Next::CloseNow);
                     }
+                    // Loop: more of the body until the queue is full, or the next request.
                     if cursor.remaining() == 0 {
                         self.after_response();
-                    } else {
-                        return Step::Next(Next::Continue);
                     }
                 }
                 State::Done => return Step::Next(Next::CloseAfterFlush),

@@ -22,7 +22,7 @@ use h2lab_wire::h2::{
 use h2lab_wire::hpack::Encoder;
 
 use crate::body::{Body, BodyCursor};
-use crate::conn::{Io, Next, HIGH_WATER};
+use crate::conn::{Io, Next};
 use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
 use crate::h2head::HeadCache;
 use crate::http1::Upgrade;
@@ -380,7 +380,7 @@ impl H2 {
             return Next::CloseAfterFlush;
         }
         // Respect the output high-water mark: stop taking requests while the queue is full.
-        if io.out.len() < HIGH_WATER && !io.inbuf.is_empty() {
+        if !io.out.is_full() && !io.inbuf.is_empty() {
             match self
                 .conn
                 .recv(io.inbuf.data(), io.out.bytes(), &mut self.app)
@@ -415,7 +415,7 @@ impl H2 {
                 Next::Continue
             };
         }
-        if io.inbuf.is_full() && io.out.len() < HIGH_WATER {
+        if io.inbuf.is_full() && !io.out.is_full() {
             // Cannot happen with a buffer of max_frame_len (the connection consumes every
             // complete frame), but never spin on a stuck buffer.
             self.conn.goaway(
@@ -559,7 +559,7 @@ impl H2 {
             let mut progressed = false;
             let mut k = 0;
             while k < self.app.sending.len() {
-                if out.len() >= HIGH_WATER {
+                if out.is_full() {
                     return;
                 }
                 let id = StreamId::new(self.app.sending[k]);

@@ -9,6 +9,14 @@ use std::io::IoSlice;
 /// Spliced slices shorter than this are copied instead: an iovec entry costs more than
 /// copying a few hundred bytes.
 const MIN_SPLICE: usize = 512;
+/// Most owned (copied) bytes to queue before the protocol stops producing: copies into the
+/// queue and the kernel's copy out of it stay in cache at this size (256 KiB measured ~10%
+/// more CPU per copied 100 KB response).
+pub const OWNED_HIGH_WATER: usize = 64 * 1024;
+/// Most bytes in total (owned + spliced) to queue. Spliced bytes cost neither memory nor a
+/// copy of ours, and larger `writev`s cost the kernel less per byte: 100 KB responses over
+/// h2c took ~25% less server CPU with 1 MiB than with 64 KiB (512 KiB..4 MiB about equal).
+pub const TOTAL_HIGH_WATER: usize = 1024 * 1024;
 /// Most iovec entries per `writev` (Linux allows 1024; a loop turn rarely needs more than
 /// a dozen).
 pub const MAX_IOV: usize = 64;
@@ -56,6 +64,28 @@ impl Out {
     /// Whether nothing is waiting to be written.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Whether the protocol should stop producing output (and taking requests) until the
+    /// queue is written: above [`OWNED_HIGH_WATER`] copied or [`TOTAL_HIGH_WATER`] total.
+    pub fn is_full(&self) -> bool {
+        self.buf.len() - self.buf_pos >= OWNED_HIGH_WATER || self.len() >= TOTAL_HIGH_WATER
+    }
+
+    /// How many more bytes may be spliced now.
+    pub fn splice_room(&self) -> usize {
+        if self.is_full() {
+            return 0;
+        }
+        TOTAL_HIGH_WATER - self.len()
+    }
+
+    /// How many more bytes may be copied now.
+    pub fn copy_room(&self) -> usize {
+        if self.is_full() {
+            return 0;
+        }
+        OWNED_HIGH_WATER - (self.buf.len() - self.buf_pos)
     }
 
     /// Fills `iov` with the unwritten data in order; returns how many entries were used.
