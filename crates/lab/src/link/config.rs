@@ -71,6 +71,11 @@ pub struct LinkConfig {
 /// The default [`LinkConfig::max_in_flight`]: 16 MiB.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16 << 20;
 
+/// Bytes the relay reads ahead of the bottleneck queue per connection and direction (the
+/// equivalent of the sender's socket buffer). Reading sockets in large steps keeps Linux from
+/// stalling the sender on small receive-window updates; see the relay's documentation.
+pub const PRE_QUEUE_BYTES: usize = 256 * 1024;
+
 /// The configuration could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError(String);
@@ -162,13 +167,13 @@ impl LinkConfig {
         p
     }
 
-    /// The relay's memory cap for one connection-direction: `max_in_flight` on an unlimited
-    /// direction; on a shaped one, the most the path can hold (queue + bytes in flight,
-    /// including jitter, a retransmission round trip when there is loss, and 20 ms of slack),
-    /// at least 256 KiB.
+    /// The relay's memory cap for one connection-direction: [`PRE_QUEUE_BYTES`] plus
+    /// `max_in_flight` on an unlimited direction, or plus, on a shaped one, the most the path
+    /// can hold (queue + bytes in flight, including jitter, a retransmission round trip when
+    /// there is loss, and 20 ms of slack; at least 256 KiB).
     pub fn buffer_limit(&self, dir: Direction) -> usize {
         let p = self.direction_params(dir);
-        match p.bps {
+        let path = match p.bps {
             None => self.max_in_flight,
             Some(bps) => {
                 let mut hold = p
@@ -184,7 +189,8 @@ impl LinkConfig {
                     .saturating_add(4 * p.chunk_bytes);
                 path.max(256 << 10)
             }
-        }
+        };
+        path.saturating_add(PRE_QUEUE_BYTES)
     }
 
     /// A one-line description such as `rtt 40ms, down 50mbit, up 50mbit`.

@@ -37,7 +37,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-pub use config::{ConfigError, Direction, LinkConfig, Profile, DEFAULT_MAX_IN_FLIGHT};
+pub use config::{
+    ConfigError, Direction, LinkConfig, Profile, DEFAULT_MAX_IN_FLIGHT, PRE_QUEUE_BYTES,
+};
 pub use parse::{format_duration, format_rate, parse_duration, parse_loss, parse_rate, ParseError};
 pub use stats::{DirStats, LinkStats};
 
