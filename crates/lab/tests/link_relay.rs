@@ -88,9 +88,12 @@ fn many_concurrent_connections() {
     for c in clients {
         c.join().unwrap();
     }
-    let st = link.stats();
-    assert_eq!(st.connections, 40);
-    assert_eq!(st.up.bytes_in, st.down.bytes_out);
+    // The relay counts a write after the syscall returns, which may be after the client read.
+    wait_for(|| {
+        let st = link.stats();
+        st.up.bytes_in == st.down.bytes_out
+    });
+    assert_eq!(link.stats().connections, 40);
 }
 
 #[test]
@@ -251,6 +254,44 @@ fn connections_share_the_bandwidth() {
         // Fair share is 4 Mbit/s; round-robin keeps each within a wide margin of it.
         assert!((3.2e6..5e6).contains(r), "rates {rates:?}");
     }
+}
+
+#[test]
+fn loss_costs_whole_round_trips() {
+    // 20% segment loss: an echo exchange loses its request or its reply with probability
+    // 1 - 0.8^2 = 36%, and then takes one extra RTT (the retransmission), never less.
+    let mut c = config(serve(echo));
+    c.rtt = Duration::from_millis(20);
+    c.loss = 0.2;
+    c.seed = 1;
+    let link = link::spawn(c).unwrap();
+    let mut s = connect(link.addr());
+    round_trip(&mut s, b"warm-up").unwrap();
+    let samples: Vec<f64> = (0..30)
+        .map(|_| round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3)
+        .collect();
+    let slow = samples.iter().filter(|&&ms| ms >= 38.0).count();
+    assert!(samples.iter().all(|&ms| ms >= 19.9), "{samples:?}");
+    assert!((3..=22).contains(&slow), "{slow} slow of {samples:?}");
+    assert!(link.stats().up.lost_chunks + link.stats().down.lost_chunks > 0);
+}
+
+#[test]
+fn jitter_varies_round_trips_within_bounds() {
+    // 10 ms +- 3 ms each way: round trips between 14 and 26 ms, not all alike.
+    let mut c = config(serve(echo));
+    c.rtt = Duration::from_millis(20);
+    c.jitter = Duration::from_millis(3);
+    let link = link::spawn(c).unwrap();
+    let mut s = connect(link.addr());
+    round_trip(&mut s, b"warm-up").unwrap();
+    let samples: Vec<f64> = (0..20)
+        .map(|_| round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3)
+        .collect();
+    let min = samples.iter().cloned().fold(f64::MAX, f64::min);
+    let max = samples.iter().cloned().fold(0.0, f64::max);
+    assert!(min >= 13.9 && max <= 28.0, "{samples:?}");
+    assert!(max - min >= 2.0, "{samples:?}");
 }
 
 #[test]

@@ -25,6 +25,7 @@
 //! ```
 
 mod config;
+mod flags;
 mod parse;
 mod relay;
 mod ring;
@@ -40,7 +41,10 @@ use std::thread::JoinHandle;
 pub use config::{
     ConfigError, Direction, LinkConfig, Profile, DEFAULT_MAX_IN_FLIGHT, PRE_QUEUE_BYTES,
 };
-pub use parse::{format_duration, format_rate, parse_duration, parse_loss, parse_rate, ParseError};
+pub use flags::{resolve, FlagError, LinkFlags};
+pub use parse::{
+    format_duration, format_rate, parse_bytes, parse_duration, parse_loss, parse_rate, ParseError,
+};
 pub use stats::{DirStats, LinkStats};
 
 use relay::Relay;

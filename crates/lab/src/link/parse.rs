@@ -125,6 +125,27 @@ pub fn parse_loss(s: &str) -> Result<f64, ParseError> {
     Ok(p)
 }
 
+/// Parses a byte size: `65536`, `64k`, `256KiB`, `1m`, `1MiB`, `2g`. Units are binary
+/// (`k` = 1024), as buffer sizes usually are.
+pub fn parse_bytes(s: &str) -> Result<usize, ParseError> {
+    const HINT: &str = "expected a size such as 65536, 256k or 1m (k = 1024)";
+    let t = s.trim().to_ascii_lowercase();
+    let (num, unit) = split_number(&t);
+    let value = parse_number(num).ok_or_else(|| ParseError::new("size", s, HINT))?;
+    let scale = match unit {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(ParseError::new("size", s, HINT)),
+    };
+    let bytes = (value * scale).round();
+    if !(1.0..=1e15).contains(&bytes) {
+        return Err(ParseError::new("size", s, "out of range"));
+    }
+    Ok(bytes as usize)
+}
+
 /// Formats a rate the way [`parse_rate`] reads it back: `90mbit`, `1gbit`, `1.5mbit`,
 /// `unlimited`.
 pub fn format_rate(bps: Option<u64>) -> String {
@@ -207,6 +228,18 @@ mod tests {
         assert_eq!(parse_loss("2 %").unwrap(), 0.02);
         for bad in ["100%", "1", "1.5", "-1%", "lots", "%"] {
             assert!(parse_loss(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_bytes("65536").unwrap(), 65536);
+        assert_eq!(parse_bytes("64k").unwrap(), 65536);
+        assert_eq!(parse_bytes("256KiB").unwrap(), 256 * 1024);
+        assert_eq!(parse_bytes("1.5m").unwrap(), 1536 * 1024);
+        assert_eq!(parse_bytes("1MiB").unwrap(), 1 << 20);
+        for bad in ["", "0", "k", "12 parsecs", "-1k"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
         }
     }
 

@@ -573,7 +573,7 @@ impl Relay {
             }
         }
         for (d, side) in conn.sides.iter_mut().enumerate() {
-            let dropped = side.line.discard();
+            let dropped = side.pre_queued() as u64 + side.line.discard();
             if dropped > 0 {
                 self.counters.dirs[d]
                     .bytes_dropped
@@ -912,7 +912,9 @@ fn write_side(conn: &mut Conn, d: usize, dc: &DirCounters, now: Nanos) -> bool {
 fn fail(side: &mut Side, dc: &DirCounters) -> bool {
     side.broken = true;
     side.src_ready = false;
-    let dropped = side.line.discard();
+    let dropped = side.line.discard() + side.pre_queued() as u64;
+    side.read_total = side.line.pushed();
+    side.reads.clear();
     side.ring.clear();
     dc.bytes_dropped.fetch_add(dropped, Relaxed);
     true

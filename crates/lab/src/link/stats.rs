@@ -1,5 +1,6 @@
 //! Counters of a running link, readable from any thread while it runs.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Counters of one direction.
@@ -36,6 +37,34 @@ pub struct LinkStats {
     pub up: DirStats,
     /// Upstream to client.
     pub down: DirStats,
+}
+
+impl fmt::Display for DirStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} bytes relayed in {} chunks ({} delayed as lost), max queue {} B, \
+             max held per connection {} B",
+            self.bytes_out, self.chunks, self.lost_chunks, self.max_queue_bytes, self.max_conn_held
+        )?;
+        if self.bytes_dropped > 0 {
+            write!(f, ", {} B dropped", self.bytes_dropped)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for LinkStats {
+    /// Three lines: connections, then the up and down directions.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "connections: {} accepted, {} open, {} upstream connect failures, {} reset",
+            self.connections, self.active, self.connect_failures, self.resets
+        )?;
+        writeln!(f, "up:   {}", self.up)?;
+        write!(f, "down: {}", self.down)
+    }
 }
 
 #[derive(Debug, Default)]
