@@ -445,7 +445,7 @@ impl Conn {
         }
     }
 
-    /// Writes the queue (one write, or one TLS write step). Handles the closing states.
+    /// Writes the queue (`writev`, or rustls write steps). Handles the closing states.
     pub fn flush(&mut self, now: Instant) {
         if self.life == Life::Dead {
             return;

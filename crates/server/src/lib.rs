@@ -15,8 +15,10 @@
 //! Architecture: with one thread the worker accepts itself; with more, an acceptor thread
 //! hands each connection to the least-loaded worker, where it stays. Each loop turn reads
 //! and processes ready connections, fires timers (`/delay`), and writes each connection's
-//! queued output with one write (one `write_tls` for TLS). Built-in responses allocate
-//! nothing per request (see `tests/alloc.rs`).
+//! queued output with one `writev` (cleartext) or by feeding the slices to rustls (TLS).
+//! Built-in bodies are never copied by the server: the output queue splices them in from
+//! static memory behind the frame or response heads (see `out.rs`). Built-in responses
+//! allocate nothing per request (see `tests/alloc.rs`).
 //!
 //! In-process use (tests, the lab):
 //!
