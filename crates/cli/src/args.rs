@@ -166,8 +166,10 @@ pub struct BenchArgs {
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
 
+    /// Load-shape options (boxed: they would make `Command::Bench` much larger than the other
+    /// subcommands).
     #[command(flatten)]
-    pub load: LoadArgs,
+    pub load: Box<LoadArgs>,
 }
 
 /// Load shapes: h2lab's open model, stages, time series and thresholds, and h2load's pacing

@@ -80,7 +80,7 @@ pub fn main(args: BenchArgs) -> ExitCode {
     };
     let console = Console::new(
         io::stdout(),
-        Progress::new(mode, cfg.duration, progress_out),
+        Progress::new(mode, load::run_duration(&cfg), progress_out),
     );
     let observer = match load::SeriesObserver::new(&console, args.load.timeseries.as_deref()) {
         Ok(o) => o,

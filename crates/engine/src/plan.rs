@@ -116,8 +116,11 @@ impl LoadShape {
             if period.is_zero() {
                 return err("--rate-period: the period must be a positive duration.");
             }
-            if cfg.duration.is_some() || !self.stages.is_empty() {
+            if cfg.duration.is_some() {
                 return err("-r, -D: they are mutually exclusive.");
+            }
+            if !self.stages.is_empty() {
+                return err("-r, --stages: they are mutually exclusive.");
             }
             if rate < cfg.threads {
                 return err("-r, -t: the connection rate must be greater than or equal to the number of threads.");

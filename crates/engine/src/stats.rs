@@ -97,7 +97,10 @@ impl WorkerStats {
         self.request_time.reset();
         self.request_time_corrected.reset();
         if let Some(p) = self.pacing.as_mut() {
-            *p = PacingCounts::default();
+            *p = PacingCounts {
+                queue_limit: p.queue_limit,
+                ..PacingCounts::default()
+            };
         }
         self.errors = ErrorCounts::default();
         self.goaways = 0;

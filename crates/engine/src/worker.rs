@@ -845,28 +845,24 @@ impl<'o> Worker<'o> {
     /// The client has nothing in flight and nothing left to do (`finished`), or the gate
     /// switched it off: say goodbye and close.
     fn client_done(&mut self, idx: usize, finished: bool) {
-        {
-            {
-                let client = &mut self.clients[idx];
-                if let Some(conn) = client.conn.as_mut() {
-                    let core = &mut client.core;
-                    if let Some(session) = conn.session.as_mut() {
-                        // Graceful goodbye (HTTP/2 GOAWAY), best effort.
-                        session.terminate(&mut core.out);
-                        let _ = conn
-                            .transport
-                            .write(core.out.get(core.out_pos..).unwrap_or_default());
-                    }
-                }
-                self.close_conn(idx);
-                let core = &mut self.clients[idx].core;
-                core.out.clear();
-                core.out_pos = 0;
-                if finished {
-                    core.finished = true;
-                    core.end = Some(Instant::now());
-                }
+        let client = &mut self.clients[idx];
+        if let Some(conn) = client.conn.as_mut() {
+            let core = &mut client.core;
+            if let Some(session) = conn.session.as_mut() {
+                // Graceful goodbye (HTTP/2 GOAWAY), best effort.
+                session.terminate(&mut core.out);
+                let _ = conn
+                    .transport
+                    .write(core.out.get(core.out_pos..).unwrap_or_default());
             }
+        }
+        self.close_conn(idx);
+        let core = &mut self.clients[idx].core;
+        core.out.clear();
+        core.out_pos = 0;
+        if finished {
+            core.finished = true;
+            core.end = Some(Instant::now());
         }
     }
 

@@ -45,7 +45,7 @@ fn run(cfg: &BenchConfig, secs: u64) -> (u64, u64) {
     let before = ALLOCS.load(Ordering::Relaxed);
     let r = h2lab_engine::run(&cfg, &NoopObserver, &StopFlag::new()).unwrap();
     let after = ALLOCS.load(Ordering::Relaxed);
-    assert_eq!(r.pacing.unwrap().not_sent(), 0);
+    assert_eq!(r.pacing.unwrap().dropped, 0);
     (after - before, r.requests.completed)
 }
 

@@ -20,8 +20,9 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, PacingCounts,
-    RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
+    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, LoadOptions,
+    PacingCounts, RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic,
+    HISTOGRAM_SIGFIG,
 };
 use crate::stats::{requests_per_second, Summary};
 use crate::threshold::Outcome;
@@ -195,6 +196,87 @@ pub struct OptionsJson {
     pub connection_inactivity_timeout_seconds: Option<f64>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Load-shape options (absent when none was used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadOptionsJson>,
+}
+
+/// `options.load` object. Durations are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadOptionsJson {
+    /// `--arrival-rate`.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`.
+    pub stages: Vec<StageJson>,
+    /// `--queue-limit`.
+    pub queue_limit: Option<u64>,
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// `-r`.
+    pub rate: Option<u32>,
+    /// `--rate-period` (with `-r`).
+    pub rate_period_seconds: Option<f64>,
+    /// `--timing-script-file`: number of lines.
+    pub timing_script_lines: Option<u64>,
+    /// Time-series interval.
+    pub interval_seconds: Option<f64>,
+}
+
+/// One `--stages` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StageJson {
+    /// Length of the ramp.
+    pub seconds: f64,
+    /// Level at its end.
+    pub target: f64,
+}
+
+impl From<&LoadOptions> for LoadOptionsJson {
+    fn from(l: &LoadOptions) -> Self {
+        LoadOptionsJson {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|(d, t)| StageJson {
+                    seconds: d.as_secs_f64(),
+                    target: *t,
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            rate: l.connection_rate.map(|(r, _)| r),
+            rate_period_seconds: l.connection_rate.map(|(_, p)| p.as_secs_f64()),
+            timing_script_lines: l.timing_script_lines,
+            interval_seconds: secs(l.interval),
+        }
+    }
+}
+
+impl From<&LoadOptionsJson> for LoadOptions {
+    fn from(l: &LoadOptionsJson) -> Self {
+        LoadOptions {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|s| {
+                    (
+                        from_secs(Some(s.seconds)).unwrap_or(Duration::ZERO),
+                        s.target,
+                    )
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            connection_rate: l.rate.map(|r| {
+                let p = from_secs(l.rate_period_seconds).unwrap_or(Duration::from_secs(1));
+                (r, p)
+            }),
+            timing_script_lines: l.timing_script_lines,
+            interval: from_secs(l.interval_seconds),
+        }
+    }
 }
 
 /// `protocol` object.
@@ -491,6 +573,7 @@ impl From<&RunOptions> for OptionsJson {
             connection_active_timeout_seconds: secs(o.connection_active_timeout),
             connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
             require_protocol: o.require_protocol.clone(),
+            load: o.load.as_ref().map(LoadOptionsJson::from),
         }
     }
 }
@@ -523,6 +606,7 @@ impl From<&OptionsJson> for RunOptions {
             connection_active_timeout: from_secs(o.connection_active_timeout_seconds),
             connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
             require_protocol: o.require_protocol.clone(),
+            load: o.load.as_ref().map(LoadOptions::from),
         }
     }
 }

@@ -99,7 +99,7 @@ pub fn is_paced(r: &RunResult) -> bool {
 /// The options a run used, as recorded in the JSON result (`options` object) and by the CLI.
 ///
 /// Durations are kept as [`Duration`]; absent options are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunOptions {
     /// URIs as given (before parsing), used round-robin.
     pub uris: Vec<String>,
@@ -143,6 +143,27 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Load-shape options, when any was used.
+    pub load: Option<LoadOptions>,
+}
+
+/// The load-shape options of a run (see `h2lab_engine::LoadShape`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoadOptions {
+    /// `--arrival-rate`.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`: (duration, level).
+    pub stages: Vec<(Duration, f64)>,
+    /// `--queue-limit`.
+    pub queue_limit: Option<u64>,
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// `-r` and `--rate-period`.
+    pub connection_rate: Option<(u32, Duration)>,
+    /// `--timing-script-file`: number of lines.
+    pub timing_script_lines: Option<u64>,
+    /// Time-series interval.
+    pub interval: Option<Duration>,
 }
 
 impl From<&BenchConfig> for RunOptions {
@@ -207,6 +228,20 @@ impl From<&BenchConfig> for RunOptions {
             connection_active_timeout: c.connection_active_timeout,
             connection_inactivity_timeout: c.connection_inactivity_timeout,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
+            load: (c.load != h2lab_engine::LoadShape::default()).then(|| LoadOptions {
+                arrival_rate: c.load.arrival_rate,
+                stages: c
+                    .load
+                    .stages
+                    .iter()
+                    .map(|s| (s.duration, s.target))
+                    .collect(),
+                queue_limit: c.load.queue_limit,
+                rps: c.load.rps,
+                connection_rate: c.load.connection_rate,
+                timing_script_lines: c.load.timing_script.as_ref().map(|s| s.len() as u64),
+                interval: c.load.interval,
+            }),
         }
     }
 }

@@ -102,6 +102,7 @@ fn options() -> RunOptions {
         connection_active_timeout: Some(Duration::from_secs(5)),
         connection_inactivity_timeout: None,
         require_protocol: Some("h2".into()),
+        load: None,
     }
 }
 
@@ -195,7 +196,18 @@ fn open_model_run_with_series_and_thresholds_validates() {
         .map(|s| Threshold::parse(s).unwrap())
         .collect();
     let outcomes = threshold::evaluate(&ts, &r);
-    let mut doc = json::to_json(&r, &options()).unwrap();
+    let mut opts = options();
+    opts.load = Some(h2lab_report::model::LoadOptions {
+        arrival_rate: Some(0.0),
+        stages: vec![
+            (Duration::from_secs(30), 100.0),
+            (Duration::from_millis(500), 0.0),
+        ],
+        queue_limit: Some(5000),
+        interval: Some(Duration::from_secs(1)),
+        ..Default::default()
+    });
+    let mut doc = json::to_json(&r, &opts).unwrap();
     doc.thresholds = Some(outcomes.iter().map(json::ThresholdJson::from).collect());
     let v = to_value(&doc);
     assert_valid(&v);
@@ -210,8 +222,10 @@ fn open_model_run_with_series_and_thresholds_validates() {
     assert_eq!(v["timeseries"][0]["target"], serde_json::Value::Null);
     assert_eq!(v["thresholds"][3]["passed"], false);
     // Back from the document: corrected histogram, open-model counts and series survive.
-    let (back, _) =
+    let (back, back_opts) =
         json::from_json(&json::parse(&json::to_string(&doc).unwrap()).unwrap()).unwrap();
+    assert_eq!(back_opts, opts);
+    assert_eq!(v["options"]["load"]["stages"][1]["seconds"], 0.5);
     assert_eq!(back.request_time_corrected, r.request_time_corrected);
     assert_eq!(back.pacing, r.pacing);
     assert_eq!(back.timeseries.len(), 3);
