@@ -26,6 +26,12 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
     Bench(BenchArgs),
+    /// Compare protocols across payloads, headers, concurrency, streams and networks.
+    Compare(crate::compare::CompareArgs),
+    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
+    Page(crate::page::PageArgs),
+    /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
+    Link(crate::link::LinkArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.
