@@ -106,9 +106,9 @@ fn throughput_is_within_5_percent() {
                 } else {
                     let mut c = LinkConfig::new(any(), sink_addr);
                     c.up_bps = Some(bps);
-                    c.emulate_handshake = false;
+                    c.rtt = Duration::from_millis(2);
                     let link = link::spawn(c).unwrap();
-                    upload_rate(link.addr(), n, Duration::ZERO)
+                    upload_rate(link.addr(), n)
                 }
             })
             .collect();

@@ -106,9 +106,11 @@ fn half_close_is_propagated_after_the_data() {
     let mut s = connect(link.addr());
     s.write_all(&[1u8; 100_000]).unwrap();
     s.shutdown(Shutdown::Write).unwrap();
-    let mut reply = Vec::new();
-    s.read_to_end(&mut reply).unwrap(); // and the server's FIN comes back as EOF
-    assert_eq!(reply, 100_000u64.to_be_bytes());
+    let (total, _, _) = sink_reply(&mut s);
+    assert_eq!(total, 100_000);
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap(); // and the server's FIN comes back as EOF
+    assert!(rest.is_empty());
     drop(s);
     wait_for(|| link.stats().active == 0);
     assert_eq!(link.stats().resets, 0);
@@ -210,11 +212,11 @@ fn handshake_costs_one_round_trip() {
     let second = round_trip(&mut s, b"second").unwrap();
     // First exchange: handshake RTT + request RTT = 120 ms; later ones 60 ms.
     assert!(
-        first >= Duration::from_millis(120) && first < Duration::from_millis(150),
+        first >= Duration::from_millis(120) && first < Duration::from_millis(170),
         "{first:?}"
     );
     assert!(
-        second >= Duration::from_millis(60) && second < Duration::from_millis(80),
+        second >= Duration::from_millis(60) && second < Duration::from_millis(95),
         "{second:?}"
     );
 
@@ -226,7 +228,7 @@ fn handshake_costs_one_round_trip() {
     let mut s = connect(link.addr());
     round_trip(&mut s, b"first").unwrap();
     let first = t.elapsed();
-    assert!(first < Duration::from_millis(90), "{first:?}");
+    assert!(first < Duration::from_millis(100), "{first:?}");
 }
 
 #[test]
@@ -289,9 +291,13 @@ fn jitter_varies_round_trips_within_bounds() {
         .map(|_| round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3)
         .collect();
     let min = samples.iter().cloned().fold(f64::MAX, f64::min);
-    let max = samples.iter().cloned().fold(0.0, f64::max);
-    assert!(min >= 13.9 && max <= 28.0, "{samples:?}");
-    assert!(max - min >= 2.0, "{samples:?}");
+    // Delays are never shortened: a hard bound.
+    assert!(min >= 13.9, "{samples:?}");
+    // The upper bound can be stretched by a busy machine; allow two outliers.
+    let within = samples.iter().filter(|&&ms| ms <= 26.5).count();
+    assert!(within >= 18, "{samples:?}");
+    let spread = samples.iter().filter(|&&ms| ms >= min + 2.0).count();
+    assert!(spread >= 3, "{samples:?}");
 }
 
 #[test]

@@ -18,9 +18,11 @@
 //!    the sub-nanosecond remainder, so the rate is exact over any number of chunks.
 //! 2. **Bounded queue (back-pressure).** Bytes that have arrived but are not serialized yet form the
 //!    bottleneck queue. Its depth at `t` is `(busy_until - t) * bps / 8`; [`Shaper::room`] is what
-//!    is left of `queue_bytes`. The relay never reads more than `room` from a source socket, so when
-//!    the queue is full the bytes stay in the sender's kernel buffer and TCP flow control pushes
+//!    is left of `queue_bytes`. The relay never admits more than `room`; the rest waits in a small
+//!    per-connection pre-queue and then in the sender's kernel buffer, and TCP flow control pushes
 //!    back on the sender, like a full router buffer would (minus the drops; see loss below).
+//!    [`Shaper::room_at`] tells when room appears, so bytes that were waiting are admitted at
+//!    that virtual instant even if the relay wakes up late.
 //! 3. **Propagation (latency).** A serialized chunk reaches the far end `one_way` later
 //!    (`rtt / 2` per direction), plus a jitter offset drawn uniformly from `[-jitter, +jitter]`.
 //! 4. **No reordering.** Delivery times within one connection-direction are made monotonic

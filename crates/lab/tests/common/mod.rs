@@ -53,18 +53,34 @@ pub fn source(mut s: TcpStream) {
     }
 }
 
-/// Reads until EOF, then writes back the byte count (8 bytes) and closes.
+/// Reads until EOF, then writes back (big-endian) the byte count, the size of the first read
+/// and the nanoseconds from the first read to the last, and closes.
 pub fn sink(mut s: TcpStream) {
     let mut buf = vec![0u8; 256 * 1024];
     let mut total = 0u64;
+    let mut first = 0u64;
+    let mut t0 = None;
+    let mut last = Instant::now();
     loop {
         match s.read(&mut buf) {
             Ok(0) => break,
-            Ok(n) => total += n as u64,
+            Ok(n) => {
+                last = Instant::now();
+                if t0.is_none() {
+                    t0 = Some(last);
+                    first = n as u64;
+                }
+                total += n as u64;
+            }
             Err(_) => return,
         }
     }
-    let _ = s.write_all(&total.to_be_bytes());
+    let span = t0.map_or(0, |t0| (last - t0).as_nanos() as u64);
+    let mut reply = [0u8; 24];
+    reply[..8].copy_from_slice(&total.to_be_bytes());
+    reply[8..16].copy_from_slice(&first.to_be_bytes());
+    reply[16..].copy_from_slice(&span.to_be_bytes());
+    let _ = s.write_all(&reply);
 }
 
 /// A connected client with generous timeouts, so a broken link fails the test instead of
@@ -121,13 +137,11 @@ pub fn download_rate(addr: SocketAddr, n: u64) -> f64 {
     (n - first as u64) as f64 * 8.0 / secs
 }
 
-/// Uploads `n` bytes to a `sink` server at `addr`; returns the rate in bits per second seen by
-/// the client from its first write to the sink's byte count coming back, minus `overhead` (the
-/// path's latency, which is not transfer time).
-pub fn upload_rate(addr: SocketAddr, n: u64, overhead: Duration) -> f64 {
+/// Uploads `n` bytes to a `sink` server at `addr` and returns the rate in bits per second at
+/// which the sink received them, from its first read to its last (as [`download_rate`]).
+pub fn upload_rate(addr: SocketAddr, n: u64) -> f64 {
     let mut s = connect(addr);
     let buf = vec![0xa5u8; 256 * 1024];
-    let t0 = Instant::now();
     let mut left = n;
     while left > 0 {
         let k = left.min(buf.len() as u64) as usize;
@@ -135,9 +149,15 @@ pub fn upload_rate(addr: SocketAddr, n: u64, overhead: Duration) -> f64 {
         left -= k as u64;
     }
     s.shutdown(Shutdown::Write).unwrap();
-    let mut count = [0u8; 8];
-    s.read_exact(&mut count).unwrap();
-    assert_eq!(u64::from_be_bytes(count), n);
-    let secs = (t0.elapsed().saturating_sub(overhead)).as_secs_f64();
-    n as f64 * 8.0 / secs
+    let (total, first, span) = sink_reply(&mut s);
+    assert_eq!(total, n);
+    (n - first) as f64 * 8.0 / (span as f64 / 1e9)
+}
+
+/// Reads a `sink` reply: (bytes received, size of the first read, nanoseconds first to last).
+pub fn sink_reply(s: &mut TcpStream) -> (u64, u64, u64) {
+    let mut reply = [0u8; 24];
+    s.read_exact(&mut reply).unwrap();
+    let word = |i: usize| u64::from_be_bytes(reply[i..i + 8].try_into().unwrap());
+    (word(0), word(8), word(16))
 }
