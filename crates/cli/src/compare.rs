@@ -285,7 +285,11 @@ pub fn main(args: CompareArgs) -> ExitCode {
             cfg.timing.runs,
             dur(cfg.timing.duration),
             dur(cfg.timing.warm_up),
-            dur(eta)
+            if eta.as_secs() >= 90 {
+                format!("{:.1} min", eta.as_secs_f64() / 60.0)
+            } else {
+                format!("{:.0} s", eta.as_secs_f64())
+            }
         );
     };
     let mut on_cell = |p: h2lab_lab::compare::run::Progress<'_>| {

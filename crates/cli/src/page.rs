@@ -163,7 +163,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         c.load_test = Some(LoadTestConfig {
             stages,
             think,
-            sample: Duration::from_millis(500),
+            sample: Duration::from_secs(1),
         });
     }
     Ok(c)

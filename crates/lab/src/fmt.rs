@@ -50,6 +50,20 @@ pub fn dur(d: Duration) -> String {
     ms(d.as_secs_f64() * 1000.0)
 }
 
+/// A compact duration for flags and stage lists: `500ms`, `20s`, `1.5s`, `5m`.
+pub fn short_dur(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 60_000 == 0 && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{}s", d.as_secs_f64())
+    } else {
+        format!("{ms}ms")
+    }
+}
+
 /// Bytes with binary units: `512 B`, `4.0 KiB`, `1.36 MiB`.
 pub fn bytes(v: f64) -> String {
     if !v.is_finite() {
@@ -201,6 +215,10 @@ mod tests {
             vec!["xx".into(), "1".into(), "z".into()],
         ]);
         assert_eq!(parse_dur("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(short_dur(Duration::from_secs(300)), "5m");
+        assert_eq!(short_dur(Duration::from_secs(20)), "20s");
+        assert_eq!(short_dur(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(short_dur(Duration::from_millis(250)), "250ms");
         assert_eq!(parse_dur("250ms").unwrap(), Duration::from_millis(250));
         assert!(parse_dur("5").is_err());
         assert!(parse_dur("-1s").is_err());

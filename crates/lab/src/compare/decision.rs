@@ -211,8 +211,15 @@ pub fn render(rows: &[DecisionRow], plan: &Plan, runs: u32) -> String {
         out.push_str(&format!("\n{}\n", capitalize(s.title())));
         out.push_str(&fmt::table(&t));
     }
+    out.push_str(PAIR_NOTE);
+    out.push('\n');
     out
 }
+
+/// What the `HTTP/2 vs HTTP/1.1` column means.
+pub const PAIR_NOTE: &str = "HTTP/2 vs HTTP/1.1: change of the HTTP/2 median against the \
+     HTTP/1.1 median (h2c against cleartext HTTP/1.1 when both ran); ~ marks a difference \
+     within the run-to-run spread.";
 
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();

@@ -161,7 +161,7 @@ pub fn render_text(r: &PageReport) -> String {
             .config
             .stages
             .iter()
-            .map(|s| format!("{}:{}", fmt::dur(s.duration).replace(' ', ""), s.users))
+            .map(|s| format!("{}:{}", fmt::short_dur(s.duration), s.users))
             .collect();
         let _ = writeln!(
             out,

@@ -224,6 +224,12 @@ pub fn render(r: &CompareReport) -> String {
     }
     if dec.is_empty() {
         dec.push_str("<p>No condition had two protocols with results.</p>");
+    } else {
+        let _ = write!(
+            dec,
+            "<p class=\"par\">{}</p>",
+            esc(crate::compare::decision::PAIR_NOTE)
+        );
     }
     body.push_str(&section("decision", "Decision table", &dec));
 

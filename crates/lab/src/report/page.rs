@@ -373,7 +373,7 @@ pub fn render(r: &PageReport) -> String {
             .config
             .stages
             .iter()
-            .map(|s| format!("{} → {} users", fmt::dur(s.duration), s.users))
+            .map(|s| format!("{} → {} users", fmt::short_dur(s.duration), s.users))
             .collect();
         let _ = write!(
             inner,

@@ -652,7 +652,7 @@ impl Waterfall<'_> {
                 out,
                 "<g class=\"mark\" data-series=\"connection {}\" data-value=\"{:.3}\">\
                  <title>{}</title>\
-                 <rect x=\"{x0:.1}\" y=\"{y:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"{c}\" fill-opacity=\"0.45\"/>\
+                 <rect x=\"{x0:.1}\" y=\"{y:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"{c}\" fill-opacity=\"0.6\"/>\
                  <rect x=\"{x1:.1}\" y=\"{y:.2}\" width=\"{:.2}\" height=\"{:.2}\" fill=\"{c}\"/></g>",
                 r.conn,
                 r.end - r.start,
