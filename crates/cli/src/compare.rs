@@ -276,22 +276,23 @@ pub fn main(args: CompareArgs) -> ExitCode {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");
         return ExitCode::from(EXIT_FAILURE);
     }
-    let mut on_start = |plan: &h2lab_lab::compare::matrix::Plan, eta, env: &str| {
-        eprintln!("server: {env}");
-        eprintln!(
-            "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
-            plan.conditions.len(),
-            plan.cells.len(),
-            cfg.timing.runs,
-            dur(cfg.timing.duration),
-            dur(cfg.timing.warm_up),
-            if eta.as_secs() >= 90 {
-                format!("{:.1} min", eta.as_secs_f64() / 60.0)
-            } else {
-                format!("{:.0} s", eta.as_secs_f64())
-            }
-        );
-    };
+    let mut on_start =
+        |plan: &h2lab_lab::compare::matrix::Plan, eta: std::time::Duration, env: &str| {
+            eprintln!("server: {env}");
+            eprintln!(
+                "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
+                plan.conditions.len(),
+                plan.cells.len(),
+                cfg.timing.runs,
+                dur(cfg.timing.duration),
+                dur(cfg.timing.warm_up),
+                if eta.as_secs() >= 90 {
+                    format!("{:.1} min", eta.as_secs_f64() / 60.0)
+                } else {
+                    format!("{:.0} s", eta.as_secs_f64())
+                }
+            );
+        };
     let mut on_cell = |p: h2lab_lab::compare::run::Progress<'_>| {
         eprintln!("{}", output::progress_line(&p));
     };
