@@ -134,7 +134,7 @@ fn page_slow_states_a_ratio_near_15x() {
     let dir = fresh_dir("slow");
     let out = h2lab()
         .current_dir(&dir)
-        .args(["page", "--slow", "--delay", "300ms", "--no-report"])
+        .args(["page", "--slow", "--delay", "500ms", "--no-report"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
