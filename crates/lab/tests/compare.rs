@@ -119,3 +119,44 @@ fn unreachable_target_reports_failed_cells() {
     assert!(r.notes.iter().any(|n| n.contains("HTTP/2 (TLS) skipped")));
     assert!(r.decisions.is_empty());
 }
+
+#[test]
+fn external_targets_by_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = h2lab_server::spawn(h2lab_server::ServerConfig {
+        tls_listen: Some("127.0.0.1:0".parse().unwrap()),
+        cert_dir: Some(dir.path().to_path_buf()),
+        ..h2lab_server::ServerConfig::local()
+    })
+    .unwrap();
+    for (url, want) in [
+        (
+            format!("http://127.0.0.1:{}/", server.addr().unwrap().port()),
+            vec![Proto::H1, Proto::H2c],
+        ),
+        (
+            format!("https://127.0.0.1:{}/", server.tls_addr().unwrap().port()),
+            vec![Proto::H1Tls, Proto::H2],
+        ),
+    ] {
+        let mut cfg = tiny();
+        cfg.targets = Some(h2lab_lab::env::Targets::from_url(&url).unwrap());
+        cfg.axes.protocols = want.clone();
+        cfg.axes.payloads = vec!["ping".parse().unwrap()];
+        let r = run(
+            &cfg,
+            &StopFlag::new(),
+            &mut |_, _, env| {
+                assert!(env.starts_with("external target"), "{env}");
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.protocols(), want);
+        assert!(
+            r.cells.iter().all(|c| c.rps.is_some() && c.error.is_none()),
+            "{url}: {:?}",
+            r.notes
+        );
+    }
+}
