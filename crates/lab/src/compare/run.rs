@@ -126,18 +126,22 @@ impl Observer for Timeline {
 }
 
 impl Timeline {
-    /// Rates between samples taken after the warm-up.
-    fn rates(&self, warm_up: Duration) -> Vec<(f64, f64)> {
+    /// Rates between samples taken during the measured period (the final progress call,
+    /// moments after the previous one, and the samples after the end are left out).
+    fn rates(&self, warm_up: Duration, duration: Duration) -> Vec<(f64, f64)> {
         let v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
-        let w = warm_up.as_secs_f64();
-        let after: Vec<(f64, u64)> = v.into_iter().filter(|(t, _)| *t >= w).collect();
-        after
+        let (w, d) = (warm_up.as_secs_f64(), duration.as_secs_f64());
+        let inside: Vec<(f64, u64)> = v
+            .into_iter()
+            .filter(|(t, _)| *t >= w && *t <= w + d + 0.02)
+            .collect();
+        inside
             .windows(2)
             .filter_map(|p| {
                 let (t0, d0) = p[0];
                 let (t1, d1) = p[1];
                 let dt = t1 - t0;
-                (dt > 1e-3 && d1 >= d0).then(|| (t1 - w, (d1 - d0) as f64 / dt))
+                (dt > 0.05 && d1 >= d0).then(|| (t1 - w, (d1 - d0) as f64 / dt))
             })
             .collect()
     }
@@ -311,7 +315,8 @@ pub fn run_plan(
                                     }
                                 }
                                 p.runs.push(sample(&r));
-                                p.timelines.push(tl.rates(cell_timing(key, t).0));
+                                let (w, d) = cell_timing(key, t);
+                                p.timelines.push(tl.rates(w, d));
                             }
                             Err(e) => p.errors.push(e.to_string()),
                         }

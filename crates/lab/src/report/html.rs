@@ -24,7 +24,7 @@ svg.chart{display:block;border:1px solid #eee;border-radius:4px;max-width:100%;h
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border-bottom:1px solid #e6e6e6;padding:4px 10px;text-align:left;vertical-align:top}
 th{background:#f3f5f7;font-weight:600}
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .win{font-weight:600}
 .par{color:#777}
 .note{color:#8a5300}

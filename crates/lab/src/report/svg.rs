@@ -147,9 +147,8 @@ impl Frame {
         );
     }
     fn legend(&self, items: &[(&str, &str)], out: &mut String) {
-        let mut x = self.left;
-        let y = 32.0;
-        for (name, color) in items {
+        for (x, line, name, color) in legend_layout(items, self.left, self.w - self.right) {
+            let y = 32.0 + LEGEND_LINE * line as f64;
             let _ = write!(
                 out,
                 "<rect x=\"{x:.1}\" y=\"{:.1}\" width=\"10\" height=\"10\" fill=\"{color}\"/>\
@@ -159,9 +158,40 @@ impl Frame {
                 y,
                 esc(name)
             );
-            x += 30.0 + 6.5 * name.chars().count() as f64;
         }
     }
+}
+
+/// Height of one legend line.
+const LEGEND_LINE: f64 = 15.0;
+
+/// Legend entries placed left to right, wrapping at `right`: `(x, line, name, colour)`.
+fn legend_layout<'a>(
+    items: &[(&'a str, &'a str)],
+    left: f64,
+    right: f64,
+) -> Vec<(f64, usize, &'a str, &'a str)> {
+    let mut v = Vec::with_capacity(items.len());
+    let (mut x, mut line) = (left, 0usize);
+    for &(name, color) in items {
+        let w = 22.0 + 6.6 * name.chars().count() as f64;
+        if x > left && x + w > right {
+            x = left;
+            line += 1;
+        }
+        v.push((x, line, name, color));
+        x += w + 10.0;
+    }
+    v
+}
+
+/// The top margin for a chart whose legend has `items`: room for the title and every
+/// legend line.
+fn top_for(items: &[(&str, &str)], left: f64, right: f64) -> f64 {
+    let lines = legend_layout(items, left, right)
+        .last()
+        .map_or(1, |e| e.1 + 1);
+    46.0 + LEGEND_LINE * (lines.saturating_sub(1)) as f64
 }
 
 /// One bar: a median with its spread.
@@ -218,21 +248,22 @@ pub struct BarChart<'a> {
 impl BarChart<'_> {
     /// The SVG.
     pub fn svg(&self) -> String {
-        let f = Frame {
-            w: self.width,
-            h: 300.0,
-            left: 62.0,
-            right: 12.0,
-            top: 46.0,
-            bottom: 44.0,
-        };
-        let mut out = String::new();
-        f.open("bars", self.id, self.title, &mut out);
         let legend: Vec<(&str, &str)> = self
             .series
             .iter()
             .map(|s| (s.name.as_str(), s.color.as_str()))
             .collect();
+        let top = top_for(&legend, 62.0, self.width - 12.0);
+        let f = Frame {
+            w: self.width,
+            h: 254.0 + top,
+            left: 62.0,
+            right: 12.0,
+            top,
+            bottom: 44.0,
+        };
+        let mut out = String::new();
+        f.open("bars", self.id, self.title, &mut out);
         f.legend(&legend, &mut out);
         let ymax_raw = self
             .series
@@ -373,21 +404,22 @@ fn nines(p: f64) -> f64 {
 impl LineChart<'_> {
     /// The SVG.
     pub fn svg(&self) -> String {
-        let f = Frame {
-            w: self.width,
-            h: self.height,
-            left: 62.0,
-            right: 16.0,
-            top: 46.0,
-            bottom: 44.0,
-        };
-        let mut out = String::new();
-        f.open("lines", self.id, self.title, &mut out);
         let legend: Vec<(&str, &str)> = self
             .series
             .iter()
             .map(|s| (s.name.as_str(), s.color.as_str()))
             .collect();
+        let top = top_for(&legend, 62.0, self.width - 16.0);
+        let f = Frame {
+            w: self.width,
+            h: self.height + top - 46.0,
+            left: 62.0,
+            right: 16.0,
+            top,
+            bottom: 44.0,
+        };
+        let mut out = String::new();
+        f.open("lines", self.id, self.title, &mut out);
         f.legend(&legend, &mut out);
         let pts = || {
             self.series
@@ -692,6 +724,15 @@ mod tests {
         assert_eq!(short_num(2_000_000.0), "2M");
         assert_eq!(short_num(0.25), "0.25");
         assert_eq!(esc("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+        let items = [("HTTP/1.0 (no keep-alive)", "#000"); 4];
+        let l = legend_layout(&items, 62.0, 508.0);
+        assert_eq!(
+            l.iter().map(|e| e.1).max(),
+            Some(1),
+            "wraps onto a second line"
+        );
+        assert_eq!(top_for(&items, 62.0, 508.0), 61.0);
+        assert_eq!(top_for(&items[..1], 62.0, 508.0), 46.0);
     }
 
     #[test]
