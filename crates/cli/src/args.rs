@@ -26,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
     Bench(BenchArgs),
+    /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
+    Serve(crate::serve::ServeArgs),
     /// Compare protocols across payloads, headers, concurrency, streams and networks.
     Compare(crate::compare::CompareArgs),
     /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
