@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod compare;
 mod link;
+mod load;
 mod page;
 mod serve;
 

@@ -28,6 +28,11 @@
 //! - HTTP/2 streams never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS;
 //!   streams refused before the server's SETTINGS arrived are retried.
 //!
+//! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request
+//! due at an exactly computed time, latency also measured from that time — corrected for
+//! coordinated omission), linear `--stages`, h2load's `--rps`, `-r`/`--rate-period` and
+//! `--timing-script-file`, and a per-interval time series ([`timeseries`]).
+//!
 //! Flag mapping (h2load → [`BenchConfig`]): `-n` requests, `-c` clients,
 //! `-m` max_concurrent_streams, `-t` threads, `-D` duration,
 //! `--warm-up-time` warm_up, `-H` headers, `-d` body, `--h1`/`-p`
@@ -45,11 +50,16 @@ pub mod config;
 pub mod fetch;
 pub mod h1;
 pub mod h2;
+mod pacing;
+pub mod plan;
 mod request;
 pub mod result;
 mod run;
+pub mod schedule;
 pub mod session;
 mod stats;
+mod timer;
+pub mod timeseries;
 pub mod transport;
 mod worker;
 
@@ -57,11 +67,15 @@ pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target,
 };
+pub use plan::LoadShape;
 pub use request::USER_AGENT;
 pub use result::{
-    new_duration_histogram, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
+    TlsInfo, Traffic,
 };
 pub use run::run;
+pub use schedule::{Profile, Stage};
+pub use timeseries::{IntervalErrors, IntervalLatency, IntervalRow};
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,
@@ -75,6 +89,10 @@ pub trait Observer: Sync {
     fn tls_info(&self, info: &TlsInfo);
     /// The application protocol of the first connection.
     fn protocol(&self, p: AppProtocol);
+    /// A finished time-series row (only when [`LoadShape::interval`] is set), in order, from
+    /// the collector thread, as soon as every worker has reported the interval. Write it
+    /// out (and flush) here for crash safety; all rows are also in [`RunResult::timeseries`].
+    fn interval(&self, _row: &IntervalRow) {}
 }
 
 /// An [`Observer`] that ignores everything.
