@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::net::ToSocketAddrs;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -115,6 +115,11 @@ pub fn run(
     }
 
     let main = std::thread::current();
+    // Workers that have returned (counted before they unpark this thread, so
+    // the wake-up is never lost: `JoinHandle::is_finished` turns true only
+    // a moment after the worker's last statement).
+    let finished_workers = AtomicUsize::new(0);
+    let finished_workers = &finished_workers;
     let outcomes: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|sc| {
         let mut handles = Vec::with_capacity(setups.len());
         for (i, mut setup) in setups.into_iter().enumerate() {
@@ -131,6 +136,7 @@ pub fn run(
                             context: "cannot create event loop".into(),
                             source: e,
                         });
+                    finished_workers.fetch_add(1, Ordering::Release);
                     main.unpark();
                     r
                 });
@@ -148,7 +154,7 @@ pub fn run(
             }
         }
         loop {
-            let finished = handles.iter().all(|h| h.is_finished());
+            let finished = finished_workers.load(Ordering::Acquire) >= handles.len();
             let (done, errors) = progresses.iter().fold((0, 0), |(d, e), p| {
                 (
                     d + p.done.load(Ordering::Relaxed),

@@ -923,9 +923,14 @@ impl<'o> Worker<'o> {
         let mut write_err = None;
         while core.out_pos < core.out.len() {
             let pending = core.out.get(core.out_pos..).unwrap_or_default();
+            // Requests are timed from just before the write that carries
+            // them (like h2load, which stamps when a request is handed to
+            // the send path): on loopback the server may answer before the
+            // write call returns.
+            let before = (!core.unstamped.is_empty()).then(Instant::now);
             match conn.transport.write(pending) {
                 Ok(n) => {
-                    let now = Instant::now();
+                    let now = before.unwrap_or_else(Instant::now);
                     conn.last_activity = now;
                     if !core.unstamped.is_empty() {
                         let wall = if log_enabled { wall_us() } else { 0 };
