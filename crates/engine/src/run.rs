@@ -109,6 +109,7 @@ pub fn run(
             abort: Arc::clone(&abort),
             progress,
             observer: None,
+            phases: timing.map(|_| observer),
             log,
             verbose: cfg.verbose,
         });

@@ -25,7 +25,8 @@ use crate::request::Prepared;
 use crate::session::{AnySession, Session, SessionError, SessionEvents, SubmitError};
 use crate::stats::WorkerStats;
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
-use crate::{Observer, StopFlag};
+use crate::zero_poll::ZeroPoll;
+use crate::{Observer, Phase as RunPhase, StopFlag};
 
 /// Per-worker read buffer size (plaintext).
 const READ_BUF: usize = 64 * 1024;
@@ -70,6 +71,8 @@ pub(crate) struct WorkerSetup<'o> {
     pub abort: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
     pub observer: Option<&'o dyn Observer>,
+    /// Receives this worker's [`RunPhase`]s (timing-based runs only).
+    pub phases: Option<&'o dyn Observer>,
     pub log: Option<File>,
     pub verbose: bool,
 }
@@ -280,10 +283,18 @@ impl<'o> Worker<'o> {
         let timer_step = timer_interval(self.s.active_timeout, self.s.inactivity_timeout);
         let mut next_timer = timer_step.map(|t| start + t);
 
+        self.phase(RunPhase::WarmUpStarted);
+        let total = u32::try_from(self.clients.len()).unwrap_or(u32::MAX);
         for idx in 0..self.clients.len() {
             self.connect(idx, Instant::now(), 0);
+            let started = u32::try_from(idx + 1).unwrap_or(u32::MAX);
+            self.phase(RunPhase::ClientStarted { started, total });
+        }
+        if self.measuring {
+            self.phase(RunPhase::MainStarted); // no warm-up
         }
         let mut stopped_by_flag = false;
+        let mut zero_poll = ZeroPoll::default();
         loop {
             if self.s.stop.is_stopped() || self.s.abort.load(Ordering::Relaxed) {
                 stopped_by_flag = self.s.stop.is_stopped();
@@ -298,7 +309,9 @@ impl<'o> Worker<'o> {
             }
             if let Some(e) = main_end {
                 if now >= e {
+                    self.phase(RunPhase::MainOver);
                     self.stop_all();
+                    self.phase(RunPhase::Stopped);
                     break;
                 }
             }
@@ -333,8 +346,11 @@ impl<'o> Worker<'o> {
             if !self.dirty.is_empty() {
                 // Like h2load (which writes one loop iteration after reading),
                 // give responses that arrived meanwhile a chance to be read
-                // first, so each connection's requests go out in one write.
-                if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                // first, so each connection's requests go out in one write —
+                // while that finds something often enough to pay for the
+                // extra syscall (see `zero_poll`).
+                if zero_poll.wanted() && self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                    zero_poll.record(!events.is_empty());
                     self.process(&events);
                 }
                 self.flush_dirty();
@@ -369,9 +385,17 @@ impl<'o> Worker<'o> {
             .store(self.stats.errors.total(), Ordering::Relaxed);
     }
 
+    /// Tells the observer (if any) that a timing-based run reached `p`.
+    fn phase(&self, p: RunPhase) {
+        if let (Some(o), Some(_)) = (self.s.phases, self.s.timing) {
+            o.phase(self.s.id, p);
+        }
+    }
+
     fn end_warm_up(&mut self, now: Instant) {
         self.stats.reset_after_warm_up();
         self.measuring = true;
+        self.phase(RunPhase::MainStarted);
         for c in &mut self.clients {
             c.core.start = Some(now);
             c.core.req_success = 0;
