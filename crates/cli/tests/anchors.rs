@@ -105,3 +105,37 @@ fn tls_h2_and_h1_match_h2load() {
     let (ours, theirs) = both(&a);
     assert_same(&a, 200, "http/1.1", &ours, &theirs);
 }
+
+/// `-D` runs print h2load's phase lines (`Warm-up started for thread #0.`, `progress: 50% of
+/// clients started`, ...) in h2load's order.
+#[test]
+fn duration_run_prints_the_phase_lines_of_h2load() {
+    require_anchor!("nginx", "h2load");
+    let s = AnchorServer::nginx(Files::small()).unwrap();
+    let url = s.url_h2c(FILE_653).unwrap();
+    let a = args(&["-D", "300ms", "--warm-up-time", "200ms", "-c2", "-t1", &url]);
+    let (ours, theirs) = both(&a);
+    let phase_lines = |o: &H2loadOutput| -> Vec<String> {
+        o.stdout
+            .lines()
+            .skip_while(|l| !l.starts_with("Warm-up started"))
+            .take_while(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let want = [
+        "Warm-up started for thread #0.",
+        "progress: 50% of clients started",
+        "progress: 100% of clients started",
+        "Application protocol: h2c",
+        "Warm-up phase is over for thread #0.",
+        "Main benchmark duration is started for thread #0.",
+        "Main benchmark duration is over for thread #0. Stopping all clients.",
+        "Stopped all clients for thread #0",
+    ];
+    assert_eq!(phase_lines(&theirs), want, "h2load:\n{}", theirs.stdout);
+    assert_eq!(phase_lines(&ours), want, "h2lab:\n{}", ours.stdout);
+    let (a, b) = (ours.summary.unwrap(), theirs.summary.unwrap());
+    assert!(a.requests.succeeded > 0 && b.requests.succeeded > 0);
+    assert_eq!(a.requests.total, a.requests.succeeded);
+}
