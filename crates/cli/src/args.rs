@@ -26,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
     Bench(BenchArgs),
+    /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

@@ -292,15 +292,19 @@ mod tests {
         let mut full = vec!["h2lab", "bench"];
         full.extend_from_slice(argv);
         let cli = Cli::try_parse_from(full).map_err(|e| e.to_string())?;
-        let Command::Bench(args) = cli.command;
+        let Command::Bench(args) = cli.command else {
+            return Err("not a bench command".into());
+        };
         build_config(&args)
     }
 
     fn args(argv: &[&str]) -> BenchArgs {
         let mut full = vec!["h2lab", "bench"];
         full.extend_from_slice(argv);
-        let Command::Bench(a) = Cli::try_parse_from(full).unwrap().command;
-        a
+        match Cli::try_parse_from(full).unwrap().command {
+            Command::Bench(a) => a,
+            other => panic!("not a bench command: {other:?}"),
+        }
     }
 
     #[test]
