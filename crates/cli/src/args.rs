@@ -28,6 +28,12 @@ pub enum Command {
     Bench(BenchArgs),
     /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
     Serve(crate::serve::ServeArgs),
+    /// Compare protocols across payloads, headers, concurrency, streams and networks.
+    Compare(crate::compare::CompareArgs),
+    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
+    Page(crate::page::PageArgs),
+    /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
+    Link(crate::link::LinkArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

@@ -3,6 +3,9 @@
 
 mod args;
 mod bench;
+mod compare;
+mod link;
+mod page;
 mod serve;
 
 use std::process::ExitCode;
@@ -22,6 +25,9 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Bench(args) => bench::main(args),
+        Command::Compare(args) => compare::main(args),
+        Command::Page(args) => page::main(args),
+        Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
     }
 }

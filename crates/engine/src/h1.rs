@@ -133,7 +133,10 @@ impl H1Session {
                         "unexpected 101 Switching Protocols".into(),
                     ));
                 }
-                Event::Body(b) => ev.body(slot, b.len()),
+                Event::Body(b) => {
+                    ev.body(slot, b.len());
+                    ev.body_data(slot, b);
+                }
                 Event::Trailers { .. } => {}
                 Event::End { keep_alive } => self.finish(keep_alive, ev),
                 Event::Closed => return Ok(()),

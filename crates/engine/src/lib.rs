@@ -42,6 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
+pub mod fetch;
 pub mod h1;
 pub mod h2;
 mod request;
