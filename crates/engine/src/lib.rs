@@ -62,6 +62,7 @@ mod timer;
 pub mod timeseries;
 pub mod transport;
 mod worker;
+mod zero_poll;
 
 pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
@@ -93,6 +94,36 @@ pub trait Observer: Sync {
     /// the collector thread, as soon as every worker has reported the interval. Write it
     /// out (and flush) here for crash safety; all rows are also in [`RunResult::timeseries`].
     fn interval(&self, _row: &IntervalRow) {}
+    /// A timing-based (`-D`) run reached `phase` in worker `thread`. Called
+    /// from that worker's thread; the default does nothing.
+    fn phase(&self, thread: u32, phase: Phase) {
+        let _ = (thread, phase);
+    }
+}
+
+/// The steps of a timing-based (`-D`) run in one worker, in order. h2load
+/// prints a line for each (see `docs/h2load-output-format.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The worker starts its clients (h2load: `Warm-up started for thread #N.`).
+    WarmUpStarted,
+    /// The worker started the `started`-th of its `total` clients (h2load,
+    /// thread 0 only: `progress: P% of clients started` every tenth).
+    ClientStarted {
+        /// Clients started so far in this worker.
+        started: u32,
+        /// Clients of this worker.
+        total: u32,
+    },
+    /// The warm-up is over and measuring starts, at once when there is no
+    /// warm-up (h2load: `Warm-up phase is over for thread #N.` and
+    /// `Main benchmark duration is started for thread #N.`).
+    MainStarted,
+    /// The duration is over (h2load: `Main benchmark duration is over for
+    /// thread #N. Stopping all clients.`).
+    MainOver,
+    /// Every client was stopped (h2load: `Stopped all clients for thread #N`).
+    Stopped,
 }
 
 /// An [`Observer`] that ignores everything.

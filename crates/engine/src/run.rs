@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::net::ToSocketAddrs;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,7 @@ pub fn run(
             abort: Arc::clone(&abort),
             progress,
             observer: None,
+            phases: timing.map(|_| observer),
             log,
             verbose: cfg.verbose,
             pacer: match (plan.arrival_schedule(i), &plan.per_client) {
@@ -138,6 +139,11 @@ pub fn run(
     let mut rows = Vec::new();
 
     let main = std::thread::current();
+    // Workers that have returned (counted before they unpark this thread, so
+    // the wake-up is never lost: `JoinHandle::is_finished` turns true only
+    // a moment after the worker's last statement).
+    let finished_workers = AtomicUsize::new(0);
+    let finished_workers = &finished_workers;
     let outcomes: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|sc| {
         if let Some(iv) = plan.interval {
             // The time series collector: merges the workers' intervals and hands each row to
@@ -174,6 +180,7 @@ pub fn run(
                             context: "cannot create event loop".into(),
                             source: e,
                         });
+                    finished_workers.fetch_add(1, Ordering::Release);
                     main.unpark();
                     r
                 });
@@ -191,7 +198,7 @@ pub fn run(
             }
         }
         loop {
-            let finished = handles.iter().all(|h| h.is_finished());
+            let finished = finished_workers.load(Ordering::Acquire) >= handles.len();
             let (done, errors) = progresses.iter().fold((0, 0), |(d, e), p| {
                 (
                     d + p.done.load(Ordering::Relaxed),

@@ -29,7 +29,8 @@ use crate::stats::WorkerStats;
 use crate::timer::DeadlineTimer;
 use crate::timeseries::SeriesRecorder;
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
-use crate::{Observer, StopFlag};
+use crate::zero_poll::ZeroPoll;
+use crate::{Observer, Phase as RunPhase, StopFlag};
 
 mod pace;
 
@@ -76,6 +77,8 @@ pub(crate) struct WorkerSetup<'o> {
     pub abort: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
     pub observer: Option<&'o dyn Observer>,
+    /// Receives this worker's [`RunPhase`]s (timing-based runs only).
+    pub phases: Option<&'o dyn Observer>,
     pub log: Option<File>,
     pub verbose: bool,
     /// How requests are paced (closed model, open model, per-client schedules).
@@ -330,8 +333,13 @@ impl<'o> Worker<'o> {
         let timer_step = timer_interval(self.s.active_timeout, self.s.inactivity_timeout);
         let mut next_timer = timer_step.map(|t| start + t);
 
+        self.phase(RunPhase::WarmUpStarted);
         self.start_clients(Instant::now());
+        if self.measuring {
+            self.phase(RunPhase::MainStarted); // no warm-up
+        }
         let mut stopped_by_flag = false;
+        let mut zero_poll = ZeroPoll::default();
         loop {
             if self.s.stop.is_stopped() || self.s.abort.load(Ordering::Relaxed) {
                 stopped_by_flag = self.s.stop.is_stopped();
@@ -346,7 +354,9 @@ impl<'o> Worker<'o> {
             }
             if let Some(e) = main_end {
                 if now >= e {
+                    self.phase(RunPhase::MainOver);
                     self.stop_all();
+                    self.phase(RunPhase::Stopped);
                     break;
                 }
             }
@@ -389,8 +399,11 @@ impl<'o> Worker<'o> {
             if !self.dirty.is_empty() {
                 // Like h2load (which writes one loop iteration after reading),
                 // give responses that arrived meanwhile a chance to be read
-                // first, so each connection's requests go out in one write.
-                if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                // first, so each connection's requests go out in one write —
+                // while that finds something often enough to pay for the
+                // extra syscall (see `zero_poll`).
+                if zero_poll.wanted() && self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                    zero_poll.record(!events.is_empty());
                     self.process(&events);
                 }
                 self.flush_dirty();
@@ -425,12 +438,20 @@ impl<'o> Worker<'o> {
             .store(self.stats.errors.total(), Ordering::Relaxed);
     }
 
+    /// Tells the observer (if any) that a timing-based run reached `p`.
+    fn phase(&self, p: RunPhase) {
+        if let (Some(o), Some(_)) = (self.s.phases, self.s.timing) {
+            o.phase(self.s.id, p);
+        }
+    }
+
     fn end_warm_up(&mut self, now: Instant) {
         self.stats.reset_after_warm_up();
         if let (Some(r), Some((w, _))) = (self.stats.series.as_mut(), self.s.timing) {
             r.restart(self.s.start + w);
         }
         self.measuring = true;
+        self.phase(RunPhase::MainStarted);
         for c in &mut self.clients {
             c.core.start = Some(now);
             c.core.req_success = 0;
@@ -1017,9 +1038,14 @@ impl<'o> Worker<'o> {
         let mut write_err = None;
         while core.out_pos < core.out.len() {
             let pending = core.out.get(core.out_pos..).unwrap_or_default();
+            // Requests are timed from just before the write that carries
+            // them (like h2load, which stamps when a request is handed to
+            // the send path): on loopback the server may answer before the
+            // write call returns.
+            let before = (!core.unstamped.is_empty()).then(Instant::now);
             match conn.transport.write(pending) {
                 Ok(n) => {
-                    let now = Instant::now();
+                    let now = before.unwrap_or_else(Instant::now);
                     conn.last_activity = now;
                     if !core.unstamped.is_empty() {
                         let wall = if log_enabled { wall_us() } else { 0 };

@@ -8,6 +8,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use h2lab_engine::Phase;
+
 use crate::model::{h2_error_name, is_paced, AppProtocol, ErrorCounts, RunResult, TlsInfo};
 use crate::stats::{bytes_per_second, requests_per_second, Summary, QUANTILE_LABELS};
 use crate::units::{dtos, format_duration_ns, format_duration_us, utos_funit};
@@ -94,6 +96,31 @@ pub fn app_protocol_line(p: AppProtocol) -> String {
 /// h2load's `progress: N% done` line.
 pub fn progress_line(percent: u64) -> String {
     format!("progress: {percent}% done\n")
+}
+
+/// The lines h2load prints when a timing-based (`-D`) run reaches `phase` in worker `thread`;
+/// `None` when it prints nothing. Client starts are reported by thread 0 only, every tenth of
+/// its clients (`progress: 50% of clients started`).
+pub fn phase_lines(thread: u32, phase: Phase) -> Option<String> {
+    Some(match phase {
+        Phase::WarmUpStarted => format!("Warm-up started for thread #{thread}.\n"),
+        Phase::ClientStarted { started, total } => {
+            let interval = (total / 10).max(1);
+            if thread != 0 || started % interval != 0 || total == 0 {
+                return None;
+            }
+            let pct = u64::from(started) * 100 / u64::from(total);
+            format!("progress: {pct}% of clients started\n")
+        }
+        Phase::MainStarted => format!(
+            "Warm-up phase is over for thread #{thread}.\n\
+             Main benchmark duration is started for thread #{thread}.\n"
+        ),
+        Phase::MainOver => {
+            format!("Main benchmark duration is over for thread #{thread}. Stopping all clients.\n")
+        }
+        Phase::Stopped => format!("Stopped all clients for thread #{thread}\n"),
+    })
 }
 
 /// The warning printed when `h2` was offered but the server selected `http/1.1`.
@@ -306,6 +333,81 @@ mod tests {
             "Application protocol: http/1.1\n"
         );
         assert_eq!(progress_line(30), "progress: 30% done\n");
+    }
+
+    #[test]
+    fn phase_lines_like_h2load() {
+        // From testdata/anchors/captures/h2load-duration-warmup.txt (-c 2).
+        let mut out = String::new();
+        let phases = [
+            Phase::WarmUpStarted,
+            Phase::ClientStarted {
+                started: 1,
+                total: 2,
+            },
+            Phase::ClientStarted {
+                started: 2,
+                total: 2,
+            },
+            Phase::MainStarted,
+            Phase::MainOver,
+            Phase::Stopped,
+        ];
+        for p in phases {
+            out.extend(phase_lines(0, p));
+        }
+        assert_eq!(
+            out,
+            "Warm-up started for thread #0.\n\
+             progress: 50% of clients started\n\
+             progress: 100% of clients started\n\
+             Warm-up phase is over for thread #0.\n\
+             Main benchmark duration is started for thread #0.\n\
+             Main benchmark duration is over for thread #0. Stopping all clients.\n\
+             Stopped all clients for thread #0\n"
+        );
+        // Every tenth of the clients (integer percent), thread 0 only.
+        let pcts: Vec<String> = (1..=25)
+            .filter_map(|i| {
+                phase_lines(
+                    0,
+                    Phase::ClientStarted {
+                        started: i,
+                        total: 25,
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(pcts.len(), 12);
+        assert_eq!(pcts[0], "progress: 8% of clients started\n");
+        assert_eq!(pcts[11], "progress: 96% of clients started\n");
+        let eight: Vec<String> = (1..=8)
+            .filter_map(|i| {
+                phase_lines(
+                    0,
+                    Phase::ClientStarted {
+                        started: i,
+                        total: 8,
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(eight[0], "progress: 12% of clients started\n");
+        assert_eq!(eight.len(), 8);
+        assert_eq!(
+            phase_lines(
+                1,
+                Phase::ClientStarted {
+                    started: 2,
+                    total: 2
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            phase_lines(3, Phase::Stopped).as_deref(),
+            Some("Stopped all clients for thread #3\n")
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::{fill, Worker};
+use super::{fill, RunPhase, Worker};
 use crate::pacing::Pacer;
 use crate::session::Session;
 
@@ -16,6 +16,8 @@ impl Worker<'_> {
     /// Connects the clients the gate lets run at the start (all of them by default).
     pub(super) fn start_clients(&mut self, now: Instant) {
         let n = self.clients.len();
+        let total = u32::try_from(n).unwrap_or(u32::MAX);
+        let mut started = 0u32;
         for idx in 0..n {
             let active = self.s.gate.active(idx as u32, std::time::Duration::ZERO);
             let core = &mut self.clients[idx].core;
@@ -23,6 +25,8 @@ impl Worker<'_> {
             core.parked = !active;
             if active {
                 self.connect(idx, now, 0);
+                started = started.saturating_add(1);
+                self.phase(RunPhase::ClientStarted { started, total });
             }
         }
         let nclients = u32::try_from(n).unwrap_or(u32::MAX);

@@ -198,8 +198,8 @@ pub fn tcp_server(b: Behavior) -> (SocketAddr, Arc<Counters>) {
 }
 
 /// A UNIX socket responder at a fresh path.
-pub fn unix_server(b: Behavior) -> (servers::Scratch, std::path::PathBuf, Arc<Counters>) {
-    let dir = servers::scratch("unix");
+pub fn unix_server(b: Behavior) -> (scratch::Scratch, std::path::PathBuf, Arc<Counters>) {
+    let dir = scratch::scratch("unix");
     let path = dir.join("s.sock");
     let _ = std::fs::remove_file(&path);
     let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
@@ -286,4 +286,5 @@ impl Observer for Recorder {
         *self.proto.lock().unwrap() = Some(p);
     }
 }
-pub mod servers;
+pub mod anchors;
+pub mod scratch;
