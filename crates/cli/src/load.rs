@@ -166,6 +166,10 @@ impl Observer for SeriesObserver<'_> {
         self.inner.protocol(p);
     }
 
+    fn phase(&self, thread: u32, phase: h2lab_engine::Phase) {
+        self.inner.phase(thread, phase);
+    }
+
     fn interval(&self, row: &IntervalRow) {
         self.inner.interval(row);
         if let Some(w) = &self.writer {
