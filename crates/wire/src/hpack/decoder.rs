@@ -1,6 +1,6 @@
 //! The HPACK decoder (RFC 7541 §3, §6).
 
-use super::huffman;
+use super::huffcache::HuffmanCache;
 use super::integer;
 use super::table::{static_entry, DynamicTable, NameSrc, ENTRY_OVERHEAD, STATIC_LEN};
 use super::HpackError;
@@ -45,6 +45,8 @@ pub struct Decoder {
     max_header_list_size: usize,
     max_string_len: usize,
     scratch: Vec<u8>,
+    /// Recent Huffman decodings (servers repeat unindexed literals block after block).
+    huffman: HuffmanCache,
 }
 
 /// Where a string literal's bytes ended up.
@@ -87,6 +89,7 @@ impl Decoder {
             max_header_list_size: DEFAULT_MAX_HEADER_LIST_SIZE,
             max_string_len: DEFAULT_MAX_STRING_LEN,
             scratch: Vec::new(),
+            huffman: HuffmanCache::default(),
         }
     }
 
@@ -171,6 +174,7 @@ impl Decoder {
             max_header_list_size,
             max_string_len,
             scratch,
+            huffman,
         } = self;
         let max_list = *max_header_list_size;
         let max_str = *max_string_len;
@@ -250,7 +254,9 @@ impl Decoder {
             let needed = kind == Literal::Incremental || !over_limit;
             scratch.clear();
             let name = if name_index == 0 {
-                Name::Literal(read_string(block, &mut pos, scratch, max_str, needed)?)
+                Name::Literal(read_string(
+                    block, &mut pos, scratch, huffman, max_str, needed,
+                )?)
             } else if name_index <= STATIC_LEN {
                 Name::Static(static_entry(name_index).map(|(n, _)| n).unwrap_or_default())
             } else {
@@ -258,7 +264,7 @@ impl Decoder {
                 lookup(table, name_index)?;
                 Name::Dynamic(name_index - STATIC_LEN - 1)
             };
-            let value = read_string(block, &mut pos, scratch, max_str, needed)?;
+            let value = read_string(block, &mut pos, scratch, huffman, max_str, needed)?;
 
             if !over_limit {
                 let name_bytes = name_slice(name, table, block, scratch);
@@ -339,6 +345,7 @@ fn read_string(
     block: &[u8],
     pos: &mut usize,
     scratch: &mut Vec<u8>,
+    huffman: &mut HuffmanCache,
     max_len: usize,
     needed: bool,
 ) -> Result<Str, HpackError> {
@@ -360,7 +367,7 @@ fn read_string(
         return Ok(Str::Skipped);
     }
     let s = scratch.len();
-    huffman::decode(raw, scratch)?;
+    huffman.decode(raw, scratch)?;
     let decoded = scratch.len() - s;
     if decoded > max_len {
         return Err(HpackError::StringTooLong {

@@ -17,6 +17,7 @@
 mod decoder;
 mod encoder;
 mod error;
+mod huffcache;
 pub mod huffman;
 pub mod integer;
 pub mod table;
