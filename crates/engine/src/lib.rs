@@ -42,6 +42,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod h1;
 pub mod h2;
 mod request;
