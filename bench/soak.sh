@@ -93,18 +93,23 @@ rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0;
 fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
 printf '%8s  %14s %11s  %14s %11s\n' elapsed "client RSS kB" "client fds" "server RSS kB" "server fds"
+# Sample times: 10 s (ramped up), every SAMPLE seconds, and 5 s before the end.
+total=$((MINUTES * 60))
+times=(10)
+for ((t = SAMPLE; t < total - 5; t += SAMPLE)); do [ "$t" -gt 10 ] && times+=("$t"); done
+[ $((total - 5)) -gt $((times[${#times[@]} - 1] + 10)) ] && times+=($((total - 5)))
 samples=()
 start=$SECONDS
-next=$SAMPLE
-while kill -0 "$client_pid" 2>/dev/null; do
-  if [ $((SECONDS - start)) -ge "$next" ]; then
+i=0
+while kill -0 "$client_pid" 2>/dev/null && [ "$i" -lt "${#times[@]}" ]; do
+  if [ $((SECONDS - start)) -ge "${times[$i]}" ]; then
     row="$(rss_kb "$client_pid") $(fds "$client_pid") $(rss_kb "$server_pid") $(fds "$server_pid")"
     # The client may have exited between the check and the sample.
     kill -0 "$client_pid" 2>/dev/null || break
     samples+=("$row")
     read -r crss cfd srss sfd <<<"$row"
     printf '%7ss  %14s %11s  %14s %11s\n' "$((SECONDS - start))" "$crss" "$cfd" "$srss" "$sfd"
-    next=$((next + SAMPLE))
+    i=$((i + 1))
   fi
   sleep 1
 done
@@ -119,7 +124,11 @@ if [ "${#samples[@]}" -lt 2 ]; then
   echo "verdict: not enough samples (${#samples[@]}) to judge"
   verdict=1
 else
-  read -r c0 cf0 s0 sf0 <<<"${samples[0]}"
+  # Baseline: the first sample after a minute when there are enough (the 10 s one may still
+  # be ramping up).
+  base=0
+  [ "${#samples[@]}" -ge 3 ] && base=1
+  read -r c0 cf0 s0 sf0 <<<"${samples[$base]}"
   read -r c1 cf1 s1 sf1 <<<"${samples[${#samples[@]} - 1]}"
   judge() { # name rss0 rss1 fd0 fd1
     local drss=$(($3 - $2)) dfd=$(($5 - $4)) ok=flat

@@ -6,9 +6,9 @@
 #
 #   fuzz/capture/make-seeds.sh            # writes fuzz/seeds/{h2_client_session,h2_server_session,h1_client_stream}/
 #
-# Needs python3, h2load, nghttpd, nginx (skipped when missing) and cargo. The server is
-# `h2lab serve` when H2LAB_SERVE is set to a command taking the address last, otherwise the
-# h2lab-server `serve` example.
+# Needs python3, h2load, nghttpd and nginx (each skipped when missing) and cargo. h2lab's
+# server is `h2lab serve -l ADDR` when this h2lab has it, otherwise the h2lab-server `serve`
+# example; H2LAB_SERVE overrides it with a command taking the address last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -19,7 +19,7 @@ chmod 755 "$work" # nginx workers read the docroot as another user
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    [ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"
+    if [ -n "${KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -33,8 +33,16 @@ wait_port() {
     return 1
 }
 
-(cd "$root" && cargo build -q -p h2lab -p h2lab-server --example serve)
+(cd "$root" && cargo build -q -p h2lab)
 h2lab="$target_dir/debug/h2lab"
+if [ -z "${H2LAB_SERVE:-}" ]; then
+    if "$h2lab" serve --help >/dev/null 2>&1; then
+        H2LAB_SERVE="$h2lab serve -q -l"
+    else
+        (cd "$root" && cargo build -q -p h2lab-server --example serve)
+        H2LAB_SERVE="$target_dir/debug/examples/serve"
+    fi
+fi
 rm -rf "$seeds"/{h2_client_session,h2_server_session,h1_client_stream}
 mkdir -p "$work/docroot" "$seeds"/{h2_client_session,h2_server_session,h1_client_stream}
 head -c 600 /dev/zero | tr '\0' 'a' > "$work/docroot/index.html"
@@ -44,8 +52,8 @@ printf 'posted body\n' > "$work/body.txt"
 # Servers: name -> port.
 declare -A server_port
 p=$(free_port)
-if [ -n "${H2LAB_SERVE:-}" ]; then $H2LAB_SERVE "127.0.0.1:$p" 2>/dev/null & else
-    "$target_dir/debug/examples/serve" "127.0.0.1:$p" 2>/dev/null & fi
+read -r -a serve_cmd <<<"$H2LAB_SERVE"
+"${serve_cmd[@]}" "127.0.0.1:$p" 2>/dev/null &
 pids+=($!); server_port[h2lab]=$p
 if command -v nghttpd >/dev/null; then
     p=$(free_port); nghttpd --no-tls -d "$work/docroot" "$p" >/dev/null 2>&1 &
@@ -88,6 +96,7 @@ for s in "${!server_port[@]}"; do wait_port "${server_port[$s]}"; done
 # seed TARGET FILE CFG SEED SRC: two octets, then the recorded bytes (at most 16 KiB).
 seed() {
     [ -s "$5" ] || return 0
+    # shellcheck disable=SC2059 # the format is the two octets, built from numbers
     { printf "\\x$(printf %02x "$3")\\x$(printf %02x "$4")"; head -c 16384 "$5"; } > "$seeds/$1/$2"
 }
 
@@ -122,5 +131,5 @@ seed h2_server_session h2load-post 7 2 "$work/rec/$s-h2load-post/conn-0.c2s"
 seed h2_server_session h2lab-m4 7 1 "$work/rec/$s-h2lab-m4/conn-0.c2s"
 seed h2_server_session h2lab-m4-tight-limits $((0x47)) 3 "$work/rec/$s-h2lab-m4/conn-0.c2s"
 for t in h2_client_session h2_server_session h1_client_stream; do
-    printf '%-20s %3d seeds, %6d bytes\n' "$t" "$(ls "$seeds/$t" | wc -l)" "$(cat "$seeds/$t"/* | wc -c)"
+    printf '%-20s %3d seeds, %6d bytes\n' "$t" "$(find "$seeds/$t" -type f | wc -l)" "$(cat "$seeds/$t"/* | wc -c)"
 done
