@@ -32,6 +32,7 @@ APT_PACKAGES=(
   curl
   openssl
   ca-certificates
+  chromium         # headless browser: the lab report tests render index.html
 )
 SERVICES=(nginx apache2 h2o)
 

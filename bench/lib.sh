@@ -227,7 +227,8 @@ parse_client() {
 group_cpu_ticks() {
   local pgid=$1
   # cat (not awk) opens the files: processes may vanish meanwhile, and mawk aborts on those.
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v g="$pgid" '{
+  # cat then exits 1, which pipefail + set -e would turn into an abort of the whole script.
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v g="$pgid" '{
       # strip "pid (comm)" (comm may contain spaces) then fields: state ppid pgrp ... utime stime
       sub(/^[0-9]+ \(.*\) /, "");
       if ($3 == g) t += $12 + $13

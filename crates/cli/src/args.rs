@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use h2lab_engine::Stage;
+use h2lab_report::threshold::Threshold;
 
 /// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
 #[derive(Debug, Parser)]
@@ -26,6 +28,14 @@ pub struct Cli {
 pub enum Command {
     /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
     Bench(BenchArgs),
+    /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
+    Serve(crate::serve::ServeArgs),
+    /// Compare protocols across payloads, headers, concurrency, streams and networks.
+    Compare(crate::compare::CompareArgs),
+    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
+    Page(crate::page::PageArgs),
+    /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
+    Link(crate::link::LinkArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.
@@ -41,9 +51,10 @@ pub struct BenchArgs {
     #[arg(value_name = "URI")]
     pub uris: Vec<String>,
 
-    /// Number of requests across all clients (ignored with -D).
-    #[arg(short = 'n', long = "requests", value_name = "N", default_value_t = 1)]
-    pub requests: u64,
+    /// Number of requests across all clients (ignored with -D; per client with
+    /// --timing-script-file) [default: 1].
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
 
     /// Number of concurrent clients (connections).
     #[arg(short = 'c', long = "clients", value_name = "N", default_value_t = 1)]
@@ -160,6 +171,106 @@ pub struct BenchArgs {
     /// Fail (exit 1) unless this protocol is negotiated: h2 or http/1.1.
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
+
+    /// Load-shape options (boxed: they would make `Command::Bench` much larger than the other
+    /// subcommands).
+    #[command(flatten)]
+    pub load: Box<LoadArgs>,
+}
+
+/// Load shapes: h2lab's open model, stages, time series and thresholds, and h2load's pacing
+/// flags (`--rps`, `-r`, `--rate-period`, `--timing-script-file`).
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Open model: R requests per second across the run, each sent at its own scheduled time
+    /// whether or not earlier ones have completed; latency is measured from that time
+    /// (corrected for coordinated omission) and from the send. With --stages: the start rate.
+    #[arg(long = "arrival-rate", visible_alias = "req-rate", value_name = "R",
+          value_parser = parse_rate)]
+    pub arrival_rate: Option<f64>,
+
+    /// Linear ramps DURATION:LEVEL[,DURATION:LEVEL...], e.g. 30s:100,1m:100,10s:0. The levels
+    /// are req/s with --arrival-rate, otherwise active connections (virtual users, from 0).
+    /// The stages set the duration of the run.
+    #[arg(long = "stages", value_name = "STAGES", value_parser = parse_stages)]
+    pub stages: Option<Stages>,
+
+    /// Open model: most due requests waiting for a free slot (all -c x -m busy); more are
+    /// dropped and reported as not sent on time [default: 5 s of arrivals at the peak rate,
+    /// at least -c x -m].
+    #[arg(long = "queue-limit", value_name = "N")]
+    pub queue_limit: Option<u64>,
+
+    /// Requests per second for each client (h2load's --rps).
+    #[arg(long = "rps", value_name = "N", value_parser = parse_rate)]
+    pub rps: Option<f64>,
+
+    /// Create N connections per --rate-period until -c are made (h2load's -r; not with -D).
+    #[arg(short = 'r', long = "rate", value_name = "N")]
+    pub rate: Option<u32>,
+
+    /// The period of -r.
+    #[arg(long = "rate-period", value_name = "DURATION", default_value = "1s",
+          value_parser = parse_duration)]
+    pub rate_period: Duration,
+
+    /// Lines "OFFSET-MS<TAB>URI": each client requests the URIs in order, each at its offset
+    /// from the client's start ('-' for stdin; h2load's format). -n then counts per client.
+    #[arg(long = "timing-script-file", value_name = "PATH")]
+    pub timing_script_file: Option<PathBuf>,
+
+    /// Write one row per interval to PATH: CSV, or JSON lines for .jsonl/.ndjson.
+    #[arg(long = "timeseries", value_name = "PATH")]
+    pub timeseries: Option<PathBuf>,
+
+    /// Time-series interval [default: 1s].
+    #[arg(long = "interval", value_name = "DURATION", value_parser = parse_duration)]
+    pub interval: Option<Duration>,
+
+    /// Pass/fail criterion (repeatable): p99<50ms, ttfb.p90<10ms, mean<5ms, errors<0.1%,
+    /// rps>10000, not_sent<1%. Any failure makes the exit status 99.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = parse_threshold)]
+    pub thresholds: Vec<Threshold>,
+}
+
+/// A parsed `--stages` value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stages(pub Vec<Stage>);
+
+/// Parses `--stages`: `DURATION:LEVEL` pairs separated by commas (h2load durations).
+pub fn parse_stages(s: &str) -> Result<Stages, String> {
+    let mut out = Vec::new();
+    for part in s.split(',') {
+        let bad = |why: String| format!("invalid stage {part:?} in --stages: {why}");
+        let (d, level) = part
+            .trim()
+            .split_once(':')
+            .ok_or_else(|| bad("expected DURATION:LEVEL, e.g. 30s:100".into()))?;
+        let duration = parse_duration(d.trim()).map_err(bad)?;
+        if duration.is_zero() {
+            return Err(bad("the duration must be positive".into()));
+        }
+        let target: f64 = level
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| bad("the level must be a number >= 0".into()))?;
+        out.push(Stage { duration, target });
+    }
+    Ok(Stages(out))
+}
+
+/// Parses a rate (`--arrival-rate`, `--rps`): a finite number >= 0.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    s.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("invalid rate {s:?}: expected a number of requests per second"))
+}
+
+fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    Threshold::parse(s)
 }
 
 /// Parses h2load's `<DURATION>`: an integer with an optional unit `h`, `m`, `s` or `ms`
@@ -317,6 +428,24 @@ mod tests {
         for bad in ["novalue", "x:", "x:   ", ": v", "::v"] {
             assert!(parse_header(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn stages_syntax() {
+        let s = parse_stages("30s:100,1m:100, 10s:0").unwrap().0;
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[1].duration, Duration::from_secs(60));
+        assert_eq!(s[1].target, 100.0);
+        assert_eq!(s[2].target, 0.0);
+        assert_eq!(parse_stages("500ms:2.5").unwrap().0[0].target, 2.5);
+        for bad in [
+            "", "30s", "30s:", "0s:10", "x:1", "1s:-1", "1s:nan", "1s:1,",
+        ] {
+            assert!(parse_stages(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_rate("2000").is_ok());
+        assert!(parse_rate("-1").is_err());
+        assert!(parse_rate("inf").is_err());
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! Exit status: 0 when the run completed; 1 on usage errors, when the run could not start or
 //! nothing succeeded, on a `--require-protocol` mismatch, or when the JSON/CSV file could not be
 //! written; 130 when SIGINT/SIGTERM stopped the run (the report of what was done is still printed
-//! and written).
+//! and written); 99 when the run completed but a `--threshold` failed.
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
@@ -21,9 +21,11 @@ use h2lab_engine::{
 };
 use h2lab_report::json;
 use h2lab_report::progress::{Console, Progress, ProgressMode};
+use h2lab_report::threshold::{self, EXIT_THRESHOLD_FAILED};
 use h2lab_report::{csv, text, RunOptions};
 
 use crate::args::BenchArgs;
+use crate::load;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
@@ -57,13 +59,16 @@ pub fn main(args: BenchArgs) -> ExitCode {
     let mut banner = String::from(text::starting_line());
     for (i, (clients, requests)) in split_per_thread(&cfg).into_iter().enumerate() {
         let i = u32::try_from(i).unwrap_or(u32::MAX);
-        banner.push_str(&text::spawning_line(
-            i,
-            clients,
-            requests,
-            cfg.warm_up,
-            cfg.duration,
-        ));
+        let line = text::spawning_line(i, clients, requests, cfg.warm_up, load::run_duration(&cfg));
+        banner.push_str(&match cfg.load.connection_rate {
+            // h2load: " Up to R client(s) will be created every PERIOD" in rate mode.
+            Some((rate, period)) => {
+                let t = cfg.threads.max(1);
+                let r = u64::from(rate / t + u32::from(i < rate % t));
+                text::with_rate_mode(&line, clients, r, period)
+            }
+            None => line,
+        });
     }
     print_stdout(&banner);
 
@@ -75,10 +80,20 @@ pub fn main(args: BenchArgs) -> ExitCode {
     };
     let console = Console::new(
         io::stdout(),
-        Progress::new(mode, cfg.duration, progress_out),
+        Progress::new(mode, load::run_duration(&cfg), progress_out),
     );
-    let outcome = h2lab_engine::run(&cfg, &console, &stop);
+    let observer = match load::SeriesObserver::new(&console, args.load.timeseries.as_deref()) {
+        Ok(o) => o,
+        Err(msg) => {
+            eprintln!("{PREFIX} {msg}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let outcome = h2lab_engine::run(&cfg, &observer, &stop);
     console.progress().finish();
+    if let Some(msg) = observer.error() {
+        eprintln!("{PREFIX} {msg}");
+    }
 
     let result = match outcome {
         Ok(r) => r,
@@ -96,11 +111,20 @@ pub fn main(args: BenchArgs) -> ExitCode {
 
 /// Prints the report, writes the result files and decides the exit status.
 fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
-    print_stdout(&text::summary(r));
+    let verdicts = threshold::evaluate(&args.load.thresholds, r);
+    print_stdout(&(text::summary(r) + &threshold::lines(&verdicts)));
     let mut status = if r.interrupted { EXIT_INTERRUPTED } else { 0 };
+    if status == 0 && verdicts.iter().any(|v| !v.passed) {
+        status = EXIT_THRESHOLD_FAILED;
+    }
     let options = RunOptions::from(cfg);
     if let Some(path) = &args.json {
-        let written = json::to_json(r, &options).and_then(|doc| json::write(path, &doc));
+        let written = json::to_json(r, &options).and_then(|mut doc| {
+            if !verdicts.is_empty() {
+                doc.thresholds = Some(verdicts.iter().map(json::ThresholdJson::from).collect());
+            }
+            json::write(path, &doc)
+        });
         if let Err(e) = written {
             eprintln!("{PREFIX} --json {}: {e}", path.display());
             status = EXIT_FAILURE;
@@ -154,9 +178,12 @@ fn install_signal_handlers(stop: &StopFlag) -> io::Result<()> {
 /// Clients and requests per thread, as h2load splits them (remainders to the lowest ids).
 pub fn split_per_thread(cfg: &BenchConfig) -> Vec<(u64, u64)> {
     let t = u64::from(cfg.threads.max(1));
-    let clients = u64::from(cfg.clients);
-    let requests = if cfg.duration.is_some() {
+    let clients = u64::from(cfg.load.clients(cfg));
+    let requests = if cfg.load.is_timed(cfg) {
         0
+    } else if cfg.load.timing_script.is_some() {
+        // h2load: with a timing script, -n is per client.
+        cfg.requests.saturating_mul(clients)
     } else {
         cfg.requests
     };
@@ -190,9 +217,15 @@ fn read_input_file(path: &std::path::Path) -> Result<Vec<String>, String> {
 /// Builds and validates the engine configuration, with h2load's option semantics. Errors are
 /// one-line messages.
 pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
-    let uris = match &a.input_file {
-        Some(p) => read_input_file(p)?,
-        None => a.uris.clone(),
+    let script = match &a.load.timing_script_file {
+        Some(p) => Some(load::read_timing_script(p)?),
+        None => None,
+    };
+    // h2load: a timing script (or -i) replaces the URIs of the command line.
+    let uris = match (&script, &a.input_file) {
+        (Some(s), _) => s.uris.clone(),
+        (None, Some(p)) => read_input_file(p)?,
+        (None, None) => a.uris.clone(),
     };
     if uris.is_empty() {
         return Err("no URI or input file given".to_string());
@@ -201,7 +234,7 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
         BenchConfig::from_uris(&uris, a.base_uri.as_deref()).map_err(|e| e.to_string())?;
     let scheme = cfg.scheme();
 
-    cfg.requests = a.requests;
+    cfg.requests = a.requests.unwrap_or(1);
     cfg.clients = a.clients;
     cfg.max_concurrent_streams = a.max_concurrent_streams;
     cfg.threads = a.threads;
@@ -275,6 +308,13 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
         }
     };
 
+    load::apply(
+        &a.load,
+        &mut cfg,
+        a.requests,
+        script.as_ref(),
+        a.json.is_some(),
+    )?;
     cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)
 }
@@ -292,15 +332,19 @@ mod tests {
         let mut full = vec!["h2lab", "bench"];
         full.extend_from_slice(argv);
         let cli = Cli::try_parse_from(full).map_err(|e| e.to_string())?;
-        let Command::Bench(args) = cli.command;
+        let Command::Bench(args) = cli.command else {
+            return Err("not a bench command".into());
+        };
         build_config(&args)
     }
 
     fn args(argv: &[&str]) -> BenchArgs {
         let mut full = vec!["h2lab", "bench"];
         full.extend_from_slice(argv);
-        let Command::Bench(a) = Cli::try_parse_from(full).unwrap().command;
-        a
+        match Cli::try_parse_from(full).unwrap().command {
+            Command::Bench(a) => a,
+            other => panic!("not a bench command: {other:?}"),
+        }
     }
 
     #[test]

@@ -3,6 +3,11 @@
 
 mod args;
 mod bench;
+mod compare;
+mod link;
+mod load;
+mod page;
+mod serve;
 
 use std::process::ExitCode;
 
@@ -21,6 +26,10 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Bench(args) => bench::main(args),
+        Command::Compare(args) => compare::main(args),
+        Command::Page(args) => page::main(args),
+        Command::Link(args) => link::main(args),
+        Command::Serve(args) => serve::main(args),
     }
 }
 
@@ -45,10 +54,22 @@ fn clap_error(e: &clap::Error) -> ExitCode {
 
 /// Reduces clap's multi-line error text to its `error:` line plus any `tip:`, on one line.
 fn one_line(text: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for line in text.lines().map(str::trim) {
+    let mut parts: Vec<String> = Vec::new();
+    let mut in_error = false;
+    for raw in text.lines() {
+        let line = raw.trim();
         if line.starts_with("error:") || (line.starts_with("tip:") && line.contains("similar")) {
-            parts.push(line);
+            parts.push(line.to_string());
+            in_error = line.starts_with("error:");
+        } else if in_error && raw.starts_with(' ') && !line.is_empty() {
+            // Indented lines right after `error:` name what it is about, e.g. the
+            // required arguments that were not provided.
+            if let Some(last) = parts.last_mut() {
+                last.push(' ');
+                last.push_str(line);
+            }
+        } else {
+            in_error = false;
         }
     }
     if parts.is_empty() {

@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::plan::LoadShape;
+
 /// The URI scheme, which decides between cleartext and TLS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scheme {
@@ -340,6 +342,9 @@ pub struct BenchConfig {
     pub log_file: Option<PathBuf>,
     /// Skip certificate verification (h2load never verifies): default `true`.
     pub insecure: bool,
+    /// Pacing, stages and time series (open model; h2load's `--rps`, `-r`,
+    /// `--timing-script-file`).
+    pub load: LoadShape,
 }
 
 impl BenchConfig {
@@ -371,6 +376,7 @@ impl BenchConfig {
             verbose: false,
             log_file: None,
             insecure: true,
+            load: LoadShape::default(),
         }
     }
 
@@ -403,11 +409,16 @@ impl BenchConfig {
         if self.threads == 0 {
             return err("-t: the number of threads must be strictly greater than 0.");
         }
-        if self.duration.is_none() {
+        if !self.load.is_timed(self) {
             if self.requests == 0 {
                 return err("-n: the number of requests must be strictly greater than 0 if timing-based test is not being run.");
             }
-            if self.requests < u64::from(self.clients) {
+            // h2load: "With timing script, we don't distribute config.nreqs"; the open
+            // model paces requests, not clients.
+            if self.requests < u64::from(self.clients)
+                && self.load.timing_script.is_none()
+                && !self.load.is_open()
+            {
                 return err(
                     "-n, -c: the number of requests must be greater than or equal to the clients.",
                 );
@@ -418,7 +429,7 @@ impl BenchConfig {
         } else if self.duration == Some(Duration::ZERO) {
             return err("-D: the duration must be strictly greater than 0.");
         }
-        if self.clients < self.threads {
+        if self.load.clients(self) < self.threads {
             return err(
                 "-c, -t: the number of clients must be greater than or equal to the number of threads.",
             );
@@ -463,7 +474,7 @@ impl BenchConfig {
                 return err("-N: bad value for the conn_inactivity_timeout wait time");
             }
         }
-        Ok(())
+        self.load.validate(self)
     }
 
     /// The scheme used for every connection (`-B` scheme, else the first URI's).

@@ -421,6 +421,7 @@ impl wh2::Events for Bridge<'_> {
         };
         if !data.is_empty() {
             self.ev.body(slot, data.len());
+            self.ev.body_data(slot, data);
         }
         if end_stream {
             self.complete(stream);

@@ -28,6 +28,11 @@
 //! - HTTP/2 streams never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS;
 //!   streams refused before the server's SETTINGS arrived are retried.
 //!
+//! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request
+//! due at an exactly computed time, latency also measured from that time — corrected for
+//! coordinated omission), linear `--stages`, h2load's `--rps`, `-r`/`--rate-period` and
+//! `--timing-script-file`, and a per-interval time series ([`timeseries`]).
+//!
 //! Flag mapping (h2load → [`BenchConfig`]): `-n` requests, `-c` clients,
 //! `-m` max_concurrent_streams, `-t` threads, `-D` duration,
 //! `--warm-up-time` warm_up, `-H` headers, `-d` body, `--h1`/`-p`
@@ -42,27 +47,38 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
+pub mod fetch;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod h1;
 pub mod h2;
+mod pacing;
+pub mod plan;
 mod request;
 pub mod result;
 mod run;
+pub mod schedule;
 pub mod session;
 mod stats;
+mod timer;
+pub mod timeseries;
 pub mod transport;
 mod worker;
+mod zero_poll;
 
 pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target,
 };
+pub use plan::LoadShape;
 pub use request::USER_AGENT;
 pub use result::{
-    new_duration_histogram, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
+    TlsInfo, Traffic,
 };
 pub use run::run;
+pub use schedule::{Profile, Stage};
+pub use timeseries::{IntervalErrors, IntervalLatency, IntervalRow};
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,
@@ -76,6 +92,40 @@ pub trait Observer: Sync {
     fn tls_info(&self, info: &TlsInfo);
     /// The application protocol of the first connection.
     fn protocol(&self, p: AppProtocol);
+    /// A finished time-series row (only when [`LoadShape::interval`] is set), in order, from
+    /// the collector thread, as soon as every worker has reported the interval. Write it
+    /// out (and flush) here for crash safety; all rows are also in [`RunResult::timeseries`].
+    fn interval(&self, _row: &IntervalRow) {}
+    /// A timing-based (`-D`) run reached `phase` in worker `thread`. Called
+    /// from that worker's thread; the default does nothing.
+    fn phase(&self, thread: u32, phase: Phase) {
+        let _ = (thread, phase);
+    }
+}
+
+/// The steps of a timing-based (`-D`) run in one worker, in order. h2load
+/// prints a line for each (see `docs/h2load-output-format.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The worker starts its clients (h2load: `Warm-up started for thread #N.`).
+    WarmUpStarted,
+    /// The worker started the `started`-th of its `total` clients (h2load,
+    /// thread 0 only: `progress: P% of clients started` every tenth).
+    ClientStarted {
+        /// Clients started so far in this worker.
+        started: u32,
+        /// Clients of this worker.
+        total: u32,
+    },
+    /// The warm-up is over and measuring starts, at once when there is no
+    /// warm-up (h2load: `Warm-up phase is over for thread #N.` and
+    /// `Main benchmark duration is started for thread #N.`).
+    MainStarted,
+    /// The duration is over (h2load: `Main benchmark duration is over for
+    /// thread #N. Stopping all clients.`).
+    MainOver,
+    /// Every client was stopped (h2load: `Stopped all clients for thread #N`).
+    Stopped,
 }
 
 /// An [`Observer`] that ignores everything.

@@ -149,6 +149,43 @@ pub struct TlsInfo {
     pub alpn: Option<String>,
 }
 
+/// What happened to the requests of an open-model run (`--arrival-rate`).
+///
+/// `scheduled = on_time + late + dropped + unsent` (up to requests still being handed to a
+/// connection when a timed run ended).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PacingCounts {
+    /// Requests that became due during the measurement.
+    pub scheduled: u64,
+    /// Sent in the loop turn in which they became due (a slot was free).
+    pub on_time: u64,
+    /// Sent after waiting in the queue for a free slot (all `-c × -m` slots were busy).
+    pub late: u64,
+    /// Not sent: the queue was full when they became due.
+    pub dropped: u64,
+    /// Not sent: still queued when the run ended.
+    pub unsent: u64,
+    /// The queue bound (over all workers).
+    pub queue_limit: u64,
+}
+
+impl PacingCounts {
+    /// Requests that could not be sent on time: dropped or never sent.
+    pub fn not_sent(&self) -> u64 {
+        self.dropped + self.unsent
+    }
+
+    /// Adds `other` into `self` (the queue bounds add up too).
+    pub fn merge(&mut self, other: &PacingCounts) {
+        self.scheduled += other.scheduled;
+        self.on_time += other.on_time;
+        self.late += other.late;
+        self.dropped += other.dropped;
+        self.unsent += other.unsent;
+        self.queue_limit += other.queue_limit;
+    }
+}
+
 /// Everything a run measured, merged over all workers.
 #[derive(Debug, Clone)]
 pub struct RunResult {
@@ -163,6 +200,10 @@ pub struct RunResult {
     /// Request time in ns: first byte of the request written → last byte of
     /// the response, for requests that completed with a response.
     pub request_time: Histogram<u64>,
+    /// Paced runs (`--arrival-rate`, `--rps`, timing script): request time in ns from the
+    /// request's *intended* start (its due time on the schedule) to the last byte of the
+    /// response — corrected for coordinated omission. Empty for closed-model runs.
+    pub request_time_corrected: Histogram<u64>,
     /// Connect time in ns (TCP connect + TLS handshake), one sample per connection.
     pub connect_time: Histogram<u64>,
     /// Time to first response byte in ns, measured from the start of connecting
@@ -184,6 +225,10 @@ pub struct RunResult {
     pub reconnects: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
+    /// Open-model request accounting (`None` for other runs).
+    pub pacing: Option<PacingCounts>,
+    /// The time series (one row per interval), when one was recorded.
+    pub timeseries: Vec<crate::timeseries::IntervalRow>,
 }
 
 impl RunResult {

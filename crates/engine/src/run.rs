@@ -2,15 +2,18 @@
 
 use std::fs::File;
 use std::net::ToSocketAddrs;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{BaseUri, BenchConfig, Scheme};
 use crate::h2::H2Settings;
+use crate::pacing::{OpenPacer, Pacer};
+use crate::plan::Plan;
 use crate::request::Prepared;
 use crate::result::RunResult;
 use crate::stats::{merge, WorkerStats};
+use crate::timeseries::{Collector, SeriesRecorder};
 use crate::transport::{self, Endpoint};
 use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
 use crate::{EngineError, Observer, StopFlag};
@@ -60,24 +63,20 @@ pub fn run(
         header_table_size: cfg.header_table_size,
         encoder_header_table_size: cfg.encoder_header_table_size,
     };
-    let timing = cfg
-        .duration
-        .map(|d| (cfg.warm_up.unwrap_or(Duration::ZERO), d));
+    let plan = Plan::new(cfg);
+    let timing = plan.timing;
     let nthreads = cfg.threads;
-    let total = if timing.is_some() { 0 } else { cfg.requests };
+    let total = (0..nthreads).map(|i| plan.requests_of(i)).sum::<u64>();
     let abort = Arc::new(AtomicBool::new(false));
+    let (series_tx, series_rx) = std::sync::mpsc::channel();
 
     let mut setups = Vec::with_capacity(nthreads as usize);
     let mut progresses = Vec::with_capacity(nthreads as usize);
     let start = Instant::now();
+    let measure_start = start + timing.map_or(Duration::ZERO, |(w, _)| w);
     for i in 0..nthreads {
-        let nclients = cfg.clients / nthreads + u32::from(i < cfg.clients % nthreads);
-        let req_todo = if timing.is_some() {
-            0
-        } else {
-            cfg.requests / u64::from(nthreads)
-                + u64::from(u64::from(i) < cfg.requests % u64::from(nthreads))
-        };
+        let nclients = plan.clients_of(i);
+        let req_todo = plan.requests_of(i);
         let log = match &log {
             Some(f) => Some(f.try_clone().map_err(|e| EngineError::Io {
                 context: "cannot duplicate log file handle".into(),
@@ -109,13 +108,63 @@ pub fn run(
             abort: Arc::clone(&abort),
             progress,
             observer: None,
+            phases: timing.map(|_| observer),
             log,
             verbose: cfg.verbose,
+            pacer: match (plan.arrival_schedule(i), &plan.per_client) {
+                (Some(sched), _) => {
+                    let end = timing.map(|(w, d)| w + d);
+                    let limit = plan.queue_limit_of(i);
+                    Pacer::Open(Box::new(OpenPacer::new(sched, limit, start, end)))
+                }
+                (None, Some(c)) => Pacer::PerClient(c.clone()),
+                (None, None) => Pacer::Closed,
+            },
+            gate: plan.gate_of(i),
+            series: plan.interval.map(|iv| {
+                let paced = cfg.load.is_paced();
+                let stop_at = timing.map(|(w, d)| start + w + d);
+                Box::new(SeriesRecorder::new(
+                    series_tx.clone(),
+                    i,
+                    measure_start,
+                    iv,
+                    paced,
+                    stop_at,
+                ))
+            }),
         });
     }
+    drop(series_tx);
+    let mut rows = Vec::new();
 
     let main = std::thread::current();
+    // Workers that have returned (counted before they unpark this thread, so
+    // the wake-up is never lost: `JoinHandle::is_finished` turns true only
+    // a moment after the worker's last statement).
+    let finished_workers = AtomicUsize::new(0);
+    let finished_workers = &finished_workers;
     let outcomes: Vec<Result<WorkerOutcome, EngineError>> = std::thread::scope(|sc| {
+        if let Some(iv) = plan.interval {
+            // The time series collector: merges the workers' intervals and hands each row to
+            // the observer as soon as it is complete; joined when the scope ends.
+            let warm = timing.map_or(Duration::ZERO, |(w, _)| w);
+            let c = Collector::new(
+                nthreads,
+                measure_start,
+                iv,
+                plan.target.clone().map(|p| (p, warm)),
+            );
+            let rows = &mut rows;
+            let spawned = std::thread::Builder::new()
+                .name("h2lab-series".into())
+                .spawn_scoped(sc, move || {
+                    *rows = c.run(series_rx, &mut |r| observer.interval(r))
+                });
+            if spawned.is_err() {
+                abort.store(true, Ordering::Relaxed);
+            }
+        }
         let mut handles = Vec::with_capacity(setups.len());
         for (i, mut setup) in setups.into_iter().enumerate() {
             if i == 0 {
@@ -131,6 +180,7 @@ pub fn run(
                             context: "cannot create event loop".into(),
                             source: e,
                         });
+                    finished_workers.fetch_add(1, Ordering::Release);
                     main.unpark();
                     r
                 });
@@ -148,7 +198,7 @@ pub fn run(
             }
         }
         loop {
-            let finished = handles.iter().all(|h| h.is_finished());
+            let finished = finished_workers.load(Ordering::Acquire) >= handles.len();
             let (done, errors) = progresses.iter().fold((0, 0), |(d, e), p| {
                 (
                     d + p.done.load(Ordering::Relaxed),
@@ -223,7 +273,9 @@ pub fn run(
         Some((_, d)) if !interrupted => d,
         _ => end.saturating_duration_since(measured_from),
     };
-    Ok(merge(stats, elapsed, timing.is_some(), interrupted))
+    let mut r = merge(stats, elapsed, timing.is_some(), interrupted);
+    r.timeseries = rows;
+    Ok(r)
 }
 
 fn join(

@@ -65,6 +65,13 @@ pub trait SessionEvents {
     fn header_bytes(&mut self, wire: usize, decoded: usize);
     /// Response body bytes received for `slot`.
     fn body(&mut self, slot: u32, len: usize);
+    /// The body bytes themselves, right after [`SessionEvents::body`] (for
+    /// clients that keep bodies, like the fetch client reading a page's
+    /// HTML). The benchmark worker ignores them: the default does nothing.
+    #[inline]
+    fn body_data(&mut self, slot: u32, data: &[u8]) {
+        let _ = (slot, data);
+    }
     /// The response for `slot` is complete (last byte received).
     fn complete(&mut self, slot: u32);
     /// The stream for `slot` was reset (HTTP/2 RST_STREAM or a stream error)

@@ -3,15 +3,16 @@
 //! Counter meanings follow h2load's `Stats` (see `RequestCounts`). Durations
 //! go into HdrHistograms in nanoseconds with 3 significant figures.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
 use crate::config::AppProtocol;
 use crate::result::{
-    new_duration_histogram, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
-    MAX_ERROR_MESSAGES,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
+    TlsInfo, Traffic, MAX_ERROR_MESSAGES,
 };
+use crate::timeseries::{IntervalErrors, SeriesRecorder, Totals};
 
 /// Everything one worker measured.
 #[derive(Debug)]
@@ -31,6 +32,8 @@ pub(crate) struct WorkerStats {
     pub status: [u64; 6],
     pub traffic: Traffic,
     pub request_time: Histogram<u64>,
+    /// From the intended start (paced runs only).
+    pub request_time_corrected: Histogram<u64>,
     pub connect_time: Histogram<u64>,
     pub ttfb: Histogram<u64>,
     pub client_rps: Vec<f64>,
@@ -40,6 +43,12 @@ pub(crate) struct WorkerStats {
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
+    /// Open-model accounting (`Some` only in open-model runs).
+    pub pacing: Option<PacingCounts>,
+    /// Connections open right now (for the time series).
+    pub open_conns: u64,
+    /// Time series recorder, when a series is recorded.
+    pub series: Option<Box<SeriesRecorder>>,
 }
 
 impl WorkerStats {
@@ -56,6 +65,7 @@ impl WorkerStats {
             status: [0; 6],
             traffic: Traffic::default(),
             request_time: new_duration_histogram(),
+            request_time_corrected: new_duration_histogram(),
             connect_time: new_duration_histogram(),
             ttfb: new_duration_histogram(),
             client_rps: Vec::new(),
@@ -65,6 +75,9 @@ impl WorkerStats {
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
+            pacing: None,
+            open_conns: 0,
+            series: None,
         }
     }
 
@@ -82,6 +95,13 @@ impl WorkerStats {
         self.status = [0; 6];
         self.traffic = Traffic::default();
         self.request_time.reset();
+        self.request_time_corrected.reset();
+        if let Some(p) = self.pacing.as_mut() {
+            *p = PacingCounts {
+                queue_limit: p.queue_limit,
+                ..PacingCounts::default()
+            };
+        }
         self.errors = ErrorCounts::default();
         self.goaways = 0;
         self.reconnects = 0;
@@ -92,6 +112,65 @@ impl WorkerStats {
     pub(crate) fn record(h: &mut Histogram<u64>, d: Duration) {
         let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
         h.saturating_record(ns);
+    }
+
+    /// A completed request's latencies: from the send, and from the intended start for paced
+    /// runs (run histograms and the time series).
+    #[inline]
+    /// The worker rolls the series (`roll_series`) before counting the request.
+    pub(crate) fn record_latency(&mut self, from_send: Duration, corrected: Option<Duration>) {
+        Self::record(&mut self.request_time, from_send);
+        if let Some(c) = corrected {
+            Self::record(&mut self.request_time_corrected, c);
+        }
+        if let Some(r) = self.series.as_mut() {
+            r.record(from_send, corrected);
+        }
+    }
+
+    /// The cumulative counters the time series takes deltas of.
+    fn totals(&self) -> Totals {
+        let e = &self.errors;
+        let p = self.pacing.as_ref();
+        Totals {
+            started: self.started,
+            completed: self.completed,
+            succeeded: self.status_success,
+            failed: self.failed,
+            bytes: self.traffic.bytes_total,
+            errors: IntervalErrors {
+                connect: e.connect,
+                tls: e.tls,
+                timeout: e.timeout,
+                protocol: e.protocol,
+                io: e.io,
+                stream_reset: e.stream_resets.values().sum(),
+                goaway: e.goaway_errors.values().sum(),
+            },
+            late: p.map_or(0, |p| p.late),
+            dropped: p.map_or(0, |p| p.dropped),
+        }
+    }
+
+    /// Sends the time-series intervals that have ended by `now`.
+    #[inline]
+    pub(crate) fn roll_series(&mut self, now: Instant) {
+        if self.series.as_ref().is_some_and(|r| r.due(now)) {
+            let t = self.totals();
+            let active = self.open_conns;
+            if let Some(r) = self.series.as_mut() {
+                r.roll(now, &t, active);
+            }
+        }
+    }
+
+    /// The worker stops at `end`: last partial interval, then done.
+    pub(crate) fn finish_series(&mut self, end: Instant) {
+        let t = self.totals();
+        let active = self.open_conns;
+        if let Some(r) = self.series.as_mut() {
+            r.finish(end, &t, active);
+        }
     }
 
     /// Remembers the first message of a kind of error.
@@ -117,6 +196,8 @@ pub(crate) fn merge(
     let mut status = StatusCounts::default();
     let mut traffic = Traffic::default();
     let mut request_time = new_duration_histogram();
+    let mut request_time_corrected = new_duration_histogram();
+    let mut pacing: Option<PacingCounts> = None;
     let mut connect_time = new_duration_histogram();
     let mut ttfb = new_duration_histogram();
     let mut client_rps = Vec::new();
@@ -145,6 +226,10 @@ pub(crate) fn merge(
         traffic.bytes_body += w.traffic.bytes_body;
         // Same bounds everywhere, so add cannot fail; ignore defensively.
         let _ = request_time.add(&w.request_time);
+        let _ = request_time_corrected.add(&w.request_time_corrected);
+        if let Some(p) = &w.pacing {
+            pacing.get_or_insert_with(PacingCounts::default).merge(p);
+        }
         let _ = connect_time.add(&w.connect_time);
         let _ = ttfb.add(&w.ttfb);
         client_rps.extend_from_slice(&w.client_rps);
@@ -178,6 +263,7 @@ pub(crate) fn merge(
         status,
         traffic,
         request_time,
+        request_time_corrected,
         connect_time,
         ttfb,
         client_rps,
@@ -188,6 +274,8 @@ pub(crate) fn merge(
         goaways,
         reconnects,
         interrupted,
+        pacing,
+        timeseries: Vec::new(),
     }
 }
 

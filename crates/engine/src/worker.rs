@@ -21,11 +21,18 @@ use rustls::ClientConfig;
 use crate::config::AppProtocol;
 use crate::h1::H1Session;
 use crate::h2::{H2Session, H2Settings};
+use crate::pacing::{ClientPace, Pacer};
+use crate::plan::Gate;
 use crate::request::Prepared;
 use crate::session::{AnySession, Session, SessionError, SessionEvents, SubmitError};
 use crate::stats::WorkerStats;
+use crate::timer::DeadlineTimer;
+use crate::timeseries::SeriesRecorder;
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
-use crate::{Observer, StopFlag};
+use crate::zero_poll::ZeroPoll;
+use crate::{Observer, Phase as RunPhase, StopFlag};
+
+mod pace;
 
 /// Per-worker read buffer size (plaintext).
 const READ_BUF: usize = 64 * 1024;
@@ -70,8 +77,16 @@ pub(crate) struct WorkerSetup<'o> {
     pub abort: Arc<AtomicBool>,
     pub progress: Arc<Progress>,
     pub observer: Option<&'o dyn Observer>,
+    /// Receives this worker's [`RunPhase`]s (timing-based runs only).
+    pub phases: Option<&'o dyn Observer>,
     pub log: Option<File>,
     pub verbose: bool,
+    /// How requests are paced (closed model, open model, per-client schedules).
+    pub pacer: Pacer,
+    /// Which clients are active when (`-r`, closed-model stages).
+    pub gate: Gate,
+    /// Time series recorder.
+    pub series: Option<Box<SeriesRecorder>>,
 }
 
 /// What a worker hands back.
@@ -101,6 +116,8 @@ struct Slot {
     in_use: bool,
     /// Submitted while measuring (not during warm-up).
     measured: bool,
+    /// Paced runs: when the request was meant to start (its due time).
+    intended: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +156,14 @@ struct Core {
     fails_without_progress: u32,
     active_deadline: Option<Instant>,
     finished: bool,
+    /// Per-client schedule progress (`--rps`, timing script).
+    pace: ClientPace,
+    /// The gate lets this client run (`-r`, stages).
+    active: bool,
+    /// Switched off by the gate: submit nothing more, close once idle.
+    parked: bool,
+    /// Intended starts of paced requests the server refused (retried first; at most `-m`).
+    retry: Vec<Instant>,
 }
 
 struct Client {
@@ -154,6 +179,8 @@ enum Turn {
     Continue,
     /// The client has nothing left to do.
     ClientDone,
+    /// The gate switched the client off and nothing is in flight: close, keep the client.
+    Park,
     /// The connection ended.
     End(End),
 }
@@ -184,6 +211,14 @@ pub(crate) struct Worker<'o> {
     log: Option<BufWriter<File>>,
     reported: bool,
     out: WorkerOutcome,
+    /// Precise wake-ups for paced requests.
+    timer: DeadlineTimer,
+    /// Pacing, gating or a time series is in use (the loop then reads the clock after polls).
+    timed_work: bool,
+    /// Per-client pacing: when the next client request becomes due (scan then).
+    next_client_due: Option<Instant>,
+    /// Next gate evaluation.
+    next_gate: Option<Instant>,
 }
 
 impl<'o> Worker<'o> {
@@ -215,13 +250,14 @@ impl<'o> Worker<'o> {
                                 status: 0,
                                 in_use: false,
                                 measured: false,
+                                intended: None,
                             };
                             m as usize
                         ]
                         .into_boxed_slice(),
                         free: (0..m).rev().collect(),
                         unstamped: Vec::with_capacity(m as usize),
-                        unbounded: s.timing.is_some(),
+                        unbounded: s.timing.is_some() || matches!(s.pacer, Pacer::Open(_)),
                         req_left: todo,
                         req_inflight: 0,
                         req_success: 0,
@@ -234,6 +270,10 @@ impl<'o> Worker<'o> {
                         fails_without_progress: 0,
                         active_deadline: None,
                         finished: false,
+                        pace: ClientPace::default(),
+                        active: true,
+                        parked: false,
+                        retry: Vec::with_capacity(m as usize),
                     },
                 }
             })
@@ -243,7 +283,16 @@ impl<'o> Worker<'o> {
             Some((w, _)) => w.is_zero(),
         };
         let log = s.log.take().map(|f| BufWriter::with_capacity(64 * 1024, f));
-        let stats = WorkerStats::new(s.req_todo);
+        let mut stats = WorkerStats::new(s.req_todo);
+        stats.series = s.series.take();
+        if let Pacer::Open(p) = &s.pacer {
+            stats.pacing = Some(crate::result::PacingCounts {
+                queue_limit: p.limit() as u64,
+                ..Default::default()
+            });
+        }
+        let timer = DeadlineTimer::new(poll.registry());
+        let timed_work = s.pacer.is_paced() || !s.gate.is_static() || stats.series.is_some();
         let raw_buf = vec![0u8; if s.tls.is_some() { READ_BUF } else { 0 }].into_boxed_slice();
         Ok(Worker {
             s,
@@ -256,6 +305,10 @@ impl<'o> Worker<'o> {
             measuring,
             log,
             reported: false,
+            timer,
+            timed_work,
+            next_client_due: None,
+            next_gate: None,
             out: WorkerOutcome {
                 stats: WorkerStats::new(0),
                 fatal: None,
@@ -280,10 +333,13 @@ impl<'o> Worker<'o> {
         let timer_step = timer_interval(self.s.active_timeout, self.s.inactivity_timeout);
         let mut next_timer = timer_step.map(|t| start + t);
 
-        for idx in 0..self.clients.len() {
-            self.connect(idx, Instant::now(), 0);
+        self.phase(RunPhase::WarmUpStarted);
+        self.start_clients(Instant::now());
+        if self.measuring {
+            self.phase(RunPhase::MainStarted); // no warm-up
         }
         let mut stopped_by_flag = false;
+        let mut zero_poll = ZeroPoll::default();
         loop {
             if self.s.stop.is_stopped() || self.s.abort.load(Ordering::Relaxed) {
                 stopped_by_flag = self.s.stop.is_stopped();
@@ -298,7 +354,9 @@ impl<'o> Worker<'o> {
             }
             if let Some(e) = main_end {
                 if now >= e {
+                    self.phase(RunPhase::MainOver);
                     self.stop_all();
+                    self.phase(RunPhase::Stopped);
                     break;
                 }
             }
@@ -312,9 +370,14 @@ impl<'o> Worker<'o> {
                 break;
             }
             let mut wait = MAX_POLL_WAIT;
-            for d in [next_timer, main_end, warm_end.filter(|_| !self.measuring)]
-                .into_iter()
-                .flatten()
+            for d in [
+                next_timer,
+                main_end,
+                warm_end.filter(|_| !self.measuring),
+                self.pace_deadline(now),
+            ]
+            .into_iter()
+            .flatten()
             {
                 wait = wait.min(d.saturating_duration_since(now));
             }
@@ -330,11 +393,17 @@ impl<'o> Worker<'o> {
                 break;
             }
             self.process(&events);
+            if self.timed_work {
+                self.pace(Instant::now());
+            }
             if !self.dirty.is_empty() {
                 // Like h2load (which writes one loop iteration after reading),
                 // give responses that arrived meanwhile a chance to be read
-                // first, so each connection's requests go out in one write.
-                if self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                // first, so each connection's requests go out in one write —
+                // while that finds something often enough to pay for the
+                // extra syscall (see `zero_poll`).
+                if zero_poll.wanted() && self.poll.poll(&mut events, Some(Duration::ZERO)).is_ok() {
+                    zero_poll.record(!events.is_empty());
                     self.process(&events);
                 }
                 self.flush_dirty();
@@ -369,9 +438,20 @@ impl<'o> Worker<'o> {
             .store(self.stats.errors.total(), Ordering::Relaxed);
     }
 
+    /// Tells the observer (if any) that a timing-based run reached `p`.
+    fn phase(&self, p: RunPhase) {
+        if let (Some(o), Some(_)) = (self.s.phases, self.s.timing) {
+            o.phase(self.s.id, p);
+        }
+    }
+
     fn end_warm_up(&mut self, now: Instant) {
         self.stats.reset_after_warm_up();
+        if let (Some(r), Some((w, _))) = (self.stats.series.as_mut(), self.s.timing) {
+            r.restart(self.s.start + w);
+        }
         self.measuring = true;
+        self.phase(RunPhase::MainStarted);
         for c in &mut self.clients {
             c.core.start = Some(now);
             c.core.req_success = 0;
@@ -383,6 +463,7 @@ impl<'o> Worker<'o> {
 
     fn finish(mut self, interrupted: bool) -> WorkerOutcome {
         let now = Instant::now();
+        self.finish_pacing(now);
         for c in &mut self.clients {
             let (Some(start), end) = (c.core.start, c.core.end.unwrap_or(now)) else {
                 continue;
@@ -396,6 +477,8 @@ impl<'o> Worker<'o> {
             let _ = l.flush();
         }
         self.publish_progress();
+        // Closes this worker's side of the time-series channel.
+        self.stats.series = None;
         let mut out = self.out;
         out.stats = self.stats;
         out.interrupted = interrupted;
@@ -406,8 +489,13 @@ impl<'o> Worker<'o> {
     /// same when the duration is over).
     fn stop_all(&mut self) {
         let now = Instant::now();
+        // Before the connections go: the last time-series row counts them.
+        self.finish_pacing(now);
         for idx in 0..self.clients.len() {
             if let Some(mut conn) = self.clients[idx].conn.take() {
+                if conn.session.is_some() {
+                    self.stats.open_conns = self.stats.open_conns.saturating_sub(1);
+                }
                 let c = &mut self.clients[idx].core;
                 if let Some(sess) = conn.session.as_mut() {
                     sess.terminate(&mut c.out);
@@ -533,6 +621,9 @@ impl<'o> Worker<'o> {
 
     fn close_conn(&mut self, idx: usize) {
         if let Some(mut conn) = self.clients[idx].conn.take() {
+            if conn.session.is_some() {
+                self.stats.open_conns = self.stats.open_conns.saturating_sub(1);
+            }
             conn.transport.close();
             let _ = self.poll.registry().deregister(&mut conn.transport.socket);
         }
@@ -750,6 +841,11 @@ impl<'o> Worker<'o> {
         };
         session.on_connect(&mut core.out);
         conn.session = Some(session);
+        self.stats.open_conns += 1;
+        if core.pace.origin.is_none() && matches!(self.s.pacer, Pacer::PerClient(_)) {
+            core.pace.origin = Some(now);
+            self.next_client_due = Some(now);
+        }
         conn.phase = Phase::Open;
         conn.last_activity = now;
         // Data may already be buffered (and no new edge will come for it).
@@ -761,26 +857,33 @@ impl<'o> Worker<'o> {
     fn service(&mut self, idx: usize, read_closed: bool) {
         match self.io_turn(idx, read_closed) {
             Turn::Continue => self.mark_dirty(idx),
-            Turn::ClientDone => {
-                let client = &mut self.clients[idx];
-                if let Some(conn) = client.conn.as_mut() {
-                    let core = &mut client.core;
-                    if let Some(session) = conn.session.as_mut() {
-                        // Graceful goodbye (HTTP/2 GOAWAY), best effort.
-                        session.terminate(&mut core.out);
-                        let _ = conn
-                            .transport
-                            .write(core.out.get(core.out_pos..).unwrap_or_default());
-                    }
-                }
-                self.close_conn(idx);
-                let core = &mut self.clients[idx].core;
-                core.out.clear();
-                core.out_pos = 0;
-                core.finished = true;
-                core.end = Some(Instant::now());
-            }
+            Turn::ClientDone => self.client_done(idx, true),
+            Turn::Park => self.client_done(idx, false),
             Turn::End(end) => self.conn_ended(idx, end),
+        }
+    }
+
+    /// The client has nothing in flight and nothing left to do (`finished`), or the gate
+    /// switched it off: say goodbye and close.
+    fn client_done(&mut self, idx: usize, finished: bool) {
+        let client = &mut self.clients[idx];
+        if let Some(conn) = client.conn.as_mut() {
+            let core = &mut client.core;
+            if let Some(session) = conn.session.as_mut() {
+                // Graceful goodbye (HTTP/2 GOAWAY), best effort.
+                session.terminate(&mut core.out);
+                let _ = conn
+                    .transport
+                    .write(core.out.get(core.out_pos..).unwrap_or_default());
+            }
+        }
+        self.close_conn(idx);
+        let core = &mut self.clients[idx].core;
+        core.out.clear();
+        core.out_pos = 0;
+        if finished {
+            core.finished = true;
+            core.end = Some(Instant::now());
         }
     }
 
@@ -795,6 +898,7 @@ impl<'o> Worker<'o> {
             s,
             ..
         } = self;
+        let pacer = &mut s.pacer;
         let client = &mut clients[idx];
         let Some(conn) = client.conn.as_mut() else {
             return Turn::Continue;
@@ -868,7 +972,15 @@ impl<'o> Worker<'o> {
 
         // 2. Submit new requests into free slots.
         if end.is_none() {
-            fill(core, session, stats, s, measuring);
+            fill(
+                core,
+                session,
+                stats,
+                &s.prep,
+                s.active_timeout,
+                measuring,
+                pacer,
+            );
         }
 
         if let Some(end) = end {
@@ -878,6 +990,9 @@ impl<'o> Worker<'o> {
         // 3. Done with this client?
         if !core.unbounded && core.req_left == 0 && core.req_inflight == 0 {
             return Turn::ClientDone;
+        }
+        if core.parked && core.req_inflight == 0 {
+            return Turn::Park;
         }
         Turn::Continue
     }
@@ -923,9 +1038,14 @@ impl<'o> Worker<'o> {
         let mut write_err = None;
         while core.out_pos < core.out.len() {
             let pending = core.out.get(core.out_pos..).unwrap_or_default();
+            // Requests are timed from just before the write that carries
+            // them (like h2load, which stamps when a request is handed to
+            // the send path): on loopback the server may answer before the
+            // write call returns.
+            let before = (!core.unstamped.is_empty()).then(Instant::now);
             match conn.transport.write(pending) {
                 Ok(n) => {
-                    let now = Instant::now();
+                    let now = before.unwrap_or_else(Instant::now);
                     conn.last_activity = now;
                     if !core.unstamped.is_empty() {
                         let wall = if log_enabled { wall_us() } else { 0 };
@@ -1057,26 +1177,46 @@ impl<'o> Worker<'o> {
     }
 }
 
-/// Submits requests while the client has work, a slot is free and the
-/// session accepts (h2load submits `min(req_left, max_concurrent_streams)`
-/// at connect and one more per closed stream).
+/// Submits requests while the client has work, a slot is free, the session
+/// accepts and the pacer lets a request go (h2load submits
+/// `min(req_left, max_concurrent_streams)` at connect and one more per closed
+/// stream). Returns how many were submitted.
 fn fill(
     core: &mut Core,
     session: &mut AnySession,
     stats: &mut WorkerStats,
-    s: &WorkerSetup<'_>,
+    prep: &Prepared,
+    active_timeout: Option<Duration>,
     measuring: bool,
-) {
-    let nuris = s.prep.len();
-    while (core.unbounded || core.req_left > 0) && session.can_submit() {
+    pacer: &mut Pacer,
+) -> u32 {
+    let nuris = prep.len();
+    let mut submitted = 0;
+    while (core.unbounded || core.req_left > 0) && !core.parked && session.can_submit() {
         let Some(slot) = core.free.pop() else { break };
+        let retried = core.retry.pop();
+        let intended = match retried {
+            Some(i) => Some(i),
+            None => match pacer.take(&mut core.pace, &mut stats.pacing, measuring) {
+                Some(i) => i,
+                None => {
+                    core.free.push(slot);
+                    break;
+                }
+            },
+        };
         match session.submit(slot, core.uri_idx, &mut core.out) {
             Ok(()) => {}
             Err(SubmitError::WouldBlock | SubmitError::Exhausted) => {
                 core.free.push(slot);
+                match retried {
+                    Some(i) => core.retry.push(i),
+                    None => pacer.untake(&mut core.pace, &mut stats.pacing, measuring, intended),
+                }
                 break;
             }
         }
+        submitted += 1;
         core.uri_idx += 1;
         if core.uri_idx >= nuris {
             core.uri_idx = 0;
@@ -1088,6 +1228,7 @@ fn fill(
                 status: 0,
                 in_use: true,
                 measured: measuring,
+                intended,
             };
         }
         core.unstamped.push(slot);
@@ -1098,12 +1239,13 @@ fn fill(
         if !core.unbounded {
             core.req_left -= 1;
             if core.req_left == 0 {
-                if let Some(t) = s.active_timeout {
+                if let Some(t) = active_timeout {
                     core.active_deadline = Some(Instant::now() + t);
                 }
             }
         }
     }
+    submitted
 }
 
 /// The worker side of [`SessionEvents`]: all statistics happen here.
@@ -1186,6 +1328,8 @@ impl SessionEvents for Ev<'_> {
     }
 
     fn complete(&mut self, slot: u32) {
+        // Counts after an interval's end belong to the next one.
+        self.st.roll_series(self.now);
         self.ttfb();
         let Some(s) = self.release(slot) else { return };
         self.core.completed_on_conn += 1;
@@ -1200,15 +1344,15 @@ impl SessionEvents for Ev<'_> {
             self.st.failed += 1;
         }
         self.st.done += 1;
-        WorkerStats::record(
-            &mut self.st.request_time,
-            self.now.saturating_duration_since(s.start),
-        );
+        let corrected = s.intended.map(|i| self.now.saturating_duration_since(i));
+        self.st
+            .record_latency(self.now.saturating_duration_since(s.start), corrected);
         let status = s.status;
         self.log_line(&s, Some(status));
     }
 
     fn reset(&mut self, slot: u32, code: u32) {
+        self.st.roll_series(self.now);
         let Some(s) = self.release(slot) else { return };
         if !(s.measured && self.measuring) {
             return;
@@ -1225,6 +1369,11 @@ impl SessionEvents for Ev<'_> {
         // Not processed by the server: put the request back.
         if s.measured && self.measuring {
             self.st.started = self.st.started.saturating_sub(1);
+        }
+        if let Some(i) = s.intended {
+            if self.core.retry.len() < self.core.retry.capacity() {
+                self.core.retry.push(i);
+            }
         }
         if !self.core.unbounded {
             self.core.req_left += 1;

@@ -67,7 +67,7 @@ fn requests_split_over_threads_and_clients_like_h2load() {
     let r = run(&cfg).unwrap();
     assert_eq!(r.requests.succeeded, 103);
     // Thread 0: 3 clients, 52 requests -> 18, 17, 17; thread 1: 2 clients, 51 -> 26, 25.
-    let mut per = c.per_conn.lock().unwrap().clone();
+    let mut per = c.per_conn_when(5);
     per.sort_unstable();
     assert_eq!(per, vec![17, 17, 18, 25, 26]);
 }

@@ -3,7 +3,18 @@
 //!
 //! - [`link`]: `h2lab link`, a user-space network emulator (added RTT, bandwidth, bounded
 //!   queue, jitter, loss) that the other lab commands start in-process.
-//!
-//! `compare` (the protocol matrix) and `page` (browser-like page loads) live beside it.
+//! - [`compare`]: `h2lab compare`, the protocol matrix (protocol × payload × request headers ×
+//!   concurrency × streams × link), repeated runs, medians and spreads, and a decision table.
+//! - [`page`]: `h2lab page`, browser-like page loads (6 HTTP/1.1 connections vs one HTTP/2
+//!   connection), the slow-endpoint case and a virtual-user load test.
+//! - [`report`]: the self-contained HTML report with SVG charts drawn here.
+//! - [`env`](mod@env): the in-process lab environment (built-in server and links) both commands use.
 
+pub mod compare;
+pub mod env;
+pub mod fmt;
 pub mod link;
+pub mod page;
+pub mod proto;
+pub mod report;
+pub mod stats;

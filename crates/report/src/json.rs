@@ -20,10 +20,13 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{
-    h2_error_code, h2_error_name, parse_app_protocol, ErrorCounts, RequestCounts, RunOptions,
-    RunResult, StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
+    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, LoadOptions,
+    PacingCounts, RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic,
+    HISTOGRAM_SIGFIG,
 };
 use crate::stats::{requests_per_second, Summary};
+use crate::threshold::Outcome;
+use crate::timeseries::IntervalJson;
 
 /// The `schema_version` this crate writes (and the only one it reads).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -76,6 +79,58 @@ pub struct BenchJson {
     pub reconnects: u64,
     /// The latency histograms.
     pub histograms: HistogramsJson,
+    /// Open-model request accounting (`--arrival-rate` runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_model: Option<OpenModelJson>,
+    /// The time series, one row per interval (when one was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<Vec<IntervalJson>>,
+    /// `--threshold` verdicts (set by the CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<ThresholdJson>>,
+}
+
+/// `open_model` object (see [`PacingCounts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenModelJson {
+    /// Requests that became due during the measurement.
+    pub scheduled: u64,
+    /// Sent in the loop turn in which they became due.
+    pub on_time: u64,
+    /// Sent after waiting for a free slot.
+    pub late: u64,
+    /// Dropped: the queue was full.
+    pub dropped: u64,
+    /// Still queued when the run ended.
+    pub unsent: u64,
+    /// `dropped + unsent`: not sent on time.
+    pub not_sent: u64,
+    /// The queue bound over all workers.
+    pub queue_limit: u64,
+}
+
+/// One `thresholds` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdJson {
+    /// The threshold as given.
+    pub expression: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// The measured value (ns for latencies, a fraction for rates), null if none.
+    pub value: Option<f64>,
+    /// The measured value for humans.
+    pub display: String,
+}
+
+impl From<&Outcome> for ThresholdJson {
+    fn from(o: &Outcome) -> Self {
+        ThresholdJson {
+            expression: o.expression.clone(),
+            passed: o.passed,
+            value: o.value,
+            display: o.display.clone(),
+        }
+    }
 }
 
 /// `tool` object.
@@ -141,6 +196,87 @@ pub struct OptionsJson {
     pub connection_inactivity_timeout_seconds: Option<f64>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Load-shape options (absent when none was used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadOptionsJson>,
+}
+
+/// `options.load` object. Durations are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadOptionsJson {
+    /// `--arrival-rate`.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`.
+    pub stages: Vec<StageJson>,
+    /// `--queue-limit`.
+    pub queue_limit: Option<u64>,
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// `-r`.
+    pub rate: Option<u32>,
+    /// `--rate-period` (with `-r`).
+    pub rate_period_seconds: Option<f64>,
+    /// `--timing-script-file`: number of lines.
+    pub timing_script_lines: Option<u64>,
+    /// Time-series interval.
+    pub interval_seconds: Option<f64>,
+}
+
+/// One `--stages` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StageJson {
+    /// Length of the ramp.
+    pub seconds: f64,
+    /// Level at its end.
+    pub target: f64,
+}
+
+impl From<&LoadOptions> for LoadOptionsJson {
+    fn from(l: &LoadOptions) -> Self {
+        LoadOptionsJson {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|(d, t)| StageJson {
+                    seconds: d.as_secs_f64(),
+                    target: *t,
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            rate: l.connection_rate.map(|(r, _)| r),
+            rate_period_seconds: l.connection_rate.map(|(_, p)| p.as_secs_f64()),
+            timing_script_lines: l.timing_script_lines,
+            interval_seconds: secs(l.interval),
+        }
+    }
+}
+
+impl From<&LoadOptionsJson> for LoadOptions {
+    fn from(l: &LoadOptionsJson) -> Self {
+        LoadOptions {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|s| {
+                    (
+                        from_secs(Some(s.seconds)).unwrap_or(Duration::ZERO),
+                        s.target,
+                    )
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            connection_rate: l.rate.map(|r| {
+                let p = from_secs(l.rate_period_seconds).unwrap_or(Duration::from_secs(1));
+                (r, p)
+            }),
+            timing_script_lines: l.timing_script_lines,
+            interval: from_secs(l.interval_seconds),
+        }
+    }
 }
 
 /// `protocol` object.
@@ -284,7 +420,10 @@ pub struct LatencyStatsJson {
 /// `latency` object.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencyJson {
-    /// Request time.
+    /// Paced runs only: request time from each request's intended start (corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_corrected: Option<LatencyStatsJson>,
+    /// Request time (from the send).
     pub request: LatencyStatsJson,
     /// Connect time.
     pub connect: LatencyStatsJson,
@@ -337,6 +476,9 @@ pub struct HistogramsJson {
     pub significant_figures: u8,
     /// Request time histogram.
     pub request_time: String,
+    /// Paced runs only: request time from the intended start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_time_corrected: Option<String>,
     /// Connect time histogram.
     pub connect_time: String,
     /// Time to first byte histogram.
@@ -431,6 +573,7 @@ impl From<&RunOptions> for OptionsJson {
             connection_active_timeout_seconds: secs(o.connection_active_timeout),
             connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
             require_protocol: o.require_protocol.clone(),
+            load: o.load.as_ref().map(LoadOptionsJson::from),
         }
     }
 }
@@ -463,6 +606,7 @@ impl From<&OptionsJson> for RunOptions {
             connection_active_timeout: from_secs(o.connection_active_timeout_seconds),
             connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
             require_protocol: o.require_protocol.clone(),
+            load: o.load.as_ref().map(LoadOptions::from),
         }
     }
 }
@@ -666,6 +810,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
             },
         },
         latency: LatencyJson {
+            request_corrected: is_paced(r).then(|| latency_stats(&r.request_time_corrected)),
             request: latency_stats(&r.request_time),
             connect: latency_stats(&r.connect_time),
             ttfb: latency_stats(&r.ttfb),
@@ -682,9 +827,26 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
             unit: "ns".to_string(),
             significant_figures: HISTOGRAM_SIGFIG,
             request_time: encode_histogram(&r.request_time)?,
+            request_time_corrected: if is_paced(r) {
+                Some(encode_histogram(&r.request_time_corrected)?)
+            } else {
+                None
+            },
             connect_time: encode_histogram(&r.connect_time)?,
             ttfb: encode_histogram(&r.ttfb)?,
         },
+        open_model: r.pacing.as_ref().map(|p| OpenModelJson {
+            scheduled: p.scheduled,
+            on_time: p.on_time,
+            late: p.late,
+            dropped: p.dropped,
+            unsent: p.unsent,
+            not_sent: p.not_sent(),
+            queue_limit: p.queue_limit,
+        }),
+        timeseries: (!r.timeseries.is_empty())
+            .then(|| r.timeseries.iter().map(IntervalJson::from).collect()),
+        thresholds: None,
     })
 }
 
@@ -730,6 +892,10 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             bytes_body: doc.traffic.data_bytes,
         },
         request_time: decode_histogram(&doc.histograms.request_time)?,
+        request_time_corrected: match &doc.histograms.request_time_corrected {
+            Some(h) => decode_histogram(h)?,
+            None => crate::model::new_histogram(),
+        },
         connect_time: decode_histogram(&doc.histograms.connect_time)?,
         ttfb: decode_histogram(&doc.histograms.ttfb)?,
         client_rps: doc.client_rps.values.clone(),
@@ -749,6 +915,20 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         goaways: doc.goaways,
         reconnects: doc.reconnects,
         interrupted: doc.interrupted,
+        pacing: doc.open_model.map(|p| PacingCounts {
+            scheduled: p.scheduled,
+            on_time: p.on_time,
+            late: p.late,
+            dropped: p.dropped,
+            unsent: p.unsent,
+            queue_limit: p.queue_limit,
+        }),
+        timeseries: doc
+            .timeseries
+            .iter()
+            .flatten()
+            .map(crate::model::IntervalRow::from)
+            .collect(),
     };
     Ok((r, RunOptions::from(&doc.options)))
 }
@@ -812,6 +992,7 @@ pub fn merge_results(
             bytes_body: s(a.traffic.bytes_body, b.traffic.bytes_body),
         },
         request_time: add(&a.request_time, &b.request_time)?,
+        request_time_corrected: add(&a.request_time_corrected, &b.request_time_corrected)?,
         connect_time: add(&a.connect_time, &b.connect_time)?,
         ttfb: add(&a.ttfb, &b.ttfb)?,
         client_rps,
@@ -826,6 +1007,16 @@ pub fn merge_results(
         goaways: s(a.goaways, b.goaways),
         reconnects: s(a.reconnects, b.reconnects),
         interrupted: a.interrupted || b.interrupted,
+        pacing: match (&a.pacing, &b.pacing) {
+            (None, None) => None,
+            (x, y) => {
+                let mut p = x.clone().unwrap_or_default();
+                p.merge(&y.clone().unwrap_or_default());
+                Some(p)
+            }
+        },
+        // Interval percentiles cannot be merged: merged documents carry no series.
+        timeseries: Vec::new(),
     })
 }
 

@@ -7,6 +7,8 @@
 //! - [`csv`]: one row per run with a header row.
 //! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
 //!   otherwise).
+//! - [`timeseries`]: the `--timeseries` file (CSV or JSON lines), one row per interval.
+//! - [`threshold`]: `--threshold` pass/fail criteria (exit status 99 on failure).
 //!
 //! The formatters take the data model of [`model`].
 
@@ -17,6 +19,8 @@ pub mod model;
 pub mod progress;
 pub mod stats;
 pub mod text;
+pub mod threshold;
+pub mod timeseries;
 pub mod units;
 
 pub use atomic::write_atomic;

@@ -13,7 +13,8 @@ use h2lab_engine::{BaseUri, BenchConfig, ProtocolChoice, Scheme};
 use hdrhistogram::Histogram;
 
 pub use h2lab_engine::{
-    AppProtocol, ErrorCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    AppProtocol, ErrorCounts, IntervalErrors, IntervalLatency, IntervalRow, PacingCounts,
+    RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
 };
 
 /// Significant figures used by every latency histogram of a run.
@@ -73,6 +74,7 @@ pub fn empty_result() -> RunResult {
         status: StatusCounts::default(),
         traffic: Traffic::default(),
         request_time: new_histogram(),
+        request_time_corrected: new_histogram(),
         connect_time: new_histogram(),
         ttfb: new_histogram(),
         client_rps: Vec::new(),
@@ -83,13 +85,21 @@ pub fn empty_result() -> RunResult {
         goaways: 0,
         reconnects: 0,
         interrupted: false,
+        pacing: None,
+        timeseries: Vec::new(),
     }
+}
+
+/// Whether the run paced its requests (open model, `--rps`, timing script): its request
+/// latency was then also measured from each request's intended start.
+pub fn is_paced(r: &RunResult) -> bool {
+    r.pacing.is_some() || !r.request_time_corrected.is_empty()
 }
 
 /// The options a run used, as recorded in the JSON result (`options` object) and by the CLI.
 ///
 /// Durations are kept as [`Duration`]; absent options are `None`.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunOptions {
     /// URIs as given (before parsing), used round-robin.
     pub uris: Vec<String>,
@@ -133,6 +143,27 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Load-shape options, when any was used.
+    pub load: Option<LoadOptions>,
+}
+
+/// The load-shape options of a run (see `h2lab_engine::LoadShape`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LoadOptions {
+    /// `--arrival-rate`.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`: (duration, level).
+    pub stages: Vec<(Duration, f64)>,
+    /// `--queue-limit`.
+    pub queue_limit: Option<u64>,
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// `-r` and `--rate-period`.
+    pub connection_rate: Option<(u32, Duration)>,
+    /// `--timing-script-file`: number of lines.
+    pub timing_script_lines: Option<u64>,
+    /// Time-series interval.
+    pub interval: Option<Duration>,
 }
 
 impl From<&BenchConfig> for RunOptions {
@@ -197,6 +228,20 @@ impl From<&BenchConfig> for RunOptions {
             connection_active_timeout: c.connection_active_timeout,
             connection_inactivity_timeout: c.connection_inactivity_timeout,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
+            load: (c.load != h2lab_engine::LoadShape::default()).then(|| LoadOptions {
+                arrival_rate: c.load.arrival_rate,
+                stages: c
+                    .load
+                    .stages
+                    .iter()
+                    .map(|s| (s.duration, s.target))
+                    .collect(),
+                queue_limit: c.load.queue_limit,
+                rps: c.load.rps,
+                connection_rate: c.load.connection_rate,
+                timing_script_lines: c.load.timing_script.as_ref().map(|s| s.len() as u64),
+                interval: c.load.interval,
+            }),
         }
     }
 }

@@ -13,10 +13,10 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use h2lab_engine::Observer;
+use h2lab_engine::{Observer, Phase};
 
 use crate::model::{AppProtocol, TlsInfo};
-use crate::text::{app_protocol_line, progress_line, tls_lines};
+use crate::text::{app_protocol_line, phase_lines, progress_line, tls_lines};
 
 /// How progress is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,6 +223,12 @@ impl<O: Write + Send, E: Write + Send> Observer for Console<O, E> {
         };
         if first {
             self.print(&app_protocol_line(p));
+        }
+    }
+
+    fn phase(&self, thread: u32, phase: Phase) {
+        if let Some(lines) = phase_lines(thread, phase) {
+            self.print(&lines);
         }
     }
 }

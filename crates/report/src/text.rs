@@ -8,7 +8,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use crate::model::{h2_error_name, AppProtocol, ErrorCounts, RunResult, TlsInfo};
+use h2lab_engine::Phase;
+
+use crate::model::{h2_error_name, is_paced, AppProtocol, ErrorCounts, RunResult, TlsInfo};
 use crate::stats::{bytes_per_second, requests_per_second, Summary, QUANTILE_LABELS};
 use crate::units::{dtos, format_duration_ns, format_duration_us, utos_funit};
 
@@ -43,6 +45,40 @@ pub fn spawning_line(
     }
 }
 
+/// h2load's rate-mode addition to the per-thread line (`-r`): inserts ` Up to R client(s) will
+/// be created every PERIOD` before ` N total requests` when the thread has more clients than
+/// its rate.
+pub fn with_rate_mode(line: &str, clients: u64, rate: u64, period: Duration) -> String {
+    if clients <= rate {
+        return line.to_string();
+    }
+    match line.rfind(". ") {
+        Some(i) if line.ends_with(" total requests\n") => format!(
+            "{}. Up to {rate} client(s) will be created every {}{}",
+            &line[..i],
+            duration_str(period),
+            &line[i + 1..]
+        ),
+        _ => line.to_string(),
+    }
+}
+
+/// nghttp2's `util::duration_str`: `1h`, `2m`, `30s` or `500ms`.
+fn duration_str(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        "0".to_string()
+    } else if ms % 3_600_000 == 0 {
+        format!("{}h", ms / 3_600_000)
+    } else if ms % 60_000 == 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
 /// The TLS lines h2load prints once per run (`TLS Protocol:`, `Cipher:`, `Server Temp Key:`).
 pub fn tls_lines(info: &TlsInfo) -> String {
     let mut s = format!("TLS Protocol: {}\nCipher: {}\n", info.protocol, info.cipher);
@@ -60,6 +96,31 @@ pub fn app_protocol_line(p: AppProtocol) -> String {
 /// h2load's `progress: N% done` line.
 pub fn progress_line(percent: u64) -> String {
     format!("progress: {percent}% done\n")
+}
+
+/// The lines h2load prints when a timing-based (`-D`) run reaches `phase` in worker `thread`;
+/// `None` when it prints nothing. Client starts are reported by thread 0 only, every tenth of
+/// its clients (`progress: 50% of clients started`).
+pub fn phase_lines(thread: u32, phase: Phase) -> Option<String> {
+    Some(match phase {
+        Phase::WarmUpStarted => format!("Warm-up started for thread #{thread}.\n"),
+        Phase::ClientStarted { started, total } => {
+            let interval = (total / 10).max(1);
+            if thread != 0 || started % interval != 0 || total == 0 {
+                return None;
+            }
+            let pct = u64::from(started) * 100 / u64::from(total);
+            format!("progress: {pct}% of clients started\n")
+        }
+        Phase::MainStarted => format!(
+            "Warm-up phase is over for thread #{thread}.\n\
+             Main benchmark duration is started for thread #{thread}.\n"
+        ),
+        Phase::MainOver => {
+            format!("Main benchmark duration is over for thread #{thread}. Stopping all clients.\n")
+        }
+        Phase::Stopped => format!("Stopped all clients for thread #{thread}\n"),
+    })
 }
 
 /// The warning printed when `h2` was offered but the server selected `http/1.1`.
@@ -121,11 +182,16 @@ pub fn latency_table(r: &RunResult) -> String {
         let _ = write!(s, "{label:>12}");
     }
     s.push('\n');
-    let rows = [
-        ("time for request: ", &r.request_time),
-        ("time for connect: ", &r.connect_time),
-        ("time to 1st byte: ", &r.ttfb),
-    ];
+    let mut rows = vec![("time for request: ", &r.request_time)];
+    if is_paced(r) {
+        // Corrected first: from each request's intended start, then from the send.
+        rows = vec![
+            ("time for request: ", &r.request_time_corrected),
+            ("time from send  : ", &r.request_time),
+        ];
+    }
+    rows.push(("time for connect: ", &r.connect_time));
+    rows.push(("time to 1st byte: ", &r.ttfb));
     for (label, h) in rows {
         let sum = Summary::from_histogram(h);
         row(&mut s, label, &sum, &format_duration_ns);
@@ -154,9 +220,36 @@ fn row(s: &mut String, label: &str, sum: &Summary, fmt: &dyn Fn(f64) -> String) 
     s.push('\n');
 }
 
+/// The note under the table of paced runs.
+pub const CORRECTED_NOTE: &str = "latency: \"time for request\" is measured from each request's \
+     intended start (corrected for coordinated omission), \"time from send\" from its first byte \
+     sent";
+
+/// The open model's line: what happened to the scheduled requests.
+pub fn pacing_line(p: &crate::model::PacingCounts) -> String {
+    format!(
+        "open model: {} scheduled, {} sent on time, {} late (waited for a free slot), {} not sent \
+         on time ({} dropped with the queue of {} full, {} still queued at the end)\n",
+        p.scheduled,
+        p.on_time,
+        p.late,
+        p.not_sent(),
+        p.dropped,
+        p.queue_limit,
+        p.unsent
+    )
+}
+
 /// h2lab's lines after the table; empty when there is nothing to say.
 pub fn extra_lines(r: &RunResult) -> String {
     let mut s = String::new();
+    if is_paced(r) {
+        s.push_str(CORRECTED_NOTE);
+        s.push('\n');
+    }
+    if let Some(p) = &r.pacing {
+        s.push_str(&pacing_line(p));
+    }
     if r.protocol_fallback {
         s.push_str(FALLBACK_WARNING);
         s.push('\n');
@@ -243,6 +336,81 @@ mod tests {
     }
 
     #[test]
+    fn phase_lines_like_h2load() {
+        // From testdata/anchors/captures/h2load-duration-warmup.txt (-c 2).
+        let mut out = String::new();
+        let phases = [
+            Phase::WarmUpStarted,
+            Phase::ClientStarted {
+                started: 1,
+                total: 2,
+            },
+            Phase::ClientStarted {
+                started: 2,
+                total: 2,
+            },
+            Phase::MainStarted,
+            Phase::MainOver,
+            Phase::Stopped,
+        ];
+        for p in phases {
+            out.extend(phase_lines(0, p));
+        }
+        assert_eq!(
+            out,
+            "Warm-up started for thread #0.\n\
+             progress: 50% of clients started\n\
+             progress: 100% of clients started\n\
+             Warm-up phase is over for thread #0.\n\
+             Main benchmark duration is started for thread #0.\n\
+             Main benchmark duration is over for thread #0. Stopping all clients.\n\
+             Stopped all clients for thread #0\n"
+        );
+        // Every tenth of the clients (integer percent), thread 0 only.
+        let pcts: Vec<String> = (1..=25)
+            .filter_map(|i| {
+                phase_lines(
+                    0,
+                    Phase::ClientStarted {
+                        started: i,
+                        total: 25,
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(pcts.len(), 12);
+        assert_eq!(pcts[0], "progress: 8% of clients started\n");
+        assert_eq!(pcts[11], "progress: 96% of clients started\n");
+        let eight: Vec<String> = (1..=8)
+            .filter_map(|i| {
+                phase_lines(
+                    0,
+                    Phase::ClientStarted {
+                        started: i,
+                        total: 8,
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(eight[0], "progress: 12% of clients started\n");
+        assert_eq!(eight.len(), 8);
+        assert_eq!(
+            phase_lines(
+                1,
+                Phase::ClientStarted {
+                    started: 2,
+                    total: 2
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            phase_lines(3, Phase::Stopped).as_deref(),
+            Some("Stopped all clients for thread #3\n")
+        );
+    }
+
+    #[test]
     fn spawning_lines() {
         assert_eq!(
             spawning_line(0, 10, 1000, None, None),
@@ -259,6 +427,62 @@ mod tests {
             "spawning thread #0: 2 total client(s). Timing-based test with 1s of warm-up time \
              and 2s of main duration for measurements.\n"
         );
+    }
+
+    #[test]
+    fn rate_mode_spawning_line() {
+        let line = spawning_line(0, 10, 100, None, None);
+        assert_eq!(
+            with_rate_mode(&line, 10, 2, Duration::from_secs(1)),
+            "spawning thread #0: 10 total client(s). Up to 2 client(s) will be created every 1s \
+             100 total requests\n"
+        );
+        assert_eq!(
+            with_rate_mode(&line, 10, 3, Duration::from_millis(1500)),
+            "spawning thread #0: 10 total client(s). Up to 3 client(s) will be created every \
+             1500ms 100 total requests\n"
+        );
+        assert_eq!(with_rate_mode(&line, 10, 10, Duration::from_secs(1)), line);
+    }
+
+    /// A paced (open-model) run: the corrected row first, then the row from the send, the
+    /// note and the open-model line.
+    #[test]
+    fn paced_summary() {
+        let mut r = RunResult {
+            elapsed: Duration::from_secs(1),
+            pacing: Some(crate::model::PacingCounts {
+                scheduled: 100,
+                on_time: 90,
+                late: 5,
+                dropped: 3,
+                unsent: 2,
+                queue_limit: 40,
+            }),
+            ..empty_result()
+        };
+        r.request_time.record(1_000_000).unwrap();
+        r.request_time_corrected.record(400_000_000).unwrap();
+        let t = latency_table(&r);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(
+            lines[1].starts_with("time for request:   399.90ms"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("time from send  :     1.00ms"),
+            "{}",
+            lines[2]
+        );
+        assert!(lines[3].starts_with("time for connect:"));
+        assert_eq!(lines.len(), 6);
+        let extra = extra_lines(&r);
+        assert!(extra.starts_with(CORRECTED_NOTE));
+        assert!(extra.contains(
+            "open model: 100 scheduled, 90 sent on time, 5 late (waited for a free slot), 5 not \
+             sent on time (3 dropped with the queue of 40 full, 2 still queued at the end)\n"
+        ));
     }
 
     /// A real h2load 1.52 run (`h2load -n1000 -c10 -m10 http://127.0.0.1:18081/a` against

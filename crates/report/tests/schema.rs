@@ -102,6 +102,7 @@ fn options() -> RunOptions {
         connection_active_timeout: Some(Duration::from_secs(5)),
         connection_inactivity_timeout: None,
         require_protocol: Some("h2".into()),
+        load: None,
     }
 }
 
@@ -151,4 +152,88 @@ fn schema_rejects_drift() {
     let mut version = good;
     version["schema_version"] = serde_json::json!(2);
     assert!(!v.is_valid(&version));
+}
+
+/// An open-model run with a time series and thresholds: the optional v1 fields validate, and
+/// the document round-trips.
+#[test]
+fn open_model_run_with_series_and_thresholds_validates() {
+    use h2lab_report::model::{IntervalLatency, IntervalRow, PacingCounts};
+    use h2lab_report::threshold::{self, Threshold};
+    let mut r = run(false);
+    for i in 0..990u64 {
+        r.request_time_corrected.record(60_000 + i * 1_500).unwrap();
+    }
+    r.pacing = Some(PacingCounts {
+        scheduled: 1000,
+        on_time: 980,
+        late: 10,
+        dropped: 6,
+        unsent: 4,
+        queue_limit: 5000,
+    });
+    r.timeseries = (0..3)
+        .map(|i| IntervalRow {
+            index: i,
+            start: Duration::from_secs(i),
+            length: Duration::from_secs(1),
+            target: (i > 0).then_some(1000.0),
+            completed: 330,
+            started: 330,
+            succeeded: 330,
+            latency: IntervalLatency {
+                count: 330,
+                p50: 70_000,
+                p90: 90_000,
+                p99: 1_000_000,
+                max: 900_000_000,
+            },
+            ..Default::default()
+        })
+        .collect();
+    let ts: Vec<Threshold> = ["p99<50ms", "errors<0.1%", "not_sent<1%", "ttfb.p99<1us"]
+        .iter()
+        .map(|s| Threshold::parse(s).unwrap())
+        .collect();
+    let outcomes = threshold::evaluate(&ts, &r);
+    let mut opts = options();
+    opts.load = Some(h2lab_report::model::LoadOptions {
+        arrival_rate: Some(0.0),
+        stages: vec![
+            (Duration::from_secs(30), 100.0),
+            (Duration::from_millis(500), 0.0),
+        ],
+        queue_limit: Some(5000),
+        interval: Some(Duration::from_secs(1)),
+        ..Default::default()
+    });
+    let mut doc = json::to_json(&r, &opts).unwrap();
+    doc.thresholds = Some(outcomes.iter().map(json::ThresholdJson::from).collect());
+    let v = to_value(&doc);
+    assert_valid(&v);
+    assert!(
+        v["latency"]["request_corrected"]["p99_ns"]
+            .as_u64()
+            .unwrap()
+            > 1_000_000
+    );
+    assert_eq!(v["open_model"]["not_sent"], 10);
+    assert_eq!(v["timeseries"].as_array().unwrap().len(), 3);
+    assert_eq!(v["timeseries"][0]["target"], serde_json::Value::Null);
+    assert_eq!(v["thresholds"][3]["passed"], false);
+    // Back from the document: corrected histogram, open-model counts and series survive.
+    let (back, back_opts) =
+        json::from_json(&json::parse(&json::to_string(&doc).unwrap()).unwrap()).unwrap();
+    assert_eq!(back_opts, opts);
+    assert_eq!(v["options"]["load"]["stages"][1]["seconds"], 0.5);
+    assert_eq!(back.request_time_corrected, r.request_time_corrected);
+    assert_eq!(back.pacing, r.pacing);
+    assert_eq!(back.timeseries.len(), 3);
+    assert_eq!(back.timeseries[2].latency.max, 900_000_000);
+    // A closed-model run writes none of the optional fields.
+    let closed = to_value(&json::to_json(&run(false), &options()).unwrap());
+    for k in ["open_model", "timeseries", "thresholds"] {
+        assert!(closed.get(k).is_none(), "{k}");
+    }
+    assert!(closed["latency"].get("request_corrected").is_none());
 }

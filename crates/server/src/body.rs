@@ -147,7 +147,24 @@ impl BodyCursor {
         }
     }
 
-    /// Marks `n` bytes (from [`BodyCursor::chunk`]) as sent.
+    /// The next at most `max` bytes as a `'static` slice, for bodies that live in static
+    /// memory ([`Body::Static`], [`Body::Filler`]): they can be written without a copy.
+    /// `None` for the other kinds.
+    pub fn static_chunk(&self, max: usize) -> Option<&'static [u8]> {
+        let want = usize::try_from(self.remaining())
+            .unwrap_or(usize::MAX)
+            .min(max);
+        match &self.body {
+            Body::Static(s) => {
+                let off = usize::try_from(self.offset).unwrap_or(usize::MAX);
+                Some(s.get(off..).map_or(&[][..], |r| &r[..want.min(r.len())]))
+            }
+            Body::Filler(_) => Some(filler_at(self.offset, want)),
+            Body::Empty | Body::Dynamic(_) | Body::File(..) => None,
+        }
+    }
+
+    /// Marks `n` bytes (from [`BodyCursor::chunk`] or [`BodyCursor::static_chunk`]) as sent.
     pub fn advance(&mut self, n: usize) {
         self.offset = self.offset.saturating_add(n as u64);
     }

@@ -12,7 +12,7 @@ use h2lab_wire::h1::{
 };
 
 use crate::body::BodyCursor;
-use crate::conn::{Io, Next, HIGH_WATER};
+use crate::conn::{Io, Next};
 use crate::endpoints::{reason, HeaderSource, Method, Proto, Request, Response};
 use crate::log::warn;
 use crate::worker::{Ctx, Shared};
@@ -155,7 +155,7 @@ impl H1 {
         loop {
             match &mut self.state {
                 State::Head => {
-                    if io.out.len() >= HIGH_WATER {
+                    if io.out.is_full() {
                         return Step::Next(Next::Continue);
                     }
                     if io.inbuf.is_empty() {
@@ -204,18 +204,23 @@ impl H1 {
                         self.after_response();
                         continue;
                     };
-                    let room = HIGH_WATER.saturating_sub(io.out.len());
-                    if room == 0 {
+                    if io.out.is_full() {
                         return Step::Next(Next::Continue);
                     }
-                    if let Err(e) = cursor.copy_into(&self.dynamic, io.out, room) {
+                    let copy_room = io.out.copy_room();
+                    if let Some(chunk) = cursor.static_chunk(io.out.splice_room()) {
+                        // Built-in bodies: written from static memory, not copied.
+                        io.out.splice(chunk);
+                        cursor.advance(chunk.len());
+                    } else if let Err(e) =
+                        cursor.copy_into(&self.dynamic, io.out.bytes(), copy_room)
+                    {
                         warn!("{}: reading a file body: {e}", io.peer);
                         return Step::Next(Next::CloseNow);
                     }
+                    // Loop: more of the body until the queue is full, or the next request.
                     if cursor.remaining() == 0 {
                         self.after_response();
-                    } else {
-                        return Step::Next(Next::Continue);
                     }
                 }
                 State::Done => return Step::Next(Next::CloseAfterFlush),
@@ -309,7 +314,7 @@ impl H1 {
                 // HTTP/1.1 request ... MUST send [a 100 (Continue) response] ... unless it has
                 // already received some or all of the content".
                 if io.inbuf.is_empty() {
-                    io.out.extend_from_slice(CONTINUE_100);
+                    io.out.bytes().extend_from_slice(CONTINUE_100);
                 }
             } else {
                 // Final status without reading the content: the connection must close.
@@ -338,7 +343,7 @@ impl H1 {
             // RFC 7540 §3.2: "The first HTTP/2 frame sent by the server MUST be a server
             // connection preface consisting of a SETTINGS frame. Upon receiving the 101
             // response, the client MUST send a connection preface".
-            io.out.extend_from_slice(H2C_SWITCHING_PROTOCOLS);
+            io.out.bytes().extend_from_slice(H2C_SWITCHING_PROTOCOLS);
             self.state = State::Done;
             drop(resp);
             return Some(Step::Upgrade(upgrade));
@@ -366,7 +371,7 @@ impl H1 {
     }
 
     fn write_response(&mut self, resp: Response, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
-        write_head(io.out, &resp, ctx.date.get(), self.persist);
+        write_head(io.out.bytes(), &resp, ctx.date.get(), self.persist);
         if resp.head_only || resp.body.is_empty() || resp.no_content_length() {
             self.after_response();
         } else {

@@ -5,7 +5,11 @@
 //! Per stream the server keeps a reusable slot (packed request fields, a dynamic body
 //! buffer, the body cursor); slots are recycled, so steady-state requests allocate nothing.
 //! Response bodies are sent round-robin, one frame's worth per stream per pass, bounded by
-//! the flow-control windows and by the connection's output high-water mark.
+//! the flow-control windows and by the connection's output high-water mark. Built-in bodies
+//! (static pages, the `/data` filler) go out without a copy: the connection writes only the
+//! DATA frame header ([`Connection::send_data_header`]) and the payload is spliced into the
+//! output queue from static memory. Response header blocks come from a per-connection cache
+//! ([`HeadCache`]) when the head repeats.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -15,13 +19,15 @@ use h2lab_wire::frame::{ErrorCode, StreamId};
 use h2lab_wire::h2::{
     ConnError, Connection, Events, HeadersDone, HeadersKind, Initiator, Limits, LocalSettings, Role,
 };
-use h2lab_wire::hpack::{Encoder, Indexing};
+use h2lab_wire::hpack::Encoder;
 
 use crate::body::{Body, BodyCursor};
-use crate::conn::{Io, Next, HIGH_WATER, PREFACE};
+use crate::conn::{Io, Next};
 use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
+use crate::h2head::HeadCache;
 use crate::http1::Upgrade;
 use crate::log::warn;
+use crate::out::Out;
 use crate::worker::{Ctx, Shared};
 
 /// Where a stream is in its life.
@@ -299,9 +305,8 @@ impl Events for App {
 pub struct H2 {
     conn: Connection,
     app: App,
-    /// After an h2c upgrade the client still sends the connection preface, which the
-    /// connection already consumed (synthetically): strip it.
-    strip_preface: bool,
+    /// The last response header block (reused while the head and the HPACK state repeat).
+    heads: HeadCache,
     /// A fatal error was seen: only flush and close.
     failed: bool,
     /// Scratch buffer for file bodies.
@@ -332,88 +337,39 @@ fn settings(shared: &Shared) -> (LocalSettings, Limits) {
 }
 
 impl H2 {
-    /// Starts the server side: queues our SETTINGS (and, after an upgrade, feeds the
-    /// upgraded request to the connection as stream 1).
-    pub fn new(ctx: &mut Ctx<'_>, out: &mut Vec<u8>, upgrade: Option<Box<Upgrade>>) -> Self {
+    /// Starts the server side: queues our SETTINGS and, after an h2c upgrade, takes the
+    /// upgraded request as stream 1 ([`Connection::upgrade_server`]) and answers it.
+    pub fn new(ctx: &mut Ctx<'_>, out: &mut Out, upgrade: Option<Box<Upgrade>>) -> Self {
         let (local, limits) = settings(ctx.shared);
         let mut conn = Connection::new(Role::Server, local, limits);
-        conn.start(out);
+        conn.start(out.bytes());
         let mut h2 = H2 {
             conn,
             app: App {
                 max_body: ctx.shared.config.max_request_body,
                 ..App::default()
             },
-            strip_preface: false,
+            heads: HeadCache::default(),
             failed: false,
             scratch: Vec::new(),
             tls: false,
         };
         if let Some(up) = upgrade {
-            h2.strip_preface = true;
-            h2.feed_upgrade(&up, ctx, out);
+            // Once per upgraded connection: the request's fields as borrowed pairs.
+            let fields: Vec<(&[u8], &[u8])> = up
+                .fields
+                .iter()
+                .map(|(n, v)| (n.as_slice(), v.as_slice()))
+                .collect();
+            match h2
+                .conn
+                .upgrade_server(&up.settings, &fields, out.bytes(), &mut h2.app)
+            {
+                Ok(_) => h2.after_recv(ctx, out),
+                Err(e) => h2.on_conn_error(e),
+            }
         }
         h2
-    }
-
-    /// RFC 7540 §3.2.1: the HTTP2-Settings payload is applied "as it would any other SETTINGS
-    /// frame", without an acknowledgement ("a 101 response serves as implicit
-    /// acknowledgement"); the request becomes stream 1, half-closed (remote). The wire
-    /// connection has no upgrade entry point, so the server feeds it the equivalent frames
-    /// (preface, SETTINGS, HEADERS with END_STREAM encoded without indexing so the HPACK
-    /// state stays in sync) and drops its replies (the SETTINGS ACK).
-    fn feed_upgrade(&mut self, up: &Upgrade, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
-        let mut input = Vec::with_capacity(256);
-        input.extend_from_slice(PREFACE);
-        push_frame_header(&mut input, up.settings.len(), 0x4, 0, 0);
-        input.extend_from_slice(&up.settings);
-        let mut block = Vec::with_capacity(256);
-        let mut enc = Encoder::new(0);
-        enc.encode_with(
-            up.fields
-                .iter()
-                .map(|(n, v)| (n.as_slice(), v.as_slice(), Indexing::NoIndex)),
-            &mut block,
-        );
-        // HEADERS with END_STREAM, then CONTINUATIONs if the block exceeds our
-        // SETTINGS_MAX_FRAME_SIZE (the HTTP/1.1 head was bounded by max_header_list_size).
-        let max = ctx.shared.config.max_frame_size as usize;
-        let mut chunks = block.chunks(max.max(1)).peekable();
-        let mut first = true;
-        if block.is_empty() {
-            push_frame_header(&mut input, 0, 0x1, 0x1 | 0x4, 1);
-        }
-        while let Some(chunk) = chunks.next() {
-            let end_headers = if chunks.peek().is_none() { 0x4 } else { 0 };
-            if first {
-                push_frame_header(&mut input, chunk.len(), 0x1, 0x1 | end_headers, 1);
-                first = false;
-            } else {
-                push_frame_header(&mut input, chunk.len(), 0x9, end_headers, 1);
-            }
-            input.extend_from_slice(chunk);
-        }
-        let mut replies = Vec::new();
-        let result = self.conn.recv(&input, &mut replies, &mut self.app);
-        // Forward what the connection answered (an RST_STREAM for a request HTTP/2 finds
-        // malformed, a GOAWAY), except the SETTINGS ACK.
-        let mut rest = replies.as_slice();
-        while rest.len() >= 9 {
-            let len =
-                (usize::from(rest[0]) << 16) | (usize::from(rest[1]) << 8) | usize::from(rest[2]);
-            let Some(frame) = rest.get(..9 + len) else {
-                break;
-            };
-            let settings_ack = rest[3] == 0x4 && rest[4] & 0x1 != 0;
-            if !settings_ack {
-                out.extend_from_slice(frame);
-            }
-            rest = &rest[9 + len..];
-        }
-        if let Err(e) = result {
-            self.on_conn_error(e);
-        }
-        self.after_recv(ctx, out);
     }
 
     /// Processes buffered input and sends what can be sent.
@@ -423,32 +379,12 @@ impl H2 {
         if self.failed {
             return Next::CloseAfterFlush;
         }
-        if self.strip_preface {
-            let data = io.inbuf.data();
-            let n = data.len().min(PREFACE.len());
-            if data[..n] != PREFACE[..n] {
-                // RFC 9113 §3.4: an invalid preface is a connection error (PROTOCOL_ERROR).
-                self.conn.goaway(
-                    ErrorCode::PROTOCOL_ERROR,
-                    b"invalid connection preface",
-                    io.out,
-                );
-                self.log(format_args!("invalid connection preface after h2c upgrade"));
-                self.failed = true;
-                return Next::CloseAfterFlush;
-            }
-            if n < PREFACE.len() {
-                // Stream 1's body waits for the preface ("Upon receiving the 101 response,
-                // the client MUST send a connection preface"): some clients (curl) cannot
-                // buffer much data arriving right behind the 101.
-                return self.finish_step(io);
-            }
-            io.inbuf.consume(PREFACE.len());
-            self.strip_preface = false;
-        }
         // Respect the output high-water mark: stop taking requests while the queue is full.
-        if io.out.len() < HIGH_WATER && !io.inbuf.is_empty() {
-            match self.conn.recv(io.inbuf.data(), io.out, &mut self.app) {
+        if !io.out.is_full() && !io.inbuf.is_empty() {
+            match self
+                .conn
+                .recv(io.inbuf.data(), io.out.bytes(), &mut self.app)
+            {
                 Ok(n) => io.inbuf.consume(n),
                 Err(e) => {
                     self.on_conn_error(e);
@@ -457,7 +393,13 @@ impl H2 {
             }
             self.after_recv(ctx, io.out);
         }
-        self.pump(io.out);
+        // After an h2c upgrade, stream 1's body waits for the client's connection preface
+        // (RFC 7540 §3.2: "Upon receiving the 101 response, the client MUST send a
+        // connection preface"): some clients (curl) cannot take much data right behind the
+        // 101 before they switched.
+        if self.conn.preface_received() {
+            self.pump(io.out);
+        }
         self.finish_step(io)
     }
 
@@ -473,11 +415,14 @@ impl H2 {
                 Next::Continue
             };
         }
-        if io.inbuf.is_full() && io.out.len() < HIGH_WATER {
+        if io.inbuf.is_full() && !io.out.is_full() {
             // Cannot happen with a buffer of max_frame_len (the connection consumes every
             // complete frame), but never spin on a stuck buffer.
-            self.conn
-                .goaway(ErrorCode::INTERNAL_ERROR, b"input buffer full", io.out);
+            self.conn.goaway(
+                ErrorCode::INTERNAL_ERROR,
+                b"input buffer full",
+                io.out.bytes(),
+            );
             self.failed = true;
             return Next::CloseAfterFlush;
         }
@@ -511,7 +456,7 @@ impl H2 {
     }
 
     /// Answers completed requests and over-limit bodies.
-    fn after_recv(&mut self, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+    fn after_recv(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) {
         while let Some(id) = self.app.too_large.pop() {
             let id = StreamId::new(id);
             self.log(format_args!(
@@ -528,7 +473,7 @@ impl H2 {
             // transmission of a request without error by sending a RST_STREAM with an error
             // code of NO_ERROR after sending a complete response".
             if self.app.slot(id).is_some_and(|s| s.cursor.is_none()) {
-                self.conn.reset(id, ErrorCode::NO_ERROR, out);
+                self.conn.reset(id, ErrorCode::NO_ERROR, out.bytes());
                 self.app.close(id);
             }
         }
@@ -544,7 +489,7 @@ impl H2 {
     }
 
     /// Routes a complete request on `id`.
-    fn answer(&mut self, id: StreamId, ctx: &mut Ctx<'_>, out: &mut Vec<u8>) {
+    fn answer(&mut self, id: StreamId, ctx: &mut Ctx<'_>, out: &mut Out) {
         let tls = self.tls;
         let Some(s) = self.app.slot(id) else {
             return;
@@ -579,20 +524,17 @@ impl H2 {
     }
 
     /// Sends the response head (and, for an empty body, ends the stream); queues the body.
-    fn send_response(
-        &mut self,
-        id: StreamId,
-        resp: Response,
-        ctx: &mut Ctx<'_>,
-        out: &mut Vec<u8>,
-    ) {
+    fn send_response(&mut self, id: StreamId, resp: Response, ctx: &mut Ctx<'_>, out: &mut Out) {
         let no_body = resp.head_only || resp.body.is_empty() || resp.no_content_length();
         let date = ctx.date.get();
+        let heads = &mut self.heads;
         let result = self.conn.send_headers(
             id,
-            |enc: &mut Encoder, buf: &mut Vec<u8>| encode_head(enc, buf, &resp, date),
+            |enc: &mut Encoder, buf: &mut Vec<u8>| {
+                heads.encode(enc, buf, &resp, date);
+            },
             no_body,
-            out,
+            out.bytes(),
         );
         if result.is_err() {
             // The stream was reset meanwhile.
@@ -611,13 +553,13 @@ impl H2 {
 
     /// Sends body data round-robin, one frame per stream per pass, while the windows and
     /// the output high-water mark allow.
-    fn pump(&mut self, out: &mut Vec<u8>) {
+    fn pump(&mut self, out: &mut Out) {
         let frame = self.conn.peer_settings().max_frame_size as usize;
         loop {
             let mut progressed = false;
             let mut k = 0;
             while k < self.app.sending.len() {
-                if out.len() >= HIGH_WATER {
+                if out.is_full() {
                     return;
                 }
                 let id = StreamId::new(self.app.sending[k]);
@@ -637,23 +579,38 @@ impl H2 {
                     continue;
                 }
                 let want = (remaining.min(cap as u64) as usize).min(frame);
-                let sent = if let Body::File(..) = cursor.body {
+                let sent = if let Some(chunk) = cursor.static_chunk(want) {
+                    // Zero copy: the frame header goes into the queue, the payload is
+                    // spliced in right behind it from static memory.
+                    let fin = chunk.len() as u64 == remaining;
+                    match self
+                        .conn
+                        .send_data_header(id, chunk.len(), fin, out.bytes())
+                    {
+                        Ok(n) => {
+                            out.splice(chunk.get(..n).unwrap_or_default());
+                            cursor.advance(n);
+                            Ok(fin && n == chunk.len())
+                        }
+                        Err(e) => Err(e),
+                    }
+                } else if let Body::File(..) = cursor.body {
                     self.scratch.clear();
                     if let Err(e) = cursor.copy_into(&s.dynamic, &mut self.scratch, want) {
                         warn!("reading a file body: {e}");
-                        self.conn.reset(id, ErrorCode::INTERNAL_ERROR, out);
+                        self.conn.reset(id, ErrorCode::INTERNAL_ERROR, out.bytes());
                         self.app.close(id);
                         continue;
                     }
                     let fin = cursor.remaining() == 0;
                     // The capacity was checked: all of it is queued.
                     self.conn
-                        .send_data(id, &self.scratch, fin, out)
+                        .send_data(id, &self.scratch, fin, out.bytes())
                         .map(|_| fin)
                 } else {
                     let chunk = cursor.chunk(&s.dynamic, want);
                     let fin = chunk.len() as u64 == remaining;
-                    match self.conn.send_data(id, chunk, fin, out) {
+                    match self.conn.send_data(id, chunk, fin, out.bytes()) {
                         Ok(n) => {
                             cursor.advance(n);
                             Ok(fin && n == chunk.len())
@@ -698,12 +655,15 @@ impl H2 {
         self.pump(io.out);
     }
 
-    /// Whether response data could be queued now (a stream has data and window).
+    /// Whether response data could be queued now (a stream has data and window, and the
+    /// client's preface came).
     pub fn has_pending_work(&self) -> bool {
-        self.app
-            .sending
-            .iter()
-            .any(|&id| self.conn.send_capacity(StreamId::new(id)) > 0)
+        self.conn.preface_received()
+            && self
+                .app
+                .sending
+                .iter()
+                .any(|&id| self.conn.send_capacity(StreamId::new(id)) > 0)
     }
 
     /// Idle check: no input or output progress for `idle` and no `/delay` response pending.
@@ -713,68 +673,7 @@ impl H2 {
 
     /// Queues a GOAWAY (idle timeout or server shutdown).
     pub fn on_idle_timeout(&mut self, io: &mut Io<'_>) {
-        self.conn.goaway(ErrorCode::NO_ERROR, b"", io.out);
+        self.conn.goaway(ErrorCode::NO_ERROR, b"", io.out.bytes());
         self.failed = true;
     }
-}
-
-/// The decimal digits of `v` in `buf`.
-fn u64_digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
-
-fn push_frame_header(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, stream: u32) {
-    let len = (len as u32).min(0x00ff_ffff);
-    out.extend_from_slice(&len.to_be_bytes()[1..]);
-    out.push(kind);
-    out.push(flags);
-    out.extend_from_slice(&(stream & 0x7fff_ffff).to_be_bytes());
-}
-
-/// Encodes a response head: `:status`, `server`, `date`, `content-type`, `content-length`,
-/// `cache-control`, `allow`. Stack buffers only; the encoder indexes the stable fields, so
-/// steady-state blocks are a few bytes.
-fn encode_head(enc: &mut Encoder, buf: &mut Vec<u8>, resp: &Response, date: &[u8]) {
-    let status = resp.status.clamp(100, 999);
-    let status_text = [
-        b'0' + (status / 100) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ];
-    let mut cl = [0u8; 20];
-    let cl = u64_digits(resp.body.len(), &mut cl);
-    let mut fields: [(&[u8], &[u8], Indexing); 7] = [(b"", b"", Indexing::Auto); 7];
-    let mut n = 0;
-    fields[n] = (b":status", &status_text, Indexing::Auto);
-    n += 1;
-    fields[n] = (b"server", b"h2lab", Indexing::Auto);
-    n += 1;
-    fields[n] = (b"date", date, Indexing::Auto);
-    n += 1;
-    if !resp.no_content_length() {
-        fields[n] = (
-            b"content-type",
-            resp.content_type.as_bytes(),
-            Indexing::Auto,
-        );
-        n += 1;
-        fields[n] = (b"content-length", cl, Indexing::Auto);
-        n += 1;
-    }
-    fields[n] = (b"cache-control", resp.cache.value(), Indexing::Auto);
-    n += 1;
-    if resp.allow {
-        fields[n] = (b"allow", b"GET, HEAD, POST, PUT", Indexing::Auto);
-        n += 1;
-    }
-    enc.encode_with(fields[..n].iter().copied(), buf);
 }

@@ -15,8 +15,10 @@
 //! Architecture: with one thread the worker accepts itself; with more, an acceptor thread
 //! hands each connection to the least-loaded worker, where it stays. Each loop turn reads
 //! and processes ready connections, fires timers (`/delay`), and writes each connection's
-//! queued output with one write (one `write_tls` for TLS). Built-in responses allocate
-//! nothing per request (see `tests/alloc.rs`).
+//! queued output with one `writev` (cleartext) or by feeding the slices to rustls (TLS).
+//! Built-in bodies are never copied by the server: the output queue splices them in from
+//! static memory behind the frame or response heads (see `out.rs`). Built-in responses
+//! allocate nothing per request (see `tests/alloc.rs`).
 //!
 //! In-process use (tests, the lab):
 //!
@@ -32,9 +34,11 @@ pub mod config;
 mod conn;
 pub mod date;
 pub mod endpoints;
+mod h2head;
 mod http1;
 mod http2;
 mod log;
+mod out;
 pub mod shutdown;
 pub mod tls;
 mod worker;
@@ -57,6 +61,13 @@ pub enum ServerError {
         /// The error.
         source: std::io::Error,
     },
+    /// A listening socket could not be bound.
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The error.
+        source: std::io::Error,
+    },
     /// The configuration is invalid.
     Config(String),
     /// Certificate or TLS setup failed.
@@ -69,6 +80,17 @@ impl std::fmt::Display for ServerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ServerError::Io { context, source } => write!(f, "{context}: {source}"),
+            ServerError::Listen { addr, source } => {
+                write!(f, "cannot listen on {addr}: ")?;
+                match source.kind() {
+                    std::io::ErrorKind::AddrInUse => write!(f, "address in use"),
+                    std::io::ErrorKind::AddrNotAvailable => {
+                        write!(f, "address not available on this host")
+                    }
+                    std::io::ErrorKind::PermissionDenied => write!(f, "permission denied"),
+                    _ => write!(f, "{source}"),
+                }
+            }
             ServerError::Config(m) => write!(f, "invalid configuration: {m}"),
             ServerError::Tls(m) => write!(f, "TLS: {m}"),
             ServerError::WorkerPanicked => write!(f, "a worker thread panicked"),
@@ -79,7 +101,7 @@ impl std::fmt::Display for ServerError {
 impl std::error::Error for ServerError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            ServerError::Io { source, .. } => Some(source),
+            ServerError::Io { source, .. } | ServerError::Listen { source, .. } => Some(source),
             _ => None,
         }
     }
@@ -299,23 +321,34 @@ impl Drop for RunningServer {
 pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate().map_err(ServerError::Config)?;
     // Report a bad --root now rather than from the server thread.
-    endpoints::Router::new(&config).map_err(io_err("--root"))?;
+    endpoints::Router::new(&config).map_err(io_err(format!(
+        "--root {}",
+        config
+            .root
+            .as_deref()
+            .unwrap_or(std::path::Path::new(""))
+            .display()
+    )))?;
     let mut listeners = Vec::new();
     let mut addr = None;
     let mut tls_addr = None;
     if let Some(a) = config.listen {
-        let l = Listener::bind(a, false).map_err(io_err(format!("binding {a}")))?;
+        let l =
+            Listener::bind(a, false).map_err(|source| ServerError::Listen { addr: a, source })?;
         addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }
     let (mut cert_path, mut key_path) = (None, None);
     if let Some(a) = config.tls_listen {
         let paths = tls::ensure_certificate(&config)?;
+        // Report an unusable certificate or key now rather than from the server thread.
+        tls::server_config(&paths, &config)?;
         config.cert = Some(paths.cert.clone());
         config.key = Some(paths.key.clone());
         cert_path = Some(paths.cert);
         key_path = Some(paths.key);
-        let l = Listener::bind(a, true).map_err(io_err(format!("binding {a}")))?;
+        let l =
+            Listener::bind(a, true).map_err(|source| ServerError::Listen { addr: a, source })?;
         tls_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }

@@ -1,6 +1,7 @@
 //! h2spec (all 145 generic, HTTP/2 and HPACK tests, plus the strict ones) against the h2c
-//! port and the TLS port. Skipped, with a message, when h2spec is not installed
-//! (`go install github.com/summerwind/h2spec/cmd/h2spec@latest`).
+//! port and the TLS port; every test must pass on both. Skipped, with a message, when h2spec
+//! is not installed (`go install github.com/summerwind/h2spec/cmd/h2spec@latest`), except
+//! under `CI=true`, where a missing h2spec fails the test.
 
 mod common;
 
@@ -15,11 +16,7 @@ fn h2spec() -> Option<std::path::PathBuf> {
     if let Some(gopath) = std::env::var_os("GOPATH") {
         candidates.push(std::path::Path::new(&gopath).join("bin/h2spec"));
     }
-    let found = candidates.into_iter().find(|p| p.exists());
-    if found.is_none() {
-        eprintln!("SKIPPED: h2spec is not installed");
-    }
-    found
+    common::tool("h2spec", &candidates)
 }
 
 fn run(bin: &std::path::Path, args: &[&str]) -> String {
@@ -40,6 +37,9 @@ fn run(bin: &std::path::Path, args: &[&str]) -> String {
     summary
 }
 
+/// The full suite: 145 tests, every one must pass (none skipped).
+const ALL_PASS: &str = "145 tests, 145 passed, 0 skipped, 0 failed";
+
 #[test]
 fn h2spec_passes_on_h2c_and_tls() {
     let Some(bin) = h2spec() else { return };
@@ -47,9 +47,29 @@ fn h2spec_passes_on_h2c_and_tls() {
     let port = s.addr().unwrap().port().to_string();
     let tls_port = s.tls_addr().unwrap().port().to_string();
     let h2c = run(&bin, &["-h", "127.0.0.1", "-p", &port]);
-    assert!(h2c.starts_with("145 tests, 145 passed"), "{h2c}");
+    assert_eq!(h2c, ALL_PASS, "h2c");
     let tls = run(&bin, &["-t", "-k", "-h", "127.0.0.1", "-p", &tls_port]);
-    assert!(tls.starts_with("145 tests, 145 passed"), "{tls}");
-    let strict = run(&bin, &["-S", "-h", "127.0.0.1", "-p", &port]);
-    assert!(strict.contains(" 0 failed"), "{strict}");
+    assert_eq!(tls, ALL_PASS, "TLS");
+    // The strict mode adds the SHOULD-level checks.
+    for args in [
+        &["-S", "-h", "127.0.0.1", "-p", &port][..],
+        &["-S", "-t", "-k", "-h", "127.0.0.1", "-p", &tls_port],
+    ] {
+        let strict = run(&bin, args);
+        assert!(
+            strict.ends_with(" 0 skipped, 0 failed"),
+            "{args:?}: {strict}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_tool_fails_under_ci_and_skips_otherwise() {
+    let missing = [std::path::PathBuf::from("/nonexistent/h2lab-no-such-tool")];
+    assert_eq!(common::tool_in(false, "no-such-tool", &missing), None);
+    let r = std::panic::catch_unwind(|| common::tool_in(true, "no-such-tool", &missing));
+    assert!(
+        r.is_err(),
+        "CI=true: a missing tool is a failure, not a skip"
+    );
 }

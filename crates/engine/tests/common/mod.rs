@@ -164,6 +164,22 @@ fn finish(c: &Counters, served: u64) {
     c.per_conn.lock().unwrap().push(served);
 }
 
+impl Counters {
+    /// Per-connection request counts once `n` connections have ended. The responder
+    /// threads record a connection when they see it close, which can happen just after
+    /// the engine returns, so this polls (with a deadline) instead of reading once.
+    pub fn per_conn_when(&self, n: usize) -> Vec<u64> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let per = self.per_conn.lock().unwrap().clone();
+            if per.len() >= n || std::time::Instant::now() > deadline {
+                return per;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
 /// A TCP responder on 127.0.0.1:<ephemeral>.
 pub fn tcp_server(b: Behavior) -> (SocketAddr, Arc<Counters>) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -182,8 +198,8 @@ pub fn tcp_server(b: Behavior) -> (SocketAddr, Arc<Counters>) {
 }
 
 /// A UNIX socket responder at a fresh path.
-pub fn unix_server(b: Behavior) -> (servers::Scratch, std::path::PathBuf, Arc<Counters>) {
-    let dir = servers::scratch("unix");
+pub fn unix_server(b: Behavior) -> (scratch::Scratch, std::path::PathBuf, Arc<Counters>) {
+    let dir = scratch::scratch("unix");
     let path = dir.join("s.sock");
     let _ = std::fs::remove_file(&path);
     let l = std::os::unix::net::UnixListener::bind(&path).unwrap();
@@ -270,4 +286,5 @@ impl Observer for Recorder {
         *self.proto.lock().unwrap() = Some(p);
     }
 }
-pub mod servers;
+pub mod anchors;
+pub mod scratch;

@@ -189,13 +189,39 @@ pub fn connect_tls(
     Client::new(rustls::StreamOwned::new(conn, s))
 }
 
-/// `curl` if installed; prints that the test is skipped otherwise.
-pub fn curl() -> Option<&'static str> {
-    for p in ["/usr/bin/curl", "/usr/local/bin/curl"] {
-        if std::path::Path::new(p).exists() {
-            return Some(p);
-        }
+/// Whether missing client tools must fail the tests: CI installs every anchor
+/// (`.ci/install-anchors.sh`), so there a missing tool is an error, not a skip.
+pub fn tools_required() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// The first of `candidates` that exists. When none does: panics under `CI=true`, else
+/// prints that the test is skipped and returns `None`.
+pub fn tool(name: &str, candidates: &[std::path::PathBuf]) -> Option<std::path::PathBuf> {
+    tool_in(tools_required(), name, candidates)
+}
+
+/// [`tool`] with the CI rule given (`required`: a missing tool panics).
+pub fn tool_in(
+    required: bool,
+    name: &str,
+    candidates: &[std::path::PathBuf],
+) -> Option<std::path::PathBuf> {
+    if let Some(p) = candidates.iter().find(|p| p.exists()) {
+        return Some(p.clone());
     }
-    eprintln!("SKIPPED: curl is not installed");
+    assert!(
+        !required,
+        "{name} is not installed (looked at {candidates:?}); CI=true requires it \
+         (.ci/install-anchors.sh)"
+    );
+    eprintln!("SKIPPED: {name} is not installed");
     None
+}
+
+/// `curl` if installed (see [`tool`]).
+pub fn curl() -> Option<&'static str> {
+    const PATHS: [&str; 2] = ["/usr/bin/curl", "/usr/local/bin/curl"];
+    let found = tool("curl", &PATHS.map(std::path::PathBuf::from))?;
+    PATHS.into_iter().find(|p| std::path::Path::new(p) == found)
 }

@@ -334,6 +334,60 @@ impl<E: HeaderEncoder> Connection<E> {
         Ok(n)
     }
 
+    /// Zero-copy DATA: queue the 9-byte header of **one** DATA frame on
+    /// `stream` for up to `len` body bytes, consuming the stream and
+    /// connection send windows, and return the frame's length `n` (at most
+    /// `len`, the windows and the peer's SETTINGS_MAX_FRAME_SIZE). The caller
+    /// must then put exactly the first `n` body bytes on the wire right after
+    /// the header (e.g. `writev` of `[out, body[..n]]`), before anything
+    /// else this connection writes to `out`.
+    ///
+    /// END_STREAM is set when `end_stream` and `n == len` (an empty frame
+    /// with END_STREAM when `len == 0`). Returns `Ok(0)` and writes nothing
+    /// when a window is closed and `len > 0`: call again after
+    /// [`Events::window_opened`](super::Events::window_opened).
+    ///
+    /// Errors: [`SendError::StreamClosed`] if `stream` is not open for
+    /// sending, [`SendError::ConnectionClosed`] after a connection error.
+    pub fn send_data_header(
+        &mut self,
+        stream: StreamId,
+        len: usize,
+        end_stream: bool,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, SendError> {
+        let st = &mut self.st;
+        st.check_open()?;
+        let max = st.peer.max_frame_size as usize;
+        let conn_avail = st.conn_send.available() as usize;
+        let s = match st.streams.get_mut(stream) {
+            Some(s) if !s.has(flag::SEND_CLOSED) => s,
+            _ => return Err(SendError::StreamClosed(stream)),
+        };
+        // RFC 9113 §6.9.1: "The sender MUST NOT send a flow-controlled frame
+        // with a length that exceeds the space available in either of the
+        // flow-control windows advertised by the receiver." RFC 9113 §4.2:
+        // "An endpoint MUST send an error code of FRAME_SIZE_ERROR if a frame
+        // exceeds the size defined in SETTINGS_MAX_FRAME_SIZE".
+        let n = len
+            .min(conn_avail)
+            .min(s.send.available() as usize)
+            .min(max);
+        let fin = end_stream && n == len;
+        if n == 0 && !fin {
+            return Ok(0);
+        }
+        let n32 = u32::try_from(n).unwrap_or(u32::MAX);
+        encode_data_header(stream, n32, fin, out);
+        // Both windows were checked above, so these cannot fail.
+        let _ = s.send.consume(n32, Scope::Stream(stream));
+        let _ = st.conn_send.consume(n32, Scope::Connection);
+        if fin {
+            st.send_end(stream);
+        }
+        Ok(n)
+    }
+
     /// Reset `stream` with `code` (RST_STREAM, RFC 9113 §6.4), e.g. to cancel
     /// a request. Returns false if the stream was not open (nothing sent).
     /// Frames the peer still sends on it are ignored (RFC 9113 §5.1).
@@ -458,6 +512,13 @@ impl<E: HeaderEncoder> Connection<E> {
         let st = &self.st;
         st.error.is_some()
             || ((st.goaway_sent.is_some() || st.goaway_recv.is_some()) && st.streams.len() == 0)
+    }
+
+    /// Whether the peer's connection preface (RFC 9113 §3.4) has been
+    /// received: always true for a client; for a server, once
+    /// [`recv`](Connection::recv) consumed the 24-octet preface string.
+    pub fn preface_received(&self) -> bool {
+        !self.st.awaiting_preface
     }
 
     /// Size a read buffer must be able to hold so that any frame we accept

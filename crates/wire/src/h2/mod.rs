@@ -10,6 +10,10 @@
 //! [`Connection::send_data`], [`Connection::reset`], [`Connection::goaway`]
 //! and [`Connection::ping`]; every frame goes into a caller-owned `Vec<u8>`
 //! that the caller writes to the transport once per loop turn.
+//! [`Connection::send_data_header`] is the zero-copy DATA path: it writes
+//! only the frame header and the caller writes the payload from its own
+//! buffer (`writev`). [`Connection::upgrade_server`] takes over a connection
+//! after an HTTP/1.1 `Upgrade: h2c` (RFC 7540 §3.2).
 //!
 //! The same code serves the load generator (client role, usually with a
 //! [`crate::hpack::RequestTemplate`] as its encoder) and the test server
@@ -59,6 +63,7 @@ mod recv;
 mod settings;
 mod store;
 pub mod testing;
+mod upgrade;
 
 pub use conn::{Connection, HeaderEncoder, Role};
 pub use error::{ConnError, Initiator, SendError};

@@ -436,6 +436,22 @@ impl State {
             return Ok(());
         }
         self.guard.settings(&self.limits)?;
+        let opened = self.apply_peer_settings(&s)?;
+        // RFC 9113 §6.5.3: "Once all values have been processed, the
+        // recipient MUST immediately emit a SETTINGS frame with the ACK flag
+        // set."
+        encode_settings_ack(out);
+        sink.settings_changed();
+        if opened {
+            sink.window_opened(None);
+        }
+        Ok(())
+    }
+
+    /// Apply the peer's SETTINGS values (from a SETTINGS frame or, after an
+    /// h2c upgrade, the HTTP2-Settings header field). Returns whether stream
+    /// send windows grew. The ACK is the caller's business.
+    pub(crate) fn apply_peer_settings(&mut self, s: &Settings) -> Result<bool, H2Error> {
         if self.role == Role::Client && s.enable_push == Some(true) {
             // RFC 9113 §6.5.2: "A client MUST treat receipt of a SETTINGS
             // frame with SETTINGS_ENABLE_PUSH set to 1 as a connection error
@@ -474,16 +490,8 @@ impl State {
                 self.enc_pending = Some(n);
             }
         }
-        self.peer.apply(&s);
-        // RFC 9113 §6.5.3: "Once all values have been processed, the
-        // recipient MUST immediately emit a SETTINGS frame with the ACK flag
-        // set."
-        encode_settings_ack(out);
-        sink.settings_changed();
-        if opened {
-            sink.window_opened(None);
-        }
-        Ok(())
+        self.peer.apply(s);
+        Ok(opened)
     }
 
     /// The peer acknowledged our first SETTINGS: its values now bind it.

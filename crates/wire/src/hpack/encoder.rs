@@ -92,6 +92,13 @@ impl Encoder {
         self.table.len()
     }
 
+    /// A counter bumped by every change of the dynamic table (insertion, eviction, resize).
+    /// While it and [`Encoder::has_pending_size_update`] are unchanged, a block whose
+    /// encoding inserted nothing encodes to the same bytes again, so callers may cache it.
+    pub fn table_generation(&self) -> u64 {
+        self.table.generation()
+    }
+
     /// `true` while a table size change still has to be signalled.
     pub fn has_pending_size_update(&self) -> bool {
         self.pending.is_some()

@@ -1,0 +1,341 @@
+//! `h2lab compare`: the protocol matrix (see `h2lab_lab::compare`). With no arguments it
+//! starts the built-in server and the emulated links in-process and runs the default matrix
+//! (about 5 minutes on 2 cores); `--quick` runs a one-minute version.
+//!
+//! Progress goes to stderr; the cell table, the decision table and notes to stdout. The
+//! report directory gets `index.html` (self-contained), `results.json` and `results.csv`.
+//!
+//! Exit status: 0 when the matrix ran (failed cells are listed in the notes); 1 on usage
+//! errors, when the environment could not start or no cell produced a result, or when an
+//! output file could not be written; 130 when SIGINT/SIGTERM stopped it (what was measured
+//! is still reported).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use h2lab_engine::StopFlag;
+use h2lab_lab::compare::axes::{parse_count, parse_list, parse_profile, HeaderSet, Payload};
+use h2lab_lab::compare::{output, CompareConfig, Preset};
+use h2lab_lab::env::Targets;
+use h2lab_lab::fmt::{dur, parse_dur};
+use h2lab_lab::proto::{self, Proto};
+use h2lab_lab::report;
+
+/// Exit status of failed runs and usage errors.
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status when SIGINT/SIGTERM stopped the run.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+const PREFIX: &str = "h2lab compare: error:";
+
+/// `h2lab compare` options. Lists are comma-separated.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Protocols: h1 (HTTP/1.1 keep-alive), h1.0 (no keep-alive: \
+    Connection: close), h1-tls, h2 (TLS), h2c.\nPayloads: ping, json, compute, info, a size \
+    (1k, 100k: /data?size=), a /path or NAME=/path.\nHeaders: none or a size (4k: realistic \
+    JWT, cookie and tracing headers).\nLinks: loopback (direct), lan (1 ms, 1 Gbit/s), wan \
+    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s).\nDefault matrix: every payload at \
+    c=50, 1 stream, no extra headers, loopback; then concurrency, headers, streams and \
+    links varied one at a time on the sweep payloads (--full: the cross product)."
+)]
+pub struct CompareArgs {
+    /// Run the one-minute matrix (4 payloads; 4 KiB headers and the WAN link on 10k).
+    #[arg(long, conflicts_with = "tiny")]
+    pub quick: bool,
+
+    /// A few-second matrix for tests.
+    #[arg(long, hide = true)]
+    pub tiny: bool,
+
+    /// Measure this server instead of the built-in one: http:// serves h1, h1.0 and h2c;
+    /// https:// serves h1-tls and h2.
+    #[arg(long, value_name = "URL")]
+    pub target: Option<String>,
+
+    /// Cleartext HTTP/1.1 server for h1 and h1.0 (overrides --target).
+    #[arg(long, value_name = "URL")]
+    pub h1_url: Option<String>,
+
+    /// TLS server for h2 (and h1-tls) (overrides --target).
+    #[arg(long, value_name = "URL")]
+    pub h2_url: Option<String>,
+
+    /// Cleartext HTTP/2 server for h2c (overrides --target).
+    #[arg(long, value_name = "URL")]
+    pub h2c_url: Option<String>,
+
+    /// Protocols to compare [default: h1,h1.0,h2,h2c].
+    #[arg(long, value_name = "LIST")]
+    pub protocols: Option<String>,
+
+    /// Payloads of the base sweep [default: ping,json,1k,10k,50k,100k,compute].
+    #[arg(long, value_name = "LIST")]
+    pub payloads: Option<String>,
+
+    /// Payloads measured when another axis varies [default: json,100k].
+    #[arg(long, value_name = "LIST")]
+    pub sweep_payloads: Option<String>,
+
+    /// Request header sets; the first is the base [default: none,4k].
+    #[arg(long, value_name = "LIST")]
+    pub headers: Option<String>,
+
+    /// Concurrent requests; the base is 50 if listed [default: 10,50,200].
+    #[arg(long, value_name = "LIST")]
+    pub concurrency: Option<String>,
+
+    /// HTTP/2 streams per connection (connections = concurrency / streams) [default: 1,10].
+    #[arg(long, value_name = "LIST")]
+    pub streams: Option<String>,
+
+    /// Link profiles; the first is the base [default: loopback,lan,wan].
+    #[arg(long, value_name = "LIST")]
+    pub links: Option<String>,
+
+    /// Measure the full cross product of the axes.
+    #[arg(long)]
+    pub full: bool,
+
+    /// Measured runs per cell [default: 3].
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Measured time per run, stretched on slow links to 5 round trips of the whole
+    /// concurrency [default: 1s; --quick 400ms].
+    #[arg(long, value_name = "DURATION")]
+    pub duration: Option<String>,
+
+    /// Unmeasured warm-up at the start of each run [default: 250ms; --quick 100ms].
+    #[arg(long, value_name = "DURATION")]
+    pub warm_up: Option<String>,
+
+    /// Client threads [default: 1].
+    #[arg(long, value_name = "N")]
+    pub threads: Option<u32>,
+
+    /// Built-in server threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub server_threads: usize,
+
+    /// Write the HTML report (index.html, results.json, results.csv) here.
+    #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
+    pub report: PathBuf,
+
+    /// Do not write the report directory.
+    #[arg(long)]
+    pub no_report: bool,
+
+    /// Also write the JSON results to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+
+    /// Also write the CSV results to this file.
+    #[arg(long, value_name = "PATH")]
+    pub csv: Option<PathBuf>,
+}
+
+fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
+    let preset = if args.tiny {
+        Preset::Tiny
+    } else if args.quick {
+        Preset::Quick
+    } else {
+        Preset::Default
+    };
+    let mut cfg = CompareConfig::preset(preset);
+    let mut targets: Option<Targets> = match &args.target {
+        Some(u) => Some(Targets::from_url(u).map_err(|e| format!("--target: {e}"))?),
+        None => None,
+    };
+    for (flag, url, protos) in [
+        ("--h1-url", &args.h1_url, &[Proto::H1][..]),
+        ("--h2-url", &args.h2_url, &[Proto::H2, Proto::H1Tls][..]),
+        ("--h2c-url", &args.h2c_url, &[Proto::H2c][..]),
+    ] {
+        if let Some(u) = url {
+            let t = targets.get_or_insert_with(Targets::default);
+            for &p in protos {
+                t.set(p, u).map_err(|e| format!("{flag}: {e}"))?;
+            }
+        }
+    }
+    if let Some(t) = &targets {
+        // Default protocols: what the given URLs can serve, HTTP/1.1-over-TLS only when
+        // there is no cleartext HTTP/1.1.
+        let mut v = t.available();
+        if v.contains(&Proto::H1) {
+            v.retain(|p| *p != Proto::H1Tls);
+        }
+        cfg.axes.protocols = v;
+    }
+    cfg.targets = targets;
+    if let Some(s) = &args.protocols {
+        cfg.axes.protocols = proto::parse_list(s).map_err(|e| format!("--protocols: {e}"))?;
+    }
+    let payloads = |s: &str, flag: &str| {
+        parse_list(s, "payload", |p| p.parse::<Payload>()).map_err(|e| format!("{flag}: {e}"))
+    };
+    if let Some(s) = &args.payloads {
+        cfg.axes.payloads = payloads(s, "--payloads")?;
+        if args.sweep_payloads.is_none() {
+            // Sweep the first and last payload the user listed.
+            let p = &cfg.axes.payloads;
+            let mut sw = vec![p[0].clone()];
+            if p.len() > 1 {
+                sw.push(p[p.len() - 1].clone());
+            }
+            cfg.axes.sweep_payloads = sw;
+        }
+    }
+    if let Some(s) = &args.sweep_payloads {
+        cfg.axes.sweep_payloads = payloads(s, "--sweep-payloads")?;
+    }
+    if let Some(s) = &args.headers {
+        cfg.axes.headers = parse_list(s, "header set", |h| h.parse::<HeaderSet>())
+            .map_err(|e| format!("--headers: {e}"))?;
+    }
+    if let Some(s) = &args.concurrency {
+        cfg.axes.concurrency =
+            parse_list(s, "concurrency", parse_count).map_err(|e| format!("--concurrency: {e}"))?;
+    }
+    if let Some(s) = &args.streams {
+        cfg.axes.streams =
+            parse_list(s, "streams", parse_count).map_err(|e| format!("--streams: {e}"))?;
+    }
+    if let Some(s) = &args.links {
+        cfg.axes.links =
+            parse_list(s, "link", parse_profile).map_err(|e| format!("--links: {e}"))?;
+    }
+    cfg.axes.full = args.full;
+    if let Some(n) = args.runs {
+        if n == 0 || n > 100 {
+            return Err("--runs: expected 1..=100".into());
+        }
+        cfg.timing.runs = n;
+    }
+    if let Some(d) = &args.duration {
+        let d = parse_dur(d).map_err(|e| format!("--duration: {e}"))?;
+        if d.is_zero() {
+            return Err("--duration: must be positive".into());
+        }
+        cfg.timing.duration = d;
+    }
+    if let Some(d) = &args.warm_up {
+        cfg.timing.warm_up = parse_dur(d).map_err(|e| format!("--warm-up: {e}"))?;
+    }
+    if let Some(t) = args.threads {
+        if t == 0 {
+            return Err("--threads: must be at least 1".into());
+        }
+        cfg.timing.client_threads = t;
+    }
+    if args.server_threads == 0 {
+        return Err("--server-threads: must be at least 1".into());
+    }
+    cfg.server_threads = args.server_threads;
+    Ok(cfg)
+}
+
+/// SIGINT/SIGTERM set the stop flag; a second signal exits at once.
+pub fn install_signal_handlers(stop: &StopFlag) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(EXIT_INTERRUPTED),
+            Arc::clone(&stop.0),
+        )?;
+        signal_hook::flag::register(sig, Arc::clone(&stop.0))?;
+    }
+    Ok(())
+}
+
+/// Writes `text` to `path`, creating parent directories.
+pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Runs `h2lab compare` and returns the exit status.
+pub fn main(args: CompareArgs) -> ExitCode {
+    let cfg = match build(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let stop = StopFlag::new();
+    if let Err(e) = install_signal_handlers(&stop) {
+        eprintln!("{PREFIX} cannot install signal handlers: {e}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+    let mut on_start =
+        |plan: &h2lab_lab::compare::matrix::Plan, eta: std::time::Duration, env: &str| {
+            eprintln!("server: {env}");
+            eprintln!(
+                "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
+                plan.conditions.len(),
+                plan.cells.len(),
+                cfg.timing.runs,
+                dur(cfg.timing.duration),
+                dur(cfg.timing.warm_up),
+                if eta.as_secs() >= 90 {
+                    format!("{:.1} min", eta.as_secs_f64() / 60.0)
+                } else {
+                    format!("{:.0} s", eta.as_secs_f64())
+                }
+            );
+        };
+    let mut on_cell = |p: h2lab_lab::compare::run::Progress<'_>| {
+        eprintln!("{}", output::progress_line(&p));
+    };
+    let r = match h2lab_lab::compare::run(&cfg, &stop, &mut on_start, &mut on_cell) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    println!("{}", output::render_text(&r));
+    let json = output::json(&r);
+    let csv = output::csv(&r);
+    let mut status = if stop.is_stopped() {
+        EXIT_INTERRUPTED
+    } else {
+        0
+    };
+    if r.cells.iter().all(|c| c.rps.is_none()) {
+        eprintln!("{PREFIX} no cell produced a result");
+        status = EXIT_FAILURE;
+    }
+    let mut writes: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(p) = &args.json {
+        writes.push((p.clone(), json.clone()));
+    }
+    if let Some(p) = &args.csv {
+        writes.push((p.clone(), csv.clone()));
+    }
+    if !args.no_report {
+        let html = report::compare::render(&r);
+        writes.push((args.report.join("index.html"), html));
+        writes.push((args.report.join("results.json"), json));
+        writes.push((args.report.join("results.csv"), csv));
+    }
+    for (path, text) in writes {
+        if let Err(e) = write_file(&path, &text) {
+            eprintln!("{PREFIX} {e}");
+            status = EXIT_FAILURE;
+        }
+    }
+    if !args.no_report {
+        println!("report: {}", args.report.join("index.html").display());
+    }
+    ExitCode::from(status)
+}

@@ -1,0 +1,145 @@
+//! `h2lab link`: runs the user-space network emulator (`h2lab_lab::link`) in the foreground
+//! until SIGINT/SIGTERM, relaying TCP from `--listen` to `--upstream` with the configured
+//! RTT, bandwidth, queue, jitter and loss. Prints the listening address on start and the
+//! link's counters on exit.
+//!
+//! Exit status: 0 after a signal; 1 on usage errors or when the link cannot start.
+
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use h2lab_engine::StopFlag;
+use h2lab_lab::link::{self, LinkFlags, Shutdown};
+
+use crate::compare::EXIT_FAILURE;
+
+const PREFIX: &str = "h2lab link: error:";
+
+/// `h2lab link` options.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Profiles: loopback (no shaping), lan (1 ms, 1 Gbit/s), wan (40 ms, \
+    50 Mbit/s), mobile (80 ms, 12 Mbit/s down, 3 Mbit/s up); other flags override the \
+    profile.\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
+    ns, us, ms, s.\nExample: h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
+    --rtt 20ms --down 90mbit --up 12mbit --loss 0.5%"
+)]
+pub struct LinkArgs {
+    /// Address to accept client connections on.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
+    pub listen: String,
+
+    /// Server to relay to.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub upstream: String,
+
+    /// Named shape: loopback, lan, wan, mobile.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    /// Round-trip time added (half each way), e.g. 20ms.
+    #[arg(long, value_name = "DURATION")]
+    pub rtt: Option<String>,
+
+    /// Downstream rate (server to client), e.g. 90mbit.
+    #[arg(long, value_name = "RATE")]
+    pub down: Option<String>,
+
+    /// Upstream rate (client to server), e.g. 12mbit.
+    #[arg(long, value_name = "RATE")]
+    pub up: Option<String>,
+
+    /// Packet loss, modelled as retransmission delay, e.g. 0.5%.
+    #[arg(long, value_name = "PERCENT")]
+    pub loss: Option<String>,
+
+    /// Delay jitter (never reorders), e.g. 2ms.
+    #[arg(long, value_name = "DURATION")]
+    pub jitter: Option<String>,
+
+    /// Bottleneck queue size, e.g. 256k [default: one BDP, at least 5 ms of traffic].
+    #[arg(long, value_name = "SIZE")]
+    pub queue: Option<String>,
+
+    /// Seed of the jitter and loss draws.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Do not charge the TCP handshake's round trip.
+    #[arg(long)]
+    pub no_handshake: bool,
+}
+
+/// Runs `h2lab link` and returns the exit status.
+pub fn main(a: LinkArgs) -> ExitCode {
+    let flags = LinkFlags {
+        listen: Some(a.listen.clone()),
+        upstream: a.upstream.clone(),
+        profile: a.profile.clone(),
+        rtt: a.rtt.clone(),
+        down: a.down.clone(),
+        up: a.up.clone(),
+        loss: a.loss.clone(),
+        jitter: a.jitter.clone(),
+        queue: a.queue.clone(),
+        seed: a.seed,
+        no_handshake: a.no_handshake,
+    };
+    let cfg = match flags.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let listener = match TcpListener::bind(cfg.listen) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{PREFIX} cannot listen on {}: {e}", cfg.listen);
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let shutdown = Shutdown::new();
+    let l = match link::Link::new(listener, &cfg, shutdown.clone()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let stats = l.stats();
+    let stop = StopFlag::new();
+    if let Err(e) = crate::compare::install_signal_handlers(&stop) {
+        eprintln!("{PREFIX} cannot install signal handlers: {e}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+    println!(
+        "h2lab link: {} -> {} ({})",
+        l.local_addr(),
+        cfg.upstream,
+        cfg.describe()
+    );
+    // Forward the signal flag to the link's shutdown trigger.
+    let watcher = {
+        let shutdown = shutdown.clone();
+        std::thread::spawn(move || {
+            while !stop.is_stopped() && !shutdown.is_triggered() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            shutdown.trigger();
+        })
+    };
+    let r = l.run();
+    shutdown.trigger();
+    let _ = watcher.join();
+    println!("{}", stats.snapshot());
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            ExitCode::from(EXIT_FAILURE)
+        }
+    }
+}

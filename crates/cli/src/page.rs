@@ -1,0 +1,217 @@
+//! `h2lab page`: browser-like page loads (see `h2lab_lab::page`). With no arguments it starts
+//! the built-in server and a `wan` link in-process and loads the built-in `/page` (HTML +
+//! 300 images of 1–8 KiB) 5 times over HTTP/1.1 (6 connections) and HTTP/2 (1 connection),
+//! both over TLS. `--slow` runs the slow-endpoint case instead; `--users` adds a load test.
+//!
+//! Progress goes to stderr, the tables to stdout; the report directory gets `index.html`
+//! and `results.json`. Exit status: 0 on success, 1 on usage errors or when no load
+//! succeeded.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use h2lab_lab::compare::axes::parse_profile;
+use h2lab_lab::fmt::parse_dur;
+use h2lab_lab::page::users::{parse_stages, ramp_hold, LoadTestConfig};
+use h2lab_lab::page::{output, PageConfig, SlowConfig};
+use h2lab_lab::proto;
+use h2lab_lab::report;
+
+use crate::compare::{write_file, EXIT_FAILURE};
+
+const PREFIX: &str = "h2lab page: error:";
+
+/// `h2lab page` options.
+#[derive(Debug, Clone, Args)]
+pub struct PageArgs {
+    /// Page to load instead of the built-in /page (its same-origin img, script, link and
+    /// source resources are loaded too).
+    #[arg(value_name = "URL")]
+    pub url: Option<String>,
+
+    /// Query of the built-in /page: n images of min..max bytes.
+    #[arg(long, value_name = "QUERY", default_value = h2lab_lab::page::DEFAULT_PAGE_QUERY)]
+    pub page_query: String,
+
+    /// Protocols to compare [default: h1-tls,h2; for an http:// URL h1,h2c].
+    #[arg(long, value_name = "LIST")]
+    pub protocols: Option<String>,
+
+    /// Link profile between client and server: loopback, lan, wan, mobile.
+    #[arg(long, value_name = "PROFILE", default_value = "wan")]
+    pub link: String,
+
+    /// HTTP/1.x connections per host (browsers: 6).
+    #[arg(long, value_name = "N", default_value_t = 6)]
+    pub h1_connections: u32,
+
+    /// HTTP/2 connections per host (browsers: 1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub h2_connections: u32,
+
+    /// HTTP/2 streams per connection (the server's limit applies too).
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub h2_streams: u32,
+
+    /// Page loads per protocol (alternated) [default: 5; --slow: 1].
+    #[arg(short = 'n', long, value_name = "N")]
+    pub repeat: Option<u32>,
+
+    /// The slow-endpoint case instead of page loads: parallel requests to /delay.
+    #[arg(long)]
+    pub slow: bool,
+
+    /// Parallel requests of --slow.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub slow_requests: u32,
+
+    /// Server-side delay of each --slow request.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub delay: String,
+
+    /// Load test: ramp up to N virtual users (over --ramp), hold (--hold), ramp down.
+    #[arg(long, value_name = "N")]
+    pub users: Option<u32>,
+
+    /// Load test stages DURATION:USERS,... (e.g. the seed's 5m:10,5m:10,30s:0).
+    #[arg(long, value_name = "LIST")]
+    pub stages: Option<String>,
+
+    /// Ramp-up time of --users.
+    #[arg(long, value_name = "DURATION", default_value = "20s")]
+    pub ramp: String,
+
+    /// Hold time of --users.
+    #[arg(long, value_name = "DURATION", default_value = "20s")]
+    pub hold: String,
+
+    /// Pause between a virtual user's page loads.
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub think: String,
+
+    /// Built-in server threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub server_threads: usize,
+
+    /// Write the HTML report (index.html, results.json) here.
+    #[arg(long, value_name = "DIR", default_value = "h2lab-page-report")]
+    pub report: PathBuf,
+
+    /// Do not write the report directory.
+    #[arg(long)]
+    pub no_report: bool,
+
+    /// Also write the JSON results to this file.
+    #[arg(long, value_name = "PATH")]
+    pub json: Option<PathBuf>,
+}
+
+fn build(a: &PageArgs) -> Result<PageConfig, String> {
+    let mut c = PageConfig {
+        url: a.url.clone(),
+        page_query: a.page_query.clone(),
+        link: parse_profile(&a.link).map_err(|e| format!("--link: {e}"))?,
+        h1_connections: a.h1_connections,
+        h2_connections: a.h2_connections,
+        h2_streams: a.h2_streams,
+        server_threads: a.server_threads.max(1),
+        ..PageConfig::default()
+    };
+    if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {
+        return Err("--h1-connections, --h2-connections and --h2-streams must be positive".into());
+    }
+    if a.page_query.contains(char::is_whitespace) {
+        return Err("--page-query: no spaces".into());
+    }
+    if let Some(s) = &a.protocols {
+        c.protocols = Some(proto::parse_list(s).map_err(|e| format!("--protocols: {e}"))?);
+    }
+    c.repeat = match a.repeat {
+        Some(0) => return Err("--repeat: must be at least 1".into()),
+        Some(n) => n,
+        None if a.slow => 1,
+        None => 5,
+    };
+    if a.slow {
+        let delay = parse_dur(&a.delay).map_err(|e| format!("--delay: {e}"))?;
+        if a.slow_requests == 0 || a.slow_requests > 10_000 {
+            return Err("--slow-requests: expected 1..=10000".into());
+        }
+        c.slow = Some(SlowConfig {
+            requests: a.slow_requests,
+            delay,
+        });
+        c.timeout = c.timeout.max(delay * (a.slow_requests + 10));
+    }
+    let think = parse_dur(&a.think).map_err(|e| format!("--think: {e}"))?;
+    let stages = match (&a.stages, a.users) {
+        (Some(s), _) => Some(parse_stages(s).map_err(|e| format!("--stages: {e}"))?),
+        (None, Some(0)) => return Err("--users: must be at least 1".into()),
+        (None, Some(n)) => Some(ramp_hold(
+            n,
+            parse_dur(&a.ramp).map_err(|e| format!("--ramp: {e}"))?,
+            parse_dur(&a.hold).map_err(|e| format!("--hold: {e}"))?,
+        )),
+        (None, None) => None,
+    };
+    if let Some(stages) = stages {
+        if a.slow {
+            return Err("--users/--stages cannot be combined with --slow".into());
+        }
+        c.load_test = Some(LoadTestConfig {
+            stages,
+            think,
+            sample: Duration::from_secs(1),
+        });
+    }
+    Ok(c)
+}
+
+/// Runs `h2lab page` and returns the exit status.
+pub fn main(args: PageArgs) -> ExitCode {
+    let cfg = match build(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    let r = match h2lab_lab::page::run(&cfg, &mut |line| eprintln!("{line}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    println!("{}", output::render_text(&r));
+    let mut status = 0;
+    let any_ok = r.protocols.iter().any(|p| p.page_ms.is_some())
+        || r.slow
+            .as_ref()
+            .is_some_and(|s| s.results.iter().any(|p| p.page_ms.is_some()));
+    if !any_ok {
+        eprintln!("{PREFIX} no page load succeeded");
+        status = EXIT_FAILURE;
+    }
+    let json = output::json(&r);
+    let mut writes: Vec<(PathBuf, String)> = Vec::new();
+    if let Some(p) = &args.json {
+        writes.push((p.clone(), json.clone()));
+    }
+    if !args.no_report {
+        writes.push((args.report.join("index.html"), report::page::render(&r)));
+        writes.push((args.report.join("results.json"), json));
+    }
+    for (path, text) in writes {
+        if let Err(e) = write_file(&path, &text) {
+            eprintln!("{PREFIX} {e}");
+            status = EXIT_FAILURE;
+        }
+    }
+    if !args.no_report {
+        println!("report: {}", args.report.join("index.html").display());
+    }
+    ExitCode::from(status)
+}

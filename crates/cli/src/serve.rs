@@ -1,0 +1,437 @@
+//! `h2lab serve`: the test target server (`h2lab-server`) from the command line.
+//!
+//! One cleartext port speaks HTTP/1.1 and h2c (prior knowledge and `Upgrade: h2c`); `--tls`
+//! serves HTTP/2 and HTTP/1.1 (ALPN) over TLS instead, `--tls-listen` adds a TLS port next to
+//! the cleartext one. Without `--cert/--key` a self-signed certificate for localhost is
+//! generated (or reused) and its path printed, so that `curl --cacert` can trust it.
+//!
+//! Output: the listening addresses (the real port when `--listen` asks for port 0) and the
+//! certificate on stdout, one line each, then hints unless `--quiet`. Protocol violations are
+//! logged on stderr (rate-limited). Runs until SIGINT or SIGTERM, then sends GOAWAY to HTTP/2
+//! clients, closes every connection and exits 0. Errors (bad flags, a port in use, an unusable
+//! certificate) are one line on stderr and exit status 1.
+
+use std::io::{self, Read};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::builder::TypedValueParser;
+use clap::Args;
+use h2lab_server::{RunningServer, ServerConfig};
+
+use crate::args::{parse_duration, parse_size};
+
+/// Exit status of failed starts and usage errors.
+const EXIT_FAILURE: u8 = 1;
+/// Prefix of every line this command prints.
+const PREFIX: &str = "h2lab serve:";
+
+fn defaults() -> ServerConfig {
+    ServerConfig::default()
+}
+
+/// `h2lab serve` options.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "ADDR is HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080, localhost:0) or a \
+                        bare PORT on 127.0.0.1; port 0 picks a free port (printed).\n<SIZE> is an \
+                        integer with an optional unit K, M or G (powers of 1024); <DURATION> an \
+                        integer with an optional unit h, m, s or ms."
+)]
+pub struct ServeArgs {
+    /// Address to serve on: HTTP/1.1 and h2c (cleartext), or TLS with --tls
+    /// [default: 127.0.0.1:8080, with --tls 127.0.0.1:8443].
+    #[arg(short = 'l', long = "listen", value_name = "ADDR", value_parser = parse_addr)]
+    pub listen: Option<SocketAddr>,
+
+    /// Serve TLS (HTTP/2 and HTTP/1.1 chosen by ALPN) on the --listen address instead of
+    /// cleartext.
+    #[arg(long = "tls", conflicts_with = "tls_listen")]
+    pub tls: bool,
+
+    /// Also serve TLS (HTTP/2 and HTTP/1.1 by ALPN) on ADDR, next to the cleartext port.
+    #[arg(long = "tls-listen", value_name = "ADDR", value_parser = parse_addr)]
+    pub tls_listen: Option<SocketAddr>,
+
+    /// Certificate chain (PEM) for TLS; without --cert/--key a self-signed certificate for
+    /// localhost, 127.0.0.1 and ::1 is generated (or reused) in --cert-dir.
+    #[arg(long = "cert", value_name = "PATH", requires = "key")]
+    pub cert: Option<PathBuf>,
+
+    /// Private key (PEM: PKCS#8, PKCS#1 or SEC1) for --cert.
+    #[arg(long = "key", value_name = "PATH", requires = "cert")]
+    pub key: Option<PathBuf>,
+
+    /// Where the self-signed certificate is kept (cert.pem, key.pem) [default: $TMPDIR/h2lab].
+    #[arg(long = "cert-dir", value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+
+    /// Worker threads (each with its own event loop; connections stay on one thread).
+    #[arg(short = 't', long = "threads", value_name = "N", default_value_t = defaults().threads,
+          value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+    pub threads: usize,
+
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS advertised and enforced.
+    #[arg(long = "max-concurrent-streams", value_name = "N",
+          default_value_t = defaults().max_concurrent_streams)]
+    pub max_concurrent_streams: u32,
+
+    /// HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE (per-stream receive window), at most 2^31-1.
+    #[arg(long = "initial-window-size", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().initial_stream_window)]
+    pub initial_window_size: u32,
+
+    /// HTTP/2 connection receive window, 65535..=2^31-1 (raised with WINDOW_UPDATE).
+    #[arg(long = "connection-window-size", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().initial_connection_window)]
+    pub connection_window_size: u32,
+
+    /// HTTP/2 SETTINGS_MAX_FRAME_SIZE, 16384..=16777215.
+    #[arg(long = "max-frame-size", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().max_frame_size)]
+    pub max_frame_size: u32,
+
+    /// HTTP/2 SETTINGS_HEADER_TABLE_SIZE (our HPACK decoder's table).
+    #[arg(long = "header-table-size", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().header_table_size)]
+    pub header_table_size: u32,
+
+    /// Largest request header list (HTTP/2 SETTINGS_MAX_HEADER_LIST_SIZE; the largest
+    /// HTTP/1.1 request head); larger requests get 431 or a stream error.
+    #[arg(long = "max-header-list-size", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().max_header_list_size)]
+    pub max_header_list_size: u32,
+
+    /// HTTP/1.1 persistent connections; off closes after every response (HTTP/1.0 style).
+    #[arg(long = "keep-alive", value_name = "on|off", value_parser = parse_on_off, action = clap::ArgAction::Set,
+          default_value = "on", conflicts_with = "no_keep_alive")]
+    pub keep_alive: bool,
+
+    /// Same as --keep-alive off.
+    #[arg(long = "no-keep-alive")]
+    pub no_keep_alive: bool,
+
+    /// Close a connection idle this long (and a request head or TLS handshake taking longer:
+    /// slowloris).
+    #[arg(long = "idle-timeout", value_name = "DURATION", value_parser = parse_duration,
+          default_value = "60s")]
+    pub idle_timeout: Duration,
+
+    /// Largest request body accepted; larger gets 413 (HTTP/2: then RST_STREAM).
+    #[arg(long = "max-request-body", value_name = "SIZE", value_parser = parse_size,
+          default_value = "16M")]
+    pub max_request_body: u64,
+
+    /// Serve static files from DIR for paths the built-in endpoints do not claim (no access
+    /// outside DIR).
+    #[arg(long = "root", value_name = "DIR")]
+    pub root: Option<PathBuf>,
+
+    /// Print only the listening addresses and the certificate (no hints).
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+}
+
+/// Parses `--listen`/`--tls-listen`: `HOST:PORT` (IPv6 in brackets; a name is resolved, the
+/// first address wins) or a bare port on 127.0.0.1.
+pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = s.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    let bad = || format!("invalid address {s:?}: expected HOST:PORT or PORT");
+    if !s.contains(':') {
+        return Err(bad());
+    }
+    s.to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {s:?}: {e}"))?
+        .next()
+        .ok_or_else(bad)
+}
+
+fn parse_u32_size(s: &str) -> Result<u32, String> {
+    let n = parse_size(s)?;
+    u32::try_from(n).map_err(|_| format!("{s:?} is too large (at most {})", u32::MAX))
+}
+
+fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" | "yes" | "true" | "1" => Ok(true),
+        "off" | "no" | "false" | "0" => Ok(false),
+        _ => Err(format!("invalid value {s:?}: expected on or off")),
+    }
+}
+
+/// The server configuration the flags describe.
+pub fn build_config(args: &ServeArgs) -> ServerConfig {
+    let tls_default = SocketAddr::from(([127, 0, 0, 1], 8443));
+    let d = defaults();
+    let (listen, tls_listen) = if args.tls {
+        (None, Some(args.listen.unwrap_or(tls_default)))
+    } else {
+        (
+            Some(args.listen.or(d.listen).unwrap_or(tls_default)),
+            args.tls_listen,
+        )
+    };
+    ServerConfig {
+        listen,
+        tls_listen,
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        cert_dir: args.cert_dir.clone(),
+        threads: args.threads,
+        max_concurrent_streams: args.max_concurrent_streams,
+        initial_stream_window: args.initial_window_size,
+        initial_connection_window: args.connection_window_size,
+        max_frame_size: args.max_frame_size,
+        header_table_size: args.header_table_size,
+        max_header_list_size: args.max_header_list_size,
+        keep_alive: args.keep_alive && !args.no_keep_alive,
+        idle_timeout: args.idle_timeout,
+        max_request_body: args.max_request_body,
+        root: args.root.clone(),
+        // This command prints the certificate location itself (on stdout).
+        quiet: true,
+        ..d
+    }
+}
+
+/// Runs `h2lab serve` and returns the process exit status.
+pub fn main(args: ServeArgs) -> ExitCode {
+    let config = build_config(&args);
+    if let Err(m) = config.validate() {
+        return fail(&format!("invalid configuration: {m}"));
+    }
+    // Before the server starts: a signal that arrives as soon as the addresses are printed
+    // must already stop it cleanly.
+    let signals = match SignalPipe::install() {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
+    };
+    let server = match h2lab_server::spawn(config) {
+        Ok(s) => s,
+        Err(e) => return fail(&e.to_string()),
+    };
+    print_banner(&server, &args);
+    let stop = server.shutdown_handle();
+    // Waits for SIGINT/SIGTERM, then stops the server; the thread ends with the process
+    // if the server stops by itself.
+    let waiter = std::thread::Builder::new()
+        .name("h2lab-signals".into())
+        .spawn(move || {
+            signals.wait();
+            stop.trigger();
+        });
+    if let Err(e) = waiter {
+        server.shutdown();
+        let _ = server.join();
+        return fail(&format!("cannot start the signal thread: {e}"));
+    }
+    match server.join() {
+        Ok(()) => {
+            if !args.quiet {
+                println!("{PREFIX} stopped");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("{PREFIX} {msg}");
+    ExitCode::from(EXIT_FAILURE)
+}
+
+/// The lines a user (or a script, or a test) needs: where to connect and what to trust.
+fn print_banner(server: &RunningServer, args: &ServeArgs) {
+    if let Some(a) = server.addr() {
+        println!("{PREFIX} listening on http://{a}/ (HTTP/1.1, h2c)");
+    }
+    if let Some(a) = server.tls_addr() {
+        println!("{PREFIX} listening on https://{a}/ (HTTP/2 and HTTP/1.1 over TLS)");
+    }
+    if let (Some(cert), Some(key)) = (server.cert_path(), server.key_path()) {
+        if args.cert.is_some() {
+            println!(
+                "{PREFIX} certificate {} (key {})",
+                cert.display(),
+                key.display()
+            );
+        } else {
+            println!(
+                "{PREFIX} self-signed certificate {} (key {}) for localhost, 127.0.0.1 and ::1",
+                cert.display(),
+                key.display()
+            );
+        }
+    }
+    if args.quiet {
+        return;
+    }
+    if let Some(a) = server.addr() {
+        println!("{PREFIX} try: curl --http2-prior-knowledge http://{a}/ or h2load -n1000 -m10 http://{a}/data?size=1k");
+    }
+    if let (Some(a), Some(cert)) = (server.tls_addr(), server.cert_path()) {
+        println!(
+            "{PREFIX} try: curl --cacert {} https://localhost:{}/ or h2load -n1000 -m10 https://{a}/json",
+            cert.display(),
+            a.port()
+        );
+    }
+    println!("{PREFIX} endpoints: / /ping /json /data?size=N /compute?work=N /info /delay?ms=N /status/N /page?n=N; SIGINT or SIGTERM stops");
+}
+
+/// SIGINT and SIGTERM write a byte to a socket pair; [`SignalPipe::wait`] blocks on the
+/// other end. A second signal while the first is being handled exits at once (status 130).
+struct SignalPipe {
+    rx: std::os::unix::net::UnixStream,
+}
+
+impl SignalPipe {
+    fn install() -> io::Result<SignalPipe> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
+        let seen = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // Registration order is run order: the exit check sees the flag of an earlier
+            // signal only.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&seen))?;
+            signal_hook::flag::register(sig, Arc::clone(&seen))?;
+            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
+        }
+        Ok(SignalPipe { rx })
+    }
+
+    /// Blocks until a signal arrives.
+    fn wait(mut self) {
+        let mut b = [0u8; 1];
+        loop {
+            match self.rx.read(&mut b) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // A byte (a signal) or an error: stop either way.
+                _ => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn parse(args: &[&str]) -> ServeArgs {
+        let mut v = vec!["h2lab", "serve"];
+        v.extend_from_slice(args);
+        match crate::args::Cli::try_parse_from(v).unwrap().command {
+            crate::args::Command::Serve(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_the_library_defaults() {
+        let c = build_config(&parse(&[]));
+        let d = ServerConfig::default();
+        assert_eq!(c.listen, d.listen);
+        assert_eq!(c.tls_listen, None);
+        assert_eq!(c.threads, d.threads);
+        assert_eq!(c.max_concurrent_streams, d.max_concurrent_streams);
+        assert_eq!(c.initial_stream_window, d.initial_stream_window);
+        assert_eq!(c.initial_connection_window, d.initial_connection_window);
+        assert_eq!(c.max_frame_size, d.max_frame_size);
+        assert_eq!(c.header_table_size, d.header_table_size);
+        assert_eq!(c.max_header_list_size, d.max_header_list_size);
+        assert_eq!(c.keep_alive, d.keep_alive);
+        assert_eq!(c.idle_timeout, d.idle_timeout);
+        assert_eq!(c.max_request_body, d.max_request_body);
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn flags_map_to_the_config() {
+        let c = build_config(&parse(&[
+            "--listen",
+            "9000",
+            "--tls-listen",
+            "[::1]:0",
+            "-t",
+            "3",
+            "--max-concurrent-streams",
+            "7",
+            "--initial-window-size",
+            "1M",
+            "--connection-window-size",
+            "16M",
+            "--max-frame-size",
+            "32K",
+            "--header-table-size",
+            "0",
+            "--max-header-list-size",
+            "64K",
+            "--keep-alive",
+            "off",
+            "--idle-timeout",
+            "500ms",
+            "--max-request-body",
+            "1K",
+            "--root",
+            "/srv",
+            "-q",
+        ]));
+        assert_eq!(c.listen, Some("127.0.0.1:9000".parse().unwrap()));
+        assert_eq!(c.tls_listen, Some("[::1]:0".parse().unwrap()));
+        assert_eq!(c.threads, 3);
+        assert_eq!(c.max_concurrent_streams, 7);
+        assert_eq!(c.initial_stream_window, 1 << 20);
+        assert_eq!(c.initial_connection_window, 16 << 20);
+        assert_eq!(c.max_frame_size, 32 << 10);
+        assert_eq!(c.header_table_size, 0);
+        assert_eq!(c.max_header_list_size, 64 << 10);
+        assert!(!c.keep_alive);
+        assert_eq!(c.idle_timeout, Duration::from_millis(500));
+        assert_eq!(c.max_request_body, 1024);
+        assert_eq!(c.root, Some(PathBuf::from("/srv")));
+        assert!(!build_config(&parse(&["--no-keep-alive"])).keep_alive);
+    }
+
+    #[test]
+    fn tls_moves_the_listen_address_to_tls() {
+        let c = build_config(&parse(&["--tls", "--listen", "127.0.0.1:0"]));
+        assert_eq!(c.listen, None);
+        assert_eq!(c.tls_listen, Some("127.0.0.1:0".parse().unwrap()));
+        let c = build_config(&parse(&["--tls"]));
+        assert_eq!(c.tls_listen, Some("127.0.0.1:8443".parse().unwrap()));
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        use crate::args::Cli;
+        for bad in [
+            &["serve", "--listen", "nowhere"][..],
+            &["serve", "--threads", "0"],
+            &["serve", "--keep-alive", "maybe"],
+            &["serve", "--keep-alive", "off", "--no-keep-alive"],
+            &["serve", "--tls", "--tls-listen", "1"],
+            &["serve", "--cert", "c.pem"],
+            &["serve", "--max-frame-size", "5G"],
+            &["serve", "--idle-timeout", "soon"],
+        ] {
+            let mut v = vec!["h2lab"];
+            v.extend_from_slice(bad);
+            assert!(Cli::try_parse_from(&v).is_err(), "{bad:?}");
+        }
+        assert!(parse_addr("localhost:0").is_ok());
+        assert!(build_config(&parse(&["--max-frame-size", "1K"]))
+            .validate()
+            .is_err());
+    }
+}

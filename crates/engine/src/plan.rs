@@ -1,0 +1,509 @@
+//! The shape of a run: stop condition × pacing × which clients are active when.
+//!
+//! [`LoadShape`] holds the options (part of [`BenchConfig`]); `Plan`
+//! turns them, once per run, into what the workers follow:
+//!
+//! | stop              | from                                        |
+//! |-------------------|---------------------------------------------|
+//! | request count     | `-n` (per client with a timing script)      |
+//! | duration          | `-D` (+ `--warm-up-time`), or the stages    |
+//!
+//! | pacing            | from                     | latency measured from          |
+//! |-------------------|--------------------------|--------------------------------|
+//! | closed            | default (h2load)         | the send                       |
+//! | open              | `--arrival-rate`         | the intended start (and send)  |
+//! | per-client rate   | `--rps` (h2load)         | the intended start (and send)  |
+//! | per-client script | `--timing-script-file`   | the intended start (and send)  |
+//!
+//! | active clients    | from                                        |
+//! |-------------------|---------------------------------------------|
+//! | all, from start   | default                                     |
+//! | connection ramp   | `-r`/`--rate-period` (h2load)               |
+//! | virtual users     | `--stages` without `--arrival-rate`         |
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::{BenchConfig, ConfigError};
+use crate::schedule::{ArrivalSchedule, ClientSchedule, Lanes, Profile, Stage};
+
+/// How often the active-client count of `--stages` (closed model) is re-evaluated.
+pub(crate) const GATE_STEP: Duration = Duration::from_millis(10);
+
+/// Default bound of the open model's queue, in seconds of arrivals at the peak rate (at
+/// least `-c × -m` entries, at most [`MAX_QUEUE`]).
+const DEFAULT_QUEUE_SECONDS: f64 = 5.0;
+/// Largest default queue (entries over the whole run; 16 bytes each).
+const MAX_QUEUE: u64 = 1 << 20;
+
+/// Load-shape options (h2lab's open model and stages, h2load's pacing flags, time series).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadShape {
+    /// `--arrival-rate`: open model, requests per second across the run, each request due at
+    /// its own computed time. With `stages`, the starting rate of the first ramp.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`: linear ramps of the request rate (open model) or of the number of active
+    /// connections (closed model, starting from 0). The stages set the run's duration.
+    pub stages: Vec<Stage>,
+    /// `--queue-limit`: most due requests (over the whole run) waiting for a free slot in the
+    /// open model; more are dropped and reported as not sent on time. `None`: enough for 5 s at
+    /// the peak rate (at least `-c × -m`).
+    pub queue_limit: Option<u64>,
+    /// `--rps` (h2load): requests per second of each client.
+    pub rps: Option<f64>,
+    /// `-r` and `--rate-period` (h2load): start this many clients per period (the first batch at
+    /// once) until `-c` are started.
+    pub connection_rate: Option<(u32, Duration)>,
+    /// `--timing-script-file` (h2load): per-client request offsets from the client's first
+    /// connection, one per URI (the URIs are the script's, in order). `-n` then counts requests
+    /// per client.
+    pub timing_script: Option<Arc<[Duration]>>,
+    /// Record a time series with this interval (rows go to
+    /// [`Observer::interval`](crate::Observer::interval) and into the result).
+    pub interval: Option<Duration>,
+}
+
+impl LoadShape {
+    /// Checks the combinations (h2load's wording where h2load has the rule).
+    pub(crate) fn validate(&self, cfg: &BenchConfig) -> Result<(), ConfigError> {
+        let err = |m: &str| Err(ConfigError::Invalid(m.to_owned()));
+        if let Some(r) = self.arrival_rate {
+            if !r.is_finite() || r < 0.0 || (r == 0.0 && self.stages.is_empty()) {
+                return err("--arrival-rate: the rate must be a positive number of requests per second (0 only as the start of --stages).");
+            }
+            if self.rps.is_some() || self.timing_script.is_some() {
+                return err(
+                    "--arrival-rate, --rps, --timing-script-file: they are mutually exclusive.",
+                );
+            }
+        }
+        if !self.stages.is_empty() {
+            if cfg.duration.is_some() {
+                return err(
+                    "--stages, -D: they are mutually exclusive (the stages set the duration).",
+                );
+            }
+            if cfg.warm_up.is_some() {
+                return err("--stages, --warm-up-time: they are mutually exclusive.");
+            }
+            if self.rps.is_some() || self.timing_script.is_some() {
+                return err("--stages, --rps, --timing-script-file: they are mutually exclusive.");
+            }
+            if self
+                .stages
+                .iter()
+                .any(|s| s.duration.is_zero() || !s.target.is_finite() || s.target < 0.0)
+            {
+                return err("--stages: every stage needs a positive duration and a level >= 0.");
+            }
+            if self.arrival_rate.is_none() && self.max_level() < 1.0 {
+                return err("--stages: the number of connections never reaches 1.");
+            }
+        }
+        if let Some(r) = self.rps {
+            // h2load: "1. / v < 1e-6" is rejected.
+            if !r.is_finite() || r <= 0.0 || 1.0 / r < 1e-6 {
+                return err("--rps: Invalid value (a positive number up to 1000000).");
+            }
+            if self.timing_script.is_some() {
+                return err("--timing-script-file, --rps: they are mutually exclusive.");
+            }
+        }
+        if let Some((rate, period)) = self.connection_rate {
+            if rate == 0 {
+                return err("-r: the rate must be a positive integer.");
+            }
+            if period.is_zero() {
+                return err("--rate-period: the period must be a positive duration.");
+            }
+            if cfg.duration.is_some() {
+                return err("-r, -D: they are mutually exclusive.");
+            }
+            if !self.stages.is_empty() {
+                return err("-r, --stages: they are mutually exclusive.");
+            }
+            if rate < cfg.threads {
+                return err("-r, -t: the connection rate must be greater than or equal to the number of threads.");
+            }
+            if rate > cfg.clients {
+                return err("-r, -c: the connection rate must be smaller than or equal to the number of clients.");
+            }
+        }
+        if let Some(s) = &self.timing_script {
+            if s.is_empty() {
+                return err("--timing-script-file: the script has no lines.");
+            }
+            if s.len() != cfg.uris.len() {
+                return err("--timing-script-file: one URI per script line is expected.");
+            }
+        }
+        if let Some(q) = self.queue_limit {
+            if q == 0 {
+                return err("--queue-limit: the limit must be at least 1.");
+            }
+        }
+        if let Some(i) = self.interval {
+            if i < Duration::from_millis(10) {
+                return err("--interval: the interval must be at least 10ms.");
+            }
+        }
+        Ok(())
+    }
+
+    /// The open model is in use (`--arrival-rate`).
+    pub fn is_open(&self) -> bool {
+        self.arrival_rate.is_some()
+    }
+
+    /// Requests are paced on a schedule (open model, `--rps`, timing script): latency is then
+    /// also measured from each request's intended start.
+    pub fn is_paced(&self) -> bool {
+        self.arrival_rate.is_some() || self.rps.is_some() || self.timing_script.is_some()
+    }
+
+    /// The run's length is set by time (`-D` or stages), not by a request count.
+    pub fn is_timed(&self, cfg: &BenchConfig) -> bool {
+        cfg.duration.is_some() || !self.stages.is_empty()
+    }
+
+    fn max_level(&self) -> f64 {
+        Profile::stages(self.arrival_rate.unwrap_or(0.0), &self.stages).max_level()
+    }
+
+    /// The number of clients a run allocates: `-c`, raised to the highest stage level for
+    /// closed-model stages.
+    pub fn clients(&self, cfg: &BenchConfig) -> u32 {
+        if self.arrival_rate.is_none() && !self.stages.is_empty() {
+            let top = self.max_level().round().min(f64::from(u32::MAX)) as u32;
+            cfg.clients.max(top)
+        } else {
+            cfg.clients
+        }
+    }
+}
+
+/// Per-run decisions shared by every worker (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// `(warm-up, main duration)` for timed runs.
+    pub timing: Option<(Duration, Duration)>,
+    /// Clients in the run.
+    pub clients: u32,
+    pub threads: u32,
+    /// The open model's rate over time.
+    pub arrivals: Option<Profile>,
+    /// Per-client schedule (`--rps`, timing script).
+    pub per_client: Option<ClientSchedule>,
+    /// Active-client rule.
+    pub gate: GateRule,
+    /// Total queue bound of the open model.
+    pub queue_limit: u64,
+    /// What the time series reports as the target level.
+    pub target: Option<Profile>,
+    /// Time series interval.
+    pub interval: Option<Duration>,
+    /// `-n` (per client for a timing script).
+    pub requests: u64,
+    timing_script: bool,
+}
+
+/// Which clients are active when.
+#[derive(Debug, Clone)]
+pub(crate) enum GateRule {
+    /// All of them, from the start.
+    All,
+    /// h2load `-r`: `rate` clients per `period`, split over threads like h2load.
+    Ramp { rate: u32, period: Duration },
+    /// Closed-model stages: global client `g` is active while `g < round(level(t))`.
+    Levels(Profile),
+}
+
+impl Plan {
+    /// The plan of a validated configuration.
+    pub(crate) fn new(cfg: &BenchConfig) -> Plan {
+        let l = &cfg.load;
+        let clients = l.clients(cfg);
+        let timing = if l.stages.is_empty() {
+            cfg.duration
+                .map(|d| (cfg.warm_up.unwrap_or(Duration::ZERO), d))
+        } else {
+            let p = Profile::stages(0.0, &l.stages);
+            Some((Duration::ZERO, p.duration().unwrap_or(Duration::ZERO)))
+        };
+        let arrivals = l.arrival_rate.map(|r| {
+            if l.stages.is_empty() {
+                Profile::constant(r)
+            } else {
+                Profile::stages(r, &l.stages)
+            }
+        });
+        let per_client = match (&l.rps, &l.timing_script) {
+            (Some(r), _) => Some(ClientSchedule::Rate(*r)),
+            (None, Some(s)) => Some(ClientSchedule::Script(
+                s.iter()
+                    .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                    .collect(),
+            )),
+            _ => None,
+        };
+        let gate = match (l.connection_rate, l.arrival_rate, l.stages.is_empty()) {
+            (Some((rate, period)), _, _) => GateRule::Ramp { rate, period },
+            (None, None, false) => GateRule::Levels(Profile::stages(0.0, &l.stages)),
+            _ => GateRule::All,
+        };
+        let target = match (&arrivals, &gate) {
+            (Some(p), _) => Some(p.clone()),
+            (None, GateRule::Levels(p)) => Some(p.clone()),
+            _ => l.rps.map(|r| Profile::constant(r * f64::from(cfg.clients))),
+        };
+        let slots = u64::from(clients) * u64::from(cfg.max_concurrent_streams);
+        let queue_limit = l.queue_limit.unwrap_or_else(|| {
+            let peak = arrivals.as_ref().map_or(0.0, Profile::max_level);
+            let by_rate = (peak * DEFAULT_QUEUE_SECONDS).ceil();
+            let by_rate = if by_rate.is_finite() && by_rate > 0.0 {
+                by_rate as u64
+            } else {
+                0
+            };
+            by_rate.max(slots).clamp(1, MAX_QUEUE.max(slots))
+        });
+        Plan {
+            timing,
+            clients,
+            threads: cfg.threads,
+            arrivals,
+            per_client,
+            gate,
+            queue_limit,
+            target,
+            interval: l.interval,
+            requests: cfg.requests,
+            timing_script: l.timing_script.is_some(),
+        }
+    }
+
+    /// Clients of worker `w` (h2load: the first `c % t` workers get one more).
+    pub(crate) fn clients_of(&self, w: u32) -> u32 {
+        self.clients / self.threads + u32::from(w < self.clients % self.threads)
+    }
+
+    /// Requests worker `w` makes (0 for timed runs). With a timing script `-n` counts per
+    /// client (h2load).
+    pub(crate) fn requests_of(&self, w: u32) -> u64 {
+        if self.timing.is_some() {
+            return 0;
+        }
+        if self.timing_script {
+            return self.requests.saturating_mul(u64::from(self.clients_of(w)));
+        }
+        let t = u64::from(self.threads);
+        self.requests / t + u64::from(u64::from(w) < self.requests % t)
+    }
+
+    /// The open-model schedule of worker `w`, if the run uses the open model.
+    pub(crate) fn arrival_schedule(&self, w: u32) -> Option<ArrivalSchedule> {
+        let p = self.arrivals.clone()?;
+        let lanes = Lanes {
+            total: u64::from(self.clients),
+            threads: u64::from(self.threads),
+            worker: u64::from(w),
+            count: u64::from(self.clients_of(w)),
+        };
+        let limit = self.timing.is_none().then(|| self.requests_of(w));
+        Some(ArrivalSchedule::new(p, lanes, limit))
+    }
+
+    /// Worker `w`'s share of the queue bound (at least one entry).
+    pub(crate) fn queue_limit_of(&self, w: u32) -> usize {
+        // Split by clients, the shares adding up to the bound exactly.
+        let below = |w: u32| -> u128 {
+            let cum: u64 = (0..w).map(|i| u64::from(self.clients_of(i))).sum();
+            u128::from(self.queue_limit) * u128::from(cum) / u128::from(self.clients.max(1))
+        };
+        let share = below(w + 1) - below(w);
+        usize::try_from(share.max(1)).unwrap_or(usize::MAX)
+    }
+
+    /// The active-client rule of worker `w`.
+    pub(crate) fn gate_of(&self, w: u32) -> Gate {
+        let rule = match &self.gate {
+            GateRule::All => GateKind::All,
+            GateRule::Ramp { rate, period } => {
+                // h2load: the rate is distributed among threads as evenly as possible.
+                let per = rate / self.threads + u32::from(w < rate % self.threads);
+                GateKind::Ramp {
+                    per_period: per.max(1),
+                    period: *period,
+                }
+            }
+            GateRule::Levels(p) => GateKind::Levels(p.clone()),
+        };
+        Gate {
+            kind: rule,
+            worker: w,
+            threads: self.threads,
+        }
+    }
+}
+
+/// One worker's active-client rule.
+#[derive(Debug, Clone)]
+pub(crate) struct Gate {
+    kind: GateKind,
+    worker: u32,
+    threads: u32,
+}
+
+#[derive(Debug, Clone)]
+enum GateKind {
+    All,
+    Ramp { per_period: u32, period: Duration },
+    Levels(Profile),
+}
+
+impl Gate {
+    /// Whether the gate never changes (every client active from the start).
+    pub(crate) fn is_static(&self) -> bool {
+        matches!(self.kind, GateKind::All)
+    }
+
+    /// Whether local client `i` is active `t` after the start of the run.
+    pub(crate) fn active(&self, i: u32, t: Duration) -> bool {
+        match &self.kind {
+            GateKind::All => true,
+            GateKind::Ramp { per_period, period } => {
+                let batch = i / per_period;
+                t >= period.saturating_mul(batch)
+            }
+            GateKind::Levels(p) => {
+                let global = u64::from(i) * u64::from(self.threads) + u64::from(self.worker);
+                let level = p.level_at(t.as_secs_f64()).round();
+                (global as f64) < level
+            }
+        }
+    }
+
+    /// When the gate should next be evaluated (after `t`), `None` if it will not change.
+    pub(crate) fn next_check(&self, t: Duration, nclients: u32) -> Option<Duration> {
+        match &self.kind {
+            GateKind::All => None,
+            GateKind::Ramp { per_period, period } => {
+                let batches = nclients.div_ceil(*per_period);
+                let next = period.as_nanos() * (t.as_nanos() / period.as_nanos().max(1) + 1);
+                let next = Duration::from_nanos(u64::try_from(next).unwrap_or(u64::MAX));
+                (next < period.saturating_mul(batches)).then_some(next)
+            }
+            GateKind::Levels(_) => Some(t + GATE_STEP),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> BenchConfig {
+        BenchConfig::from_uris(&["http://127.0.0.1/"], None).unwrap()
+    }
+
+    #[test]
+    fn validation() {
+        let mut c = cfg();
+        c.load.arrival_rate = Some(100.0);
+        c.duration = Some(Duration::from_secs(1));
+        assert!(c.validate().is_ok());
+        c.load.rps = Some(1.0);
+        assert!(c.validate().unwrap_err().to_string().contains("exclusive"));
+        c.load.rps = None;
+        c.load.stages = vec![Stage {
+            duration: Duration::from_secs(1),
+            target: 10.0,
+        }];
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--stages, -D"));
+        c.duration = None;
+        assert!(c.validate().is_ok());
+        c.load.arrival_rate = Some(-1.0);
+        assert!(c.validate().is_err());
+
+        let mut c = cfg();
+        c.clients = 4;
+        c.requests = 8;
+        c.load.connection_rate = Some((5, Duration::from_secs(1)));
+        assert!(c.validate().unwrap_err().to_string().starts_with("-r, -c"));
+        c.load.connection_rate = Some((2, Duration::from_secs(1)));
+        assert!(c.validate().is_ok());
+        c.duration = Some(Duration::from_secs(1));
+        assert!(c.validate().unwrap_err().to_string().starts_with("-r, -D"));
+    }
+
+    #[test]
+    fn closed_stages_raise_the_client_count() {
+        let mut c = cfg();
+        c.load.stages = vec![
+            Stage {
+                duration: Duration::from_secs(2),
+                target: 7.6,
+            },
+            Stage {
+                duration: Duration::from_secs(1),
+                target: 0.0,
+            },
+        ];
+        assert!(c.validate().is_ok());
+        let p = Plan::new(&c);
+        assert_eq!(p.clients, 8);
+        assert_eq!(p.timing, Some((Duration::ZERO, Duration::from_secs(3))));
+        let g = p.gate_of(0);
+        assert!(!g.active(0, Duration::ZERO));
+        // Level 3.8 at 1 s: clients 0..4 active.
+        assert!(g.active(3, Duration::from_secs(1)));
+        assert!(!g.active(4, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn ramp_gate_like_h2load() {
+        let mut c = cfg();
+        c.clients = 5;
+        c.requests = 5;
+        c.threads = 2;
+        c.load.connection_rate = Some((3, Duration::from_secs(1)));
+        let p = Plan::new(&c);
+        // Worker 0 gets 2 clients per period, worker 1 one.
+        let g0 = p.gate_of(0);
+        assert!(g0.active(1, Duration::ZERO));
+        assert!(!g0.active(2, Duration::from_millis(999)));
+        assert!(g0.active(2, Duration::from_secs(1)));
+        assert_eq!(
+            g0.next_check(Duration::ZERO, 3),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(g0.next_check(Duration::from_secs(1), 3), None);
+        let g1 = p.gate_of(1);
+        assert!(!g1.active(1, Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn work_split() {
+        let mut c = cfg();
+        c.clients = 3;
+        c.threads = 2;
+        c.requests = 7;
+        let p = Plan::new(&c);
+        assert_eq!((p.clients_of(0), p.clients_of(1)), (2, 1));
+        assert_eq!((p.requests_of(0), p.requests_of(1)), (4, 3));
+        c.load.timing_script = Some(vec![Duration::ZERO].into());
+        c.requests = 1;
+        let p = Plan::new(&c);
+        assert_eq!(p.requests_of(0), 2, "-n is per client with a timing script");
+        c.load.timing_script = None;
+        c.load.arrival_rate = Some(1000.0);
+        c.max_concurrent_streams = 10;
+        let p = Plan::new(&c);
+        assert_eq!(p.queue_limit, 5000);
+        assert_eq!(p.queue_limit_of(0) + p.queue_limit_of(1), 5000);
+    }
+}

@@ -1,0 +1,286 @@
+//! `h2lab compare`: the protocol matrix.
+//!
+//! Measures protocols (HTTP/1.1 keep-alive, HTTP/1.0 without keep-alive, HTTP/2 over TLS,
+//! h2c) across payloads, request header sizes, concurrency, streams per connection and
+//! emulated links ([`matrix`] decides which cells), repeats every cell ([`run`](mod@run)), and
+//! decides per condition which protocol wins on throughput and on p99 latency, only when
+//! the difference is larger than the run-to-run spread ([`decision`]). [`output`] renders
+//! the terminal tables, JSON and CSV; [`crate::report`] the HTML report.
+//!
+//! With no target it starts the built-in server and the links in-process
+//! ([`crate::env::LabEnv`]).
+
+pub mod axes;
+pub mod decision;
+pub mod headers;
+pub mod matrix;
+pub mod output;
+pub mod run;
+
+use std::time::Duration;
+
+use h2lab_engine::StopFlag;
+use serde::Serialize;
+
+use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::link::Profile;
+use crate::proto::Proto;
+use axes::{HeaderSet, Payload};
+use decision::DecisionRow;
+use matrix::{Axes, Plan};
+use run::{CellResult, Progress, Timing};
+
+/// A predefined size of the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Preset {
+    /// About 5 minutes on 2 cores: 7 payloads × 4 protocols at the base point, and
+    /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads.
+    Default,
+    /// About 1 minute: 4 payloads; 4 KiB headers and the WAN link on the 10k payload.
+    Quick,
+    /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
+    Tiny,
+}
+
+fn payloads(names: &[&str]) -> Vec<Payload> {
+    names
+        .iter()
+        .filter_map(|n| n.parse::<Payload>().ok())
+        .collect()
+}
+
+/// Everything a compare run needs.
+#[derive(Debug, Clone)]
+pub struct CompareConfig {
+    /// The preset the settings came from.
+    pub preset: Preset,
+    /// The axes.
+    pub axes: Axes,
+    /// Runs, warm-up and duration per cell.
+    pub timing: Timing,
+    /// Servers to measure; `None` starts the built-in server.
+    pub targets: Option<Targets>,
+    /// Built-in server worker threads.
+    pub server_threads: usize,
+}
+
+impl CompareConfig {
+    /// The settings of `preset` against the built-in server.
+    pub fn preset(preset: Preset) -> CompareConfig {
+        let all4 = vec![Proto::H1, Proto::H1Close, Proto::H2, Proto::H2c];
+        let (axes, timing) = match preset {
+            Preset::Default => (
+                Axes {
+                    protocols: all4,
+                    payloads: payloads(&["ping", "json", "1k", "10k", "50k", "100k", "compute"]),
+                    sweep_payloads: payloads(&["json", "100k"]),
+                    headers: vec![HeaderSet::None, HeaderSet::Large(4)],
+                    concurrency: vec![10, 50, 200],
+                    streams: vec![1, 10],
+                    links: vec![Profile::Loopback, Profile::Lan, Profile::Wan],
+                    full: false,
+                },
+                Timing {
+                    runs: 3,
+                    warm_up: Duration::from_millis(250),
+                    duration: Duration::from_secs(1),
+                    client_threads: 1,
+                },
+            ),
+            Preset::Quick => (
+                Axes {
+                    protocols: all4,
+                    payloads: payloads(&["ping", "1k", "10k", "100k"]),
+                    sweep_payloads: payloads(&["10k"]),
+                    headers: vec![HeaderSet::None, HeaderSet::Large(4)],
+                    concurrency: vec![50],
+                    streams: vec![1],
+                    links: vec![Profile::Loopback, Profile::Wan],
+                    full: false,
+                },
+                Timing {
+                    runs: 3,
+                    warm_up: Duration::from_millis(100),
+                    duration: Duration::from_millis(400),
+                    client_threads: 1,
+                },
+            ),
+            Preset::Tiny => (
+                Axes {
+                    protocols: vec![Proto::H1, Proto::H2c],
+                    payloads: payloads(&["ping", "10k"]),
+                    sweep_payloads: payloads(&["10k"]),
+                    headers: vec![HeaderSet::None],
+                    concurrency: vec![10],
+                    streams: vec![1],
+                    links: vec![Profile::Loopback],
+                    full: false,
+                },
+                Timing {
+                    runs: 2,
+                    warm_up: Duration::from_millis(50),
+                    duration: Duration::from_millis(200),
+                    client_threads: 1,
+                },
+            ),
+        };
+        CompareConfig {
+            preset,
+            axes,
+            timing,
+            targets: None,
+            server_threads: 1,
+        }
+    }
+}
+
+/// Facts about the machine, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    /// Logical CPUs available.
+    pub cpus: usize,
+    /// `linux`, `macos`, ...
+    pub os: &'static str,
+    /// `x86_64`, `aarch64`, ...
+    pub arch: &'static str,
+}
+
+impl Machine {
+    /// This machine.
+    pub fn this() -> Machine {
+        Machine {
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            os: std::env::consts::OS,
+            arch: std::env::consts::ARCH,
+        }
+    }
+}
+
+/// Everything a compare run produced (serialised as `results.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareReport {
+    /// `h2lab compare`.
+    pub tool: &'static str,
+    /// h2lab version.
+    pub version: &'static str,
+    /// Start time, seconds since the Unix epoch.
+    pub started_unix: u64,
+    /// Wall time of the whole run (s).
+    pub elapsed_secs: f64,
+    /// The preset the settings came from.
+    pub preset: Preset,
+    /// The servers measured.
+    pub environment: String,
+    /// The link profiles used, described.
+    pub links: Vec<String>,
+    /// The machine.
+    pub machine: Machine,
+    /// Runs, warm-up, duration per cell.
+    pub timing: Timing,
+    /// The cells and conditions.
+    pub plan: Plan,
+    /// Every measured cell, in `plan.cells` order.
+    pub cells: Vec<CellResult>,
+    /// The decision table.
+    pub decisions: Vec<DecisionRow>,
+    /// Things worth knowing (skipped protocols, failed cells).
+    pub notes: Vec<String>,
+}
+
+impl CompareReport {
+    /// The cell for `proto` at condition index `cond` of the plan.
+    pub fn cell(&self, cond: usize, proto: Proto) -> Option<&CellResult> {
+        let pc = self.plan.conditions.get(cond)?;
+        let (_, i) = pc.cells.iter().find(|(p, _)| *p == proto)?;
+        self.cells.get(*i)
+    }
+
+    /// The protocols compared.
+    pub fn protocols(&self) -> Vec<Proto> {
+        let mut v: Vec<Proto> = self
+            .plan
+            .conditions
+            .iter()
+            .flat_map(|c| c.cells.iter().map(|(p, _)| *p))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// Runs the matrix: starts the environment, measures, decides. `on_cell` sees each cell as
+/// it finishes (for progress output); `stop` interrupts (the report then covers what was
+/// measured).
+pub fn run(
+    cfg: &CompareConfig,
+    stop: &StopFlag,
+    on_start: &mut dyn FnMut(&Plan, Duration, &str),
+    on_cell: &mut dyn FnMut(Progress<'_>),
+) -> Result<CompareReport, String> {
+    let started_unix = run::unix_now();
+    let start = std::time::Instant::now();
+    let mut env = match &cfg.targets {
+        None => LabEnv::builtin(&BuiltinOptions {
+            threads: cfg.server_threads,
+        })?,
+        Some(t) => LabEnv::external(t.clone()),
+    };
+    let mut notes = Vec::new();
+    let mut axes = cfg.axes.clone();
+    let available = env.targets().available();
+    let skipped: Vec<Proto> = axes
+        .protocols
+        .iter()
+        .copied()
+        .filter(|p| !available.contains(p))
+        .collect();
+    for p in &skipped {
+        notes.push(format!(
+            "{} skipped: no {} URL for it (see --h1-url, --h2-url, --h2c-url)",
+            p.label(),
+            if p.tls() { "https://" } else { "http://" }
+        ));
+    }
+    axes.protocols.retain(|p| available.contains(p));
+    if axes.protocols.is_empty() {
+        return Err("none of the requested protocols can be measured against the target".into());
+    }
+    if !env.is_builtin() {
+        notes.push(
+            "external target: payload paths (/ping, /json, /data?size=, /compute) assume an \
+             h2lab serve-compatible server; give --payloads NAME=/path for others"
+                .into(),
+        );
+    }
+    let plan = axes.plan();
+    on_start(&plan, run::estimate(&plan, &cfg.timing), env.describe());
+    let cells = run::run_plan(&mut env, &plan, &cfg.timing, stop, on_cell);
+    for c in &cells {
+        if let Some(e) = &c.error {
+            notes.push(format!(
+                "{} {}: {e}",
+                c.key.proto.short(),
+                c.key.cond.describe()
+            ));
+        }
+    }
+    let decisions = decision::decide_all(&plan, &cells);
+    let links = axes.links.iter().map(|&p| describe_profile(p)).collect();
+    Ok(CompareReport {
+        tool: "h2lab compare",
+        version: env!("CARGO_PKG_VERSION"),
+        started_unix,
+        elapsed_secs: start.elapsed().as_secs_f64(),
+        preset: cfg.preset,
+        environment: env.describe().to_owned(),
+        links,
+        machine: Machine::this(),
+        timing: cfg.timing.clone(),
+        plan,
+        cells,
+        decisions,
+        notes,
+    })
+}

@@ -1,0 +1,308 @@
+//! The lab environment: where each protocol's requests go, with or without an emulated link.
+//!
+//! [`LabEnv::builtin`] starts the built-in server (`h2lab_server::spawn`) in-process on
+//! `127.0.0.1` with a cleartext port (HTTP/1.1 and h2c) and a TLS port (HTTP/2 and HTTP/1.1
+//! by ALPN, self-signed certificate). [`LabEnv::external`] points at servers given by URL.
+//! Either way [`LabEnv::origin`] returns, for a protocol and a link profile, the origin to
+//! name in requests and the address to connect to: the server itself for `loopback`, or an
+//! in-process [`link`](mod@crate::link) relay shaped like the profile, started on first use.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use h2lab_engine::{Scheme, Target};
+use h2lab_server::{RunningServer, ServerConfig};
+
+use crate::link::{self, LinkConfig, Profile, RunningLink};
+use crate::proto::Proto;
+
+/// Where one protocol's requests go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// Scheme, host and port named in requests (`:authority`, `Host`, SNI); path `/` or the
+    /// base path of an external target.
+    pub target: Target,
+    /// Where connections really go (a link), if not to the target itself.
+    pub connect_to: Option<SocketAddr>,
+}
+
+impl Origin {
+    /// The URL of `path` (`/ping`) on this origin.
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "{}://{}{}",
+            self.target.scheme,
+            host_port(&self.target),
+            path
+        )
+    }
+}
+
+/// `host:port` with IPv6 brackets.
+pub fn host_port(t: &Target) -> String {
+    if t.host.contains(':') {
+        format!("[{}]:{}", t.host, t.port)
+    } else {
+        format!("{}:{}", t.host, t.port)
+    }
+}
+
+/// The servers to use, by kind of connection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Targets {
+    /// Cleartext HTTP/1.1 (`h1`, `h1.0`).
+    pub h1: Option<Target>,
+    /// HTTP/1.1 over TLS (`h1-tls`).
+    pub h1_tls: Option<Target>,
+    /// HTTP/2 over TLS (`h2`).
+    pub h2: Option<Target>,
+    /// h2c (`h2c`).
+    pub h2c: Option<Target>,
+}
+
+impl Targets {
+    /// Targets from one URL: `http://` serves `h1`, `h1.0` and `h2c`; `https://` serves
+    /// `h1-tls` and `h2`.
+    pub fn from_url(url: &str) -> Result<Targets, String> {
+        let t = Target::parse(url).map_err(|e| e.to_string())?;
+        Ok(match t.scheme {
+            Scheme::Http => Targets {
+                h1: Some(t.clone()),
+                h2c: Some(t),
+                ..Targets::default()
+            },
+            Scheme::Https => Targets {
+                h1_tls: Some(t.clone()),
+                h2: Some(t),
+                ..Targets::default()
+            },
+        })
+    }
+
+    /// The target for `proto`, if there is one.
+    pub fn get(&self, proto: Proto) -> Option<&Target> {
+        match proto {
+            Proto::H1 | Proto::H1Close => self.h1.as_ref(),
+            Proto::H1Tls => self.h1_tls.as_ref(),
+            Proto::H2 => self.h2.as_ref(),
+            Proto::H2c => self.h2c.as_ref(),
+        }
+    }
+
+    /// Sets the target of `proto`'s kind from a URL, checking the scheme fits.
+    pub fn set(&mut self, proto: Proto, url: &str) -> Result<(), String> {
+        let t = Target::parse(url).map_err(|e| e.to_string())?;
+        let want = if proto.tls() {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        if t.scheme != want {
+            return Err(format!(
+                "{} needs an {}:// URL, got {url}",
+                proto.label(),
+                want
+            ));
+        }
+        match proto {
+            Proto::H1 | Proto::H1Close => self.h1 = Some(t),
+            Proto::H1Tls => self.h1_tls = Some(t),
+            Proto::H2 => self.h2 = Some(t),
+            Proto::H2c => self.h2c = Some(t),
+        }
+        Ok(())
+    }
+
+    /// The protocols these targets can serve, in [`Proto::ALL`] order.
+    pub fn available(&self) -> Vec<Proto> {
+        Proto::ALL
+            .into_iter()
+            .filter(|p| self.get(*p).is_some())
+            .collect()
+    }
+}
+
+/// Built-in server settings for [`LabEnv::builtin`].
+#[derive(Debug, Clone)]
+pub struct BuiltinOptions {
+    /// Server worker threads.
+    pub threads: usize,
+}
+
+impl Default for BuiltinOptions {
+    fn default() -> Self {
+        BuiltinOptions { threads: 1 }
+    }
+}
+
+/// The running lab environment (see the module docs). Dropping it stops the links and the
+/// built-in server.
+pub struct LabEnv {
+    targets: Targets,
+    links: Vec<(Profile, SocketAddr, RunningLink)>,
+    server: Option<RunningServer>,
+    cert_dir: Option<PathBuf>,
+    description: String,
+}
+
+impl std::fmt::Debug for LabEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LabEnv")
+            .field("targets", &self.targets)
+            .field("links", &self.links.len())
+            .field("builtin", &self.server.is_some())
+            .finish()
+    }
+}
+
+static ENV_SEQ: AtomicU64 = AtomicU64::new(0);
+
+impl LabEnv {
+    /// Starts the built-in server on 127.0.0.1 (cleartext and TLS ports, chosen by the OS).
+    pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, String> {
+        let cert_dir = std::env::temp_dir().join(format!(
+            "h2lab-lab-{}-{}",
+            std::process::id(),
+            ENV_SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let cfg = ServerConfig {
+            tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            cert_dir: Some(cert_dir.clone()),
+            threads: opts.threads.max(1),
+            ..ServerConfig::local()
+        };
+        let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
+        let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
+            return Err("built-in server: no listening address".into());
+        };
+        let mk = |scheme: Scheme, a: SocketAddr| Target {
+            scheme,
+            host: a.ip().to_string(),
+            port: a.port(),
+            path: "/".into(),
+        };
+        let targets = Targets {
+            h1: Some(mk(Scheme::Http, addr)),
+            h1_tls: Some(mk(Scheme::Https, tls)),
+            h2: Some(mk(Scheme::Https, tls)),
+            h2c: Some(mk(Scheme::Http, addr)),
+        };
+        Ok(LabEnv {
+            targets,
+            links: Vec::new(),
+            server: Some(server),
+            cert_dir: Some(cert_dir),
+            description: format!(
+                "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
+                 {tls} (TLS: h2, http/1.1)",
+                opts.threads.max(1),
+                if opts.threads > 1 { "s" } else { "" }
+            ),
+        })
+    }
+
+    /// Uses servers given by URL.
+    pub fn external(targets: Targets) -> LabEnv {
+        let mut parts = Vec::new();
+        for p in Proto::ALL {
+            if let Some(t) = targets.get(p) {
+                parts.push(format!("{} {}://{}", p.name(), t.scheme, host_port(t)));
+            }
+        }
+        LabEnv {
+            description: format!("external target: {}", parts.join(", ")),
+            targets,
+            links: Vec::new(),
+            server: None,
+            cert_dir: None,
+        }
+    }
+
+    /// The targets in use.
+    pub fn targets(&self) -> &Targets {
+        &self.targets
+    }
+
+    /// Whether the built-in server is running (its endpoints are known to exist).
+    pub fn is_builtin(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// One line describing the servers.
+    pub fn describe(&self) -> &str {
+        &self.description
+    }
+
+    /// Where `proto`'s requests go over `profile` (`loopback` connects directly; other
+    /// profiles go through an in-process link started on first use).
+    pub fn origin(&mut self, proto: Proto, profile: Profile) -> Result<Origin, String> {
+        let target = self
+            .targets
+            .get(proto)
+            .cloned()
+            .ok_or_else(|| format!("no target for {}", proto.label()))?;
+        if profile == Profile::Loopback {
+            return Ok(Origin {
+                target,
+                connect_to: None,
+            });
+        }
+        let upstream = (target.host.as_str(), target.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
+            .next()
+            .ok_or_else(|| format!("{} resolves to no address", target.host))?;
+        if let Some((_, _, l)) = self
+            .links
+            .iter()
+            .find(|(p, u, _)| *p == profile && *u == upstream)
+        {
+            return Ok(Origin {
+                target,
+                connect_to: Some(l.addr()),
+            });
+        }
+        let cfg = LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
+        let l = link::spawn(cfg).map_err(|e| format!("link {profile}: {e}"))?;
+        let addr = l.addr();
+        self.links.push((profile, upstream, l));
+        Ok(Origin {
+            target,
+            connect_to: Some(addr),
+        })
+    }
+
+    /// The link serving `profile` for `proto`, if one was started (its counters show the
+    /// connections open through it).
+    pub fn link(&self, proto: Proto, profile: Profile) -> Option<&RunningLink> {
+        let t = self.targets.get(proto)?;
+        let upstream = (t.host.as_str(), t.port).to_socket_addrs().ok()?.next()?;
+        self.links
+            .iter()
+            .find(|(p, u, _)| *p == profile && *u == upstream)
+            .map(|(_, _, l)| l)
+    }
+}
+
+impl Drop for LabEnv {
+    fn drop(&mut self) {
+        self.links.clear();
+        if let Some(s) = self.server.take() {
+            s.shutdown();
+            let _ = s.join();
+        }
+        if let Some(d) = self.cert_dir.take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// One line describing a link profile (`wan: rtt 40ms, down 50mbit, up 50mbit`).
+pub fn describe_profile(p: Profile) -> String {
+    if p == Profile::Loopback {
+        return "loopback: direct connection, no added delay".into();
+    }
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    format!("{p}: {}", LinkConfig::profile(p, any, any).describe())
+}

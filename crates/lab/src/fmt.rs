@@ -1,0 +1,227 @@
+//! Number formatting shared by the terminal tables and the HTML report.
+
+use std::time::Duration;
+
+/// `12345.6` → `12,346`; below 100 one decimal (`42.5`), below 10 two (`3.25`).
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v.abs() < 10.0 {
+        return format!("{v:.2}");
+    }
+    if v.abs() < 100.0 {
+        return format!("{v:.1}");
+    }
+    let s = format!("{:.0}", v.abs());
+    let mut out = String::with_capacity(s.len() + s.len() / 3 + 1);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Milliseconds with a sensible precision: `0.183 ms`, `12.4 ms`, `2.41 s`.
+pub fn ms(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v >= 1000.0 {
+        format!("{:.2} s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0} ms")
+    } else if v >= 10.0 {
+        format!("{v:.1} ms")
+    } else if v >= 1.0 {
+        format!("{v:.2} ms")
+    } else {
+        format!("{v:.3} ms")
+    }
+}
+
+/// A duration as [`ms`].
+pub fn dur(d: Duration) -> String {
+    ms(d.as_secs_f64() * 1000.0)
+}
+
+/// A compact duration for flags and stage lists: `500ms`, `20s`, `1.5s`, `5m`.
+pub fn short_dur(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms % 60_000 == 0 && ms > 0 {
+        format!("{}m", ms / 60_000)
+    } else if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else if ms >= 1000 {
+        format!("{}s", d.as_secs_f64())
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// Bytes with binary units: `512 B`, `4.0 KiB`, `1.36 MiB`.
+pub fn bytes(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    const K: f64 = 1024.0;
+    if v < K {
+        format!("{v:.0} B")
+    } else if v < K * K {
+        format!("{:.1} KiB", v / K)
+    } else if v < K * K * K {
+        format!("{:.2} MiB", v / (K * K))
+    } else {
+        format!("{:.2} GiB", v / (K * K * K))
+    }
+}
+
+/// A signed percentage: `+12%`, `-3.5%`.
+pub fn pct(frac: f64) -> String {
+    if !frac.is_finite() {
+        return "-".into();
+    }
+    let p = frac * 100.0;
+    if p.abs() < 10.0 {
+        format!("{p:+.1}%")
+    } else {
+        format!("{p:+.0}%")
+    }
+}
+
+/// A ratio as `4.6×`.
+pub fn ratio(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    if v >= 10.0 {
+        format!("{v:.1}×")
+    } else {
+        format!("{v:.2}×")
+    }
+}
+
+/// Pads `s` to `w` display columns (counting chars), left-aligned.
+pub fn pad(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    let mut out = s.to_owned();
+    out.push_str(&" ".repeat(w.saturating_sub(n)));
+    out
+}
+
+/// Pads `s` to `w` display columns, right-aligned.
+pub fn rpad(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    let mut out = " ".repeat(w.saturating_sub(n));
+    out.push_str(s);
+    out
+}
+
+/// Renders rows as an aligned text table (first row is the header, underlined). Columns
+/// whose header starts with `>` are right-aligned (the `>` is dropped).
+pub fn table(rows: &[Vec<String>]) -> String {
+    let Some(head) = rows.first() else {
+        return String::new();
+    };
+    let ncol = head.len();
+    let right: Vec<bool> = head.iter().map(|h| h.starts_with('>')).collect();
+    let cell = |r: usize, c: &str| -> String {
+        if r == 0 {
+            c.trim_start_matches('>').to_owned()
+        } else {
+            c.to_owned()
+        }
+    };
+    let mut widths = vec![0usize; ncol];
+    for (r, row) in rows.iter().enumerate() {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell(r, c).chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (r, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (i, c) in row.iter().enumerate().take(ncol) {
+            let c = cell(r, c);
+            if i > 0 {
+                line.push_str("  ");
+            }
+            if right[i] {
+                line.push_str(&rpad(&c, widths[i]));
+            } else {
+                line.push_str(&pad(&c, widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+        if r == 0 {
+            let total: usize = widths.iter().sum::<usize>() + 2 * ncol.saturating_sub(1);
+            out.push_str(&"-".repeat(total));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Parses a duration for the lab's flags: a number with a unit `ms`, `s`, `m` or `h`
+/// (`250ms`, `1.5s`, `5m`), or `0`.
+pub fn parse_dur(s: &str) -> Result<Duration, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 500ms, 2s, 5m)"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        "" if v == 0.0 => 0.0,
+        _ => return Err(format!("{s:?} is not a duration (e.g. 500ms, 2s, 5m)")),
+    };
+    if secs > 86_400.0 {
+        return Err(format!("{s:?}: at most 24h"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(num(1234567.4), "1,234,567");
+        assert_eq!(num(-1234.0), "-1,234");
+        assert_eq!(num(42.25), "42.2");
+        assert_eq!(ms(0.1834), "0.183 ms");
+        assert_eq!(ms(2410.0), "2.41 s");
+        assert_eq!(bytes(4096.0), "4.0 KiB");
+        assert_eq!(pct(0.123), "+12%");
+        assert_eq!(pct(-0.035), "-3.5%");
+        assert_eq!(ratio(15.06), "15.1×");
+        let t = table(&[
+            vec!["a".into(), ">n".into(), "c".into()],
+            vec!["xx".into(), "1".into(), "z".into()],
+        ]);
+        assert_eq!(parse_dur("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(short_dur(Duration::from_secs(300)), "5m");
+        assert_eq!(short_dur(Duration::from_secs(20)), "20s");
+        assert_eq!(short_dur(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(short_dur(Duration::from_millis(250)), "250ms");
+        assert_eq!(parse_dur("250ms").unwrap(), Duration::from_millis(250));
+        assert!(parse_dur("5").is_err());
+        assert!(parse_dur("-1s").is_err());
+        assert_eq!(t, "a   n  c\n--------\nxx  1  z\n");
+    }
+}

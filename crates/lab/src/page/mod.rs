@@ -1,0 +1,448 @@
+//! `h2lab page`: browser-like page loads.
+//!
+//! Loads a page and all its sub-resources the way a browser does — HTTP/1.1 with up to 6
+//! connections per host and no pipelining, HTTP/2 with one multiplexed connection — cold
+//! (new connections, no cache), repeated and alternated between protocols. The default
+//! target is the built-in server's `/page` (the seed article's 15×20 table of 300 images
+//! of 1–8 KB) behind the `wan` link profile. It reports page load time (median, p90),
+//! connections, requests and bytes on the wire split into headers and bodies, and the
+//! page-time ratio between the protocols.
+//!
+//! Two more scenarios from the seeds: [`slow`] (100 parallel requests to a 2-second
+//! endpoint over 6 HTTP/1.1 connections vs one HTTP/2 connection) and [`users`] (virtual
+//! users following ramp/hold stages, recording page time and open connections over time).
+
+pub mod html;
+pub mod load;
+pub mod output;
+pub mod slow;
+pub mod users;
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::compare::Machine;
+use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::link::Profile;
+use crate::proto::Proto;
+use crate::stats::{quantile, Summary};
+use load::{PageLoad, PoolSpec};
+use users::{LoadTestConfig, LoadTestResult};
+
+/// The built-in page: 300 images of 1–8 KiB in a 15-column table (the seed's page).
+pub const DEFAULT_PAGE_QUERY: &str = "n=300&min=1k&max=8k&seed=1";
+
+/// The slow-endpoint scenario's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SlowConfig {
+    /// Parallel requests (the seed: 100).
+    pub requests: u32,
+    /// Server-side delay of each (the seed: 2 s).
+    #[serde(serialize_with = "ser_ms")]
+    pub delay: Duration,
+}
+
+impl Default for SlowConfig {
+    fn default() -> Self {
+        SlowConfig {
+            requests: 100,
+            delay: Duration::from_secs(2),
+        }
+    }
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// Everything `h2lab page` needs.
+#[derive(Debug, Clone)]
+pub struct PageConfig {
+    /// The page URL; `None` loads the built-in server's `/page`.
+    pub url: Option<String>,
+    /// Query of the built-in `/page` (`n`, `min`, `max`, `seed`).
+    pub page_query: String,
+    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (or h1 and h2c for an
+    /// `http://` URL).
+    pub protocols: Option<Vec<Proto>>,
+    /// Emulated link.
+    pub link: Profile,
+    /// HTTP/1.x connections per host.
+    pub h1_connections: u32,
+    /// HTTP/2 connections per host.
+    pub h2_connections: u32,
+    /// HTTP/2 streams per connection (also capped by the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS).
+    pub h2_streams: u32,
+    /// Page loads per protocol.
+    pub repeat: u32,
+    /// Run the load test after the page loads.
+    pub load_test: Option<LoadTestConfig>,
+    /// Run the slow-endpoint scenario instead of page loads.
+    pub slow: Option<SlowConfig>,
+    /// Built-in server threads.
+    pub server_threads: usize,
+    /// Longest a single page load may take.
+    pub timeout: Duration,
+}
+
+impl Default for PageConfig {
+    fn default() -> Self {
+        PageConfig {
+            url: None,
+            page_query: DEFAULT_PAGE_QUERY.into(),
+            protocols: None,
+            link: Profile::Wan,
+            h1_connections: 6,
+            h2_connections: 1,
+            h2_streams: 100,
+            repeat: 5,
+            load_test: None,
+            slow: None,
+            server_threads: 1,
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// One page load, briefly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadBrief {
+    /// Page load time (ms).
+    pub page_ms: f64,
+    /// Connections opened.
+    pub connections: u32,
+    /// Requests made.
+    pub requests: u32,
+    /// Requests that failed.
+    pub failed: u32,
+}
+
+/// One protocol's page loads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProtoPage {
+    /// Protocol.
+    pub proto: Proto,
+    /// Most connections allowed.
+    pub connections_limit: u32,
+    /// Streams per connection allowed.
+    pub streams: u32,
+    /// Every load.
+    pub loads: Vec<LoadBrief>,
+    /// Page load time over the loads (ms).
+    pub page_ms: Option<Summary>,
+    /// 90th percentile page load time (ms).
+    pub page_p90_ms: f64,
+    /// The load closest to the median, in full (waterfall, bytes).
+    pub median_load: Option<PageLoad>,
+    /// Why loads failed.
+    pub error: Option<String>,
+}
+
+/// Which protocol was faster and by how much.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ratio {
+    /// The faster protocol.
+    pub faster: Proto,
+    /// The slower protocol.
+    pub slower: Proto,
+    /// Slower median / faster median.
+    pub ratio: f64,
+    /// The faster median (ms).
+    pub faster_ms: f64,
+    /// The slower median (ms).
+    pub slower_ms: f64,
+}
+
+impl Ratio {
+    /// The ratio of the slowest to the fastest median among `items`.
+    pub fn of(items: &[(Proto, f64)]) -> Option<Ratio> {
+        let ok: Vec<&(Proto, f64)> = items.iter().filter(|x| x.1 > 0.0).collect();
+        let fast = ok.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+        let slow = ok.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+        if fast.0 == slow.0 {
+            return None;
+        }
+        Some(Ratio {
+            faster: fast.0,
+            slower: slow.0,
+            ratio: slow.1 / fast.1,
+            faster_ms: fast.1,
+            slower_ms: slow.1,
+        })
+    }
+}
+
+/// The page under test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PageInfo {
+    /// Its URL (as named in requests).
+    pub url: String,
+    /// Request target of the HTML.
+    pub html_path: String,
+    /// Same-origin sub-resources found.
+    pub resources: usize,
+    /// References to other origins (not loaded).
+    pub other_origins: usize,
+}
+
+/// The slow-endpoint scenario's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SlowReport {
+    /// Settings.
+    pub config: SlowConfig,
+    /// One entry per protocol.
+    pub results: Vec<ProtoPage>,
+    /// Slowest / fastest.
+    pub ratio: Option<Ratio>,
+}
+
+/// The load test's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadTestReport {
+    /// Settings.
+    pub config: LoadTestConfig,
+    /// One entry per protocol.
+    pub results: Vec<(Proto, LoadTestResult)>,
+}
+
+/// Everything `h2lab page` produced (serialised as `results.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PageReport {
+    /// `h2lab page`.
+    pub tool: &'static str,
+    /// h2lab version.
+    pub version: &'static str,
+    /// Start, seconds since the Unix epoch.
+    pub started_unix: u64,
+    /// Wall time (s).
+    pub elapsed_secs: f64,
+    /// The servers.
+    pub environment: String,
+    /// The link, described.
+    pub link: String,
+    /// The machine.
+    pub machine: Machine,
+    /// The page (page loads only).
+    pub page: Option<PageInfo>,
+    /// Loads per protocol.
+    pub repeat: u32,
+    /// Page loads per protocol (empty for the slow scenario).
+    pub protocols: Vec<ProtoPage>,
+    /// Page-time ratio.
+    pub ratio: Option<Ratio>,
+    /// The slow-endpoint scenario.
+    pub slow: Option<SlowReport>,
+    /// The load test.
+    pub load_test: Option<LoadTestReport>,
+    /// Things worth knowing.
+    pub notes: Vec<String>,
+}
+
+/// Summarises repeated loads of one protocol.
+pub fn proto_page(
+    proto: Proto,
+    pool: &PoolSpec,
+    loads: Vec<PageLoad>,
+    error: Option<String>,
+) -> ProtoPage {
+    let times: Vec<f64> = loads.iter().map(|l| l.page_ms).collect();
+    let summary = Summary::of(&times);
+    let median_load = summary.and_then(|s| {
+        loads
+            .iter()
+            .min_by(|a, b| {
+                (a.page_ms - s.median)
+                    .abs()
+                    .total_cmp(&(b.page_ms - s.median).abs())
+            })
+            .cloned()
+    });
+    ProtoPage {
+        proto,
+        connections_limit: pool.connections,
+        streams: if proto.is_h2() { pool.streams } else { 1 },
+        loads: loads
+            .iter()
+            .map(|l| LoadBrief {
+                page_ms: l.page_ms,
+                connections: l.connections,
+                requests: l.requests,
+                failed: l.failed,
+            })
+            .collect(),
+        page_ms: summary,
+        page_p90_ms: quantile(&times, 0.9),
+        median_load,
+        error,
+    }
+}
+
+fn pools(env: &mut LabEnv, cfg: &PageConfig, protos: &[Proto]) -> Result<Vec<PoolSpec>, String> {
+    protos
+        .iter()
+        .map(|&p| {
+            Ok(PoolSpec {
+                proto: p,
+                origin: env.origin(p, cfg.link)?,
+                connections: if p.is_h2() {
+                    cfg.h2_connections
+                } else {
+                    cfg.h1_connections
+                },
+                streams: if p.is_h2() { cfg.h2_streams } else { 1 },
+                gauge: None,
+                timeout: cfg.timeout,
+            })
+        })
+        .collect()
+}
+
+/// Runs `h2lab page` (see the module docs). `log` receives progress lines.
+pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, String> {
+    let start = Instant::now();
+    let started_unix = crate::compare::run::unix_now();
+    let (mut env, html_path) = match &cfg.url {
+        None => (
+            LabEnv::builtin(&BuiltinOptions {
+                threads: cfg.server_threads,
+            })?,
+            format!("/page?{}", cfg.page_query),
+        ),
+        Some(u) => {
+            let t = h2lab_engine::Target::parse(u).map_err(|e| e.to_string())?;
+            (LabEnv::external(Targets::from_url(u)?), t.path)
+        }
+    };
+    let available = env.targets().available();
+    let protos: Vec<Proto> = match &cfg.protocols {
+        Some(v) => v.clone(),
+        None if available.contains(&Proto::H2) => vec![Proto::H1Tls, Proto::H2],
+        None => vec![Proto::H1, Proto::H2c],
+    };
+    let mut notes = Vec::new();
+    for p in protos.iter().filter(|p| !available.contains(p)) {
+        notes.push(format!(
+            "{} skipped: the target URL cannot serve it",
+            p.label()
+        ));
+    }
+    let protos: Vec<Proto> = protos
+        .into_iter()
+        .filter(|p| available.contains(p))
+        .collect();
+    if protos.is_empty() {
+        return Err("no protocol to measure against this target".into());
+    }
+    let pools = pools(&mut env, cfg, &protos)?;
+    let link = describe_profile(cfg.link);
+    log(&format!("server: {}", env.describe()));
+    log(&format!("link {link}"));
+    let mut report = PageReport {
+        tool: "h2lab page",
+        version: env!("CARGO_PKG_VERSION"),
+        started_unix,
+        elapsed_secs: 0.0,
+        environment: env.describe().to_owned(),
+        link,
+        machine: Machine::this(),
+        page: None,
+        repeat: cfg.repeat,
+        protocols: Vec::new(),
+        ratio: None,
+        slow: None,
+        load_test: None,
+        notes,
+    };
+    if let Some(s) = &cfg.slow {
+        report.slow = Some(slow::run(&pools, s, cfg.repeat, log));
+        report.elapsed_secs = start.elapsed().as_secs_f64();
+        return Ok(report);
+    }
+    let first = pools.first().ok_or("no protocol")?;
+    let found = load::discover(first, &html_path)?;
+    log(&format!(
+        "page {}{html_path}: {} same-origin sub-resources{}",
+        first.origin_prefix(),
+        found.paths.len(),
+        if found.other_origins > 0 {
+            format!(" ({} on other origins, not loaded)", found.other_origins)
+        } else {
+            String::new()
+        }
+    ));
+    if found.paths.is_empty() {
+        report
+            .notes
+            .push("the page references no same-origin sub-resources".into());
+    }
+    report.page = Some(PageInfo {
+        url: format!("{}{html_path}", first.origin_prefix()),
+        html_path: html_path.clone(),
+        resources: found.paths.len(),
+        other_origins: found.other_origins,
+    });
+    let mut paths = vec![html_path];
+    paths.extend(found.paths);
+    let mut loads: Vec<Vec<PageLoad>> = vec![Vec::new(); pools.len()];
+    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    for i in 0..cfg.repeat.max(1) as usize {
+        for k in 0..pools.len() {
+            let j = (k + i) % pools.len();
+            match load::load_page(&pools[j], &paths) {
+                Ok(l) => {
+                    log(&format!(
+                        "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                        i + 1,
+                        cfg.repeat.max(1),
+                        pools[j].proto.label(),
+                        crate::fmt::ms(l.page_ms),
+                        l.connections,
+                        l.requests
+                    ));
+                    loads[j].push(l);
+                }
+                Err(e) => {
+                    log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
+                    errors[j].get_or_insert(e);
+                }
+            }
+        }
+    }
+    for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
+        report.protocols.push(proto_page(pool.proto, pool, l, e));
+    }
+    let medians: Vec<(Proto, f64)> = report
+        .protocols
+        .iter()
+        .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
+        .collect();
+    report.ratio = Ratio::of(&medians);
+    if let Some(lt) = &cfg.load_test {
+        let mut results = Vec::new();
+        for pool in &pools {
+            log(&format!(
+                "load test {}: {} s of stages, up to {} users",
+                pool.proto.label(),
+                users::total(&lt.stages).as_secs(),
+                lt.stages.iter().map(|s| s.users).max().unwrap_or(0)
+            ));
+            let r = users::run(pool, &paths, lt);
+            log(&format!(
+                "load test {}: {} pages, median {}, peak {} connections",
+                pool.proto.label(),
+                r.pages.len(),
+                r.page_ms.map_or("-".into(), |s| crate::fmt::ms(s.median)),
+                r.peak_connections
+            ));
+            results.push((pool.proto, r));
+        }
+        report.load_test = Some(LoadTestReport {
+            config: lt.clone(),
+            results,
+        });
+    }
+    report.elapsed_secs = start.elapsed().as_secs_f64();
+    Ok(report)
+}

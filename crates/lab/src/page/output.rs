@@ -1,0 +1,209 @@
+//! Terminal output and JSON of `h2lab page`.
+
+use std::fmt::Write as _;
+
+use super::slow::{expected_h1_ms, SEED_H1_MS, SEED_H2_MS};
+use super::{PageReport, ProtoPage, Ratio};
+use crate::fmt;
+
+fn row(label: &str, cols: &[ProtoPage], f: impl Fn(&ProtoPage) -> String) -> Vec<String> {
+    let mut v = vec![label.to_owned()];
+    v.extend(cols.iter().map(f));
+    v
+}
+
+fn median_ms(p: &ProtoPage) -> String {
+    p.page_ms.map_or_else(|| "-".into(), |s| fmt::ms(s.median))
+}
+
+/// The side-by-side table of page loads.
+pub fn page_table(cols: &[ProtoPage]) -> String {
+    let mut head = vec![String::new()];
+    head.extend(cols.iter().map(|c| format!(">{}", c.proto.label())));
+    let bytes = |f: fn(&super::load::WireBytes) -> u64| {
+        move |p: &ProtoPage| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| fmt::bytes(f(&l.bytes) as f64))
+        }
+    };
+    let rows = vec![
+        head,
+        row("page load time, median", cols, median_ms),
+        row("page load time, p90", cols, |p| fmt::ms(p.page_p90_ms)),
+        row("page load time, min–max", cols, |p| {
+            p.page_ms.map_or_else(
+                || "-".into(),
+                |s| format!("{}–{}", fmt::ms(s.min), fmt::ms(s.max)),
+            )
+        }),
+        row("HTML done at (median load)", cols, |p| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| fmt::ms(l.html_ms))
+        }),
+        row("connections opened", cols, |p| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| l.connections.to_string())
+        }),
+        row("connection limit × streams", cols, |p| {
+            format!("{} × {}", p.connections_limit, p.streams)
+        }),
+        row("requests (failed)", cols, |p| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| format!("{} ({})", l.requests, l.failed))
+        }),
+        row("request headers sent", cols, bytes(|b| b.request_headers)),
+        row(
+            "response headers received",
+            cols,
+            bytes(|b| b.response_headers),
+        ),
+        row(
+            "  … decompressed",
+            cols,
+            bytes(|b| b.response_headers_decoded),
+        ),
+        row("response bodies", cols, bytes(|b| b.response_bodies)),
+        row("all bytes written", cols, bytes(|b| b.written)),
+        row("all bytes read", cols, bytes(|b| b.read)),
+    ];
+    fmt::table(&rows)
+}
+
+/// `HTTP/2 (TLS) loads the page 4.63× faster than HTTP/1.1 (TLS) (median 521 ms vs 2.41 s)`.
+pub fn ratio_line(r: &Ratio, what: &str) -> String {
+    format!(
+        "{} {what} {} faster than {} (median {} vs {}).",
+        r.faster.label(),
+        fmt::ratio(r.ratio),
+        r.slower.label(),
+        fmt::ms(r.faster_ms),
+        fmt::ms(r.slower_ms)
+    )
+}
+
+/// The whole terminal summary.
+pub fn render_text(r: &PageReport) -> String {
+    let mut out = String::new();
+    if let Some(p) = &r.page {
+        let _ = writeln!(
+            out,
+            "\nPage load: {} — HTML + {} sub-resources, {} cold load(s) per protocol (new \
+             connections, cache off)\nlink {}\n",
+            p.url, p.resources, r.repeat, r.link
+        );
+        out.push_str(&page_table(&r.protocols));
+        if let Some(ratio) = &r.ratio {
+            let _ = writeln!(out, "\n{}", ratio_line(ratio, "loads the page"));
+        }
+        for p in &r.protocols {
+            if let Some(e) = &p.error {
+                let _ = writeln!(out, "{}: {e}", p.proto.label());
+            }
+        }
+    }
+    if let Some(s) = &r.slow {
+        let _ = writeln!(
+            out,
+            "\nSlow endpoint: {} parallel requests to /delay?ms={} ({} run(s) per protocol)\n\
+             link {}\n",
+            s.config.requests,
+            s.config.delay.as_millis(),
+            r.repeat.max(1),
+            r.link
+        );
+        let mut head = vec![String::new()];
+        head.extend(s.results.iter().map(|c| format!(">{}", c.proto.label())));
+        let rows = vec![
+            head,
+            row("connections opened", &s.results, |p| {
+                p.median_load
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |l| l.connections.to_string())
+            }),
+            row("all responses done, median", &s.results, median_ms),
+            row("in theory (rounds × delay)", &s.results, |p| {
+                let rounds = if p.proto.is_h2() {
+                    s.config
+                        .requests
+                        .div_ceil(p.connections_limit * p.streams.max(1))
+                } else {
+                    s.config.requests.div_ceil(p.connections_limit)
+                };
+                format!(
+                    "{} round(s) = {}",
+                    rounds,
+                    fmt::ms(if p.proto.is_h2() {
+                        f64::from(rounds) * s.config.delay.as_secs_f64() * 1000.0
+                    } else {
+                        expected_h1_ms(&s.config, p.connections_limit)
+                    })
+                )
+            }),
+        ];
+        out.push_str(&fmt::table(&rows));
+        if let Some(ratio) = &s.ratio {
+            let _ = writeln!(out, "\n{}", ratio_line(ratio, "finishes"));
+        }
+        let _ = writeln!(
+            out,
+            "Seed (Chrome, 6 connections vs HTTP/2): {} vs {} = {}.",
+            fmt::ms(SEED_H1_MS),
+            fmt::ms(SEED_H2_MS),
+            fmt::ratio(SEED_H1_MS / SEED_H2_MS)
+        );
+    }
+    if let Some(lt) = &r.load_test {
+        let stages: Vec<String> = lt
+            .config
+            .stages
+            .iter()
+            .map(|s| format!("{}:{}", fmt::short_dur(s.duration), s.users))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nLoad test: stages {} (duration:users), think time {}\n",
+            stages.join(", "),
+            fmt::dur(lt.config.think)
+        );
+        let mut rows = vec![vec![
+            "protocol".to_owned(),
+            ">pages".into(),
+            ">failed".into(),
+            ">page median".into(),
+            ">page p90".into(),
+            ">peak connections".into(),
+        ]];
+        for (p, t) in &lt.results {
+            rows.push(vec![
+                p.label().into(),
+                t.pages.len().to_string(),
+                t.failed_pages.to_string(),
+                t.page_ms.map_or_else(|| "-".into(), |s| fmt::ms(s.median)),
+                fmt::ms(t.page_p90_ms),
+                t.peak_connections.to_string(),
+            ]);
+        }
+        out.push_str(&fmt::table(&rows));
+        for (p, t) in &lt.results {
+            if let Some(e) = &t.error {
+                let _ = writeln!(out, "{}: {e}", p.label());
+            }
+        }
+    }
+    if !r.notes.is_empty() {
+        out.push_str("\nNotes:\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "- {n}");
+        }
+    }
+    out
+}
+
+/// The report as pretty JSON.
+pub fn json(r: &PageReport) -> String {
+    serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}

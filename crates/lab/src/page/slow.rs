@@ -1,0 +1,77 @@
+//! The seeds' slow-endpoint case: 100 parallel requests to an endpoint that answers after
+//! 2 seconds, as a page's `fetch()` calls would make them. A browser runs them over 6
+//! HTTP/1.1 connections (17 rounds of 2 s: 34 s) or one HTTP/2 connection (one round:
+//! 2 s); the seed measured 34,182 ms vs 2,270 ms, 15×.
+
+use super::load::{fetch_all, PoolSpec};
+use super::{proto_page, Ratio, SlowConfig, SlowReport};
+
+/// The seed's HTTP/1.1 time (ms).
+pub const SEED_H1_MS: f64 = 34_182.37;
+/// The seed's HTTP/2 time (ms).
+pub const SEED_H2_MS: f64 = 2_269.68;
+
+/// The request targets: `/delay?ms=D&r=i`, distinct like the seed's random paths.
+pub fn paths(cfg: &SlowConfig) -> Vec<String> {
+    (0..cfg.requests)
+        .map(|i| format!("/delay?ms={}&r={i}", cfg.delay.as_millis()))
+        .collect()
+}
+
+/// The time HTTP/1.1 needs in theory: `ceil(requests / connections)` rounds of the delay.
+pub fn expected_h1_ms(cfg: &SlowConfig, connections: u32) -> f64 {
+    f64::from(cfg.requests.div_ceil(connections.max(1))) * cfg.delay.as_secs_f64() * 1000.0
+}
+
+/// Runs the scenario `repeat` times per protocol (alternated).
+pub fn run(
+    pools: &[PoolSpec],
+    cfg: &SlowConfig,
+    repeat: u32,
+    log: &mut dyn FnMut(&str),
+) -> SlowReport {
+    let paths = paths(cfg);
+    let mut loads = vec![Vec::new(); pools.len()];
+    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    log(&format!(
+        "{} parallel requests to /delay?ms={} per protocol",
+        cfg.requests,
+        cfg.delay.as_millis()
+    ));
+    for i in 0..repeat.max(1) as usize {
+        for k in 0..pools.len() {
+            let j = (k + i) % pools.len();
+            match fetch_all(&pools[j], &paths) {
+                Ok(l) => {
+                    log(&format!(
+                        "{:<16} {:>9}  {} connection(s), {} requests",
+                        pools[j].proto.label(),
+                        crate::fmt::ms(l.page_ms),
+                        l.connections,
+                        l.requests
+                    ));
+                    loads[j].push(l);
+                }
+                Err(e) => {
+                    log(&format!("{}: {e}", pools[j].proto.label()));
+                    errors[j].get_or_insert(e);
+                }
+            }
+        }
+    }
+    let results: Vec<_> = pools
+        .iter()
+        .zip(loads)
+        .zip(errors)
+        .map(|((p, l), e)| proto_page(p.proto, p, l, e))
+        .collect();
+    let medians: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.page_ms.map(|s| (r.proto, s.median)))
+        .collect();
+    SlowReport {
+        config: *cfg,
+        ratio: Ratio::of(&medians),
+        results,
+    }
+}

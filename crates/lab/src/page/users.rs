@@ -1,0 +1,275 @@
+//! The page as a load test: virtual users loading the page in a loop, their number following
+//! stages (the seed's LoadRunner scenario: ramp up to 10 users over 5 minutes, hold 5
+//! minutes, ramp down), recording page time, open connections and throughput over time.
+//!
+//! Every virtual user is a thread; every page load is cold (new connections, no cache),
+//! like LoadRunner with "simulate a new user on each iteration" and caching off. Open
+//! connections are counted by a gauge all fetchers share.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::load::{load_page, PoolSpec};
+use crate::fmt::parse_dur;
+use crate::stats::{quantile, Summary};
+
+/// One stage: move linearly to `users` over `duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Stage {
+    /// Stage length.
+    #[serde(serialize_with = "ser_secs")]
+    pub duration: Duration,
+    /// Users at the end of the stage.
+    pub users: u32,
+}
+
+fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+/// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users).
+pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (d, u) = part
+            .split_once(':')
+            .ok_or_else(|| format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10"))?;
+        let duration = parse_dur(d).map_err(|e| format!("stage {part:?}: {e}"))?;
+        let users = u
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| format!("stage {part:?}: {u:?} is not a number of users"))?;
+        if users > 1000 {
+            return Err(format!("stage {part:?}: at most 1000 users"));
+        }
+        v.push(Stage { duration, users });
+    }
+    if v.is_empty() {
+        return Err("no stages".into());
+    }
+    if v.iter().all(|s| s.users == 0) {
+        return Err("every stage has 0 users".into());
+    }
+    Ok(v)
+}
+
+/// The seed's shape scaled: ramp to `users` over `ramp`, hold for `hold`, ramp down in a
+/// tenth of the ramp (at least 1 s).
+pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<Stage> {
+    vec![
+        Stage {
+            duration: ramp,
+            users,
+        },
+        Stage {
+            duration: hold,
+            users,
+        },
+        Stage {
+            duration: (ramp / 10).max(Duration::from_secs(1)),
+            users: 0,
+        },
+    ]
+}
+
+/// Target users at time `t` (linear within each stage, starting from 0).
+pub fn users_at(stages: &[Stage], t: Duration) -> f64 {
+    let mut from = 0.0f64;
+    let mut start = Duration::ZERO;
+    for s in stages {
+        let end = start + s.duration;
+        let to = f64::from(s.users);
+        if t < end {
+            let frac = if s.duration.is_zero() {
+                1.0
+            } else {
+                (t - start).as_secs_f64() / s.duration.as_secs_f64()
+            };
+            return from + (to - from) * frac;
+        }
+        from = to;
+        start = end;
+    }
+    from
+}
+
+/// Total length of the stages.
+pub fn total(stages: &[Stage]) -> Duration {
+    stages.iter().map(|s| s.duration).sum()
+}
+
+/// A load test's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LoadTestConfig {
+    /// The stages.
+    pub stages: Vec<Stage>,
+    /// Pause between a user's page loads.
+    #[serde(serialize_with = "ser_secs")]
+    pub think: Duration,
+    /// Sampling interval of the time series.
+    #[serde(serialize_with = "ser_secs")]
+    pub sample: Duration,
+}
+
+/// One sample of the time series.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sample {
+    /// Seconds since the start.
+    pub t: f64,
+    /// Active virtual users.
+    pub users: u32,
+    /// Connections open (all users).
+    pub connections: i64,
+    /// Requests completed per second in the interval.
+    pub req_per_sec: f64,
+    /// Page loads completed per second in the interval.
+    pub pages_per_sec: f64,
+}
+
+/// One protocol's load test.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadTestResult {
+    /// Every completed page load: `(seconds since start at completion, page ms)`.
+    pub pages: Vec<(f64, f64)>,
+    /// Page loads that failed.
+    pub failed_pages: u64,
+    /// First failure message.
+    pub error: Option<String>,
+    /// The time series.
+    pub samples: Vec<Sample>,
+    /// Page time over all loads (ms).
+    pub page_ms: Option<Summary>,
+    /// 90th percentile page time (ms).
+    pub page_p90_ms: f64,
+    /// Most connections open at once.
+    pub peak_connections: i64,
+}
+
+/// Runs the load test for one protocol (blocking for the stages' total time). `pool.gauge`
+/// is replaced by the test's own.
+pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestResult {
+    let gauge = Arc::new(AtomicI64::new(0));
+    let mut pool = pool.clone();
+    pool.gauge = Some(Arc::clone(&gauge));
+    let max_users = cfg.stages.iter().map(|s| s.users).max().unwrap_or(0);
+    let end = total(&cfg.stages);
+    let start = Instant::now();
+    let pages: Arc<Mutex<Vec<(f64, f64)>>> = Arc::default();
+    let requests = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let error: Arc<Mutex<Option<String>>> = Arc::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let paths: Arc<[String]> = paths.into();
+    let stages: Arc<[Stage]> = cfg.stages.clone().into();
+    let mut samples = Vec::new();
+    std::thread::scope(|sc| {
+        for i in 0..max_users {
+            let (pool, pages, requests, failed, error, stop, paths, stages) = (
+                pool.clone(),
+                Arc::clone(&pages),
+                Arc::clone(&requests),
+                Arc::clone(&failed),
+                Arc::clone(&error),
+                Arc::clone(&stop),
+                Arc::clone(&paths),
+                Arc::clone(&stages),
+            );
+            let think = cfg.think;
+            sc.spawn(move || loop {
+                let t = start.elapsed();
+                if t >= end || stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                if f64::from(i) >= users_at(&stages, t).floor() {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                match load_page(&pool, &paths) {
+                    Ok(l) => {
+                        requests.fetch_add(u64::from(l.requests), Ordering::Relaxed);
+                        if let Ok(mut p) = pages.lock() {
+                            p.push((start.elapsed().as_secs_f64(), l.page_ms));
+                        }
+                    }
+                    Err(e) => {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        if let Ok(mut slot) = error.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+                let wake = Instant::now() + think;
+                while Instant::now() < wake && start.elapsed() < end {
+                    std::thread::sleep(Duration::from_millis(20).min(think));
+                }
+            });
+        }
+        // Sampler (this thread).
+        let mut last_req = 0u64;
+        let mut last_pages = 0usize;
+        let mut last_t = 0.0f64;
+        let mut next = cfg.sample;
+        loop {
+            let now = start.elapsed();
+            if now < next {
+                std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                continue;
+            }
+            let t = now.as_secs_f64();
+            let req = requests.load(Ordering::Relaxed);
+            let np = pages.lock().map(|p| p.len()).unwrap_or(0);
+            let dt = (t - last_t).max(1e-3);
+            samples.push(Sample {
+                t,
+                users: users_at(&cfg.stages, now).floor() as u32,
+                connections: gauge.load(Ordering::Relaxed),
+                req_per_sec: (req - last_req) as f64 / dt,
+                pages_per_sec: (np - last_pages) as f64 / dt,
+            });
+            last_req = req;
+            last_pages = np;
+            last_t = t;
+            next += cfg.sample;
+            if now >= end {
+                stop.store(true, Ordering::Relaxed);
+                break;
+            }
+        }
+    });
+    let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
+    let times: Vec<f64> = pages.iter().map(|p| p.1).collect();
+    LoadTestResult {
+        page_ms: Summary::of(&times),
+        page_p90_ms: quantile(&times, 0.9),
+        peak_connections: samples.iter().map(|s| s.connections).max().unwrap_or(0),
+        failed_pages: failed.load(Ordering::Relaxed),
+        error: error.lock().ok().and_then(|e| e.clone()),
+        pages,
+        samples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages() {
+        let s = parse_stages("10s:10, 10s:10,2s:0").unwrap();
+        assert_eq!(s.len(), 3);
+        assert_eq!(total(&s), Duration::from_secs(22));
+        assert_eq!(users_at(&s, Duration::from_secs(5)), 5.0);
+        assert_eq!(users_at(&s, Duration::from_secs(15)), 10.0);
+        assert_eq!(users_at(&s, Duration::from_secs(21)), 5.0);
+        assert_eq!(users_at(&s, Duration::from_secs(30)), 0.0);
+        assert!(parse_stages("10s").is_err());
+        assert!(parse_stages("10s:x").is_err());
+        assert!(parse_stages("10s:0").is_err());
+        let r = ramp_hold(10, Duration::from_secs(300), Duration::from_secs(300));
+        assert_eq!(r[2].duration, Duration::from_secs(30));
+    }
+}

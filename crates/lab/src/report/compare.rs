@@ -1,0 +1,434 @@
+//! The HTML report of `h2lab compare`.
+
+use std::fmt::Write as _;
+
+use super::html::{document, figure, section, table, utc};
+use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
+use crate::compare::decision::{latency_text, pair_text, throughput_text, DecisionRow};
+use crate::compare::matrix::Section;
+use crate::compare::run::CellResult;
+use crate::compare::CompareReport;
+use crate::fmt;
+use crate::proto::Proto;
+use crate::stats::Summary;
+
+fn bar(s: &Option<Summary>) -> Option<Bar> {
+    s.map(|s| Bar {
+        value: s.median,
+        lo: s.min,
+        hi: s.max,
+    })
+}
+
+/// Conditions of `section` in plan order, with their row labels.
+fn conditions(r: &CompareReport, section: Section) -> Vec<(usize, String)> {
+    r.plan
+        .conditions
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.section == section)
+        .map(|(i, c)| (i, crate::compare::decision::row_label(&c.cond, section)))
+        .collect()
+}
+
+fn bars_for(
+    r: &CompareReport,
+    conds: &[(usize, String)],
+    protos: &[Proto],
+    metric: fn(&CellResult) -> Option<Bar>,
+) -> (Vec<String>, Vec<BarSeries>) {
+    let cats = conds.iter().map(|(_, l)| l.clone()).collect();
+    let series = protos
+        .iter()
+        .map(|&p| BarSeries {
+            name: p.label().into(),
+            color: p.color().into(),
+            values: conds
+                .iter()
+                .map(|(i, _)| r.cell(*i, p).and_then(metric))
+                .collect(),
+        })
+        .collect();
+    (cats, series)
+}
+
+fn decision_table(rows: &[&DecisionRow]) -> String {
+    let mut t = vec![vec![
+        "condition".to_owned(),
+        "throughput winner".into(),
+        "p99 latency winner".into(),
+        "HTTP/2 vs HTTP/1.1".into(),
+    ]];
+    let cls = |sig: bool| if sig { "win" } else { "par" };
+    for r in rows {
+        t.push(vec![
+            esc(&r.label),
+            r.throughput.as_ref().map_or_else(
+                || "-".into(),
+                |v| {
+                    format!(
+                        "<span class=\"{}\">{}</span>",
+                        cls(v.significant),
+                        esc(&throughput_text(v))
+                    )
+                },
+            ),
+            r.p99.as_ref().map_or_else(
+                || "-".into(),
+                |v| {
+                    format!(
+                        "<span class=\"{}\">{}</span>",
+                        cls(v.significant),
+                        esc(&latency_text(v))
+                    )
+                },
+            ),
+            r.h2_vs_h1.as_ref().map_or_else(
+                || "-".into(),
+                |d| {
+                    esc(&format!(
+                        "{} vs {}: {}",
+                        d.h2.short(),
+                        d.h1.short(),
+                        pair_text(d)
+                    ))
+                },
+            ),
+        ]);
+    }
+    table(&t, "decision")
+}
+
+fn cells_table(r: &CompareReport) -> String {
+    let mut t = vec![vec![
+        "payload".to_owned(),
+        "headers".into(),
+        ">c".into(),
+        ">conns × streams".into(),
+        "link".into(),
+        "protocol".into(),
+        ">req/s median".into(),
+        ">min–max".into(),
+        ">p50".into(),
+        ">p99 median".into(),
+        ">p99 min–max".into(),
+        ">MB/s".into(),
+        ">failed".into(),
+    ]];
+    for c in &r.cells {
+        let k = &c.key;
+        let range = |s: &Option<Summary>, f: fn(f64) -> String| {
+            s.map_or_else(|| "-".into(), |s| format!("{}–{}", f(s.min), f(s.max)))
+        };
+        t.push(vec![
+            esc(&k.cond.payload.label()),
+            k.cond.headers.to_string(),
+            k.cond.concurrency.to_string(),
+            format!("{} × {}", c.connections, k.cond.streams),
+            k.cond.link.to_string(),
+            format!(
+                "<span style=\"color:{}\">■</span> {}",
+                k.proto.color(),
+                esc(k.proto.short())
+            ),
+            c.rps.map_or_else(|| "-".into(), |s| fmt::num(s.median)),
+            range(&c.rps, fmt::num),
+            c.p50_ms
+                .map_or_else(|| "-".into(), |s| esc(&fmt::ms(s.median))),
+            c.p99_ms
+                .map_or_else(|| "-".into(), |s| esc(&fmt::ms(s.median))),
+            esc(&range(&c.p99_ms, fmt::ms)),
+            c.mb_per_sec
+                .map_or_else(|| "-".into(), |s| format!("{:.1}", s.median)),
+            match &c.error {
+                Some(e) if c.runs.is_empty() => format!("<span class=\"note\">{}</span>", esc(e)),
+                _ => c.runs.iter().map(|r| r.failed).sum::<u64>().to_string(),
+            },
+        ]);
+    }
+    table(&t, "cells")
+}
+
+fn rps_fmt(v: f64) -> String {
+    format!("{} req/s", fmt::num(v))
+}
+
+fn ms_fmt(v: f64) -> String {
+    fmt::ms(v)
+}
+
+/// Renders the compare report as a self-contained HTML page.
+pub fn render(r: &CompareReport) -> String {
+    let protos = r.protocols();
+    let mut body = String::new();
+    // Summary.
+    let b = &r.plan.base;
+    let mut intro = String::new();
+    let _ = write!(
+        intro,
+        "<p class=\"lead\">{} cells ({} conditions × {} protocols), each measured {} times for \
+         {} after a {} warm-up, runs alternated between protocols. A protocol <b>wins</b> only \
+         when the difference of the medians is larger than the min–max spread of both; \
+         otherwise the table says <i>parity</i>. Scale: + &lt;10%, ++ &lt;30%, +++ &lt;100%, \
+         ++++ 2× or more (as in the seed article's decision framework).</p>",
+        r.cells.len(),
+        r.plan.conditions.len(),
+        protos.len(),
+        r.timing.runs,
+        esc(&fmt::dur(r.timing.duration)),
+        esc(&fmt::dur(r.timing.warm_up)),
+    );
+    let mut kv = vec![vec!["".to_owned(), "".into()]];
+    kv.push(vec!["server".into(), esc(&r.environment)]);
+    for l in &r.links {
+        kv.push(vec!["link".into(), esc(l)]);
+    }
+    kv.push(vec![
+        "base conditions".into(),
+        esc(&format!(
+            "c={} concurrent requests, {} stream(s) per connection, extra request headers: {}, \
+             link: {}",
+            b.concurrency, b.streams, b.headers, b.link
+        )),
+    ]);
+    kv.push(vec![
+        "protocols".into(),
+        esc(&protos
+            .iter()
+            .map(|p| format!("{} = {}", p.name(), p.label()))
+            .collect::<Vec<_>>()
+            .join(", ")),
+    ]);
+    kv.push(vec![
+        "machine".into(),
+        esc(&format!(
+            "{} CPUs, {}/{}; client threads {}",
+            r.machine.cpus, r.machine.os, r.machine.arch, r.timing.client_threads
+        )),
+    ]);
+    kv.push(vec![
+        "data".into(),
+        "<a href=\"results.json\">results.json</a> · <a href=\"results.csv\">results.csv</a>"
+            .into(),
+    ]);
+    intro.push_str(&table(&kv, "kv").replace("<thead><tr><th></th><th></th></tr></thead>", ""));
+    body.push_str(&section("summary", "Summary", &intro));
+
+    // Decision tables.
+    let mut dec = String::new();
+    let mut sections: Vec<Section> = r.decisions.iter().map(|d| d.section).collect();
+    sections.dedup();
+    for s in &sections {
+        let rows: Vec<&DecisionRow> = r.decisions.iter().filter(|d| d.section == *s).collect();
+        let _ = write!(dec, "<h3>{}</h3>{}", esc(s.title()), decision_table(&rows));
+    }
+    if dec.is_empty() {
+        dec.push_str("<p>No condition had two protocols with results.</p>");
+    } else {
+        let _ = write!(
+            dec,
+            "<p class=\"par\">{}</p>",
+            esc(crate::compare::decision::PAIR_NOTE)
+        );
+    }
+    body.push_str(&section("decision", "Decision table", &dec));
+
+    // Base charts.
+    let base = conditions(r, Section::Base);
+    let mut charts = String::new();
+    let (cats, series) = bars_for(r, &base, &protos, |c| bar(&c.rps));
+    let w = (160.0 + 110.0 * cats.len() as f64).clamp(520.0, 1180.0);
+    charts.push_str(&figure(
+        &BarChart {
+            id: "throughput-by-payload",
+            title: "Throughput by payload (median, whiskers: min–max)",
+            categories: cats,
+            series,
+            y_label: "requests per second",
+            fmt: &rps_fmt,
+            width: w,
+        }
+        .svg(),
+        "Completed responses per second at the base conditions; higher is better.",
+    ));
+    let (cats, series) = bars_for(r, &base, &protos, |c| bar(&c.p99_ms));
+    charts.push_str(&figure(
+        &BarChart {
+            id: "p99-by-payload",
+            title: "p99 latency by payload (median, whiskers: min–max)",
+            categories: cats,
+            series,
+            y_label: "p99 request time (ms)",
+            fmt: &ms_fmt,
+            width: w,
+        }
+        .svg(),
+        "99th percentile request time at the base conditions; lower is better.",
+    ));
+    body.push_str(&section(
+        "payload",
+        "Throughput and p99 by payload",
+        &charts,
+    ));
+
+    // Percentile curves.
+    let mut curves = String::from("<div class=\"grid\">");
+    for (i, label) in &base {
+        let series: Vec<LineSeries> = protos
+            .iter()
+            .filter_map(|&p| {
+                let c = r.cell(*i, p)?;
+                (!c.percentiles.is_empty()).then(|| LineSeries {
+                    name: p.label().into(),
+                    color: p.color().into(),
+                    points: c.percentiles.clone(),
+                })
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let id = format!("percentiles-{}", label.trim_start_matches('/'));
+        let title = format!("Latency percentiles: {label}");
+        curves.push_str(&figure(
+            &LineChart {
+                id: &id,
+                title: &title,
+                series,
+                x_scale: XScale::Nines,
+                x_label: "percentile (all runs merged)",
+                y_label: "request time (ms)",
+                x_fmt: &|v| format!("{v}"),
+                y_fmt: &ms_fmt,
+                markers: true,
+                width: 580.0,
+                height: 280.0,
+            }
+            .svg(),
+            "",
+        ));
+    }
+    curves.push_str("</div>");
+    body.push_str(&section(
+        "percentiles",
+        "Latency percentile curves",
+        &curves,
+    ));
+
+    // Other sections: bars per condition.
+    for s in [
+        Section::Concurrency,
+        Section::Headers,
+        Section::Streams,
+        Section::Link,
+        Section::Grid,
+    ] {
+        let conds = conditions(r, s);
+        if conds.is_empty() {
+            continue;
+        }
+        let mut inner = String::from("<div class=\"grid\">");
+        let w = (160.0 + 95.0 * conds.len() as f64).clamp(520.0, 1180.0);
+        let (cats, series) = bars_for(r, &conds, &protos, |c| bar(&c.rps));
+        let id_t = format!("throughput-{s:?}").to_lowercase();
+        let id_l = format!("p99-{s:?}").to_lowercase();
+        let title_t = format!("Throughput {}", s.title());
+        let title_l = format!("p99 latency {}", s.title());
+        inner.push_str(&figure(
+            &BarChart {
+                id: &id_t,
+                title: &title_t,
+                categories: cats,
+                series,
+                y_label: "requests per second",
+                fmt: &rps_fmt,
+                width: w,
+            }
+            .svg(),
+            "",
+        ));
+        let (cats, series) = bars_for(r, &conds, &protos, |c| bar(&c.p99_ms));
+        inner.push_str(&figure(
+            &BarChart {
+                id: &id_l,
+                title: &title_l,
+                categories: cats,
+                series,
+                y_label: "p99 request time (ms)",
+                fmt: &ms_fmt,
+                width: w,
+            }
+            .svg(),
+            "",
+        ));
+        inner.push_str("</div>");
+        let title = format!("Results {}", s.title());
+        body.push_str(&section(&format!("{s:?}").to_lowercase(), &title, &inner));
+    }
+
+    // Time series of the base cells.
+    let mut ts = String::from("<div class=\"grid\">");
+    for (i, label) in base.iter().take(8) {
+        let series: Vec<LineSeries> = protos
+            .iter()
+            .filter_map(|&p| {
+                let c = r.cell(*i, p)?;
+                (!c.timeline.is_empty()).then(|| LineSeries {
+                    name: p.label().into(),
+                    color: p.color().into(),
+                    points: c.timeline.clone(),
+                })
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let id = format!("timeline-{}", label.trim_start_matches('/'));
+        let title = format!("req/s over time: {label} (median run)");
+        ts.push_str(&figure(
+            &LineChart {
+                id: &id,
+                title: &title,
+                series,
+                x_scale: XScale::Linear,
+                x_label: "seconds after the warm-up",
+                y_label: "requests per second",
+                x_fmt: &|v| format!("{v:.1}"),
+                y_fmt: &rps_fmt,
+                markers: false,
+                width: 580.0,
+                height: 240.0,
+            }
+            .svg(),
+            "",
+        ));
+    }
+    ts.push_str("</div>");
+    body.push_str(&section(
+        "timeline",
+        "Throughput over time (100 ms samples)",
+        &ts,
+    ));
+
+    body.push_str(&section("cells", "Every cell", &cells_table(r)));
+    if !r.notes.is_empty() {
+        let mut n = String::from("<ul>");
+        for x in &r.notes {
+            let _ = write!(n, "<li class=\"note\">{}</li>", esc(x));
+        }
+        n.push_str("</ul>");
+        body.push_str(&section("notes", "Notes", &n));
+    }
+    let subtitle = format!(
+        "{} · {} · {:.0} s · {}",
+        utc(r.started_unix),
+        match r.preset {
+            crate::compare::Preset::Default => "default matrix",
+            crate::compare::Preset::Quick => "--quick matrix",
+            crate::compare::Preset::Tiny => "tiny matrix",
+        },
+        r.elapsed_secs,
+        r.environment
+    );
+    document("h2lab compare: HTTP/1.1 vs HTTP/2", &subtitle, &body)
+}

@@ -1,0 +1,11 @@
+//! The HTML reports of `h2lab compare` and `h2lab page`: one self-contained `index.html`
+//! each (inline CSS and SVG, no scripts, no CDN — it works offline), with charts drawn by
+//! [`svg`]: throughput and p99 per payload for each protocol, latency percentile curves,
+//! time series (req/s, page time, connections, users), page-load bars and waterfalls.
+//! [`check`] renders a report in headless Chromium to verify it shows its charts.
+
+pub mod check;
+pub mod compare;
+pub mod html;
+pub mod page;
+pub mod svg;

@@ -1,0 +1,162 @@
+//! `compare` end to end on the built-in server, with a tiny matrix.
+
+use std::time::Duration;
+
+use h2lab_engine::StopFlag;
+use h2lab_lab::compare::axes::HeaderSet;
+use h2lab_lab::compare::matrix::Section;
+use h2lab_lab::compare::{output, run, CompareConfig, Preset};
+use h2lab_lab::link::Profile;
+use h2lab_lab::proto::Proto;
+
+fn tiny() -> CompareConfig {
+    CompareConfig::preset(Preset::Tiny)
+}
+
+#[test]
+fn tiny_matrix_measures_every_cell_and_decides() {
+    let cfg = tiny();
+    let mut cells_seen = 0;
+    let r = run(
+        &cfg,
+        &StopFlag::new(),
+        &mut |plan, eta, env| {
+            assert_eq!(plan.cells.len(), 4);
+            assert!(eta < Duration::from_secs(10));
+            assert!(env.contains("built-in"));
+        },
+        &mut |_| cells_seen += 1,
+    )
+    .unwrap();
+    assert_eq!(cells_seen, 4);
+    assert_eq!(r.cells.len(), 4);
+    for c in &r.cells {
+        assert!(c.error.is_none(), "{:?}", c.error);
+        assert_eq!(c.runs.len(), 2);
+        let rps = c.rps.unwrap();
+        assert!(rps.median > 0.0 && rps.min <= rps.median && rps.median <= rps.max);
+        assert!(c.p99_ms.unwrap().median > 0.0);
+        assert_eq!(c.percentiles.len(), 9);
+        assert!(c.percentiles.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert!(c.runs.iter().all(|s| s.failed == 0 && s.completed > 0));
+    }
+    assert_eq!(r.decisions.len(), 2);
+    assert!(r.decisions.iter().all(|d| d.section == Section::Base));
+    let text = output::render_text(&r);
+    assert!(text.contains("Decision table"), "{text}");
+    assert!(text.contains("By payload (base conditions)"), "{text}");
+    let csv = output::csv(&r);
+    assert_eq!(csv.lines().count(), 5);
+    let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
+    assert_eq!(json["cells"].as_array().unwrap().len(), 4);
+    assert_eq!(json["decisions"][0]["condition"]["link"], "loopback");
+}
+
+#[test]
+fn protocols_behave_as_labelled() {
+    // HTTP/1.0 style opens a connection per request; h2 runs over TLS; 4 KiB headers are
+    // accepted; multiplexed cells use fewer connections; the WAN link slows requests down.
+    let mut cfg = tiny();
+    cfg.axes.protocols = vec![Proto::H1Close, Proto::H2, Proto::H2c];
+    cfg.axes.payloads = vec!["1k".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.axes.headers = vec![HeaderSet::None, HeaderSet::Large(4)];
+    cfg.axes.streams = vec![1, 5];
+    cfg.axes.links = vec![Profile::Loopback, Profile::Wan];
+    cfg.timing.runs = 1;
+    cfg.timing.duration = Duration::from_millis(300);
+    cfg.timing.warm_up = Duration::from_millis(150);
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(r.notes.is_empty(), "{:?}", r.notes);
+    let find = |proto: Proto, f: &dyn Fn(&h2lab_lab::compare::matrix::Condition) -> bool| {
+        r.cells
+            .iter()
+            .find(|c| c.key.proto == proto && f(&c.key.cond))
+            .unwrap()
+    };
+    let base = |c: &h2lab_lab::compare::matrix::Condition| {
+        c.headers == HeaderSet::None && c.streams == 1 && c.link == Profile::Loopback
+    };
+    let close = find(Proto::H1Close, &base);
+    let s = &close.runs[0];
+    assert!(
+        s.reconnects + 10 >= s.completed,
+        "no keep-alive: {} reconnects for {} responses",
+        s.reconnects,
+        s.completed
+    );
+    let h2 = find(Proto::H2, &base);
+    assert_eq!(h2.runs[0].reconnects, 0);
+    let big = find(Proto::H2c, &|c| c.headers == HeaderSet::Large(4));
+    assert!(big.runs[0].completed > 0 && big.runs[0].failed == 0);
+    let mux = find(Proto::H2c, &|c| c.streams == 5);
+    assert_eq!(mux.connections, 2);
+    let wan = find(Proto::H2c, &|c| c.link == Profile::Wan);
+    // 40 ms RTT: no request completes faster than a round trip.
+    assert!(wan.p50_ms.unwrap().median >= 38.0, "{:?}", wan.p50_ms);
+    let sections: Vec<Section> = r.decisions.iter().map(|d| d.section).collect();
+    for s in [
+        Section::Base,
+        Section::Headers,
+        Section::Streams,
+        Section::Link,
+    ] {
+        assert!(sections.contains(&s), "{sections:?}");
+    }
+}
+
+#[test]
+fn unreachable_target_reports_failed_cells() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    drop(l);
+    let mut cfg = tiny();
+    cfg.targets =
+        Some(h2lab_lab::env::Targets::from_url(&format!("http://127.0.0.1:{port}/")).unwrap());
+    cfg.axes.protocols = vec![Proto::H1, Proto::H2c, Proto::H2];
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(r.cells.iter().all(|c| c.rps.is_none() && c.error.is_some()));
+    assert!(r.notes.iter().any(|n| n.contains("HTTP/2 (TLS) skipped")));
+    assert!(r.decisions.is_empty());
+}
+
+#[test]
+fn external_targets_by_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = h2lab_server::spawn(h2lab_server::ServerConfig {
+        tls_listen: Some("127.0.0.1:0".parse().unwrap()),
+        cert_dir: Some(dir.path().to_path_buf()),
+        ..h2lab_server::ServerConfig::local()
+    })
+    .unwrap();
+    for (url, want) in [
+        (
+            format!("http://127.0.0.1:{}/", server.addr().unwrap().port()),
+            vec![Proto::H1, Proto::H2c],
+        ),
+        (
+            format!("https://127.0.0.1:{}/", server.tls_addr().unwrap().port()),
+            vec![Proto::H1Tls, Proto::H2],
+        ),
+    ] {
+        let mut cfg = tiny();
+        cfg.targets = Some(h2lab_lab::env::Targets::from_url(&url).unwrap());
+        cfg.axes.protocols = want.clone();
+        cfg.axes.payloads = vec!["ping".parse().unwrap()];
+        let r = run(
+            &cfg,
+            &StopFlag::new(),
+            &mut |_, _, env| {
+                assert!(env.starts_with("external target"), "{env}");
+            },
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.protocols(), want);
+        assert!(
+            r.cells.iter().all(|c| c.rps.is_some() && c.error.is_none()),
+            "{url}: {:?}",
+            r.notes
+        );
+    }
+}

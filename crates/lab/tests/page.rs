@@ -1,0 +1,145 @@
+//! `page` end to end on the built-in server behind emulated links.
+
+use std::time::Duration;
+
+use h2lab_lab::link::Profile;
+use h2lab_lab::page::users::{parse_stages, LoadTestConfig};
+use h2lab_lab::page::{output, run, PageConfig, SlowConfig};
+use h2lab_lab::proto::Proto;
+
+#[test]
+fn defaults_use_six_http11_connections_and_one_http2_connection() {
+    // The default page (HTML + 300 images) behind the default WAN link; fewer repeats.
+    let cfg = PageConfig {
+        repeat: 2,
+        ..PageConfig::default()
+    };
+    assert_eq!(cfg.link, Profile::Wan);
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let page = r.page.as_ref().unwrap();
+    assert_eq!(page.resources, 300);
+    assert_eq!(r.protocols.len(), 2);
+    let h1 = &r.protocols[0];
+    let h2 = &r.protocols[1];
+    assert_eq!((h1.proto, h2.proto), (Proto::H1Tls, Proto::H2));
+    for p in [h1, h2] {
+        assert!(p.error.is_none(), "{:?}", p.error);
+        assert_eq!(p.loads.len(), 2);
+        assert!(p.loads.iter().all(|l| l.requests == 301 && l.failed == 0));
+    }
+    assert!(
+        h1.loads.iter().all(|l| l.connections == 6),
+        "{:?}",
+        h1.loads
+    );
+    assert!(
+        h2.loads.iter().all(|l| l.connections == 1),
+        "{:?}",
+        h2.loads
+    );
+    let ratio = r.ratio.as_ref().unwrap();
+    // 300 requests over 6 connections need 50 round trips of 40 ms; HTTP/2 a few.
+    assert_eq!((ratio.faster, ratio.slower), (Proto::H2, Proto::H1Tls));
+    assert!(ratio.ratio > 2.0, "{ratio:?}");
+    assert!(h1.page_ms.unwrap().median >= 50.0 * 40.0);
+    // Header compression is visible: HPACK sends far fewer request header bytes.
+    let (b1, b2) = (
+        h1.median_load.as_ref().unwrap().bytes,
+        h2.median_load.as_ref().unwrap().bytes,
+    );
+    assert!(b2.request_headers * 4 < b1.request_headers, "{b1:?} {b2:?}");
+    assert!(b2.response_headers < b2.response_headers_decoded);
+    assert_eq!(b1.response_bodies, b2.response_bodies);
+    let text = output::render_text(&r);
+    assert!(text.contains("connections opened"), "{text}");
+    assert!(
+        text.contains("HTTP/2 (TLS) loads the page") && text.contains("faster than HTTP/1.1 (TLS)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn slow_endpoint_ratio_is_near_the_seeds_15x() {
+    // The seed: 100 requests to a 2 s endpoint, 34.2 s over 6 HTTP/1.1 connections vs 2.27 s
+    // over one HTTP/2 connection (15x). Same shape with a 500 ms delay behind the WAN link:
+    // 17 rounds vs 1 round plus connection set-up.
+    let cfg = PageConfig {
+        repeat: 1,
+        slow: Some(SlowConfig {
+            requests: 100,
+            delay: Duration::from_millis(500),
+        }),
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let s = r.slow.as_ref().unwrap();
+    let conns: Vec<u32> = s
+        .results
+        .iter()
+        .map(|p| p.median_load.as_ref().unwrap().connections)
+        .collect();
+    assert_eq!(conns, vec![6, 1]);
+    let ratio = s.ratio.as_ref().unwrap();
+    assert_eq!(ratio.faster, Proto::H2);
+    assert!(
+        (10.0..=20.0).contains(&ratio.ratio),
+        "ratio {:.1} ({} vs {} ms)",
+        ratio.ratio,
+        ratio.slower_ms,
+        ratio.faster_ms
+    );
+    assert!(ratio.slower_ms >= 17.0 * 500.0);
+    let text = output::render_text(&r);
+    assert!(
+        text.contains("Seed (Chrome, 6 connections vs HTTP/2)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn load_test_records_page_time_and_connections_over_time() {
+    let cfg = PageConfig {
+        page_query: "n=30&min=1k&max=2k&seed=3".into(),
+        link: Profile::Lan,
+        repeat: 1,
+        load_test: Some(LoadTestConfig {
+            stages: parse_stages("1s:3,1s:3,500ms:0").unwrap(),
+            think: Duration::from_millis(50),
+            sample: Duration::from_millis(250),
+        }),
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let lt = r.load_test.as_ref().unwrap();
+    assert_eq!(lt.results.len(), 2);
+    for (p, t) in &lt.results {
+        assert!(t.error.is_none(), "{p}: {:?}", t.error);
+        assert!(t.pages.len() >= 3, "{p}: {} pages", t.pages.len());
+        assert!(t.samples.len() >= 8, "{p}: {} samples", t.samples.len());
+        assert!(t.samples.iter().any(|s| s.users == 3));
+        assert!(t.peak_connections >= 1);
+        assert!(t.samples.iter().any(|s| s.req_per_sec > 0.0));
+    }
+    let (_, h1) = &lt.results[0];
+    let (_, h2) = &lt.results[1];
+    // Three users: up to 18 HTTP/1.1 connections, up to 3 HTTP/2 connections.
+    assert!(h2.peak_connections <= 3, "{}", h2.peak_connections);
+    assert!(h1.peak_connections <= 18, "{}", h1.peak_connections);
+}
+
+#[test]
+fn external_page_url_is_scanned_for_resources() {
+    let server = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
+    let a = server.addr().unwrap();
+    let cfg = PageConfig {
+        url: Some(format!("http://127.0.0.1:{}/page?n=12&seed=9", a.port())),
+        link: Profile::Loopback,
+        repeat: 1,
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.page.as_ref().unwrap().resources, 12);
+    let protos: Vec<Proto> = r.protocols.iter().map(|p| p.proto).collect();
+    assert_eq!(protos, vec![Proto::H1, Proto::H2c]);
+    assert!(r.protocols.iter().all(|p| p.loads[0].requests == 13));
+}
