@@ -16,8 +16,7 @@
 #   PROTO          h2 (h2c, default) or h1
 #   URL_PATH       what to request (default /json)
 #   SERVER_CMD     a command starting the server, given the listen address as its last
-#                  argument (default: `h2lab serve -q -l`, or the h2lab-server example when
-#                  this h2lab has no `serve` subcommand)
+#                  argument (default: `h2lab serve -q -l`)
 #   H2LAB          the h2lab binary (default: target/release/h2lab, built if missing)
 #   RSS_SLACK_KB, FD_SLACK   growth allowed between the first and the last sample
 #                  (default 8192 kB and 2 descriptors, per process)
@@ -60,9 +59,7 @@ if [ -n "${SERVER_CMD:-}" ]; then
 elif "$H2LAB" serve --help >/dev/null 2>&1; then
   server_cmd=("$H2LAB" serve -q -l)
 else
-  log "warning: this h2lab has no 'serve' subcommand; using the h2lab-server example"
-  (cd "$REPO_ROOT" && cargo build --release -q -p h2lab-server --example serve)
-  server_cmd=("$target_dir/release/examples/serve")
+  die "$H2LAB has no 'serve' subcommand: set SERVER_CMD"
 fi
 load=()
 if "$H2LAB" bench --help 2>/dev/null | grep -q -- "$RATE_FLAG"; then

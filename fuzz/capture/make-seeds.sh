@@ -7,8 +7,8 @@
 #   fuzz/capture/make-seeds.sh            # writes fuzz/seeds/{h2_client_session,h2_server_session,h1_client_stream}/
 #
 # Needs python3, h2load, nghttpd and nginx (each skipped when missing) and cargo. h2lab's
-# server is `h2lab serve -l ADDR` when this h2lab has it, otherwise the h2lab-server `serve`
-# example; H2LAB_SERVE overrides it with a command taking the address last.
+# server is `h2lab serve -q -l ADDR`; H2LAB_SERVE overrides it with a command taking the
+# address last.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -35,14 +35,7 @@ wait_port() {
 
 (cd "$root" && cargo build -q -p h2lab)
 h2lab="$target_dir/debug/h2lab"
-if [ -z "${H2LAB_SERVE:-}" ]; then
-    if "$h2lab" serve --help >/dev/null 2>&1; then
-        H2LAB_SERVE="$h2lab serve -q -l"
-    else
-        (cd "$root" && cargo build -q -p h2lab-server --example serve)
-        H2LAB_SERVE="$target_dir/debug/examples/serve"
-    fi
-fi
+H2LAB_SERVE=${H2LAB_SERVE:-$h2lab serve -q -l}
 rm -rf "$seeds"/{h2_client_session,h2_server_session,h1_client_stream}
 mkdir -p "$work/docroot" "$seeds"/{h2_client_session,h2_server_session,h1_client_stream}
 head -c 600 /dev/zero | tr '\0' 'a' > "$work/docroot/index.html"
