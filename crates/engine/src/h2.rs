@@ -161,6 +161,9 @@ pub struct H2Session {
     exhausted: bool,
     terminated: bool,
     verbose: bool,
+    /// Streams the peer refused (REFUSED_STREAM) since the last completed
+    /// response on this connection; see [`H2Session::refusal_budget`].
+    refusals: u32,
 }
 
 impl H2Session {
@@ -187,7 +190,17 @@ impl H2Session {
             exhausted: false,
             terminated: false,
             verbose,
+            refusals: 0,
         }
+    }
+
+    /// Refused streams retried per connection without a completed response in
+    /// between. RFC 9113 §8.7 makes refused requests safe to retry, but a server
+    /// that refuses every stream would otherwise be retried forever (the run
+    /// never ends): beyond this budget a refusal counts as a stream reset. A
+    /// GOAWAY excludes at most `max_streams` streams, so it always fits.
+    fn refusal_budget(&self) -> u32 {
+        self.max_streams.saturating_mul(2).max(100)
     }
 
     fn recv_all(
@@ -204,7 +217,11 @@ impl H2Session {
             let (head, rest) = input.split_at(take);
             self.partial.extend_from_slice(head);
             input = rest;
-            if frame_len(&self.partial).is_some_and(|l| self.partial.len() >= l) {
+            // A frame header announcing more than our SETTINGS_MAX_FRAME_SIZE is
+            // handed to the connection at once (it rejects it from the header,
+            // RFC 9113 §4.2) instead of buffering up to 16 MiB of payload first.
+            let max = self.conn.max_frame_len();
+            if frame_len(&self.partial).is_some_and(|l| self.partial.len() >= l || l > max) {
                 let buf = std::mem::take(&mut self.partial);
                 let n = self.recv_once(&buf, out, ev)?;
                 let mut buf = buf;
@@ -235,6 +252,7 @@ impl H2Session {
         out: &mut Vec<u8>,
         ev: &mut dyn SessionEvents,
     ) -> Result<usize, SessionError> {
+        let refusal_budget = self.refusal_budget();
         let mut bridge = Bridge {
             map: &mut self.map,
             ev,
@@ -242,6 +260,8 @@ impl H2Session {
             window_opened: false,
             verbose: self.verbose,
             bodies: &mut self.bodies,
+            refusals: &mut self.refusals,
+            refusal_budget,
         };
         let r = self.conn.recv(input, out, &mut bridge);
         let opened = bridge.window_opened;
@@ -252,9 +272,18 @@ impl H2Session {
                 }
                 Ok(n)
             }
-            Err(e) => Err(SessionError::Protocol(format!(
-                "HTTP/2 connection error: {e}"
-            ))),
+            Err(e) => {
+                // An HTTP/1.x server answering our h2c preface: say so, rather
+                // than only the frame error its status line decodes to.
+                let hint = if input.starts_with(b"HTTP/1.") {
+                    " (the server answered in HTTP/1.x: use --h1 or -p http/1.1)"
+                } else {
+                    ""
+                };
+                Err(SessionError::Protocol(format!(
+                    "HTTP/2 connection error: {e}{hint}"
+                )))
+            }
         }
     }
 
@@ -336,6 +365,8 @@ struct Bridge<'a> {
     window_opened: bool,
     verbose: bool,
     bodies: &'a mut Vec<PendingBody>,
+    refusals: &'a mut u32,
+    refusal_budget: u32,
 }
 
 impl Bridge<'_> {
@@ -343,6 +374,14 @@ impl Bridge<'_> {
         let slot = self.map.remove(stream.get())?;
         self.bodies.retain(|p| p.stream != stream);
         Some(slot)
+    }
+
+    /// The response on `stream` is complete.
+    fn complete(&mut self, stream: StreamId) {
+        if let Some(slot) = self.end(stream) {
+            *self.refusals = 0;
+            self.ev.complete(slot);
+        }
     }
 }
 
@@ -372,9 +411,7 @@ impl wh2::Events for Bridge<'_> {
             HeadersKind::Trailers | HeadersKind::Request => {}
         }
         if done.end_stream {
-            if let Some(slot) = self.end(stream) {
-                self.ev.complete(slot);
-            }
+            self.complete(stream);
         }
     }
 
@@ -387,9 +424,7 @@ impl wh2::Events for Bridge<'_> {
             self.ev.body_data(slot, data);
         }
         if end_stream {
-            if let Some(slot) = self.end(stream) {
-                self.ev.complete(slot);
-            }
+            self.complete(stream);
         }
     }
 
@@ -402,7 +437,8 @@ impl wh2::Events for Bridge<'_> {
         // any processing having occurred. Any request that was sent on the
         // reset stream can be safely retried." (The connection also reports
         // streams above a GOAWAY's last stream id this way.)
-        if by_peer && code == ErrorCode::REFUSED_STREAM {
+        if by_peer && code == ErrorCode::REFUSED_STREAM && *self.refusals < self.refusal_budget {
+            *self.refusals += 1;
             self.ev.refused(slot);
         } else {
             self.ev.reset(slot, code.as_u32());

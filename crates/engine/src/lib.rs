@@ -48,6 +48,8 @@ use std::time::Duration;
 
 pub mod config;
 pub mod fetch;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod h1;
 pub mod h2;
 mod pacing;

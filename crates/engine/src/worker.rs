@@ -1085,6 +1085,16 @@ impl<'o> Worker<'o> {
     /// if the client has work left (GOAWAY, `Connection: close`, idle close),
     /// or give up after repeated failures without progress.
     fn conn_ended(&mut self, idx: usize, end: End) {
+        if matches!(end, End::Protocol(_)) {
+            // RFC 9113 §5.4.1: "An endpoint that encounters a connection error
+            // SHOULD first send a GOAWAY frame". The session queued it: one
+            // best-effort write before closing.
+            let client = &mut self.clients[idx];
+            if let Some(conn) = client.conn.as_mut() {
+                let pending = client.core.out.get(client.core.out_pos..);
+                let _ = conn.transport.write(pending.unwrap_or_default());
+            }
+        }
         let addr = self.clients[idx].conn.as_ref().map_or(0, |c| c.addr_idx);
         self.close_conn(idx);
         let measuring = self.measuring;
@@ -1150,6 +1160,14 @@ impl<'o> Worker<'o> {
         // (GOAWAY, `Connection: close`) is retried a few times.
         if (error.is_some() && !progress) || c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS
         {
+            if error.is_none() {
+                self.stats.note_error(|| {
+                    format!(
+                        "the server closed the connection {MAX_FAILS_WITHOUT_PROGRESS} times \
+                         in a row before completing a request"
+                    )
+                });
+            }
             self.give_up(idx);
             return;
         }

@@ -31,6 +31,8 @@ pub struct InBuf {
     start: usize,
     end: usize,
     max: usize,
+    /// Bytes consumed so far (input progress, for the stalled-input check).
+    consumed: u64,
 }
 
 impl InBuf {
@@ -41,6 +43,7 @@ impl InBuf {
             start: 0,
             end: 0,
             max: max.max(READ_CHUNK),
+            consumed: 0,
         }
     }
 
@@ -51,6 +54,7 @@ impl InBuf {
 
     /// Marks `n` bytes as read.
     pub fn consume(&mut self, n: usize) {
+        self.consumed += n.min(self.len()) as u64;
         self.start = (self.start + n).min(self.end);
         if self.start == self.end {
             self.start = 0;
@@ -155,6 +159,9 @@ pub struct Conn {
     write_blocked: bool,
     life: Life,
     last_active: Instant,
+    /// Unread input and the consumed count when it was first seen not moving (sampled at
+    /// each timeout check).
+    stall: Option<(u64, Instant)>,
     /// Queued on the worker's dirty list (flush at the end of the turn).
     pub dirty: bool,
     peer: SocketAddr,
@@ -188,6 +195,7 @@ impl Conn {
             write_blocked: false,
             life: Life::Open,
             last_active: now,
+            stall: None,
             dirty: false,
             peer,
         })
@@ -571,15 +579,27 @@ impl Conn {
                 self.life = Life::Dead;
                 return;
             }
+            // A peer that stopped reading keeps the queue from draining, so a closing
+            // connection would be held forever (slow-read attack): without write progress for
+            // another idle period, drop it.
+            Life::Closing if ctx.now.duration_since(self.last_active) >= idle * 2 => {
+                self.life = Life::Dead;
+                return;
+            }
             Life::Open => {}
             _ => return,
         }
         let tls = self.tls.is_some();
+        let stalled = input_stalled(&mut self.stall, &self.inbuf, ctx.now, idle);
         let expired = match &mut self.proto {
             Protocol::Detect => ctx.now.duration_since(self.last_active) >= idle,
             Protocol::H1(h1) => h1.timed_out(ctx.now, self.last_active, idle),
             Protocol::H2(h2) => {
-                if h2.timed_out(ctx.now, self.last_active, idle) {
+                // Slowloris over HTTP/2: a frame trickled in more slowly than it would take
+                // to time out, byte by byte, keeps the connection active but never
+                // completes. Like an HTTP/1.1 request head, unread input must be consumed
+                // within the idle timeout.
+                if stalled || h2.timed_out(ctx.now, self.last_active, idle) {
                     let mut io = Io {
                         inbuf: &mut self.inbuf,
                         out: &mut self.out,
@@ -623,5 +643,26 @@ impl Conn {
 
     fn log_once(&self, args: std::fmt::Arguments<'_>) {
         warn!("{}: {}", self.peer, args);
+    }
+}
+
+/// Whether unread input has sat in `inbuf` without any of it being consumed for `idle`
+/// (sampled at each timeout check; `stall` remembers where the input stood).
+fn input_stalled(
+    stall: &mut Option<(u64, Instant)>,
+    inbuf: &InBuf,
+    now: Instant,
+    idle: Duration,
+) -> bool {
+    if inbuf.is_empty() {
+        *stall = None;
+        return false;
+    }
+    match *stall {
+        Some((consumed, since)) if consumed == inbuf.consumed => now.duration_since(since) >= idle,
+        _ => {
+            *stall = Some((inbuf.consumed, now));
+            false
+        }
     }
 }

@@ -1,0 +1,125 @@
+//! No lost results: the `--json` result replaces the target atomically (a temporary file in
+//! the same directory, then a rename: readers never see a partial document, and nothing is
+//! left behind), also when the run is interrupted by SIGTERM (SIGINT is covered in cli.rs);
+//! a result that cannot be written is a one-line error with exit status 1 after the report.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn h2lab() -> Command {
+    Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
+}
+
+/// Names in `dir`, sorted.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn json_replaces_the_previous_result_by_rename() {
+    let (addr, _) = common::tcp_server(10);
+    let dir = common::scratch_dir("atomic");
+    let path = dir.join("r.json");
+    std::fs::write(&path, b"previous result").unwrap();
+    let before = std::fs::metadata(&path).unwrap().ino();
+    // Another name for the old file: an in-place rewrite would change what it shows.
+    std::fs::hard_link(&path, dir.join("old.json")).unwrap();
+    let out = h2lab()
+        .args(["bench", "-n", "20", "-c", "2", "--h1", "--json"])
+        .arg(&path)
+        .arg(format!("http://{addr}/"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // A new inode under the name, the old one untouched: written elsewhere, then renamed.
+    assert_ne!(std::fs::metadata(&path).unwrap().ino(), before);
+    assert_eq!(
+        std::fs::read(dir.join("old.json")).unwrap(),
+        b"previous result"
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["requests"]["succeeded"], 20);
+    // No temporary file left behind.
+    assert_eq!(names(&dir), vec!["old.json", "r.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sigterm_still_writes_the_json() {
+    let (addr, _) = common::tcp_server(10);
+    let dir = common::scratch_dir("sigterm");
+    let path = dir.join("r.json");
+    let mut child = h2lab()
+        .args(["bench", "-D", "10m", "-c", "2", "--h1", "--json"])
+        .arg(&path)
+        .arg(format!("http://{addr}/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.starts_with("Application protocol:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        panic!("the run never reported its protocol");
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let all = reader.join().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{all}");
+    assert!(all.contains("\ninterrupted: "), "{all}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], true);
+    assert_eq!(doc["options"]["duration_seconds"], 600.0);
+    assert_eq!(names(&dir), vec!["r.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_unwritable_result_is_an_error_after_the_report() {
+    let (addr, _) = common::tcp_server(10);
+    let dir = common::scratch_dir("unwritable");
+    let path = dir.join("missing-dir/r.json");
+    let out = h2lab()
+        .args(["bench", "-n", "4", "--h1", "--json"])
+        .arg(&path)
+        .arg(format!("http://{addr}/"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains("\nrequests: 4 total"), "{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--json"), "{stderr}");
+    assert_eq!(names(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
