@@ -124,7 +124,7 @@ pub enum Next {
 }
 
 /// The protocol running on a connection.
-#[allow(clippy::large_enum_variant)]
+#[allow(clippy::large_enum_variant)] // one per connection; boxing would add a pointer chase per event
 pub enum Protocol {
     /// Cleartext: waiting for enough bytes to tell the HTTP/2 preface from HTTP/1.1.
     /// TLS: waiting for the handshake (ALPN) to finish.

@@ -343,7 +343,7 @@ impl Worker {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // hot path: borrows split per field, no context struct
     fn add_conn(
         &mut self,
         stream: std::net::TcpStream,
@@ -370,7 +370,7 @@ impl Worker {
         )
     }
 
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // hot path: borrows split per field, no context struct
     fn add_mio_conn(
         &mut self,
         stream: TcpStream,

@@ -2,7 +2,7 @@
 //! answers every request with `200 OK` and a fixed-size body, pipelining included, over TCP or
 //! TLS (rustls, the engine's test certificate, a chosen ALPN list).
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};

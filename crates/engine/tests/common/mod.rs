@@ -1,7 +1,7 @@
 //! In-test HTTP/1.1 responder on raw blocking sockets (TCP, UNIX, TLS), with
 //! scripted behaviour and exact counters.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};

@@ -1,6 +1,6 @@
 //! Shared helpers for the server integration tests: start a server in-process on port 0 and
 //! speak HTTP/1.1 over raw sockets.
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

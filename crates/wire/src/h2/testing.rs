@@ -397,7 +397,7 @@ impl TestPeer {
 
     /// Decode the field block of every HEADERS (+ CONTINUATION) in
     /// `frames`, in order, as `(stream, fields)`.
-    #[allow(clippy::type_complexity)]
+    #[allow(clippy::type_complexity)] // (stream, fields) pairs read best spelled out in tests
     pub fn decode_headers(&mut self, frames: &[RawFrame]) -> Vec<(u32, Vec<(String, String)>)> {
         let mut res = Vec::new();
         let mut block = Vec::new();
