@@ -172,6 +172,18 @@ pub struct BenchArgs {
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
 
+    /// Send one request per completed stream at once, as h2load does. By default a client
+    /// whose streams complete while others on the same connection are still in flight waits
+    /// (at most --coalesce-hold) so that its new requests leave in one write; requests are
+    /// timed from that write. Paced runs never wait.
+    #[arg(long = "no-coalesce")]
+    pub no_coalesce: bool,
+
+    /// Longest wait of request coalescing [default: 1ms].
+    #[arg(long = "coalesce-hold", value_name = "DURATION", value_parser = parse_duration,
+          conflicts_with = "no_coalesce")]
+    pub coalesce_hold: Option<Duration>,
+
     /// Load-shape options (boxed: they would make `Command::Bench` much larger than the other
     /// subcommands).
     #[command(flatten)]

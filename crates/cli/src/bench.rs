@@ -251,6 +251,14 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.verbose = a.verbose;
     cfg.log_file = a.log_file.clone();
     cfg.insecure = true;
+    cfg.coalesce = if a.no_coalesce {
+        None
+    } else {
+        Some(
+            a.coalesce_hold
+                .unwrap_or(h2lab_engine::DEFAULT_COALESCE_HOLD),
+        )
+    };
 
     if let Some(p) = &a.data {
         let body = fs::read(p).map_err(|e| format!("-d: cannot read {}: {e}", p.display()))?;
@@ -493,6 +501,17 @@ mod tests {
         let c = parse(&["--duration=1m", "http://h/"]).unwrap();
         assert_eq!(c.duration, Some(Duration::from_secs(60)));
         assert_eq!(split_per_thread(&c), vec![(1, 0)]);
+    }
+
+    #[test]
+    fn request_coalescing_flags() {
+        let c = parse(&["http://h/"]).unwrap();
+        assert_eq!(c.coalesce, Some(h2lab_engine::DEFAULT_COALESCE_HOLD));
+        let c = parse(&["--no-coalesce", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, None);
+        let c = parse(&["--coalesce-hold", "5ms", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, Some(std::time::Duration::from_millis(5)));
+        assert!(parse(&["--no-coalesce", "--coalesce-hold", "5ms", "http://h/"]).is_err());
     }
 
     #[test]

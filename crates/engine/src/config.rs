@@ -345,7 +345,17 @@ pub struct BenchConfig {
     /// Pacing, stages and time series (open model; h2load's `--rps`, `-r`,
     /// `--timing-script-file`).
     pub load: LoadShape,
+    /// Request coalescing (closed model): a client whose streams complete
+    /// while others on the same connection are still in flight waits up to
+    /// this long for them before sending the new requests, so they leave in
+    /// one write. `None` (`--no-coalesce`) sends one request per completed
+    /// stream as soon as it completes, like h2load. Default
+    /// [`DEFAULT_COALESCE_HOLD`].
+    pub coalesce: Option<Duration>,
 }
+
+/// The default longest hold of request coalescing ([`BenchConfig::coalesce`]).
+pub const DEFAULT_COALESCE_HOLD: Duration = Duration::from_millis(1);
 
 impl BenchConfig {
     /// A configuration with h2load's defaults for the given URIs
@@ -377,6 +387,7 @@ impl BenchConfig {
             log_file: None,
             insecure: true,
             load: LoadShape::default(),
+            coalesce: Some(DEFAULT_COALESCE_HOLD),
         }
     }
 

@@ -232,6 +232,10 @@ impl Session for H1Session {
 
     fn on_write(&mut self, _out: &mut Vec<u8>) {}
 
+    fn wants_write(&self) -> bool {
+        false
+    }
+
     fn max_concurrency(&self) -> u32 {
         self.depth
     }

@@ -534,6 +534,10 @@ impl Session for H2Session {
         }
     }
 
+    fn wants_write(&self) -> bool {
+        !self.bodies.is_empty()
+    }
+
     fn max_concurrency(&self) -> u32 {
         let peer = self.conn.peer_settings().max_concurrent_streams;
         peer.map_or(self.max_streams, |p| p.min(self.max_streams))

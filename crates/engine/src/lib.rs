@@ -68,7 +68,7 @@ mod zero_poll;
 
 pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
-    Scheme, Target,
+    Scheme, Target, DEFAULT_COALESCE_HOLD,
 };
 pub use plan::LoadShape;
 pub use request::USER_AGENT;

@@ -133,6 +133,7 @@ pub fn run(
                     stop_at,
                 ))
             }),
+            coalesce: cfg.coalesce,
         });
     }
     drop(series_tx);

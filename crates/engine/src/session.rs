@@ -108,6 +108,9 @@ pub trait Session {
     /// Called before each write: queue pending output held back by flow
     /// control (request bodies waiting for WINDOW_UPDATE).
     fn on_write(&mut self, out: &mut Vec<u8>);
+    /// [`Session::on_write`] has output to add (request bodies waiting for
+    /// flow-control window).
+    fn wants_write(&self) -> bool;
     /// How many requests may be outstanding right now (≤ `-m`; lowered by the
     /// peer's MAX_CONCURRENT_STREAMS).
     fn max_concurrency(&self) -> u32;
@@ -170,6 +173,10 @@ impl Session for AnySession {
     #[inline]
     fn on_write(&mut self, out: &mut Vec<u8>) {
         dispatch!(self, s => s.on_write(out))
+    }
+    #[inline]
+    fn wants_write(&self) -> bool {
+        dispatch!(self, s => s.wants_write())
     }
     #[inline]
     fn max_concurrency(&self) -> u32 {

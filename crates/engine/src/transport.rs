@@ -404,6 +404,11 @@ impl Transport {
         Ok(())
     }
 
+    /// TLS records are waiting to be written.
+    pub(crate) fn wants_write(&self) -> bool {
+        self.tls.as_deref().is_some_and(|t| t.wants_write())
+    }
+
     /// The ALPN protocol the server selected.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         self.tls.as_deref().and_then(|t| t.alpn_protocol())

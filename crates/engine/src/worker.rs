@@ -31,7 +31,9 @@ use crate::timeseries::SeriesRecorder;
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
 use crate::zero_poll::ZeroPoll;
 use crate::{Observer, Phase as RunPhase, StopFlag};
+use coalesce::Holds;
 
+mod coalesce;
 mod pace;
 
 /// Per-worker read buffer size (plaintext).
@@ -87,6 +89,9 @@ pub(crate) struct WorkerSetup<'o> {
     pub gate: Gate,
     /// Time series recorder.
     pub series: Option<Box<SeriesRecorder>>,
+    /// Longest a freed slot waits for its connection's other streams
+    /// (request coalescing, see `coalesce`); `None` sends at once.
+    pub coalesce: Option<Duration>,
 }
 
 /// What a worker hands back.
@@ -164,6 +169,8 @@ struct Core {
     parked: bool,
     /// Intended starts of paced requests the server refused (retried first; at most `-m`).
     retry: Vec<Instant>,
+    /// Free slots are being held back since then (request coalescing).
+    held_since: Option<Instant>,
 }
 
 struct Client {
@@ -219,6 +226,10 @@ pub(crate) struct Worker<'o> {
     next_client_due: Option<Instant>,
     /// Next gate evaluation.
     next_gate: Option<Instant>,
+    /// Clients holding freed slots back (request coalescing; closed model only).
+    holds: Option<Holds>,
+    /// Every client below this index is finished.
+    first_unfinished: usize,
 }
 
 impl<'o> Worker<'o> {
@@ -274,6 +285,7 @@ impl<'o> Worker<'o> {
                         active: true,
                         parked: false,
                         retry: Vec::with_capacity(m as usize),
+                        held_since: None,
                     },
                 }
             })
@@ -294,6 +306,11 @@ impl<'o> Worker<'o> {
         let timer = DeadlineTimer::new(poll.registry());
         let timed_work = s.pacer.is_paced() || !s.gate.is_static() || stats.series.is_some();
         let raw_buf = vec![0u8; if s.tls.is_some() { READ_BUF } else { 0 }].into_boxed_slice();
+        // Paced runs send when the schedule says; only the closed model coalesces.
+        let holds = s
+            .coalesce
+            .filter(|_| !s.pacer.is_paced())
+            .map(|max| Holds::new(max, s.nclients as usize));
         Ok(Worker {
             s,
             poll,
@@ -309,6 +326,8 @@ impl<'o> Worker<'o> {
             timed_work,
             next_client_due: None,
             next_gate: None,
+            holds,
+            first_unfinished: 0,
             out: WorkerOutcome {
                 stats: WorkerStats::new(0),
                 fatal: None,
@@ -366,7 +385,15 @@ impl<'o> Worker<'o> {
                     next_timer = Some(now + step);
                 }
             }
-            if self.clients.iter().all(|c| c.core.finished) {
+            // Clients never become unfinished again: skip the finished prefix.
+            while self
+                .clients
+                .get(self.first_unfinished)
+                .is_some_and(|c| c.core.finished)
+            {
+                self.first_unfinished += 1;
+            }
+            if self.first_unfinished >= self.clients.len() {
                 break;
             }
             let mut wait = MAX_POLL_WAIT;
@@ -375,6 +402,7 @@ impl<'o> Worker<'o> {
                 main_end,
                 warm_end.filter(|_| !self.measuring),
                 self.pace_deadline(now),
+                self.holds.as_ref().and_then(Holds::next_deadline),
             ]
             .into_iter()
             .flatten()
@@ -395,6 +423,9 @@ impl<'o> Worker<'o> {
             self.process(&events);
             if self.timed_work {
                 self.pace(Instant::now());
+            }
+            if self.holds.is_some() {
+                self.release_holds(Instant::now());
             }
             if !self.dirty.is_empty() {
                 // Like h2load (which writes one loop iteration after reading),
@@ -425,6 +456,24 @@ impl<'o> Worker<'o> {
                 _ => {}
             }
         }
+    }
+
+    /// Submits the requests of clients whose hold ran out.
+    fn release_holds(&mut self, now: Instant) {
+        let Some(mut holds) = self.holds.take() else {
+            return;
+        };
+        while let Some((idx, since)) = holds.pop_expired(now) {
+            let Some(client) = self.clients.get_mut(idx) else {
+                continue;
+            };
+            // A hold released early (all streams done) leaves a stale entry.
+            if client.core.held_since == Some(since) {
+                client.core.held_since = None;
+                self.fill_client(idx);
+            }
+        }
+        self.holds = Some(holds);
     }
 
     fn publish_progress(&self) {
@@ -856,7 +905,11 @@ impl<'o> Worker<'o> {
     /// with the connection ending.
     fn service(&mut self, idx: usize, read_closed: bool) {
         match self.io_turn(idx, read_closed) {
-            Turn::Continue => self.mark_dirty(idx),
+            Turn::Continue => {
+                if self.has_output(idx) {
+                    self.mark_dirty(idx);
+                }
+            }
             Turn::ClientDone => self.client_done(idx, true),
             Turn::Park => self.client_done(idx, false),
             Turn::End(end) => self.conn_ended(idx, end),
@@ -896,6 +949,7 @@ impl<'o> Worker<'o> {
             raw_buf,
             log,
             s,
+            holds,
             ..
         } = self;
         let pacer = &mut s.pacer;
@@ -970,8 +1024,16 @@ impl<'o> Worker<'o> {
             }
         }
 
-        // 2. Submit new requests into free slots.
-        if end.is_none() {
+        // 2. Submit new requests into free slots, unless they are held back
+        //    for the connection's other streams (request coalescing).
+        let held = end.is_none()
+            && holds.as_mut().is_some_and(|h| {
+                !core.free.is_empty()
+                    && (core.unbounded || core.req_left > 0)
+                    && h.hold(idx, core.req_inflight, &mut core.held_since, Instant::now())
+            });
+        if end.is_none() && !held {
+            core.held_since = None;
             fill(
                 core,
                 session,
@@ -995,6 +1057,23 @@ impl<'o> Worker<'o> {
             return Turn::Park;
         }
         Turn::Continue
+    }
+
+    /// Whether client `idx` has something for the end-of-turn write: bytes, output the
+    /// session holds back (request bodies), TLS records, or a close to carry out.
+    fn has_output(&self, idx: usize) -> bool {
+        let Some(c) = self.clients.get(idx) else {
+            return false;
+        };
+        let Some(conn) = c.conn.as_ref() else {
+            return false;
+        };
+        c.core.out_pos < c.core.out.len()
+            || conn.transport.wants_write()
+            || conn
+                .session
+                .as_ref()
+                .is_some_and(|s| s.wants_write() || s.wants_close())
     }
 
     /// Queues client `idx` for the end-of-turn write.

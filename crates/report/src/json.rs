@@ -196,6 +196,10 @@ pub struct OptionsJson {
     pub connection_inactivity_timeout_seconds: Option<f64>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Longest hold of request coalescing in seconds; null with `--no-coalesce` (and in
+    /// results written before coalescing existed, which sent requests at once).
+    #[serde(default)]
+    pub coalesce_hold_seconds: Option<f64>,
     /// Load-shape options (absent when none was used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadOptionsJson>,
@@ -573,6 +577,7 @@ impl From<&RunOptions> for OptionsJson {
             connection_active_timeout_seconds: secs(o.connection_active_timeout),
             connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
             require_protocol: o.require_protocol.clone(),
+            coalesce_hold_seconds: secs(o.coalesce_hold),
             load: o.load.as_ref().map(LoadOptionsJson::from),
         }
     }
@@ -606,6 +611,7 @@ impl From<&OptionsJson> for RunOptions {
             connection_active_timeout: from_secs(o.connection_active_timeout_seconds),
             connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
             require_protocol: o.require_protocol.clone(),
+            coalesce_hold: from_secs(o.coalesce_hold_seconds),
             load: o.load.as_ref().map(LoadOptions::from),
         }
     }

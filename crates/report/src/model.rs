@@ -143,6 +143,8 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
+    /// Longest hold of request coalescing; `None` with `--no-coalesce`.
+    pub coalesce_hold: Option<Duration>,
     /// Load-shape options, when any was used.
     pub load: Option<LoadOptions>,
 }
@@ -227,6 +229,7 @@ impl From<&BenchConfig> for RunOptions {
             encoder_header_table_size: c.encoder_header_table_size,
             connection_active_timeout: c.connection_active_timeout,
             connection_inactivity_timeout: c.connection_inactivity_timeout,
+            coalesce_hold: c.coalesce,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
             load: (c.load != h2lab_engine::LoadShape::default()).then(|| LoadOptions {
                 arrival_rate: c.load.arrival_rate,

@@ -102,6 +102,7 @@ fn options() -> RunOptions {
         connection_active_timeout: Some(Duration::from_secs(5)),
         connection_inactivity_timeout: None,
         require_protocol: Some("h2".into()),
+        coalesce_hold: Some(Duration::from_millis(1)),
         load: None,
     }
 }

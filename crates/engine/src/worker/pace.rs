@@ -117,7 +117,7 @@ impl Worker<'_> {
     }
 
     /// Submits what client `idx` can take now; returns how many went.
-    fn fill_client(&mut self, idx: usize) -> u32 {
+    pub(super) fn fill_client(&mut self, idx: usize) -> u32 {
         let measuring = self.measuring;
         let Worker {
             clients, stats, s, ..
