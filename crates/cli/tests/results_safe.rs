@@ -1,7 +1,9 @@
 //! No lost results: the `--json` result replaces the target atomically (a temporary file in
 //! the same directory, then a rename: readers never see a partial document, and nothing is
 //! left behind), also when the run is interrupted by SIGTERM (SIGINT is covered in cli.rs);
-//! a result that cannot be written is a one-line error with exit status 1 after the report.
+//! a result that cannot be written is a one-line error with exit status 1 after the report;
+//! `--timeseries` rows are on disk as soon as their interval ends, so a run killed with
+//! SIGKILL keeps every finished interval.
 
 mod common;
 
@@ -121,5 +123,54 @@ fn an_unwritable_result_is_an_error_after_the_report() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--json"), "{stderr}");
     assert_eq!(names(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn sigkill_keeps_every_finished_interval_of_the_timeseries() {
+    let server = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
+    let dir = common::scratch_dir("sigkill-series");
+    let path = dir.join("series.jsonl");
+    let mut child = h2lab()
+        .args(["bench", "--arrival-rate", "200", "-D", "10m", "-c", "2", "-m", "4"])
+        .args(["--interval", "100ms", "--timeseries"])
+        .arg(&path)
+        .arg(format!("http://{}/", server.addr().unwrap()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (on the file's state, polled) until five intervals are on disk.
+    let complete_rows = |text: &str| text.matches('\n').count();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let seen = loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let n = complete_rows(&text);
+        if n >= 5 {
+            break n;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("only {n} rows after 60 s: {text}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL: no handler, no final flush
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.ends_with('\n'), "a torn last row: {text:?}");
+    let rows: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(rows.len() >= seen, "{} rows after the kill, {seen} before", rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["index"], i as u64, "{text}");
+        assert_eq!(r["target"], 200.0);
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
