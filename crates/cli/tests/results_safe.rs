@@ -132,7 +132,17 @@ fn sigkill_keeps_every_finished_interval_of_the_timeseries() {
     let dir = common::scratch_dir("sigkill-series");
     let path = dir.join("series.jsonl");
     let mut child = h2lab()
-        .args(["bench", "--arrival-rate", "200", "-D", "10m", "-c", "2", "-m", "4"])
+        .args([
+            "bench",
+            "--arrival-rate",
+            "200",
+            "-D",
+            "10m",
+            "-c",
+            "2",
+            "-m",
+            "4",
+        ])
         .args(["--interval", "100ms", "--timeseries"])
         .arg(&path)
         .arg(format!("http://{}/", server.addr().unwrap()))
@@ -167,7 +177,11 @@ fn sigkill_keeps_every_finished_interval_of_the_timeseries() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert!(rows.len() >= seen, "{} rows after the kill, {seen} before", rows.len());
+    assert!(
+        rows.len() >= seen,
+        "{} rows after the kill, {seen} before",
+        rows.len()
+    );
     for (i, r) in rows.iter().enumerate() {
         assert_eq!(r["index"], i as u64, "{text}");
         assert_eq!(r["target"], 200.0);

@@ -95,12 +95,13 @@ pub trait Observer: Sync {
     /// A finished time-series row (only when [`LoadShape::interval`] is set), in order, from
     /// the collector thread, as soon as every worker has reported the interval. Write it
     /// out (and flush) here for crash safety; all rows are also in [`RunResult::timeseries`].
-    fn interval(&self, _row: &IntervalRow) {}
+    ///
+    /// No method of this trait has a default: a wrapper that forwards to another observer
+    /// cannot silently drop an event it forgot about.
+    fn interval(&self, row: &IntervalRow);
     /// A timing-based (`-D`) run reached `phase` in worker `thread`. Called
-    /// from that worker's thread; the default does nothing.
-    fn phase(&self, thread: u32, phase: Phase) {
-        let _ = (thread, phase);
-    }
+    /// from that worker's thread.
+    fn phase(&self, thread: u32, phase: Phase);
 }
 
 /// The steps of a timing-based (`-D`) run in one worker, in order. h2load
@@ -136,6 +137,8 @@ impl Observer for NoopObserver {
     fn progress(&self, _done: u64, _total: u64, _elapsed: Duration, _errors: u64) {}
     fn tls_info(&self, _info: &TlsInfo) {}
     fn protocol(&self, _p: AppProtocol) {}
+    fn interval(&self, _row: &IntervalRow) {}
+    fn phase(&self, _thread: u32, _phase: Phase) {}
 }
 
 /// Stops a run early (set from a SIGINT/SIGTERM handler). Workers check it

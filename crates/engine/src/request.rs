@@ -20,7 +20,6 @@ pub(crate) struct Prepared {
     pub h1: Vec<Box<[u8]>>,
     /// HTTP/2 header fields per URI: pseudo-headers first, names lower-case,
     /// connection-specific fields removed (RFC 9113 §8.2.2).
-    #[allow(dead_code)] // used by the HTTP/2 session (in progress)
     pub h2: Vec<Vec<Field>>,
     /// Request body (`-d`), sent after the headers.
     pub body: Option<Arc<[u8]>>,

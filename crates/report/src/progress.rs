@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use h2lab_engine::{Observer, Phase};
+use h2lab_engine::{IntervalRow, Observer, Phase};
 
 use crate::model::{AppProtocol, TlsInfo};
 use crate::text::{app_protocol_line, phase_lines, progress_line, tls_lines};
@@ -231,6 +231,10 @@ impl<O: Write + Send, E: Write + Send> Observer for Console<O, E> {
             self.print(&lines);
         }
     }
+
+    /// Time-series rows are not printed while the run goes (the `--timeseries` file gets them
+    /// as they come, the report's table at the end).
+    fn interval(&self, _row: &IntervalRow) {}
 }
 
 /// The text of the live line (without the leading carriage return / erase sequence).

@@ -12,7 +12,7 @@ struct Counting;
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 
 // SAFETY: delegates to the system allocator; only counts.
-#[allow(unsafe_code)]
+#[allow(unsafe_code)] // a counting global allocator cannot be written without `unsafe impl`
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);

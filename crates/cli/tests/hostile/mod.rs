@@ -2,7 +2,7 @@
 //! against them: exit status, stdout/stderr, wall time, peak RSS (VmHWM sampled from /proc
 //! while the process runs) and the JSON result.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! closes — so that a test can stop it with SIGSTOP (a server thread in the test process could
 //! not be frozen on its own).
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;

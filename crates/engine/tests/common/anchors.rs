@@ -1,7 +1,7 @@
 //! One benchmark case against a real anchor server (started with `h2lab-testkit`),
 //! run by the engine and, for comparison, by h2load with the same options.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -285,6 +285,8 @@ impl Observer for Recorder {
     fn protocol(&self, p: AppProtocol) {
         *self.proto.lock().unwrap() = Some(p);
     }
+    fn interval(&self, _row: &h2lab_engine::IntervalRow) {}
+    fn phase(&self, _thread: u32, _phase: h2lab_engine::Phase) {}
 }
 pub mod anchors;
 pub mod scratch;

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use h2lab_engine::{
-    new_duration_histogram, AppProtocol, BenchConfig, Observer, ProtocolChoice, RunResult,
-    StopFlag, TlsInfo,
+    new_duration_histogram, AppProtocol, BenchConfig, IntervalRow, Observer, Phase, ProtocolChoice,
+    RunResult, StopFlag, TlsInfo,
 };
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -123,6 +123,9 @@ impl Observer for Timeline {
     }
     fn tls_info(&self, _info: &TlsInfo) {}
     fn protocol(&self, _p: AppProtocol) {}
+    // The cells run without a time series and h2load's phase lines are not shown.
+    fn interval(&self, _row: &IntervalRow) {}
+    fn phase(&self, _thread: u32, _phase: Phase) {}
 }
 
 impl Timeline {

@@ -626,7 +626,7 @@ impl Relay {
 
 /// Advances one connection at `now`: handshake steps, writes of due bytes, reads within the
 /// queue's room, FINs; returns when to come back.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the relay's hot loop: disjoint borrows of its fields
 fn service_conn(
     conn: &mut Conn,
     slot: usize,
@@ -821,7 +821,7 @@ fn fill(conn: &mut Conn, d: usize, dc: &DirCounters, now: Nanos) -> usize {
 /// run. A wake-up delayed by a busy machine therefore does not leave the emulated link idle;
 /// the bytes it held back are simply written late (in a burst) and the average rate stays
 /// exact. The instant is never before the read, so delays are never shortened.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the relay's hot loop: disjoint borrows of its fields
 fn admit(
     conn: &mut Conn,
     slot: usize,

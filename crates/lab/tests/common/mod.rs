@@ -1,5 +1,5 @@
 //! Tiny blocking servers for the link tests: echo, source (sends N bytes), sink (counts bytes).
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
