@@ -195,56 +195,41 @@ fn freed_slots_wait_for_the_connections_last_stream_then_leave_together() {
     assert_eq!(r.requests.succeeded, 8);
 }
 
-#[test]
-fn without_coalescing_each_freed_slot_is_refilled_at_once() {
+/// Answers three of the first four streams, then waits until three new requests
+/// arrive while the fourth stream is still open (with the client's run completing
+/// 8 requests in all).
+fn refilled_while_a_stream_stays_open(cfg_for: impl FnOnce(SocketAddr) -> BenchConfig) {
     let (addr, peer) = scripted(|p| {
         p.wait_requests(4);
         let first: Vec<u32> = p.seen.clone();
         p.answer(&first[..3]);
-        // Three new requests arrive while the fourth stream is still open.
         p.wait_requests(3);
         assert_eq!(p.open.len(), 4);
         assert!(p.open.contains(&first[3]));
     });
-    let r = run_client(config(addr, 8, 4, None)).recv().unwrap();
+    let r = run_client(cfg_for(addr)).recv().unwrap();
     let ((), seen) = peer.join().unwrap();
     assert_eq!(seen.len(), 8);
     assert_eq!(r.requests.succeeded, 8);
+}
+
+#[test]
+fn without_coalescing_each_freed_slot_is_refilled_at_once() {
+    refilled_while_a_stream_stays_open(|a| config(a, 8, 4, None));
 }
 
 #[test]
 fn a_hold_ends_at_its_limit_when_a_stream_stays_open() {
-    let (addr, peer) = scripted(|p| {
-        p.wait_requests(4);
-        let first: Vec<u32> = p.seen.clone();
-        p.answer(&first[..3]);
-        // Never answer the fourth until the held requests came anyway.
-        p.wait_requests(3);
-        assert!(p.open.contains(&first[3]));
-    });
-    let r = run_client(config(addr, 8, 4, Some(Duration::from_millis(5))))
-        .recv()
-        .unwrap();
-    let ((), seen) = peer.join().unwrap();
-    assert_eq!(seen.len(), 8);
-    assert_eq!(r.requests.succeeded, 8);
+    refilled_while_a_stream_stays_open(|a| config(a, 8, 4, Some(Duration::from_millis(5))));
 }
 
 #[test]
 fn paced_runs_never_hold() {
-    let (addr, peer) = scripted(|p| {
-        p.wait_requests(4);
-        let first: Vec<u32> = p.seen.clone();
-        p.answer(&first[..3]);
-        p.wait_requests(3);
-        assert!(p.open.contains(&first[3]));
+    refilled_while_a_stream_stays_open(|a| {
+        let mut cfg = config(a, 8, 4, Some(Duration::from_secs(60)));
+        cfg.load.arrival_rate = Some(1000.0);
+        cfg
     });
-    let mut cfg = config(addr, 8, 4, Some(Duration::from_secs(60)));
-    cfg.load.arrival_rate = Some(1000.0);
-    let r = run_client(cfg).recv().unwrap();
-    let ((), seen) = peer.join().unwrap();
-    assert_eq!(seen.len(), 8);
-    assert_eq!(r.requests.succeeded, 8);
 }
 
 #[test]
