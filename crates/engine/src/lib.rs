@@ -27,6 +27,11 @@
 //!   reports `total = done`, like a `-D` run.
 //! - HTTP/2 streams never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS;
 //!   streams refused before the server's SETTINGS arrived are retried.
+//! - Request coalescing ([`BenchConfig::coalesce`], on by default in the
+//!   closed model): when some streams of a connection complete while others
+//!   are in flight, the freed slots wait (at most 1 ms) for the rest, so the
+//!   new requests leave in one write. h2load sends one request per completed
+//!   stream at once (`--no-coalesce`).
 //!
 //! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request
 //! due at an exactly computed time, latency also measured from that time — corrected for
