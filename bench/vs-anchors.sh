@@ -21,6 +21,9 @@
 #   WORKLOADS which groups to run (default "h2c tls h1 c1000")
 #   SERVER_CPUS, CLIENT_CPUS  taskset CPU lists (default 0 and 1)
 #   RESULTS_DIR  if set, raw client outputs are copied there
+#   NO_COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --no-coalesce` in the
+#             same rounds (an extra anchor row: h2lab with h2load's one-request-per-completion
+#             sending, so the effect of request coalescing is measured side by side)
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -140,7 +143,12 @@ for w in $WORKLOADS; do
           url="https://127.0.0.1:$port$F"
         fi
         args="-t1 -n$N -c$c -m$m $url"
-        compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args"
+        if [ "${NO_COALESCE_ROW:-0}" = 1 ] && [ ${#SUT[@]} -gt 0 ]; then
+          compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args" \
+            "h2lab --no-coalesce" "${SUT[*]} --no-coalesce $args"
+        else
+          compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args"
+        fi
       done
     done
     ;;
