@@ -173,6 +173,18 @@ struct Core {
     held_since: Option<Instant>,
 }
 
+impl Core {
+    /// The client has requests to send: work left and not switched off by the gate.
+    fn wants_requests(&self) -> bool {
+        !self.parked && (self.unbounded || self.req_left > 0)
+    }
+
+    /// [`Core::wants_requests`] and a free slot to put one in.
+    fn could_fill(&self) -> bool {
+        self.wants_requests() && !self.free.is_empty()
+    }
+}
+
 struct Client {
     gen: u32,
     /// Queued for the end-of-turn write.
@@ -1028,8 +1040,7 @@ impl<'o> Worker<'o> {
         //    for the connection's other streams (request coalescing).
         let held = end.is_none()
             && holds.as_mut().is_some_and(|h| {
-                !core.free.is_empty()
-                    && (core.unbounded || core.req_left > 0)
+                core.could_fill()
                     && h.hold(idx, core.req_inflight, &mut core.held_since, Instant::now())
             });
         if end.is_none() && !held {
@@ -1271,7 +1282,7 @@ fn fill(
 ) -> u32 {
     let nuris = prep.len();
     let mut submitted = 0;
-    while (core.unbounded || core.req_left > 0) && !core.parked && session.can_submit() {
+    while core.wants_requests() && session.can_submit() {
         let Some(slot) = core.free.pop() else { break };
         let retried = core.retry.pop();
         let intended = match retried {

@@ -107,9 +107,7 @@ impl Worker<'_> {
         let Some(c) = self.clients.get(idx) else {
             return false;
         };
-        !c.core.parked
-            && (c.core.unbounded || c.core.req_left > 0)
-            && !c.core.free.is_empty()
+        c.core.could_fill()
             && c.conn
                 .as_ref()
                 .and_then(|conn| conn.session.as_ref())
