@@ -4,11 +4,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
-use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin_cmd;
 
@@ -323,41 +319,8 @@ fn sigint_prints_the_report_and_writes_the_json() {
     let (addr, _) = common::tcp_server(10);
     let dir = common::scratch_dir("sigint");
     let json_path = dir.join("r.json");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
-        .args(["bench", "-D", "10m", "-c", "2", "--h1"])
-        .arg("--json")
-        .arg(&json_path)
-        .arg(format!("http://{addr}/"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if line.starts_with("Application protocol:") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    // Once the first connection is up, interrupt the run (the timeout is only a safety net).
-    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
-        let _ = child.kill();
-        panic!("the run never reported its protocol");
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let all = reader.join().unwrap();
-    let status = child.wait().unwrap();
+    // Once the first connection is up, interrupt the run.
+    let (status, all) = common::interrupt_bench(addr, &json_path, "-INT");
     assert_eq!(status.code(), Some(130), "{all}");
     assert!(all.contains("\nfinished in "), "{all}");
     assert!(all.contains("\ninterrupted: "), "{all}");

@@ -7,10 +7,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 fn h2lab() -> Command {
@@ -62,39 +60,7 @@ fn sigterm_still_writes_the_json() {
     let (addr, _) = common::tcp_server(10);
     let dir = common::scratch_dir("sigterm");
     let path = dir.join("r.json");
-    let mut child = h2lab()
-        .args(["bench", "-D", "10m", "-c", "2", "--h1", "--json"])
-        .arg(&path)
-        .arg(format!("http://{addr}/"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if line.starts_with("Application protocol:") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
-        let _ = child.kill();
-        panic!("the run never reported its protocol");
-    }
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let all = reader.join().unwrap();
-    let status = child.wait().unwrap();
+    let (status, all) = common::interrupt_bench(addr, &path, "-TERM");
     assert_eq!(status.code(), Some(130), "{all}");
     assert!(all.contains("\ninterrupted: "), "{all}");
     let doc: serde_json::Value =

@@ -115,3 +115,49 @@ pub fn scratch_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Starts `h2lab bench -D 10m -c 2 --h1 --json JSON http://ADDR/`, waits until it reports its
+/// application protocol (the first connection is up), sends it `signal` (e.g. `-INT`) with
+/// kill(1), and returns its exit status and everything it printed on stdout.
+pub fn interrupt_bench(
+    addr: SocketAddr,
+    json: &std::path::Path,
+    signal: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
+        .args(["bench", "-D", "10m", "-c", "2", "--h1", "--json"])
+        .arg(json)
+        .arg(format!("http://{addr}/"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.starts_with("Application protocol:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    // The timeout is only a safety net.
+    if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        panic!("the run never reported its protocol");
+    }
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let all = reader.join().unwrap();
+    (child.wait().unwrap(), all)
+}
