@@ -6,45 +6,20 @@
 
 mod child;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use h2lab_engine::{BenchConfig, NoopObserver, ProtocolChoice, StopFlag};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: delegates to the system allocator; only counts.
-#[allow(unsafe_code)] // a counting global allocator cannot be written without `unsafe impl`
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: h2lab_testkit::CountingAlloc = h2lab_testkit::CountingAlloc;
 
 /// Allocations and completed requests of one open-model run of `secs` seconds.
 fn run(cfg: &BenchConfig, secs: u64) -> (u64, u64) {
     let mut cfg = cfg.clone();
     cfg.duration = Some(Duration::from_secs(secs));
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = h2lab_testkit::allocations();
     let r = h2lab_engine::run(&cfg, &NoopObserver, &StopFlag::new()).unwrap();
-    let after = ALLOCS.load(Ordering::Relaxed);
+    let after = h2lab_testkit::allocations();
     assert_eq!(r.pacing.unwrap().dropped, 0);
     (after - before, r.requests.completed)
 }

@@ -2,36 +2,11 @@
 //! whole process while a client that itself never allocates (fixed buffers, pre-built
 //! requests) runs requests against a warmed-up, single-worker server.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: delegates to the system allocator; only counts.
-#[allow(unsafe_code)] // a counting global allocator cannot be written without `unsafe impl`
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: h2lab_testkit::CountingAlloc = h2lab_testkit::CountingAlloc;
 
 /// The tests count process-wide: run them one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -94,13 +69,13 @@ fn http1_requests_do_not_allocate() {
             sock.write_all(req).unwrap();
             read_exact_discard(&mut sock, len, &mut scratch);
         }
-        let before = ALLOCS.load(Ordering::SeqCst);
+        let before = h2lab_testkit::allocations();
         let n = 500;
         for _ in 0..n {
             sock.write_all(req).unwrap();
             read_exact_discard(&mut sock, len, &mut scratch);
         }
-        let allocs = ALLOCS.load(Ordering::SeqCst) - before;
+        let allocs = h2lab_testkit::allocations() - before;
         // A few allocations may come from a second boundary (nothing per request).
         assert!(
             allocs <= 4,
@@ -210,9 +185,9 @@ fn http2_requests_do_not_allocate() {
             }
         };
         run(&mut c, &mut frame, 10);
-        let before = ALLOCS.load(Ordering::SeqCst);
+        let before = h2lab_testkit::allocations();
         run(&mut c, &mut frame, 50);
-        let allocs = ALLOCS.load(Ordering::SeqCst) - before;
+        let allocs = h2lab_testkit::allocations() - before;
         assert!(allocs <= 4, "{path}: {allocs} allocations for 500 requests");
     }
 }

@@ -25,6 +25,7 @@
 //! # }
 //! ```
 
+mod alloc;
 #[cfg(test)]
 mod captures;
 mod cert;
@@ -39,6 +40,7 @@ mod wrk;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
+pub use alloc::{allocations, CountingAlloc};
 pub use cert::{self_signed, CertFiles, CertPair};
 pub use error::Error;
 pub use files::{
