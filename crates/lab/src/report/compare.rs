@@ -52,6 +52,26 @@ fn bars_for(
     (cats, series)
 }
 
+/// One line per protocol for condition `cond`: the `points` of each cell that has any.
+fn lines_for(
+    r: &CompareReport,
+    cond: usize,
+    protos: &[Proto],
+    points: fn(&CellResult) -> &Vec<(f64, f64)>,
+) -> Vec<LineSeries> {
+    protos
+        .iter()
+        .filter_map(|&p| {
+            let pts = points(r.cell(cond, p)?);
+            (!pts.is_empty()).then(|| LineSeries {
+                name: p.label().into(),
+                color: p.color().into(),
+                points: pts.clone(),
+            })
+        })
+        .collect()
+}
+
 fn decision_table(rows: &[&DecisionRow]) -> String {
     let mut t = vec![vec![
         "condition".to_owned(),
@@ -274,17 +294,7 @@ pub fn render(r: &CompareReport) -> String {
     // Percentile curves.
     let mut curves = String::from("<div class=\"grid\">");
     for (i, label) in &base {
-        let series: Vec<LineSeries> = protos
-            .iter()
-            .filter_map(|&p| {
-                let c = r.cell(*i, p)?;
-                (!c.percentiles.is_empty()).then(|| LineSeries {
-                    name: p.label().into(),
-                    color: p.color().into(),
-                    points: c.percentiles.clone(),
-                })
-            })
-            .collect();
+        let series = lines_for(r, *i, &protos, |c| &c.percentiles);
         if series.is_empty() {
             continue;
         }
@@ -369,17 +379,7 @@ pub fn render(r: &CompareReport) -> String {
     // Time series of the base cells.
     let mut ts = String::from("<div class=\"grid\">");
     for (i, label) in base.iter().take(8) {
-        let series: Vec<LineSeries> = protos
-            .iter()
-            .filter_map(|&p| {
-                let c = r.cell(*i, p)?;
-                (!c.timeline.is_empty()).then(|| LineSeries {
-                    name: p.label().into(),
-                    color: p.color().into(),
-                    points: c.timeline.clone(),
-                })
-            })
-            .collect();
+        let series = lines_for(r, *i, &protos, |c| &c.timeline);
         if series.is_empty() {
             continue;
         }
