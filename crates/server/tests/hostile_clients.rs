@@ -250,6 +250,19 @@ impl Raw {
         self.closed
     }
 
+    /// Waits (up to `limit`) for the server to end the attack connection, then tallies it:
+    /// closed by the server, and defended when `goaway` is given and a GOAWAY with that code
+    /// came first.
+    fn tally_end(&mut self, tally: &Tally, limit: Duration, goaway: Option<u32>) {
+        self.wait_close(limit);
+        if goaway.is_some_and(|code| self.saw_goaway(code)) {
+            tally.defended.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.closed {
+            tally.closed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// A GOAWAY frame with this error code is among the frames read.
     fn saw_goaway(&self, code: u32) -> bool {
         let frames = testing::read_frames(&self.buf);
@@ -293,13 +306,8 @@ fn rapid_reset() {
                     r.poll();
                     tally.units.fetch_add(100, Ordering::Relaxed);
                 }
-                r.wait_close(Duration::from_secs(2));
-                if r.saw_goaway(0xb) {
-                    tally.defended.fetch_add(1, Ordering::Relaxed);
-                }
-                if r.closed {
-                    tally.closed.fetch_add(1, Ordering::Relaxed);
-                }
+                // ENHANCE_YOUR_CALM
+                r.tally_end(tally, Duration::from_secs(2), Some(0xb));
             }
         },
     );
@@ -332,13 +340,8 @@ fn continuation_flood() {
                     r.poll();
                     tally.units.fetch_add(100, Ordering::Relaxed);
                 }
-                r.wait_close(Duration::from_secs(2));
-                if r.saw_goaway(0xb) {
-                    tally.defended.fetch_add(1, Ordering::Relaxed);
-                }
-                if r.closed {
-                    tally.closed.fetch_add(1, Ordering::Relaxed);
-                }
+                // ENHANCE_YOUR_CALM
+                r.tally_end(tally, Duration::from_secs(2), Some(0xb));
             }
         },
     );
@@ -745,9 +748,7 @@ fn huge_request_bodies() {
                     }
                 }
                 let _ = r.sock.shutdown(Shutdown::Write);
-                if r.wait_close(Duration::from_secs(3)) {
-                    tally.closed.fetch_add(1, Ordering::Relaxed);
-                }
+                r.tally_end(tally, Duration::from_secs(3), None);
             }
         },
     );
@@ -787,9 +788,7 @@ fn invalid_prefaces() {
                 };
                 r.send(&garbage[i % garbage.len()]);
                 tally.units.fetch_add(1, Ordering::Relaxed);
-                if r.wait_close(Duration::from_secs(3)) {
-                    tally.closed.fetch_add(1, Ordering::Relaxed);
-                }
+                r.tally_end(tally, Duration::from_secs(3), None);
             }
         },
     );
