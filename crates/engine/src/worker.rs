@@ -436,7 +436,12 @@ impl<'o> Worker<'o> {
             if self.timed_work {
                 self.pace(Instant::now());
             }
-            if self.holds.is_some() {
+            // (No clock read unless some client is holding.)
+            if self
+                .holds
+                .as_ref()
+                .is_some_and(|h| h.next_deadline().is_some())
+            {
                 self.release_holds(Instant::now());
             }
             if !self.dirty.is_empty() {
