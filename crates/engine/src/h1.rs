@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use h2lab_wire::h1::{Event, H1Error, ResponseHead, ResponseParser};
+use h2lab_wire::h1::{Event, H1Error, ResponseParser};
 
 use crate::request::Prepared;
 use crate::session::{Session, SessionError, SessionEvents, SubmitError};
@@ -36,56 +36,6 @@ pub struct H1Session {
 
 fn perr(e: H1Error) -> SessionError {
     SessionError::Protocol(format!("invalid HTTP/1.1 response: {e}"))
-}
-
-/// h2load's HTTP/1.1 "headers" bytes: field names plus values.
-fn field_bytes(h: &ResponseHead<'_>) -> usize {
-    field_bytes_raw(h.headers.as_bytes())
-}
-
-/// Sum of name and value lengths over raw field lines already validated by
-/// the parser (`name ":" OWS value OWS CRLF`; RFC 9112 §5). This runs once
-/// per response: as text (nearly always) the line and colon searches use
-/// the standard library's word-at-a-time `memchr`; field values with
-/// obs-text bytes fall back to a byte loop.
-fn field_bytes_raw(raw: &[u8]) -> usize {
-    let Ok(text) = std::str::from_utf8(raw) else {
-        return field_bytes_bytes(raw);
-    };
-    let mut total = 0;
-    for line in text.split('\n') {
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if let Some((name, value)) = line.split_once(':') {
-            total += name.len() + value.trim_matches([' ', '\t']).len();
-        }
-    }
-    total
-}
-
-/// [`field_bytes_raw`] for sections that are not UTF-8 (obs-text values).
-fn field_bytes_bytes(mut raw: &[u8]) -> usize {
-    let mut total = 0;
-    while !raw.is_empty() {
-        let end = raw.iter().position(|&b| b == b'\n').unwrap_or(raw.len());
-        let (line, rest) = raw.split_at(end);
-        raw = rest.get(1..).unwrap_or_default();
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let Some(colon) = line.iter().position(|&b| b == b':') else {
-            continue; // the empty line ending the section
-        };
-        let value = line.get(colon + 1..).unwrap_or_default();
-        let ows = |b: &&u8| **b == b' ' || **b == b'\t';
-        let lead = value.iter().take_while(ows).count();
-        let trail = value
-            .get(lead..)
-            .unwrap_or_default()
-            .iter()
-            .rev()
-            .take_while(ows)
-            .count();
-        total += colon + value.len() - lead - trail;
-    }
-    total
 }
 
 impl H1Session {
@@ -123,7 +73,8 @@ impl H1Session {
                     return Ok(());
                 }
                 Event::Interim(h) | Event::Head(h) => {
-                    let b = field_bytes(&h);
+                    // h2load's HTTP/1.1 "headers" bytes: field names plus values.
+                    let b = h.field_bytes;
                     ev.status(slot, h.status);
                     ev.header_bytes(b, b);
                 }
@@ -261,26 +212,6 @@ impl Session for H1Session {
 mod tests {
     use super::*;
     use crate::config::BenchConfig;
-
-    #[test]
-    fn field_bytes_are_names_plus_trimmed_values() {
-        let raw = b"Server: nginx\r\nContent-Length:653\r\nX-E:  \t\r\nX-T: a b \t\r\n\r\n";
-        assert_eq!(field_bytes_raw(raw), 6 + 5 + 14 + 3 + 3 + 3 + 3);
-        let mut p = ResponseParser::new();
-        p.start(true);
-        let resp = b"HTTP/1.1 200 OK\r\nServer: nginx\r\nDate: x\r\nContent-Length: 0\r\n\r\n";
-        let Ok((_, Event::Head(h))) = p.parse(resp) else {
-            panic!("no head")
-        };
-        let slow: usize = h.headers.iter().map(|f| f.name.len() + f.value.len()).sum();
-        assert_eq!(field_bytes(&h), slow);
-        assert_eq!(field_bytes_raw(b""), 0);
-        // obs-text (RFC 9110 §5.5) takes the byte path; same rules.
-        let obs = b"Server: nginx\r\nX-O: \xff\xfe \r\n\r\n";
-        assert_eq!(field_bytes_raw(obs), 6 + 5 + 3 + 2);
-        assert_eq!(field_bytes_bytes(raw), field_bytes_raw(raw));
-        assert_eq!(field_bytes_raw(b"\r\n"), 0);
-    }
 
     #[derive(Default, Debug)]
     struct Rec {

@@ -90,6 +90,10 @@ pub struct ResponseHead<'a> {
     pub headers: Headers<'a>,
     /// Bytes of the head: status-line, fields and the final empty line.
     pub header_bytes: usize,
+    /// Field-name plus field-value lengths over all fields, values without
+    /// their surrounding whitespace (what h2load counts as HTTP/1.1 header
+    /// bytes).
+    pub field_bytes: usize,
     /// Whether the connection persists after this response: RFC 9112 §9.3
     /// (HTTP/1.1 unless `Connection: close`, HTTP/1.0 only with
     /// `Connection: keep-alive`), and false for a close-delimited body or a
@@ -323,6 +327,11 @@ impl ResponseParser {
             reason: resp.reason.unwrap_or(""),
             headers: Headers::new(buf.get(line_end..head_len).unwrap_or(&[])),
             header_bytes: head_len,
+            field_bytes: resp
+                .headers
+                .iter()
+                .map(|h| h.name.len() + h.value.len())
+                .sum(),
             keep_alive: false,
             content_length: None,
             framing: Framing::None,
@@ -439,6 +448,26 @@ mod tests {
         assert_eq!(p.parse(b"").unwrap(), (0, Event::NeedMore));
         assert_eq!(p.parse(b"X"), Err(H1Error::UnexpectedResponseData));
         assert_eq!(p.parse(b""), Err(H1Error::UnexpectedResponseData));
+    }
+
+    #[test]
+    fn field_bytes_are_names_plus_values_without_ows() {
+        let input = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n\
+            HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Length:0\r\nX-E:  \t\r\n\
+            X-T: a b \t\r\nX-O: \xff\xfe \r\n\r\n";
+        let mut p = ResponseParser::new();
+        p.start(true);
+        let (n, ev) = p.parse(input).unwrap();
+        let Event::Interim(h) = ev else {
+            panic!("{ev:?}")
+        };
+        assert_eq!(h.field_bytes, 4 + 4);
+        let (_, ev) = p.parse(&input[n..]).unwrap();
+        let Event::Head(h) = ev else { panic!("{ev:?}") };
+        // obs-text (RFC 9110 §5.5) counts like any other value byte.
+        assert_eq!(h.field_bytes, 6 + 5 + 14 + 1 + 3 + 3 + 3 + 3 + 2);
+        let lazy: usize = h.headers.iter().map(|f| f.name.len() + f.value.len()).sum();
+        assert_eq!(h.field_bytes, lazy);
     }
 
     #[test]
