@@ -259,6 +259,11 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
                 .unwrap_or(h2lab_engine::DEFAULT_COALESCE_HOLD),
         )
     };
+    cfg.read_wait = match a.read_wait {
+        Some(d) if d.is_zero() => None,
+        Some(d) => Some(d),
+        None => Some(h2lab_engine::DEFAULT_READ_WAIT),
+    };
 
     if let Some(p) = &a.data {
         let body = fs::read(p).map_err(|e| format!("-d: cannot read {}: {e}", p.display()))?;
@@ -512,6 +517,17 @@ mod tests {
         let c = parse(&["--coalesce-hold", "5ms", "http://h/"]).unwrap();
         assert_eq!(c.coalesce, Some(std::time::Duration::from_millis(5)));
         assert!(parse(&["--no-coalesce", "--coalesce-hold", "5ms", "http://h/"]).is_err());
+    }
+
+    #[test]
+    fn read_wait_flag() {
+        let c = parse(&["http://h/"]).unwrap();
+        assert_eq!(c.read_wait, Some(h2lab_engine::DEFAULT_READ_WAIT));
+        let c = parse(&["--read-wait", "0", "http://h/"]).unwrap();
+        assert_eq!(c.read_wait, None);
+        let c = parse(&["--read-wait", "20us", "http://h/"]).unwrap();
+        assert_eq!(c.read_wait, Some(std::time::Duration::from_micros(20)));
+        assert!(parse(&["--read-wait", "soon", "http://h/"]).is_err());
     }
 
     #[test]

@@ -237,6 +237,10 @@ fn h1_run_prints_h2load_report_and_writes_json_and_csv() {
     assert_eq!(doc["protocol"]["application"], "http/1.1");
     assert_eq!(doc["options"]["clients"], 4);
     assert_eq!(doc["options"]["uris"][0], url.as_str());
+    // Defaults of h2lab's own options: coalescing (1 ms) and read waiting (50 µs).
+    assert_eq!(doc["options"]["coalesce_hold_seconds"], 0.001);
+    assert_eq!(doc["options"]["read_wait_seconds"], 0.00005);
+    assert!(doc["read_waits"].is_u64(), "{}", doc["read_waits"]);
     assert_eq!(doc["latency"]["request"]["count"], 200);
     assert_eq!(doc["client_rps"]["values"].as_array().unwrap().len(), 4);
     assert_eq!(doc["interrupted"], false);

@@ -352,10 +352,20 @@ pub struct BenchConfig {
     /// stream as soon as it completes, like h2load. Default
     /// [`DEFAULT_COALESCE_HOLD`].
     pub coalesce: Option<Duration>,
+    /// Read waiting: when a worker finds nothing to do, it sleeps a moment
+    /// before polling again, so that responses arriving close together are
+    /// read together (fewer wake-ups, reads and ACKs). The wait is 1% of the
+    /// worker's recent mean request time, at most this long, and none when
+    /// that is under 5 µs. `None` (`--read-wait 0`) reads as soon as data
+    /// arrives. Default [`DEFAULT_READ_WAIT`].
+    pub read_wait: Option<Duration>,
 }
 
 /// The default longest hold of request coalescing ([`BenchConfig::coalesce`]).
 pub const DEFAULT_COALESCE_HOLD: Duration = Duration::from_millis(1);
+
+/// The default longest read wait ([`BenchConfig::read_wait`]).
+pub const DEFAULT_READ_WAIT: Duration = Duration::from_micros(50);
 
 impl BenchConfig {
     /// A configuration with h2load's defaults for the given URIs
@@ -388,6 +398,7 @@ impl BenchConfig {
             insecure: true,
             load: LoadShape::default(),
             coalesce: Some(DEFAULT_COALESCE_HOLD),
+            read_wait: Some(DEFAULT_READ_WAIT),
         }
     }
 

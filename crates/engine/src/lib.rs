@@ -32,6 +32,11 @@
 //!   are in flight, the freed slots wait (at most 1 ms) for the rest, so the
 //!   new requests leave in one write. h2load sends one request per completed
 //!   stream at once (`--no-coalesce`).
+//! - Read waiting ([`BenchConfig::read_wait`], on by default): a worker with
+//!   nothing to do sleeps 1% of its recent mean request time (at most 50 µs)
+//!   before polling again, so that responses arriving close together are read
+//!   with one wake-up, one read and one ACK; never at request times under
+//!   0.5 ms (`--read-wait 0` turns it off).
 //!
 //! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request
 //! due at an exactly computed time, latency also measured from that time — corrected for
@@ -73,7 +78,7 @@ mod zero_poll;
 
 pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
-    Scheme, Target, DEFAULT_COALESCE_HOLD,
+    Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
 pub use plan::LoadShape;
 pub use request::USER_AGENT;

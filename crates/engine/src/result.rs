@@ -223,6 +223,10 @@ pub struct RunResult {
     pub goaways: u64,
     /// Connections re-established during the run (after GOAWAY, `Connection: close`, ...).
     pub reconnects: u64,
+    /// How often an idle worker slept before reading (read waiting,
+    /// [`BenchConfig::read_wait`](crate::BenchConfig::read_wait)); 0 when it
+    /// was off or request times were too short for it.
+    pub read_waits: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
     /// Open-model request accounting (`None` for other runs).

@@ -134,6 +134,7 @@ pub fn run(
                 ))
             }),
             coalesce: cfg.coalesce,
+            read_wait: cfg.read_wait,
         });
     }
     drop(series_tx);

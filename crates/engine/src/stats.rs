@@ -40,6 +40,8 @@ pub(crate) struct WorkerStats {
     pub errors: ErrorCounts,
     pub goaways: u64,
     pub reconnects: u64,
+    /// Sleeps of read waiting (see `worker::read_wait`).
+    pub read_waits: u64,
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
@@ -72,6 +74,7 @@ impl WorkerStats {
             errors: ErrorCounts::default(),
             goaways: 0,
             reconnects: 0,
+            read_waits: 0,
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
@@ -105,6 +108,7 @@ impl WorkerStats {
         self.errors = ErrorCounts::default();
         self.goaways = 0;
         self.reconnects = 0;
+        self.read_waits = 0;
     }
 
     /// Records a duration, saturating at the histogram's maximum.
@@ -202,7 +206,7 @@ pub(crate) fn merge(
     let mut ttfb = new_duration_histogram();
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
-    let (mut goaways, mut reconnects) = (0, 0);
+    let (mut goaways, mut reconnects, mut read_waits) = (0, 0, 0);
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
@@ -236,6 +240,7 @@ pub(crate) fn merge(
         errors.merge(&w.errors);
         goaways += w.goaways;
         reconnects += w.reconnects;
+        read_waits += w.read_waits;
         if app_protocol.is_none() {
             app_protocol = w.app_protocol;
         }
@@ -273,6 +278,7 @@ pub(crate) fn merge(
         errors,
         goaways,
         reconnects,
+        read_waits,
         interrupted,
         pacing,
         timeseries: Vec::new(),

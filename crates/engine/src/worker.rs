@@ -32,9 +32,11 @@ use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
 use crate::zero_poll::ZeroPoll;
 use crate::{Observer, Phase as RunPhase, StopFlag};
 use coalesce::Holds;
+use read_wait::ReadWait;
 
 mod coalesce;
 mod pace;
+mod read_wait;
 
 /// Per-worker read buffer size (plaintext).
 const READ_BUF: usize = 64 * 1024;
@@ -92,6 +94,8 @@ pub(crate) struct WorkerSetup<'o> {
     /// Longest a freed slot waits for its connection's other streams
     /// (request coalescing, see `coalesce`); `None` sends at once.
     pub coalesce: Option<Duration>,
+    /// Longest read wait (see `read_wait`); `None` reads at once.
+    pub read_wait: Option<Duration>,
 }
 
 /// What a worker hands back.
@@ -242,6 +246,8 @@ pub(crate) struct Worker<'o> {
     holds: Option<Holds>,
     /// Every client below this index is finished.
     first_unfinished: usize,
+    /// How long to wait before reading when idle.
+    read_wait: ReadWait,
 }
 
 impl<'o> Worker<'o> {
@@ -323,6 +329,7 @@ impl<'o> Worker<'o> {
             .coalesce
             .filter(|_| !s.pacer.is_paced())
             .map(|max| Holds::new(max, s.nclients as usize));
+        let read_wait = ReadWait::new(s.read_wait.unwrap_or(Duration::ZERO));
         Ok(Worker {
             s,
             poll,
@@ -340,6 +347,7 @@ impl<'o> Worker<'o> {
             next_gate: None,
             holds,
             first_unfinished: 0,
+            read_wait,
             out: WorkerOutcome {
                 stats: WorkerStats::new(0),
                 fatal: None,
@@ -371,6 +379,9 @@ impl<'o> Worker<'o> {
         }
         let mut stopped_by_flag = false;
         let mut zero_poll = ZeroPoll::default();
+        if self.s.read_wait.is_some() {
+            read_wait::precise_sleeps();
+        }
         loop {
             if self.s.stop.is_stopped() || self.s.abort.load(Ordering::Relaxed) {
                 stopped_by_flag = self.s.stop.is_stopped();
@@ -421,7 +432,7 @@ impl<'o> Worker<'o> {
             {
                 wait = wait.min(d.saturating_duration_since(now));
             }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
+            if let Err(e) = self.wait_for_events(&mut events, wait) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
@@ -459,6 +470,20 @@ impl<'o> Worker<'o> {
             self.publish_progress();
         }
         self.finish(stopped_by_flag)
+    }
+
+    /// Polls for events, blocking at most `wait`. When a zero-timeout poll
+    /// finds nothing and read waiting is on, sleeps first (see `read_wait`).
+    fn wait_for_events(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
+        if let Some(nap) = self.read_wait.wait() {
+            self.poll.poll(events, Some(Duration::ZERO))?;
+            if !events.is_empty() {
+                return Ok(());
+            }
+            std::thread::sleep(nap.min(wait));
+            self.stats.read_waits += 1;
+        }
+        self.poll.poll(events, Some(wait))
     }
 
     fn process(&mut self, events: &Events) {
@@ -967,6 +992,7 @@ impl<'o> Worker<'o> {
             log,
             s,
             holds,
+            read_wait,
             ..
         } = self;
         let pacer = &mut s.pacer;
@@ -997,6 +1023,7 @@ impl<'o> Worker<'o> {
             let mut ev = Ev {
                 core: &mut *core,
                 st: &mut *stats,
+                read_wait: &mut *read_wait,
                 now,
                 measuring,
                 log: log.as_mut(),
@@ -1023,6 +1050,7 @@ impl<'o> Worker<'o> {
                 let mut ev = Ev {
                     core,
                     st: stats,
+                    read_wait,
                     now: Instant::now(),
                     measuring,
                     log: log.as_mut(),
@@ -1347,6 +1375,7 @@ fn fill(
 struct Ev<'a> {
     core: &'a mut Core,
     st: &'a mut WorkerStats,
+    read_wait: &'a mut ReadWait,
     now: Instant,
     measuring: bool,
     log: Option<&'a mut BufWriter<File>>,
@@ -1428,6 +1457,8 @@ impl SessionEvents for Ev<'_> {
         self.ttfb();
         let Some(s) = self.release(slot) else { return };
         self.core.completed_on_conn += 1;
+        let took = self.now.saturating_duration_since(s.start);
+        self.read_wait.observe(took);
         if !(s.measured && self.measuring) {
             return;
         }
@@ -1440,8 +1471,7 @@ impl SessionEvents for Ev<'_> {
         }
         self.st.done += 1;
         let corrected = s.intended.map(|i| self.now.saturating_duration_since(i));
-        self.st
-            .record_latency(self.now.saturating_duration_since(s.start), corrected);
+        self.st.record_latency(took, corrected);
         let status = s.status;
         self.log_line(&s, Some(status));
     }

@@ -77,6 +77,9 @@ pub struct BenchJson {
     pub goaways: u64,
     /// Reconnections.
     pub reconnects: u64,
+    /// Sleeps of read waiting (0 in results written before read waiting existed).
+    #[serde(default)]
+    pub read_waits: u64,
     /// The latency histograms.
     pub histograms: HistogramsJson,
     /// Open-model request accounting (`--arrival-rate` runs only).
@@ -200,6 +203,10 @@ pub struct OptionsJson {
     /// results written before coalescing existed, which sent requests at once).
     #[serde(default)]
     pub coalesce_hold_seconds: Option<f64>,
+    /// Longest read wait in seconds; null with `--read-wait 0` (and in results written
+    /// before read waiting existed, which read at once).
+    #[serde(default)]
+    pub read_wait_seconds: Option<f64>,
     /// Load-shape options (absent when none was used).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadOptionsJson>,
@@ -578,6 +585,7 @@ impl From<&RunOptions> for OptionsJson {
             connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
             require_protocol: o.require_protocol.clone(),
             coalesce_hold_seconds: secs(o.coalesce_hold),
+            read_wait_seconds: secs(o.read_wait),
             load: o.load.as_ref().map(LoadOptionsJson::from),
         }
     }
@@ -612,6 +620,7 @@ impl From<&OptionsJson> for RunOptions {
             connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
             require_protocol: o.require_protocol.clone(),
             coalesce_hold: from_secs(o.coalesce_hold_seconds),
+            read_wait: from_secs(o.read_wait_seconds),
             load: o.load.as_ref().map(LoadOptions::from),
         }
     }
@@ -828,6 +837,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
         errors: errors_json(&r.errors),
         goaways: r.goaways,
         reconnects: r.reconnects,
+        read_waits: r.read_waits,
         histograms: HistogramsJson {
             encoding: HISTOGRAM_ENCODING.to_string(),
             unit: "ns".to_string(),
@@ -920,6 +930,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         errors: error_counts(&doc.errors)?,
         goaways: doc.goaways,
         reconnects: doc.reconnects,
+        read_waits: doc.read_waits,
         interrupted: doc.interrupted,
         pacing: doc.open_model.map(|p| PacingCounts {
             scheduled: p.scheduled,
@@ -1012,6 +1023,7 @@ pub fn merge_results(
         errors,
         goaways: s(a.goaways, b.goaways),
         reconnects: s(a.reconnects, b.reconnects),
+        read_waits: s(a.read_waits, b.read_waits),
         interrupted: a.interrupted || b.interrupted,
         pacing: match (&a.pacing, &b.pacing) {
             (None, None) => None,

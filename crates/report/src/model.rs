@@ -84,6 +84,7 @@ pub fn empty_result() -> RunResult {
         errors: ErrorCounts::default(),
         goaways: 0,
         reconnects: 0,
+        read_waits: 0,
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),
@@ -145,6 +146,8 @@ pub struct RunOptions {
     pub require_protocol: Option<String>,
     /// Longest hold of request coalescing; `None` with `--no-coalesce`.
     pub coalesce_hold: Option<Duration>,
+    /// Longest read wait; `None` with `--read-wait 0`.
+    pub read_wait: Option<Duration>,
     /// Load-shape options, when any was used.
     pub load: Option<LoadOptions>,
 }
@@ -230,6 +233,7 @@ impl From<&BenchConfig> for RunOptions {
             connection_active_timeout: c.connection_active_timeout,
             connection_inactivity_timeout: c.connection_inactivity_timeout,
             coalesce_hold: c.coalesce,
+            read_wait: c.read_wait,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
             load: (c.load != h2lab_engine::LoadShape::default()).then(|| LoadOptions {
                 arrival_rate: c.load.arrival_rate,

@@ -61,6 +61,7 @@ fn run(tls: bool) -> RunResult {
         }),
         goaways: 1,
         reconnects: 1,
+        read_waits: 7,
         ..empty_result()
     };
     for i in 0..990u64 {
@@ -103,6 +104,7 @@ fn options() -> RunOptions {
         connection_inactivity_timeout: None,
         require_protocol: Some("h2".into()),
         coalesce_hold: Some(Duration::from_millis(1)),
+        read_wait: Some(Duration::from_micros(50)),
         load: None,
     }
 }
