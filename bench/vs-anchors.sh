@@ -24,6 +24,8 @@
 #   NO_COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --no-coalesce` in the
 #             same rounds (an extra anchor row: h2lab with h2load's one-request-per-completion
 #             sending, so the effect of request coalescing is measured side by side)
+#   NO_READ_WAIT_ROW=1  on the h2c/TLS/HTTP/1.1 workloads also run `h2lab bench --read-wait 0`
+#             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -128,6 +130,26 @@ compare() {
   done
 }
 
+# Extra anchor rows: h2lab itself with one of its defaults turned off (name, command pairs;
+# the workload's arguments are appended to each command).
+extra_rows=()
+if [ ${#SUT[@]} -gt 0 ]; then
+  if [ "${NO_COALESCE_ROW:-0}" = 1 ]; then
+    extra_rows+=("h2lab --no-coalesce" "${SUT[*]} --no-coalesce")
+  fi
+  if [ "${NO_READ_WAIT_ROW:-0}" = 1 ]; then
+    extra_rows+=("h2lab --read-wait 0" "${SUT[*]} --read-wait 0")
+  fi
+fi
+# with_extra ARGS: EXTRA=(name command) pairs of the extra rows, ARGS appended to each command.
+with_extra() {
+  EXTRA=()
+  local i
+  for ((i = 0; i < ${#extra_rows[@]}; i += 2)); do
+    EXTRA+=("${extra_rows[$i]}" "${extra_rows[$((i + 1))]} $1")
+  done
+}
+
 F=/file653
 for w in $WORKLOADS; do
   case $w in
@@ -143,21 +165,19 @@ for w in $WORKLOADS; do
           url="https://127.0.0.1:$port$F"
         fi
         args="-t1 -n$N -c$c -m$m $url"
-        if [ "${NO_COALESCE_ROW:-0}" = 1 ] && [ ${#SUT[@]} -gt 0 ]; then
-          compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args" \
-            "h2lab --no-coalesce" "${SUT[*]} --no-coalesce $args"
-        else
-          compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args"
-        fi
+        with_extra "$args"
+        compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args" "${EXTRA[@]}"
       done
     done
     ;;
   h1)
     for c in 10 100; do
       url="http://127.0.0.1:$NGINX_H1$F"
-      compare "nginx http/1.1 -c$c" "--h1 -t1 -n$N_H1 -c$c -m1 $url" \
+      args="--h1 -t1 -n$N_H1 -c$c -m1 $url"
+      with_extra "$args"
+      compare "nginx http/1.1 -c$c" "$args" \
         wrk "wrk -t1 -c$c -d${DURATION}s $url" \
-        "h2load --h1" "h2load --h1 -t1 -n$N_H1 -c$c -m1 $url"
+        "h2load --h1" "h2load --h1 -t1 -n$N_H1 -c$c -m1 $url" "${EXTRA[@]}"
     done
     ;;
   c1000)
