@@ -1013,7 +1013,9 @@ impl<'o> Worker<'o> {
             ..
         } = conn;
         let mut sess_err = None;
+        let mut got_data = false;
         let r = transport.read_with(read_buf, raw_buf, read_closed, |input| {
+            got_data = true;
             let now = Instant::now();
             *last_activity = now;
             if measuring {
@@ -1038,6 +1040,9 @@ impl<'o> Worker<'o> {
                 }
             }
         });
+        if got_data {
+            read_wait.read();
+        }
         match r {
             Ok(ReadEnd::Drained) => {}
             Ok(ReadEnd::Stopped) => {

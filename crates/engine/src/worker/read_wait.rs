@@ -24,6 +24,12 @@
 //! against a local server (request times of tens of microseconds) the worker
 //! never waits; at `-c100 -m10` against nginx (milliseconds) it waits the
 //! cap. `--read-wait 0` turns it off.
+//!
+//! Nor does it wait when reads already carry several responses each (fewer
+//! than [`MAX_READS_PER_RESPONSE`] reads per completed response recently): a
+//! server that answers a connection's streams in one write (nghttpd: 0.1
+//! reads per response at `-m10`) leaves nothing to merge, and the sleep
+//! would only add system calls.
 
 use std::time::Duration;
 
@@ -33,6 +39,12 @@ pub(crate) const FRACTION: u32 = 100;
 pub(crate) const MIN_WAIT: Duration = Duration::from_micros(5);
 /// Weight of one completed request in the moving average: 1/32.
 const SHIFT: u32 = 5;
+/// Wait only while reads (that returned data) per completed response are at
+/// least this: 1/4 (`reads × 4 ≥ completions`).
+pub(crate) const MAX_READS_PER_RESPONSE: (u32, u32) = (1, 4);
+/// The read and completion counts are halved when completions reach this, so
+/// they describe the last few thousand responses.
+const WINDOW: u32 = 4096;
 
 /// One worker's read-wait state: the cap and the moving average of request
 /// times it is derived from (no shared state).
@@ -41,12 +53,20 @@ pub(crate) struct ReadWait {
     max: Duration,
     /// Exponentially weighted mean request time, nanoseconds.
     mean_ns: u64,
+    /// Reads that returned data, and completed responses (decaying counts).
+    reads: u32,
+    completions: u32,
 }
 
 impl ReadWait {
     /// Read waiting with `max` as the longest wait.
     pub(crate) fn new(max: Duration) -> ReadWait {
-        ReadWait { max, mean_ns: 0 }
+        ReadWait {
+            max,
+            mean_ns: 0,
+            reads: 0,
+            completions: 0,
+        }
     }
 
     /// Records the time one request took (send to last byte). A time above
@@ -54,6 +74,11 @@ impl ReadWait {
     /// stall among 40 µs requests) does not make the next requests wait; a
     /// real change still doubles the mean within about 22 requests.
     pub(crate) fn observe(&mut self, request_time: Duration) {
+        self.completions += 1;
+        if self.completions >= WINDOW {
+            self.completions /= 2;
+            self.reads /= 2;
+        }
         let ns = u64::try_from(request_time.as_nanos()).unwrap_or(u64::MAX);
         if self.mean_ns == 0 {
             self.mean_ns = ns.max(1);
@@ -67,9 +92,18 @@ impl ReadWait {
         }
     }
 
+    /// Records one read that returned data (one connection, one wake-up).
+    pub(crate) fn read(&mut self) {
+        self.reads = self.reads.saturating_add(1);
+    }
+
     /// How long to wait before the next poll when the last one found
     /// nothing; `None` to poll (and block) at once.
     pub(crate) fn wait(&self) -> Option<Duration> {
+        let (r, c) = MAX_READS_PER_RESPONSE;
+        if u64::from(self.reads) * u64::from(c) < u64::from(self.completions) * u64::from(r) {
+            return None; // reads already carry several responses each
+        }
         let w = Duration::from_nanos(self.mean_ns / u64::from(FRACTION)).min(self.max);
         (w >= MIN_WAIT).then_some(w)
     }
@@ -91,6 +125,12 @@ mod tests {
 
     const MAX: Duration = Duration::from_micros(50);
 
+    /// One response that arrived in a read of its own.
+    fn seen(r: &mut ReadWait, each: Duration) {
+        r.read();
+        r.observe(each);
+    }
+
     #[test]
     fn no_wait_before_any_request_completed() {
         assert_eq!(ReadWait::new(MAX).wait(), None);
@@ -99,17 +139,17 @@ mod tests {
     #[test]
     fn waits_a_hundredth_of_the_mean_request_time() {
         let mut r = ReadWait::new(MAX);
-        r.observe(Duration::from_millis(2));
+        seen(&mut r, Duration::from_millis(2));
         assert_eq!(r.wait(), Some(Duration::from_micros(20)));
     }
 
     #[test]
     fn never_longer_than_the_cap() {
         let mut r = ReadWait::new(MAX);
-        r.observe(Duration::from_millis(20));
+        seen(&mut r, Duration::from_millis(20));
         assert_eq!(r.wait(), Some(MAX));
         let mut r = ReadWait::new(Duration::from_micros(7));
-        r.observe(Duration::from_millis(20));
+        seen(&mut r, Duration::from_millis(20));
         assert_eq!(r.wait(), Some(Duration::from_micros(7)));
     }
 
@@ -118,57 +158,89 @@ mod tests {
         // -c1 -m1 against a local server: tens of microseconds per request.
         let mut r = ReadWait::new(MAX);
         for _ in 0..1000 {
-            r.observe(Duration::from_micros(40));
+            seen(&mut r, Duration::from_micros(40));
         }
         assert_eq!(r.wait(), None);
         // Just below the threshold: 100 × 5 µs = 500 µs.
         let mut r = ReadWait::new(MAX);
-        r.observe(Duration::from_micros(499));
+        seen(&mut r, Duration::from_micros(499));
         assert_eq!(r.wait(), None);
         r = ReadWait::new(MAX);
-        r.observe(Duration::from_micros(500));
+        seen(&mut r, Duration::from_micros(500));
         assert_eq!(r.wait(), Some(MIN_WAIT));
     }
 
     #[test]
     fn a_zero_cap_turns_it_off() {
         let mut r = ReadWait::new(Duration::ZERO);
-        r.observe(Duration::from_secs(1));
+        seen(&mut r, Duration::from_secs(1));
         assert_eq!(r.wait(), None);
     }
 
     #[test]
     fn the_mean_follows_a_change_in_request_time() {
         let mut r = ReadWait::new(MAX);
-        r.observe(Duration::from_millis(5));
+        seen(&mut r, Duration::from_millis(5));
         assert!(r.wait().is_some());
         // The server gets fast: the wait goes away within a few hundred requests.
         let mut n = 0;
         while r.wait().is_some() {
-            r.observe(Duration::from_micros(30));
+            seen(&mut r, Duration::from_micros(30));
             n += 1;
             assert!(n < 500, "still waiting after {n} fast requests");
         }
         // And comes back when it gets slow again.
         for _ in 0..500 {
-            r.observe(Duration::from_millis(20));
+            seen(&mut r, Duration::from_millis(20));
         }
+        assert_eq!(r.wait(), Some(MAX));
+    }
+
+    /// `n` responses of `each`, arriving `per_read` to a read.
+    fn responses(r: &mut ReadWait, n: u32, per_read: u32, each: Duration) {
+        for i in 0..n {
+            if i % per_read == 0 {
+                r.read();
+            }
+            r.observe(each);
+        }
+    }
+
+    #[test]
+    fn no_wait_while_reads_carry_several_responses() {
+        // nghttpd at -m10: a connection's ten responses in one read.
+        let mut r = ReadWait::new(MAX);
+        responses(&mut r, 1000, 10, Duration::from_millis(5));
+        assert_eq!(r.wait(), None);
+        // nginx: HEADERS and DATA of each stream in segments of their own.
+        let mut r = ReadWait::new(MAX);
+        responses(&mut r, 1000, 1, Duration::from_millis(5));
+        assert_eq!(r.wait(), Some(MAX));
+        // Four responses per read is still worth merging; five is not.
+        let mut r = ReadWait::new(MAX);
+        responses(&mut r, 1000, 4, Duration::from_millis(5));
+        assert_eq!(r.wait(), Some(MAX));
+        responses(&mut r, 4000, 5, Duration::from_millis(5));
+        assert_eq!(r.wait(), None);
+        // The counts decay: when the server starts writing each response on
+        // its own, waiting comes back within a window.
+        responses(&mut r, 4096, 1, Duration::from_millis(5));
         assert_eq!(r.wait(), Some(MAX));
     }
 
     #[test]
     fn an_outlier_counts_as_twice_the_mean() {
         let mut r = ReadWait::new(Duration::from_secs(1));
-        r.observe(Duration::from_micros(1000));
-        r.observe(Duration::from_millis(70));
+        seen(&mut r, Duration::from_micros(1000));
+        seen(&mut r, Duration::from_millis(70));
         // 1000 µs + (2000 − 1000) / 32 = 1031.25 µs; a hundredth of it.
         assert_eq!(r.wait(), Some(Duration::from_nanos(10_312)));
         // -c1 -m1: a stall among fast requests starts no waiting.
         let mut r = ReadWait::new(MAX);
         for _ in 0..100 {
-            r.observe(Duration::from_micros(40));
+            seen(&mut r, Duration::from_micros(40));
         }
-        r.observe(Duration::from_millis(70));
+        seen(&mut r, Duration::from_millis(70));
         assert_eq!(r.wait(), None);
     }
 }
