@@ -1,5 +1,5 @@
 //! The load-shape options of `h2lab bench` (open model, stages, h2load's pacing flags, time
-//! series, thresholds): from flags to the engine's [`LoadShape`], the timing-script reader, and
+//! series, thresholds): from flags to the engine's [`LoadShape`](h2lab_engine::LoadShape), the timing-script reader, and
 //! the observer that writes time-series rows as the engine produces them.
 
 use std::fs::File;

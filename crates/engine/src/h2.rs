@@ -1,4 +1,4 @@
-//! HTTP/2 client session on the sans-IO [`wire::h2::Connection`]
+//! HTTP/2 client session on the sans-IO [`h2lab_wire::h2::Connection`]
 //! (`h2lab_wire::h2`) with a pre-encoded [`RequestTemplate`] per connection.
 //!
 //! The connection does the protocol work (SETTINGS/PING ACKs, receive

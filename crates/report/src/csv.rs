@@ -1,6 +1,6 @@
 //! `--csv PATH`: one row per run, with a header row.
 //!
-//! [`write`] creates the file (header + row) or, when the file already starts with the same
+//! [`write()`] creates the file (header + row) or, when the file already starts with the same
 //! header, appends the run's row, so that repeated runs build one table. Latencies are in
 //! microseconds with three decimals; rates with two decimals.
 

@@ -1,5 +1,5 @@
 //! The built-in endpoints, independent of the protocol: a parsed request head in, a response
-//! head plus a [`Body`] source out. HTTP/1.1 and HTTP/2 both call [`route`].
+//! head plus a [`Body`] source out. HTTP/1.1 and HTTP/2 both call [`Router::route`].
 
 use std::fs::File;
 use std::io::Write;
