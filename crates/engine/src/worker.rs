@@ -475,15 +475,21 @@ impl<'o> Worker<'o> {
     /// Polls for events, blocking at most `wait`. When a zero-timeout poll
     /// finds nothing and read waiting is on, sleeps first (see `read_wait`).
     fn wait_for_events(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
-        if let Some(nap) = self.read_wait.wait() {
-            self.poll.poll(events, Some(Duration::ZERO))?;
-            if !events.is_empty() {
-                return Ok(());
-            }
-            std::thread::sleep(nap.min(wait));
-            self.stats.read_waits += 1;
+        let nap = self
+            .read_wait
+            .wait()
+            .map_or(Duration::ZERO, |n| n.min(wait));
+        if nap.is_zero() {
+            return self.poll.poll(events, Some(wait));
         }
-        self.poll.poll(events, Some(wait))
+        self.poll.poll(events, Some(Duration::ZERO))?;
+        if !events.is_empty() {
+            return Ok(());
+        }
+        std::thread::sleep(nap);
+        self.stats.read_waits += 1;
+        // The deadline behind `wait` is as far off as it was, less the sleep.
+        self.poll.poll(events, Some(wait - nap))
     }
 
     fn process(&mut self, events: &Events) {
