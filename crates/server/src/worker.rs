@@ -50,6 +50,13 @@ impl Ctx<'_> {
     pub fn arm(&mut self, at: Instant, tag: u32) {
         self.timers.push(at, self.slot, self.gen, tag);
     }
+
+    /// Arms a timer `delay` from now — the clock read now, not the loop turn's
+    /// [`Ctx::now`]: a request read late in a busy turn may have arrived after
+    /// that, and its `/delay` must not be cut short.
+    pub fn arm_after(&mut self, delay: Duration, tag: u32) {
+        self.arm(Instant::now() + delay, tag);
+    }
 }
 
 /// A timer entry: (deadline, sequence, connection slot, generation, tag).
