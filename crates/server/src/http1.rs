@@ -350,7 +350,7 @@ impl H1 {
         }
         match resp.delay {
             Some(d) if !d.is_zero() => {
-                ctx.arm_after(d, 0);
+                ctx.arm(d, 0);
                 self.pending = Some(resp);
                 self.state = State::Delayed;
             }

@@ -514,7 +514,7 @@ impl H2 {
             Some(d) if !d.is_zero() => {
                 s.phase = Phase::Delayed;
                 s.pending = Some(resp);
-                ctx.arm_after(d, id.get());
+                ctx.arm(d, id.get());
             }
             _ => {
                 s.phase = Phase::Sending;

@@ -46,16 +46,13 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Arms a timer for the current connection; [`Conn::on_timer`] gets `tag` back.
-    pub fn arm(&mut self, at: Instant, tag: u32) {
-        self.timers.push(at, self.slot, self.gen, tag);
-    }
-
-    /// Arms a timer `delay` from now — the clock read now, not the loop turn's
-    /// [`Ctx::now`]: a request read late in a busy turn may have arrived after
-    /// that, and its `/delay` must not be cut short.
-    pub fn arm_after(&mut self, delay: Duration, tag: u32) {
-        self.arm(Instant::now() + delay, tag);
+    /// Arms a timer `delay` from now for the current connection;
+    /// [`Conn::on_timer`] gets `tag` back. "Now" is the clock read here, not
+    /// the loop turn's [`Ctx::now`]: a request read late in a busy turn may
+    /// have arrived after that, and its `/delay` must not be cut short.
+    pub fn arm(&mut self, delay: Duration, tag: u32) {
+        self.timers
+            .push(Instant::now() + delay, self.slot, self.gen, tag);
     }
 }
 
