@@ -188,7 +188,7 @@ pub struct BenchArgs {
     /// responses arriving close together are read together (fewer wake-ups, reads and
     /// ACKs; like a NIC's interrupt moderation). The wait is 1% of the recent mean request
     /// time, at most this long, and none under 5us, so a response is seen at most 1% late; no
-    /// waiting while reads already carry four or more responses each. 0 reads as soon as data
+    /// waiting while reads already carry more than four responses each. 0 reads as soon as data
     /// arrives, as h2load does [default: 50us].
     #[arg(long = "read-wait", value_name = "DURATION", value_parser = parse_duration)]
     pub read_wait: Option<Duration>,

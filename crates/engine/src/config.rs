@@ -356,7 +356,7 @@ pub struct BenchConfig {
     /// before polling again, so that responses arriving close together are
     /// read together (fewer wake-ups, reads and ACKs). The wait is 1% of the
     /// worker's recent mean request time, at most this long, and none when
-    /// that is under 5 µs or while reads already carry four or more responses
+    /// that is under 5 µs or while reads already carry more than four responses
     /// each. `None` (`--read-wait 0`) reads as soon as data arrives. Default
     /// [`DEFAULT_READ_WAIT`].
     pub read_wait: Option<Duration>,

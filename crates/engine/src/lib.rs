@@ -36,7 +36,7 @@
 //!   nothing to do sleeps 1% of its recent mean request time (at most 50 µs)
 //!   before polling again, so that responses arriving close together are read
 //!   with one wake-up, one read and one ACK; never at request times under
-//!   0.5 ms, nor while reads already carry four or more responses each
+//!   0.5 ms, nor while reads already carry more than four responses each
 //!   (`--read-wait 0` turns it off).
 //!
 //! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request

@@ -25,7 +25,7 @@ fn config(addr: SocketAddr, h1: bool, read_wait: Option<Duration>) -> BenchConfi
     } else {
         // Two streams per connection: even if the server answers both in one write, a read
         // carries at most two responses, so waiting is never switched off as pointless
-        // (that takes four or more per read).
+        // (that takes more than four per read).
         cfg.clients = 4;
         cfg.max_concurrent_streams = 2;
     }

@@ -10,8 +10,8 @@
 //! with perf against nginx at `-c100 -m10`: the read path was 42% of the
 //! client's CPU, 19% of it in that ACK, and sleeping/waking another 8%.
 //!
-//! So when a poll finds nothing to do, the worker sleeps a short, fixed time
-//! (not woken by the sockets) and then polls again: the segments that arrived
+//! So when a poll finds nothing to do, the worker sleeps a short time (not
+//! woken by the sockets) and then polls again: the segments that arrived
 //! meanwhile are read with one read per connection, one ACK, one wake-up —
 //! what a NIC's interrupt moderation does for a real network.
 //!
@@ -25,8 +25,8 @@
 //! never waits; at `-c100 -m10` against nginx (milliseconds) it waits the
 //! cap. `--read-wait 0` turns it off.
 //!
-//! Nor does it wait when reads already carry several responses each (fewer
-//! than [`MAX_READS_PER_RESPONSE`] reads per completed response recently): a
+//! Nor does it wait when reads already carry several responses each
+//! (more than [`RESPONSES_PER_READ`] per read recently): a
 //! server that answers a connection's streams in one write (nghttpd: 0.1
 //! reads per response at `-m10`) leaves nothing to merge, and the sleep
 //! would only add system calls.
@@ -39,9 +39,9 @@ pub(crate) const FRACTION: u32 = 100;
 pub(crate) const MIN_WAIT: Duration = Duration::from_micros(5);
 /// Weight of one completed request in the moving average: 1/32.
 const SHIFT: u32 = 5;
-/// Wait only while reads (that returned data) per completed response are at
-/// least this: 1/4 (`reads × 4 ≥ completions`).
-pub(crate) const MAX_READS_PER_RESPONSE: (u32, u32) = (1, 4);
+/// No waiting while reads (that returned data) carry more than this many
+/// completed responses each.
+pub(crate) const RESPONSES_PER_READ: u64 = 4;
 /// The read and completion counts are halved when completions reach this, so
 /// they describe the last few thousand responses.
 const WINDOW: u32 = 4096;
@@ -100,8 +100,7 @@ impl ReadWait {
     /// How long to wait before the next poll when the last one found
     /// nothing; `None` to poll (and block) at once.
     pub(crate) fn wait(&self) -> Option<Duration> {
-        let (r, c) = MAX_READS_PER_RESPONSE;
-        if u64::from(self.reads) * u64::from(c) < u64::from(self.completions) * u64::from(r) {
+        if u64::from(self.reads) * RESPONSES_PER_READ < u64::from(self.completions) {
             return None; // reads already carry several responses each
         }
         let w = Duration::from_nanos(self.mean_ns / u64::from(FRACTION)).min(self.max);
