@@ -31,7 +31,7 @@ fn chromium_available() -> bool {
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("CI=true but chromium is not installed (.ci/install-anchors.sh installs it)");
     }
-    eprintln!("skipping the browser check: chromium is not installed");
+    h2lab_testkit::note_skip("chromium");
     false
 }
 

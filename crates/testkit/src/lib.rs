@@ -114,9 +114,44 @@ pub fn anchors_available(names: &[&str]) -> bool {
         );
     }
     for m in missing {
-        println!("skipped: {m} not installed");
+        note_skip(m);
     }
     false
+}
+
+/// Name of the file, in the profile's target directory (`target/debug/`), where skipped tests
+/// are recorded; `scripts/test.sh` prints a summary of it after the run.
+pub const SKIP_LOG: &str = "h2lab-skipped-anchors.log";
+
+/// Records that the running test is skipped because `tool` is not installed: prints
+/// `skipped: <tool> not installed` (visible with `--nocapture`) and appends one line
+/// (`<tool>\t<test name>`) to [`SKIP_LOG`] beside the test binary, so that the end of a test
+/// run can name what was not tested and how to install it. Call it only outside CI (in CI a
+/// missing anchor is a failure, see [`anchors_available`]).
+pub fn note_skip(tool: &str) {
+    println!("skipped: {tool} not installed");
+    if cfg!(test) {
+        return; // testkit's own tests skip on purpose (a made-up binary name)
+    }
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("unnamed test")
+        .to_string();
+    let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+    else {
+        return;
+    };
+    let line = format!("{tool}\t{test}\n");
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(SKIP_LOG))
+    {
+        use std::io::Write as _;
+        let _ = f.write_all(line.as_bytes());
+    }
 }
 
 /// Returns from the calling test unless all the named anchor binaries are installed.

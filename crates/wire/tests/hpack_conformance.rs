@@ -5,8 +5,11 @@
 //! is compared with the story's own `headers` and with `raw-data` (same story name, same
 //! case order).
 //!
-//! The corpus is found at `$H2LAB_HPACK_TEST_CASE`, else at
-//! `<CARGO_MANIFEST_DIR>/../../../shared/hpack-test-case`. A missing corpus is a failure.
+//! The corpus is vendored as `testdata/corpora/hpack-test-case.tar.xz` and unpacked once into
+//! the target directory (`support::corpus`); `$H2LAB_HPACK_TEST_CASE` may point at a checkout
+//! instead.
+
+mod support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,18 +25,7 @@ const EXPECTED_CASES: usize = 26_838;
 type Headers = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn corpus_dir() -> PathBuf {
-    let dir = match std::env::var_os("H2LAB_HPACK_TEST_CASE") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hpack-test-case"),
-    };
-    assert!(
-        dir.join("raw-data").is_dir(),
-        "HPACK conformance corpus not found at {} (expected a checkout of \
-         https://github.com/http2jp/hpack-test-case with a raw-data/ folder). Set \
-         H2LAB_HPACK_TEST_CASE to its path.",
-        dir.display()
-    );
-    dir
+    support::corpus::HPACK_TEST_CASE.dir()
 }
 
 fn story_files(dir: &Path) -> Vec<PathBuf> {

@@ -1,8 +1,10 @@
 //! Encoder → decoder round trips: every raw-data story of the hpack-test-case corpus with
 //! several table sizes, and arbitrary header lists (proptest).
 
+mod support;
+
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use h2lab_wire::hpack::{Decoder, Encoder, Indexing};
 use proptest::prelude::*;
@@ -11,16 +13,7 @@ use serde_json::Value;
 type Headers = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn corpus_dir() -> PathBuf {
-    let dir = match std::env::var_os("H2LAB_HPACK_TEST_CASE") {
-        Some(p) => PathBuf::from(p),
-        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/hpack-test-case"),
-    };
-    assert!(
-        dir.join("raw-data").is_dir(),
-        "HPACK conformance corpus not found at {} (set H2LAB_HPACK_TEST_CASE)",
-        dir.display()
-    );
-    dir
+    support::corpus::HPACK_TEST_CASE.dir()
 }
 
 fn raw_stories() -> Vec<(String, Vec<Headers>)> {

@@ -215,7 +215,7 @@ pub fn tool_in(
         "{name} is not installed (looked at {candidates:?}); CI=true requires it \
          (.ci/install-anchors.sh)"
     );
-    eprintln!("SKIPPED: {name} is not installed");
+    h2lab_testkit::note_skip(name);
     None
 }
 

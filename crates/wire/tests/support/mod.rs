@@ -1,0 +1,3 @@
+//! Shared support for the wire crate's integration tests.
+
+pub mod corpus;
