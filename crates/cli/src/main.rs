@@ -8,6 +8,7 @@ mod link;
 mod load;
 mod page;
 mod serve;
+mod shard;
 
 use std::process::ExitCode;
 
