@@ -36,6 +36,8 @@ pub enum Command {
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
     Link(crate::link::LinkArgs),
+    /// Merge the results of a sharded run (bench --shard) into the exact whole result.
+    Merge(crate::merge::MergeArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

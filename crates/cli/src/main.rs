@@ -6,6 +6,7 @@ mod bench;
 mod compare;
 mod link;
 mod load;
+mod merge;
 mod page;
 mod serve;
 mod shard;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Page(args) => page::main(args),
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
+        Command::Merge(args) => merge::main(args),
     }
 }
 
