@@ -38,6 +38,8 @@ pub enum Command {
     Link(crate::link::LinkArgs),
     /// Merge the results of a sharded run (bench --shard) into the exact whole result.
     Merge(crate::merge::MergeArgs),
+    /// Render deployment manifests that run a benchmark as shards (kubernetes).
+    Deploy(crate::deploy::DeployArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

@@ -4,12 +4,14 @@
 mod args;
 mod bench;
 mod compare;
+mod deploy;
 mod link;
 mod load;
 mod merge;
 mod page;
 mod serve;
 mod shard;
+mod yaml;
 
 use std::process::ExitCode;
 
@@ -33,6 +35,7 @@ fn main() -> ExitCode {
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
         Command::Merge(args) => merge::main(args),
+        Command::Deploy(args) => deploy::main(args),
     }
 }
 
