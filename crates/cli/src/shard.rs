@@ -1,7 +1,7 @@
 //! `h2lab bench --shard i/N` and `--start-at`: one process's exact slice of a whole run, and
 //! a common start for all of them.
 //!
-//! The slice of shard `i` of `N` (see [`slice`]):
+//! The slice of shard `i` of `N` (see [`slice()`]):
 //! - connections (`-c`, or the top level of closed-model stages) and `-n` are split so that
 //!   the shards add up to the whole exactly, the remainders going to the first shards; `-r`
 //!   and `--queue-limit` likewise;

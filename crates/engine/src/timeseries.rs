@@ -146,13 +146,36 @@ pub struct IntervalRow {
     pub histograms: Option<Box<IntervalHistograms>>,
 }
 
-/// The latency histograms of one interval (see [`IntervalRow::histograms`]).
-#[derive(Debug, Clone, PartialEq)]
+/// The latency histograms of one interval (see [`IntervalRow::histograms`]), kept serialised
+/// as HdrHistogram V2 (uncompressed): a few hundred bytes instead of the ~270 KiB of counts of
+/// a live histogram, so that a long run's rows stay small.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IntervalHistograms {
     /// What [`IntervalRow::latency`] is computed from.
-    pub latency: Histogram<u64>,
+    pub latency: Vec<u8>,
     /// What [`IntervalRow::latency_uncorrected`] is computed from, when it differs (paced runs).
-    pub uncorrected: Option<Histogram<u64>>,
+    pub uncorrected: Option<Vec<u8>>,
+}
+
+impl IntervalHistograms {
+    /// Serialises `h` as HdrHistogram V2.
+    pub fn encode(h: &Histogram<u64>) -> Vec<u8> {
+        use hdrhistogram::serialization::Serializer as _;
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail; an empty buffer would only make the row's
+        // histogram unreadable.
+        let _ = hdrhistogram::serialization::V2Serializer::new().serialize(h, &mut out);
+        out
+    }
+
+    /// Reads a histogram serialised by [`IntervalHistograms::encode`].
+    pub fn decode(bytes: &[u8]) -> Option<Histogram<u64>> {
+        let mut h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(bytes))
+            .ok()?;
+        h.auto(true);
+        Some(h)
+    }
 }
 
 impl IntervalRow {
@@ -488,9 +511,15 @@ impl Collector {
                 r.latency.max = r.latency.max.max(p.hist.median_equivalent(p.hist.max()));
             }
             if let Some(h) = r.histograms.as_deref_mut() {
-                let _ = h.latency.add(&p.hist);
+                let add = |bytes: &mut Vec<u8>, part: &Histogram<u64>| {
+                    if let Some(mut m) = IntervalHistograms::decode(bytes) {
+                        let _ = m.add(part);
+                        *bytes = IntervalHistograms::encode(&m);
+                    }
+                };
+                add(&mut h.latency, &p.hist);
                 if let (Some(u), Some(pu)) = (h.uncorrected.as_mut(), p.hist_send.as_ref()) {
-                    let _ = u.add(pu);
+                    add(u, pu);
                 }
             }
         }
@@ -549,8 +578,8 @@ impl Collector {
         let histograms = if self.keep_histograms {
             let latency = p.hist.unwrap_or_else(new_duration_histogram);
             Some(Box::new(IntervalHistograms {
-                latency,
-                uncorrected: p.hist_send,
+                latency: IntervalHistograms::encode(&latency),
+                uncorrected: p.hist_send.as_ref().map(IntervalHistograms::encode),
             }))
         } else {
             None
@@ -626,9 +655,11 @@ mod tests {
         assert_eq!(rows, written);
         // Kept histograms give the row's statistics back.
         let h = rows[0].histograms.as_deref().unwrap();
-        assert_eq!(IntervalLatency::of(&h.latency), rows[0].latency);
-        let u = h.uncorrected.as_ref().unwrap();
-        assert_eq!(IntervalLatency::of(u), rows[0].latency_uncorrected);
+        let l = IntervalHistograms::decode(&h.latency).unwrap();
+        assert_eq!(IntervalLatency::of(&l), rows[0].latency);
+        let u = IntervalHistograms::decode(h.uncorrected.as_ref().unwrap()).unwrap();
+        assert_eq!(IntervalLatency::of(&u), rows[0].latency_uncorrected);
+        assert!(h.latency.len() < 1000, "{} bytes", h.latency.len());
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0].completed, 12);
         assert_eq!(rows[0].bytes, 120);

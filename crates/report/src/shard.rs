@@ -21,7 +21,7 @@ use crate::json::{
     decode_histogram, encode_histogram, from_json, merge_results, to_json, BenchJson, JsonError,
     MergeMode, OptionsJson,
 };
-use crate::model::{IntervalLatency, IntervalRow, RunOptions, RunResult};
+use crate::model::{IntervalHistograms, IntervalLatency, IntervalRow, RunOptions, RunResult};
 
 /// `shard` object: what one shard of a sharded run was and did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,10 +98,16 @@ pub fn interval_histograms(rows: &[IntervalRow]) -> Result<Vec<IntervalHistogram
     rows.iter()
         .filter_map(|r| r.histograms.as_deref().map(|h| (r.index, h)))
         .map(|(index, h)| {
+            let enc = |bytes: &[u8]| -> Result<String, JsonError> {
+                let hist = IntervalHistograms::decode(bytes).ok_or_else(|| {
+                    JsonError::Histogram(format!("interval {index}: unreadable histogram"))
+                })?;
+                encode_histogram(&hist)
+            };
             Ok(IntervalHistogramsJson {
                 index,
-                latency: encode_histogram(&h.latency)?,
-                uncorrected: h.uncorrected.as_ref().map(encode_histogram).transpose()?,
+                latency: enc(&h.latency)?,
+                uncorrected: h.uncorrected.as_deref().map(enc).transpose()?,
             })
         })
         .collect()

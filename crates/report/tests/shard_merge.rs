@@ -95,7 +95,7 @@ fn shard_doc(i: u32, count: u32, v: &[u64], start: f64) -> (String, BenchJson) {
                 latency: IntervalLatency::of(&h),
                 latency_uncorrected: IntervalLatency::of(&h),
                 histograms: Some(Box::new(IntervalHistograms {
-                    latency: h,
+                    latency: IntervalHistograms::encode(&h),
                     uncorrected: None,
                 })),
                 ..Default::default()
