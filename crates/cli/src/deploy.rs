@@ -185,7 +185,7 @@ pub fn render(k: &KubernetesArgs, start: SystemTime) -> Result<String, String> {
          # Rendered by: h2lab deploy kubernetes --shards {n} -- {cmdline}\n\
          # 1. render:  h2lab deploy kubernetes --shards {n} -- ... > {name}.yaml\n\
          # 2. apply:   kubectl apply{ns} -f {name}.yaml\n\
-         # 3. merge:   kubectl wait{ns} --for=condition=complete --timeout=-1s job/{name} && \\\n\
+         # 3. merge:   kubectl wait{ns} --for=condition=complete --timeout=1h job/{name} && \\\n\
          #             kubectl logs{ns} -l job-name={name} --tail=-1 --max-log-requests={n} > {name}-shards.jsonl && \\\n\
          #             h2lab merge {name}-shards.jsonl\n\
          # The shards start together at H2LAB_START_AT; render right before applying.\n"
