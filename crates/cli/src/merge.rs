@@ -24,7 +24,7 @@ use h2lab_report::{csv, text};
 #[derive(Debug, Clone, Args)]
 pub struct MergeArgs {
     /// Shard results: `h2lab bench --shard i/N --json` files, or files of JSON lines (e.g.
-    /// `kubectl logs` of the shards).
+    /// `kubectl logs` of the shards); '-' reads stdin.
     #[arg(value_name = "RESULT.json", required = true)]
     pub inputs: Vec<PathBuf>,
 
@@ -55,7 +55,14 @@ const PREFIX: &str = "h2lab merge: error:";
 /// Reads the result documents of one input: the whole file, or each line holding one.
 fn read_docs(path: &std::path::Path) -> Result<Vec<(String, BenchJson)>, String> {
     let name = path.display().to_string();
-    let text = fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?;
+    let text = if path.as_os_str() == "-" {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+            .map_err(|e| format!("stdin: cannot read: {e}"))?;
+        t
+    } else {
+        fs::read_to_string(path).map_err(|e| format!("{name}: cannot read: {e}"))?
+    };
     if let Ok(doc) = json::parse(&text) {
         return Ok(vec![(name, doc)]);
     }
