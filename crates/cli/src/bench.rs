@@ -135,6 +135,15 @@ pub fn main(args: BenchArgs) -> ExitCode {
     };
     let mut late = Duration::ZERO;
     if let Some(at) = args.start_at {
+        if let Ok(ahead) = at.duration_since(SystemTime::now()) {
+            if ahead >= Duration::from_secs(1) {
+                eprintln!(
+                    "h2lab bench: waiting {:.1} s for --start-at {:.3}",
+                    ahead.as_secs_f64(),
+                    shard::unix_seconds(at)
+                );
+            }
+        }
         match shard::wait_until(at, &stop) {
             Some(l) => late = l,
             None => {
