@@ -36,6 +36,10 @@ pub enum Command {
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
     Link(crate::link::LinkArgs),
+    /// Merge the results of a sharded run (bench --shard) into the exact whole result.
+    Merge(crate::merge::MergeArgs),
+    /// Render deployment manifests that run a benchmark as shards (kubernetes).
+    Deploy(crate::deploy::DeployArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.
@@ -160,7 +164,8 @@ pub struct BenchArgs {
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
 
-    /// Write the full result as JSON to PATH (schema bench-result.v1).
+    /// Write the full result as JSON to PATH (schema bench-result.v1); '-' prints it to stdout
+    /// as one line after the report.
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
 
@@ -192,6 +197,18 @@ pub struct BenchArgs {
     /// arrives, as h2load does [default: 50us].
     #[arg(long = "read-wait", value_name = "DURATION", value_parser = parse_duration)]
     pub read_wait: Option<Duration>,
+
+    /// Run shard I of N of the whole run (0-based; auto/N reads JOB_COMPLETION_INDEX, as a
+    /// Kubernetes Indexed Job sets it): -c, -n, -r and the open model's arrivals are split
+    /// exactly; -i URIs and timing-script lines are dealt round-robin. The --json result
+    /// carries what `h2lab merge` needs.
+    #[arg(long = "shard", value_name = "I/N", value_parser = crate::shard::parse_shard)]
+    pub shard: Option<crate::shard::ShardSpec>,
+
+    /// Wait until TIME before starting (RFC 3339, e.g. 2026-11-24T21:00:00Z, or Unix seconds),
+    /// so that shards start together; a late start is reported and recorded.
+    #[arg(long = "start-at", value_name = "TIME", value_parser = crate::shard::parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
 
     /// Load-shape options (boxed: they would make `Command::Bench` much larger than the other
     /// subcommands).

@@ -13,19 +13,23 @@
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use h2lab_engine::{
     parse_connect_to, AppProtocol, BenchConfig, ProtocolChoice, RunResult, Scheme, StopFlag,
 };
 use h2lab_report::json;
 use h2lab_report::progress::{Console, Progress, ProgressMode};
+use h2lab_report::shard::{ShardJson, SliceJson};
 use h2lab_report::threshold::{self, EXIT_THRESHOLD_FAILED};
 use h2lab_report::{csv, text, RunOptions};
 
 use crate::args::BenchArgs;
 use crate::load;
+use crate::shard;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
@@ -35,10 +39,50 @@ pub const EXIT_INTERRUPTED: u8 = 130;
 /// Prefix of every error line.
 const PREFIX: &str = "h2lab bench: error:";
 
+/// A start this much after `--start-at` is reported on stderr (it is always recorded).
+const LATE_NOTICE: Duration = Duration::from_millis(1);
+
+/// A sharded run: the whole run and where this shard stands in it.
+pub struct ShardRun {
+    /// This shard.
+    pub index: u32,
+    /// Number of shards.
+    pub count: u32,
+    /// The whole run's configuration.
+    pub whole: BenchConfig,
+}
+
+/// The whole configuration and, with `--shard`, this shard's slice of it (the configuration
+/// to run comes first).
+fn configure(args: &BenchArgs) -> Result<(BenchConfig, Option<ShardRun>), String> {
+    let whole = build_config(args)?;
+    let Some(spec) = args.shard else {
+        return Ok((whole, None));
+    };
+    let env = std::env::var(shard::INDEX_ENV).ok();
+    let index = spec.resolve(env.as_deref())?;
+    let cfg = shard::slice(&whole, args.input_file.is_some(), index, spec.count)?;
+    Ok((
+        cfg,
+        Some(ShardRun {
+            index,
+            count: spec.count,
+            whole,
+        }),
+    ))
+}
+
+/// When the shard started, for its result.
+struct Started {
+    start_at: Option<SystemTime>,
+    measure_start: SystemTime,
+    late: Duration,
+}
+
 /// Runs `h2lab bench` and returns the process exit status.
 pub fn main(args: BenchArgs) -> ExitCode {
-    let cfg = match build_config(&args) {
-        Ok(cfg) => cfg,
+    let (cfg, shard_run) = match configure(&args) {
+        Ok(c) => c,
         Err(msg) => {
             eprintln!("{PREFIX} {msg}");
             return ExitCode::from(EXIT_FAILURE);
@@ -89,6 +133,41 @@ pub fn main(args: BenchArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    let mut late = Duration::ZERO;
+    if let Some(at) = args.start_at {
+        if let Ok(ahead) = at.duration_since(SystemTime::now()) {
+            if ahead >= Duration::from_secs(1) {
+                eprintln!(
+                    "h2lab bench: waiting {:.1} s for --start-at {:.3}",
+                    ahead.as_secs_f64(),
+                    shard::unix_seconds(at)
+                );
+            }
+        }
+        match shard::wait_until(at, &stop) {
+            Some(l) => late = l,
+            None => {
+                eprintln!("{PREFIX} interrupted while waiting for --start-at");
+                return ExitCode::from(EXIT_INTERRUPTED);
+            }
+        }
+        if late >= LATE_NOTICE {
+            let who = shard_run
+                .as_ref()
+                .map(|s| format!("shard {}/{}", s.index, s.count))
+                .unwrap_or_else(|| "the run".to_string());
+            eprintln!(
+                "h2lab bench: warning: {who} started {:.3} s late (--start-at {:.3})",
+                late.as_secs_f64(),
+                shard::unix_seconds(at)
+            );
+        }
+    }
+    let started = Started {
+        start_at: args.start_at,
+        measure_start: SystemTime::now() + cfg.warm_up.unwrap_or(Duration::ZERO),
+        late,
+    };
     let outcome = h2lab_engine::run(&cfg, &observer, &stop);
     console.progress().finish();
     if let Some(msg) = observer.error() {
@@ -106,11 +185,48 @@ pub fn main(args: BenchArgs) -> ExitCode {
             });
         }
     };
-    report(&args, &cfg, &result)
+    let shard = shard_run.as_ref().map(|s| (s, &started));
+    report(&args, &cfg, &result, shard)
+}
+
+/// The `shard` object of a shard's result.
+fn shard_json(
+    s: &ShardRun,
+    started: &Started,
+    cfg: &BenchConfig,
+    r: &RunResult,
+) -> Result<ShardJson, json::JsonError> {
+    Ok(ShardJson {
+        index: s.index,
+        count: s.count,
+        plan: json::OptionsJson::from(&RunOptions::from(&s.whole)),
+        slice: SliceJson {
+            clients: cfg.clients,
+            lanes: cfg.load.shard.map_or(cfg.clients, |l| l.whole_clients),
+            requests: if cfg.load.is_timed(cfg) {
+                0
+            } else {
+                cfg.requests
+            },
+            threads: cfg.threads,
+            rate: cfg.load.connection_rate.map(|(r, _)| r),
+            queue_limit: cfg.load.queue_limit,
+            uris: cfg.uris.len() as u64,
+        },
+        start_at_unix: started.start_at.map(shard::unix_seconds),
+        started_unix: shard::unix_seconds(started.measure_start),
+        late_seconds: started.late.as_secs_f64(),
+        interval_histograms: h2lab_report::shard::interval_histograms(&r.timeseries)?,
+    })
 }
 
 /// Prints the report, writes the result files and decides the exit status.
-fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
+fn report(
+    args: &BenchArgs,
+    cfg: &BenchConfig,
+    r: &RunResult,
+    shard: Option<(&ShardRun, &Started)>,
+) -> ExitCode {
     let verdicts = threshold::evaluate(&args.load.thresholds, r);
     print_stdout(&(text::summary(r) + &threshold::lines(&verdicts)));
     let mut status = if r.interrupted { EXIT_INTERRUPTED } else { 0 };
@@ -123,7 +239,10 @@ fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
             if !verdicts.is_empty() {
                 doc.thresholds = Some(verdicts.iter().map(json::ThresholdJson::from).collect());
             }
-            json::write(path, &doc)
+            if let Some((s, started)) = shard {
+                doc.shard = Some(shard_json(s, started, cfg, r)?);
+            }
+            write_json(path, &doc)
         });
         if let Err(e) = written {
             eprintln!("{PREFIX} --json {}: {e}", path.display());
@@ -153,6 +272,19 @@ fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
         return ExitCode::from(EXIT_FAILURE);
     }
     ExitCode::from(status)
+}
+
+/// Writes the result document to `path`, or to stdout as one line for `-` (what `kubectl logs`
+/// collects from a pod).
+pub fn write_json(path: &Path, doc: &json::BenchJson) -> Result<(), json::JsonError> {
+    if path.as_os_str() == "-" {
+        let mut line = serde_json::to_string(doc)?;
+        line.push('\n');
+        print_stdout(&line);
+        Ok(())
+    } else {
+        json::write(path, doc)
+    }
 }
 
 fn print_stdout(s: &str) {

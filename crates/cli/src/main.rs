@@ -4,10 +4,14 @@
 mod args;
 mod bench;
 mod compare;
+mod deploy;
 mod link;
 mod load;
+mod merge;
 mod page;
 mod serve;
+mod shard;
+mod yaml;
 
 use std::process::ExitCode;
 
@@ -30,6 +34,8 @@ fn main() -> ExitCode {
         Command::Page(args) => page::main(args),
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
+        Command::Merge(args) => merge::main(args),
+        Command::Deploy(args) => deploy::main(args),
     }
 }
 

@@ -81,7 +81,7 @@ pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
-pub use plan::LoadShape;
+pub use plan::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
 pub use result::{
     new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
@@ -89,7 +89,7 @@ pub use result::{
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};
-pub use timeseries::{IntervalErrors, IntervalLatency, IntervalRow};
+pub use timeseries::{IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow};
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,

@@ -61,6 +61,40 @@ pub struct LoadShape {
     /// Record a time series with this interval (rows go to
     /// [`Observer::interval`](crate::Observer::interval) and into the result).
     pub interval: Option<Duration>,
+    /// Keep each interval's latency histograms in the time-series rows
+    /// ([`IntervalRow::histograms`](crate::IntervalRow::histograms)), so that the series of
+    /// several processes can be merged exactly later (sharded runs).
+    pub interval_histograms: bool,
+    /// This process runs one shard of a larger run (`h2lab bench --shard i/N`); `None` for a
+    /// whole run.
+    pub shard: Option<ShardLanes>,
+}
+
+/// Where one shard's connections sit in the whole run of a sharded benchmark.
+///
+/// The whole run has `whole_clients` connection lanes; shard `index` of `count` owns the lanes
+/// `index, index + count, index + 2·count, …` (its `-c` share, the remainder going to the first
+/// shards). Arrivals of the open model and levels of closed-model stages are dealt to lanes of
+/// the *whole* run, so each shard takes exactly the arrivals (and active connections) of the
+/// whole schedule that fall on its lanes: the shards add up to the whole schedule, and a ramp
+/// stays a ramp in every shard. A whole run is the shard `0/1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardLanes {
+    /// This shard, from 0.
+    pub index: u32,
+    /// Number of shards.
+    pub count: u32,
+    /// Connections of the whole run (`-c`, or the top stage level for closed-model stages).
+    pub whole_clients: u32,
+}
+
+impl ShardLanes {
+    /// Connections of shard `index` of `count` for `whole` connections in all (remainder to the
+    /// first shards).
+    pub fn clients_of(whole: u32, index: u32, count: u32) -> u32 {
+        let n = count.max(1);
+        whole / n + u32::from(index < whole % n)
+    }
 }
 
 impl LoadShape {
@@ -171,9 +205,9 @@ impl LoadShape {
     }
 
     /// The number of clients a run allocates: `-c`, raised to the highest stage level for
-    /// closed-model stages.
+    /// closed-model stages (a shard's `-c` is already its share of the whole run's).
     pub fn clients(&self, cfg: &BenchConfig) -> u32 {
-        if self.arrival_rate.is_none() && !self.stages.is_empty() {
+        if self.shard.is_none() && self.arrival_rate.is_none() && !self.stages.is_empty() {
             let top = self.max_level().round().min(f64::from(u32::MAX)) as u32;
             cfg.clients.max(top)
         } else {
@@ -205,6 +239,12 @@ pub(crate) struct Plan {
     /// `-n` (per client for a timing script).
     pub requests: u64,
     timing_script: bool,
+    /// Connection lanes of the whole run (`clients` unless sharded).
+    lanes_total: u32,
+    /// Shards (1 unless sharded): global lane = local lane × `lane_stride` + `lane_offset`.
+    lane_stride: u32,
+    /// This shard (0 unless sharded).
+    lane_offset: u32,
 }
 
 /// Which clients are active when.
@@ -251,14 +291,20 @@ impl Plan {
             (None, None, false) => GateRule::Levels(Profile::stages(0.0, &l.stages)),
             _ => GateRule::All,
         };
+        let (lanes_total, lane_stride, lane_offset) = match l.shard {
+            Some(s) => (s.whole_clients.max(clients), s.count.max(1), s.index),
+            None => (clients, 1, 0),
+        };
+        // A shard's part of the whole schedule's level (its share of the lanes).
+        let share = f64::from(clients) / f64::from(lanes_total.max(1));
         let target = match (&arrivals, &gate) {
-            (Some(p), _) => Some(p.clone()),
-            (None, GateRule::Levels(p)) => Some(p.clone()),
+            (Some(p), _) => Some(p.scaled(share)),
+            (None, GateRule::Levels(p)) => Some(p.scaled(share)),
             _ => l.rps.map(|r| Profile::constant(r * f64::from(cfg.clients))),
         };
         let slots = u64::from(clients) * u64::from(cfg.max_concurrent_streams);
         let queue_limit = l.queue_limit.unwrap_or_else(|| {
-            let peak = arrivals.as_ref().map_or(0.0, Profile::max_level);
+            let peak = arrivals.as_ref().map_or(0.0, Profile::max_level) * share;
             let by_rate = (peak * DEFAULT_QUEUE_SECONDS).ceil();
             let by_rate = if by_rate.is_finite() && by_rate > 0.0 {
                 by_rate as u64
@@ -279,7 +325,20 @@ impl Plan {
             interval: l.interval,
             requests: cfg.requests,
             timing_script: l.timing_script.is_some(),
+            lanes_total,
+            lane_stride,
+            lane_offset,
         }
+    }
+
+    /// Worker `w`'s place in the lanes of the whole run: `(stride, offset)` such that its
+    /// client `i` is lane `i·stride + offset` (`i·t + w` unless sharded).
+    fn lane_walk(&self, w: u32) -> (u64, u64) {
+        let n = u64::from(self.lane_stride);
+        (
+            u64::from(self.threads) * n,
+            u64::from(w) * n + u64::from(self.lane_offset),
+        )
     }
 
     /// Clients of worker `w` (h2load: the first `c % t` workers get one more).
@@ -303,10 +362,11 @@ impl Plan {
     /// The open-model schedule of worker `w`, if the run uses the open model.
     pub(crate) fn arrival_schedule(&self, w: u32) -> Option<ArrivalSchedule> {
         let p = self.arrivals.clone()?;
+        let (stride, offset) = self.lane_walk(w);
         let lanes = Lanes {
-            total: u64::from(self.clients),
-            threads: u64::from(self.threads),
-            worker: u64::from(w),
+            total: u64::from(self.lanes_total),
+            threads: stride,
+            worker: offset,
             count: u64::from(self.clients_of(w)),
         };
         let limit = self.timing.is_none().then(|| self.requests_of(w));
@@ -338,10 +398,11 @@ impl Plan {
             }
             GateRule::Levels(p) => GateKind::Levels(p.clone()),
         };
+        let (stride, offset) = self.lane_walk(w);
         Gate {
             kind: rule,
-            worker: w,
-            threads: self.threads,
+            stride,
+            offset,
         }
     }
 }
@@ -350,8 +411,9 @@ impl Plan {
 #[derive(Debug, Clone)]
 pub(crate) struct Gate {
     kind: GateKind,
-    worker: u32,
-    threads: u32,
+    /// Local client `i` is lane `i·stride + offset` of the whole run.
+    stride: u64,
+    offset: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -376,7 +438,7 @@ impl Gate {
                 t >= period.saturating_mul(batch)
             }
             GateKind::Levels(p) => {
-                let global = u64::from(i) * u64::from(self.threads) + u64::from(self.worker);
+                let global = u64::from(i) * self.stride + self.offset;
                 let level = p.level_at(t.as_secs_f64()).round();
                 (global as f64) < level
             }
@@ -505,5 +567,96 @@ mod tests {
         let p = Plan::new(&c);
         assert_eq!(p.queue_limit, 5000);
         assert_eq!(p.queue_limit_of(0) + p.queue_limit_of(1), 5000);
+    }
+
+    /// The shard `index/count` of `whole` (clients and -n split, the remainder first).
+    fn shard_of(whole: &BenchConfig, index: u32, count: u32, threads: u32) -> BenchConfig {
+        let mut c = whole.clone();
+        let wc = whole.load.clients(whole);
+        c.clients = ShardLanes::clients_of(wc, index, count);
+        c.threads = threads.min(c.clients);
+        c.load.shard = Some(ShardLanes {
+            index,
+            count,
+            whole_clients: wc,
+        });
+        c
+    }
+
+    #[test]
+    fn shards_take_the_whole_schedule_exactly_once() {
+        let mut whole = cfg();
+        whole.clients = 7;
+        whole.threads = 2;
+        whole.duration = Some(Duration::from_secs(10));
+        whole.load.arrival_rate = Some(0.0);
+        whole.load.stages = vec![
+            Stage {
+                duration: Duration::from_secs(5),
+                target: 500.0,
+            },
+            Stage {
+                duration: Duration::from_secs(5),
+                target: 100.0,
+            },
+        ];
+        whole.duration = None;
+        let dues = |c: &BenchConfig| -> Vec<u64> {
+            let p = Plan::new(c);
+            let mut v = Vec::new();
+            for w in 0..p.threads {
+                let mut s = p.arrival_schedule(w).unwrap();
+                while let Some((due, _)) = s.pop_due(u64::MAX) {
+                    v.push(due);
+                }
+            }
+            v.sort_unstable();
+            v
+        };
+        let one = dues(&whole);
+        assert_eq!(one.len(), 2750, "the area of the stages");
+        for n in [2u32, 3, 7] {
+            let mut all = Vec::new();
+            for i in 0..n {
+                let part = dues(&shard_of(&whole, i, n, 1 + i % 2));
+                // A ramp stays a ramp: each shard's first and last seconds are slower than
+                // its fifth.
+                let in_sec = |k: u64| part.iter().filter(|d| **d / 1_000_000_000 == k).count();
+                assert!(in_sec(0) < in_sec(4) && in_sec(9) < in_sec(4), "{i}/{n}");
+                all.extend(part);
+            }
+            all.sort_unstable();
+            assert!(all == one, "{n} shards: {} arrivals", all.len());
+        }
+        // Closed-model stages: the active connections of the shards add up to the level.
+        let mut closed = cfg();
+        closed.threads = 2;
+        closed.load.stages = vec![Stage {
+            duration: Duration::from_secs(10),
+            target: 9.0,
+        }];
+        let whole_plan = Plan::new(&closed);
+        let active = |c: &BenchConfig, t: Duration| -> u32 {
+            let p = Plan::new(c);
+            (0..p.threads)
+                .map(|w| {
+                    let g = p.gate_of(w);
+                    (0..p.clients_of(w)).filter(|i| g.active(*i, t)).count() as u32
+                })
+                .sum()
+        };
+        for ms in [0u64, 1500, 4200, 7777, 9999] {
+            let t = Duration::from_millis(ms);
+            let want = active(&closed, t);
+            let got: u32 = (0..4).map(|i| active(&shard_of(&closed, i, 4, 1), t)).sum();
+            assert_eq!(got, want, "at {ms} ms");
+        }
+        assert_eq!(whole_plan.clients, 9);
+        assert_eq!(
+            (0..4)
+                .map(|i| ShardLanes::clients_of(9, i, 4))
+                .collect::<Vec<_>>(),
+            [3, 2, 2, 2]
+        );
     }
 }

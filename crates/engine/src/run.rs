@@ -156,6 +156,7 @@ pub fn run(
                 measure_start,
                 iv,
                 plan.target.clone().map(|p| (p, warm)),
+                cfg.load.interval_histograms,
             );
             let rows = &mut rows;
             let spawned = std::thread::Builder::new()

@@ -119,6 +119,22 @@ impl Profile {
         Profile { segs }
     }
 
+    /// The same profile with every level multiplied by `f` (a shard's part of the whole).
+    pub fn scaled(&self, f: f64) -> Profile {
+        Profile {
+            segs: self
+                .segs
+                .iter()
+                .map(|s| Segment {
+                    a: s.a * f,
+                    b: s.b * f,
+                    cum0: s.cum0 * f,
+                    ..*s
+                })
+                .collect(),
+        }
+    }
+
     /// Total length, or `None` for a constant level that never ends.
     pub fn duration(&self) -> Option<Duration> {
         let last = self.segs.last()?;

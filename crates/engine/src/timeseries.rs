@@ -35,7 +35,8 @@ pub struct IntervalLatency {
 }
 
 impl IntervalLatency {
-    fn of(h: &Histogram<u64>) -> IntervalLatency {
+    /// The statistics of one interval's histogram.
+    pub fn of(h: &Histogram<u64>) -> IntervalLatency {
         if h.is_empty() {
             return IntervalLatency::default();
         }
@@ -139,6 +140,42 @@ pub struct IntervalRow {
     pub latency: IntervalLatency,
     /// Latency from the send (uncorrected); equal to `latency` in closed-model runs.
     pub latency_uncorrected: IntervalLatency,
+    /// The interval's histograms, kept only when asked for
+    /// ([`LoadShape::interval_histograms`](crate::LoadShape::interval_histograms)) so that
+    /// the rows of several processes can be merged exactly.
+    pub histograms: Option<Box<IntervalHistograms>>,
+}
+
+/// The latency histograms of one interval (see [`IntervalRow::histograms`]), kept serialised
+/// as HdrHistogram V2 (uncompressed): a few hundred bytes instead of the ~270 KiB of counts of
+/// a live histogram, so that a long run's rows stay small.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntervalHistograms {
+    /// What [`IntervalRow::latency`] is computed from.
+    pub latency: Vec<u8>,
+    /// What [`IntervalRow::latency_uncorrected`] is computed from, when it differs (paced runs).
+    pub uncorrected: Option<Vec<u8>>,
+}
+
+impl IntervalHistograms {
+    /// Serialises `h` as HdrHistogram V2.
+    pub fn encode(h: &Histogram<u64>) -> Vec<u8> {
+        use hdrhistogram::serialization::Serializer as _;
+        let mut out = Vec::new();
+        // Writing to a Vec cannot fail; an empty buffer would only make the row's
+        // histogram unreadable.
+        let _ = hdrhistogram::serialization::V2Serializer::new().serialize(h, &mut out);
+        out
+    }
+
+    /// Reads a histogram serialised by [`IntervalHistograms::encode`].
+    pub fn decode(bytes: &[u8]) -> Option<Histogram<u64>> {
+        let mut h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut std::io::Cursor::new(bytes))
+            .ok()?;
+        h.auto(true);
+        Some(h)
+    }
 }
 
 impl IntervalRow {
@@ -373,6 +410,7 @@ pub(crate) struct Collector {
     done: Vec<Option<u64>>,
     next: u64,
     rows: Vec<IntervalRow>,
+    keep_histograms: bool,
 }
 
 impl Collector {
@@ -382,6 +420,7 @@ impl Collector {
         origin: Instant,
         interval: Duration,
         target: Option<(Profile, Duration)>,
+        keep_histograms: bool,
     ) -> Collector {
         Collector {
             origin,
@@ -391,6 +430,7 @@ impl Collector {
             done: vec![None; workers as usize],
             next: 0,
             rows: Vec::new(),
+            keep_histograms,
         }
     }
 
@@ -470,6 +510,18 @@ impl Collector {
             if !p.hist.is_empty() {
                 r.latency.max = r.latency.max.max(p.hist.median_equivalent(p.hist.max()));
             }
+            if let Some(h) = r.histograms.as_deref_mut() {
+                let add = |bytes: &mut Vec<u8>, part: &Histogram<u64>| {
+                    if let Some(mut m) = IntervalHistograms::decode(bytes) {
+                        let _ = m.add(part);
+                        *bytes = IntervalHistograms::encode(&m);
+                    }
+                };
+                add(&mut h.latency, &p.hist);
+                if let (Some(u), Some(pu)) = (h.uncorrected.as_mut(), p.hist_send.as_ref()) {
+                    add(u, pu);
+                }
+            }
         }
     }
 
@@ -523,6 +575,15 @@ impl Collector {
             prof.mean_level(t0, t0 + p.length.as_secs_f64())
         });
         let d = p.delta;
+        let histograms = if self.keep_histograms {
+            let latency = p.hist.unwrap_or_else(new_duration_histogram);
+            Some(Box::new(IntervalHistograms {
+                latency: IntervalHistograms::encode(&latency),
+                uncorrected: p.hist_send.as_ref().map(IntervalHistograms::encode),
+            }))
+        } else {
+            None
+        };
         IntervalRow {
             index,
             start,
@@ -539,6 +600,7 @@ impl Collector {
             active_connections: p.active,
             latency,
             latency_uncorrected,
+            histograms,
         }
     }
 }
@@ -588,8 +650,16 @@ mod tests {
         b.finish(origin + Duration::from_millis(2000), &totals(7), 0);
         let target = Some((Profile::constant(100.0), Duration::ZERO));
         let mut written = Vec::new();
-        let rows = Collector::new(2, origin, iv, target).run(rx, &mut |r| written.push(r.clone()));
+        let rows =
+            Collector::new(2, origin, iv, target, true).run(rx, &mut |r| written.push(r.clone()));
         assert_eq!(rows, written);
+        // Kept histograms give the row's statistics back.
+        let h = rows[0].histograms.as_deref().unwrap();
+        let l = IntervalHistograms::decode(&h.latency).unwrap();
+        assert_eq!(IntervalLatency::of(&l), rows[0].latency);
+        let u = IntervalHistograms::decode(h.uncorrected.as_ref().unwrap()).unwrap();
+        assert_eq!(IntervalLatency::of(&u), rows[0].latency_uncorrected);
+        assert!(h.latency.len() < 1000, "{} bytes", h.latency.len());
         assert_eq!(rows.len(), 3);
         assert_eq!(rows[0].completed, 12);
         assert_eq!(rows[0].bytes, 120);
@@ -616,7 +686,7 @@ mod tests {
         let iv = Duration::from_secs(1);
         let mut a = SeriesRecorder::new(tx.clone(), 0, origin, iv, false, None);
         a.roll(origin + Duration::from_millis(1001), &totals(1), 1);
-        let mut c = Collector::new(2, origin, iv, None);
+        let mut c = Collector::new(2, origin, iv, None, false);
         let mut out = Vec::new();
         c.accept(rx.try_recv().unwrap());
         c.flush(Instant::now(), false, &mut |r| out.push(r.index));

@@ -91,6 +91,12 @@ pub struct BenchJson {
     /// `--threshold` verdicts (set by the CLI).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<ThresholdJson>>,
+    /// The shard of a sharded run this document is (`h2lab bench --shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardJson>,
+    /// The shards a merged document holds (`h2lab merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<crate::shard::ShardedJson>,
 }
 
 /// `open_model` object (see [`PacingCounts`]).
@@ -863,6 +869,8 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
         timeseries: (!r.timeseries.is_empty())
             .then(|| r.timeseries.iter().map(IntervalJson::from).collect()),
         thresholds: None,
+        shard: None,
+        sharded: None,
     })
 }
 

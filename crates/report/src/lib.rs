@@ -8,6 +8,7 @@
 //! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
 //!   otherwise).
 //! - [`timeseries`]: the `--timeseries` file (CSV or JSON lines), one row per interval.
+//! - [`shard`]: the `shard` object of a sharded run's result and the exact merge of shards.
 //! - [`threshold`]: `--threshold` pass/fail criteria (exit status 99 on failure).
 //!
 //! The formatters take the data model of [`model`].
@@ -17,6 +18,7 @@ pub mod csv;
 pub mod json;
 pub mod model;
 pub mod progress;
+pub mod shard;
 pub mod stats;
 pub mod text;
 pub mod threshold;

@@ -13,8 +13,8 @@ use h2lab_engine::{BaseUri, BenchConfig, ProtocolChoice, Scheme};
 use hdrhistogram::Histogram;
 
 pub use h2lab_engine::{
-    AppProtocol, ErrorCounts, IntervalErrors, IntervalLatency, IntervalRow, PacingCounts,
-    RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
+    AppProtocol, ErrorCounts, IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow,
+    PacingCounts, RequestCounts, RunResult, StatusCounts, TlsInfo, Traffic,
 };
 
 /// Significant figures used by every latency histogram of a run.

@@ -169,6 +169,7 @@ impl From<&IntervalJson> for IntervalRow {
                 p99: ns(j.uncorrected_p99_ms),
                 max: ns(j.uncorrected_max_ms),
             },
+            histograms: None,
         }
     }
 }
@@ -322,6 +323,7 @@ mod tests {
                 p99: 99_999,
                 max: 2_000_000,
             },
+            histograms: None,
         }
     }
 

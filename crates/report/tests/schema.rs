@@ -240,3 +240,45 @@ fn open_model_run_with_series_and_thresholds_validates() {
     }
     assert!(closed["latency"].get("request_corrected").is_none());
 }
+
+/// The `shard` object of a shard's result and the `sharded` object of a merged one are part
+/// of the schema (additive: other documents are unchanged), and drift in them is rejected.
+#[test]
+fn shard_and_sharded_objects_validate() {
+    use h2lab_report::shard::{merge_shards, ShardJson, SliceJson};
+    let v = validator();
+    let opts = options();
+    let mut doc = json::to_json(&run(false), &opts).unwrap();
+    doc.shard = Some(ShardJson {
+        index: 0,
+        count: 1,
+        plan: json::OptionsJson::from(&opts),
+        slice: SliceJson {
+            clients: 2,
+            lanes: 2,
+            requests: 1000,
+            threads: 1,
+            rate: None,
+            queue_limit: None,
+            uris: 1,
+        },
+        start_at_unix: None,
+        started_unix: 1_800_000_000.25,
+        late_seconds: 0.0,
+        interval_histograms: Vec::new(),
+    });
+    let good = to_value(&doc);
+    assert_valid(&good);
+    let merged = merge_shards(&[("a".to_string(), doc)], false).unwrap();
+    assert_valid(&to_value(&merged.doc));
+    assert_eq!(to_value(&merged.doc)["sharded"]["merged"][0], 0);
+    let mut no_plan = good.clone();
+    no_plan["shard"].as_object_mut().unwrap().remove("plan");
+    assert!(!v.is_valid(&no_plan));
+    let mut bad_plan = good.clone();
+    bad_plan["shard"]["plan"]["clients"] = serde_json::json!("two");
+    assert!(!v.is_valid(&bad_plan));
+    let mut zero = good;
+    zero["shard"]["count"] = serde_json::json!(0);
+    assert!(!v.is_valid(&zero));
+}
