@@ -9,10 +9,10 @@
 //!   model's arrivals and the closed-model stage levels are dealt to the lanes of the *whole*
 //!   schedule ([`ShardLanes`]): every arrival of the whole schedule is made by exactly one
 //!   shard, and each shard's rate follows the whole shape (a ramp stays a ramp);
-//! - `-i` URIs and timing-script lines are dealt round-robin (line `k` to shard `k mod N`), so
-//!   no two shards request the same entry. With a timing script every shard keeps `-c`
-//!   connections, each replaying the shard's lines at their offsets: the requests of all
-//!   shards are those of the whole script, each once per connection;
+//! - `-i` URIs are dealt round-robin (line `k` to shard `k mod N`), so no two shards request
+//!   the same entry. With a timing script every connection replays the whole script (as in one
+//!   process), so the shards split the connections and each keeps every line: the work of the
+//!   whole run, (connection, line) pairs, is partitioned without overlap and `-c` adds up;
 //! - `-t` is per shard (at most the shard's connections).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -101,29 +101,9 @@ pub fn slice(
     let mut c = whole.clone();
     let lanes = whole.load.clients(whole);
     c.load.interval_histograms = true;
-    if let Some(script) = &whole.load.timing_script {
-        // -n counts lines per connection: the first -n lines, dealt to shards.
-        let n = usize::try_from(whole.requests)
-            .unwrap_or(usize::MAX)
-            .min(script.len());
-        let offsets = deal(&script[..n], index, count);
-        if offsets.is_empty() {
-            return Err(format!(
-                "--shard {index}/{count}: the timing script's {n} line(s) leave shard {index} nothing \
-                 to do (use at most {n} shards)"
-            ));
-        }
-        c.uris = deal(&whole.uris[..n], index, count);
-        c.requests = offsets.len() as u64;
-        c.load.timing_script = Some(offsets.into());
-        c.load.shard = Some(ShardLanes {
-            index,
-            count,
-            whole_clients: c.clients,
-        });
-        c.validate().map_err(|e| e.to_string())?;
-        return Ok(c);
-    }
+    // With a timing script every connection replays the whole script (h2load's model, `-n`
+    // counting lines per connection): the shards split the connections, not the lines.
+    let scripted = whole.load.timing_script.is_some();
     let clients = ShardLanes::clients_of(lanes, index, count);
     if lanes < count {
         return Err(format!(
@@ -132,7 +112,7 @@ pub fn slice(
         ));
     }
     c.clients = clients;
-    if !whole.load.is_timed(whole) {
+    if !whole.load.is_timed(whole) && !scripted {
         c.requests = split(whole.requests, index, count);
     }
     let mut threads = whole.threads.min(clients);
@@ -159,7 +139,7 @@ pub fn slice(
         let share = u64::try_from(below(index + 1) - below(index)).unwrap_or(u64::MAX);
         c.load.queue_limit = Some(share.max(1));
     }
-    if input_file {
+    if input_file && !scripted {
         if whole.uris.len() < count as usize {
             return Err(format!(
                 "--shard {index}/{count}: -i has {} URI(s), fewer than {count} shards (each shard \
@@ -439,17 +419,21 @@ mod tests {
                 .into(),
         );
         w.requests = 4;
-        let s1 = slice(&w, false, 1, 2).unwrap();
-        assert_eq!(paths(&s1), ["/1", "/3"]);
-        assert_eq!(s1.requests, 2);
-        assert_eq!(
-            s1.clients, 2,
-            "every shard keeps -c connections with a script"
+        w.clients = 5;
+        let s: Vec<_> = (0..2).map(|i| slice(&w, true, i, 2).unwrap()).collect();
+        assert_eq!(s[0].clients + s[1].clients, 5, "-c is split with a script");
+        for sh in &s {
+            assert_eq!(
+                paths(sh).len(),
+                5,
+                "every connection replays the whole script"
+            );
+            assert_eq!(sh.requests, 4, "-n counts lines per connection");
+            assert_eq!(sh.load.timing_script.as_deref().map(<[_]>::len), Some(5));
+        }
+        assert!(
+            slice(&w, false, 5, 6).is_err(),
+            "5 connections for 6 shards"
         );
-        assert_eq!(
-            s1.load.timing_script.as_deref(),
-            Some(&[Duration::from_millis(10), Duration::from_millis(30)][..])
-        );
-        assert!(slice(&w, false, 4, 5).is_err(), "-n 4 lines for 5 shards");
     }
 }
