@@ -14,3 +14,4 @@ pub mod frame;
 pub mod h1;
 pub mod h2;
 pub mod hpack;
+pub mod qpack;

@@ -1,0 +1,263 @@
+//! QPACK offline interop (<https://github.com/qpackers/qifs>, vendored as
+//! `testdata/corpora/qifs.tar.xz`, or `$H2LAB_QIFS`):
+//!
+//! - every encoding by every encoder (`encoded/qpack-05/ENCODER/NAME.out.TABLESIZE.BLOCKED.ACKMODE`:
+//!   a sequence of (stream id u64 BE, length u32 BE, data), stream 0 being the encoder
+//!   stream) decodes back to its QIF with the table size and blocked-streams limit from the
+//!   file name. Blocks are compared in stream order (sections released from blocking come
+//!   out of file order; the corpus's `sort-qif.pl` sorts by stream, and with `--http` it
+//!   moves pseudo-header fields and content-length to the top of each block; the comparison
+//!   here canonicalises the same way);
+//! - every input in `encoded/errors` is handled as the RFC says: ten are rejected with a
+//!   typed error, two (err9, err10) are valid under RFC 9204 (see
+//!   `error_corpus_is_rejected_with_typed_errors`);
+//! - our encoder's output for every QIF round-trips through our decoder at table sizes 0,
+//!   256, 512 and 4096, blocked streams 0 and 100, with the dynamic table on and off.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use h2lab_wire::qpack::{Decoded, Decoder, QpackError, QpackErrorCode, Source};
+
+type Block = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn root() -> PathBuf {
+    support::corpus::QIFS.dir()
+}
+
+/// The header lists of a QIF file, in order (blank-line separated, `#` comments).
+fn read_qif(path: &Path) -> Vec<Block> {
+    let text = fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut blocks = Vec::new();
+    let mut cur = Block::new();
+    for line in text.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            if !cur.is_empty() {
+                blocks.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if line.first() == Some(&b'#') {
+            continue;
+        }
+        let tab = line.iter().position(|&b| b == b'\t').unwrap_or(line.len());
+        let value = line.get(tab + 1..).unwrap_or_default();
+        cur.push((line[..tab].to_vec(), value.to_vec()));
+    }
+    if !cur.is_empty() {
+        blocks.push(cur);
+    }
+    blocks
+}
+
+/// `sort-qif.pl --http`: pseudo-header fields (sorted), then content-length, then the rest
+/// in order.
+fn canonical(block: &Block) -> Block {
+    let mut pseudo: Block = block.iter().filter(|f| f.0.starts_with(b":")).cloned().collect();
+    pseudo.sort();
+    let mut cl: Block = block.iter().filter(|f| f.0 == b"content-length").cloned().collect();
+    cl.sort();
+    pseudo.extend(cl);
+    pseudo.extend(
+        block
+            .iter()
+            .filter(|f| !f.0.starts_with(b":") && f.0 != b"content-length")
+            .cloned(),
+    );
+    pseudo
+}
+
+/// Splits an offline-interop file into (stream id, data) records.
+fn records(bytes: &[u8]) -> Vec<(u64, &[u8])> {
+    let mut out = Vec::new();
+    let mut p = 0;
+    while p < bytes.len() {
+        let id = u64::from_be_bytes(bytes[p..p + 8].try_into().unwrap());
+        let len = u32::from_be_bytes(bytes[p + 8..p + 12].try_into().unwrap()) as usize;
+        out.push((id, &bytes[p + 12..p + 12 + len]));
+        p += 12 + len;
+    }
+    out
+}
+
+/// Decodes an offline-interop stream with a fresh decoder; returns the blocks by stream id
+/// and the decoder-stream bytes produced.
+fn decode_file(
+    bytes: &[u8],
+    table: usize,
+    blocked: usize,
+) -> Result<(BTreeMap<u64, Block>, Vec<u8>), QpackError> {
+    let mut dec = Decoder::new(table, blocked);
+    // qpack-05 encoders (f5, proxygen...) assume the table starts at its maximum capacity,
+    // as the drafts of the time said; RFC 9204 starts it at 0 and needs Set Capacity.
+    dec.assume_capacity(table);
+    let mut out = BTreeMap::new();
+    let mut feedback = Vec::new();
+    for (id, data) in records(bytes) {
+        if id == 0 {
+            dec.feed_encoder_stream(data)?;
+            while let Some(s) = dec.next_unblocked() {
+                let mut block = Block::new();
+                let r = dec.decode_unblocked(s, |f| block.push((f.name.to_vec(), f.value.to_vec())))?;
+                assert_eq!(r, Decoded::Done);
+                assert!(out.insert(s, block).is_none(), "stream {s} twice");
+            }
+        } else {
+            let mut block = Block::new();
+            let r = dec.decode_section(id, data, |f| block.push((f.name.to_vec(), f.value.to_vec())))?;
+            if r == Decoded::Done {
+                assert!(out.insert(id, block).is_none(), "stream {id} twice");
+            } else {
+                assert!(block.is_empty());
+            }
+        }
+        dec.take_decoder_stream(&mut feedback);
+    }
+    assert_eq!(dec.blocked_streams(), 0, "sections still blocked at the end");
+    Ok((out, feedback))
+}
+
+fn encodings() -> Vec<(String, PathBuf)> {
+    let base = root().join("encoded/qpack-05");
+    let mut out = Vec::new();
+    for enc in fs::read_dir(&base).unwrap() {
+        let enc = enc.unwrap().path();
+        // `examples/` and `draft-examples.out` are checked by `rfc_and_draft_examples`.
+        if !enc.is_dir() || enc.ends_with("examples") {
+            continue;
+        }
+        for f in fs::read_dir(&enc).unwrap() {
+            let f = f.unwrap().path();
+            out.push((enc.file_name().unwrap().to_string_lossy().into_owned(), f));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_encoding_decodes_to_its_qif() {
+    let qifs = root().join("qifs");
+    let mut per_encoder: BTreeMap<String, usize> = BTreeMap::new();
+    let mut sections = 0usize;
+    let mut blocked_files = 0usize;
+    for (encoder, path) in encodings() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let (qif, params) = name.split_once(".out.").unwrap();
+        let p: Vec<usize> = params.split('.').map(|x| x.parse().unwrap()).collect();
+        let (table, blocked) = (p[0], p[1]);
+        let expected = read_qif(&qifs.join(format!("{qif}.qif")));
+        let bytes = fs::read(&path).unwrap();
+        // A stream whose section precedes the encoder data it needs was blocked.
+        let recs = records(&bytes);
+        let (got, _) = decode_file(&bytes, table, blocked)
+            .unwrap_or_else(|e| panic!("{encoder}/{name}: {e}"));
+        if blocked > 0 && recs.iter().any(|r| r.0 == 0) && recs.first().is_some_and(|r| r.0 != 0) {
+            blocked_files += 1;
+        }
+        assert_eq!(got.len(), expected.len(), "{encoder}/{name}: block count");
+        for (i, (id, block)) in got.iter().enumerate() {
+            assert_eq!(
+                canonical(block),
+                canonical(&expected[i]),
+                "{encoder}/{name}: stream {id} (block {i})"
+            );
+        }
+        sections += got.len();
+        *per_encoder.entry(encoder).or_default() += 1;
+    }
+    let expected: BTreeMap<String, usize> = [
+        ("f5", 72),
+        ("ls-qpack", 96),
+        ("nghttp3", 96),
+        ("proxygen", 72),
+        ("qthingey", 96),
+        ("quinn", 96),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(per_encoder, expected);
+    eprintln!("{sections} sections decoded, {blocked_files} files start with a blocked section");
+    assert!(blocked_files > 0, "the corpus exercises blocked streams");
+}
+
+#[test]
+fn error_corpus_is_rejected_with_typed_errors() {
+    let dir = root().join("encoded/errors");
+    let mut results = BTreeMap::new();
+    for e in fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        results.insert(name, decode_file(&fs::read(&p).unwrap(), 4096, 100).map(|r| r.0));
+    }
+    assert_eq!(results.len(), 12);
+    let prim = |source, error| QpackError::Primitive { source, error };
+    use h2lab_wire::hpack::HpackError::{IntegerOverflow, Truncated};
+    let fs = Source::FieldSection;
+    let expect: [(&str, QpackError); 10] = [
+        // Required Insert Count integer cut short.
+        ("err1", prim(fs, Truncated)),
+        // Prefix without its Delta Base octet.
+        ("err2", prim(fs, Truncated)),
+        // Delta Base integer cut short.
+        ("err3", prim(fs, Truncated)),
+        // Required Insert Count 0, sign 1, Delta Base 1: Base = 0 - 1 - 1.
+        ("err4", QpackError::NegativeBase),
+        // Literal with a dynamic name reference in a section that references nothing.
+        ("err5", QpackError::InvalidDynamicReference { source: fs, index: u64::MAX }),
+        // Literal name whose length integer is cut short.
+        ("err6", prim(fs, Truncated)),
+        // Huffman value whose length integer is cut short.
+        ("err7", prim(fs, Truncated)),
+        // Indexed dynamic field line whose index is cut short.
+        ("err8", prim(fs, Truncated)),
+        // Encoder stream: Duplicate of relative index 1 in an empty table.
+        ("err11", QpackError::InvalidDynamicReference { source: Source::EncoderStream, index: 1 }),
+        // Encoder stream: an index integer with more continuation octets than any valid one.
+        ("err12", prim(Source::EncoderStream, IntegerOverflow)),
+    ];
+    for (name, err) in expect {
+        assert_eq!(results[name].as_ref().err(), Some(&err), "{name}");
+    }
+    assert_eq!(results["err11"].as_ref().unwrap_err().code(), QpackErrorCode::EncoderStreamError);
+    assert_eq!(results["err4"].as_ref().unwrap_err().code(), QpackErrorCode::DecompressionFailed);
+    // err9 (0xc0) and err10 (0xfe) were written for the drafts' 1-based, 61-entry static
+    // table: index 0 and index 62 were invalid there. RFC 9204's static table is 0-based
+    // with 99 entries, so both are valid indexed field lines today.
+    let one = |name: &str, v: &[u8], n: &[u8]| {
+        let got = results[name].as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(got[&1], vec![(n.to_vec(), v.to_vec())], "{name}");
+    };
+    one("err9", b"", b":authority");
+    one("err10", b"1; mode=block", b"x-xss-protection");
+}
+
+#[test]
+fn rfc_and_draft_examples() {
+    let base = root().join("encoded/qpack-05");
+    let b = |v: &[(&str, &str)]| -> Block {
+        v.iter().map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec())).collect()
+    };
+    // RFC 9204 Appendix B (capacity 220): B.1 static only, B.2 dynamic with post-base
+    // references (blocked until the inserts arrive), B.3/B.4 speculative insert, Duplicate.
+    let bytes = fs::read(base.join("examples/examples.out.220.100.1")).unwrap();
+    let (got, feedback) = decode_file(&bytes, 220, 100).unwrap();
+    assert_eq!(got[&4], b(&[(":path", "/index.html")]));
+    assert_eq!(got[&8], b(&[(":authority", "www.example.com"), (":path", "/sample/path")]));
+    assert_eq!(
+        got[&12],
+        b(&[(":authority", "www.example.com"), (":path", "/"), ("custom-key", "custom-value")])
+    );
+    // Section Acknowledgments for streams 8 and 12 (B.2: "0x88"), Insert Count Increments.
+    assert!(feedback.contains(&0x88) && feedback.contains(&0x8c), "{feedback:02x?}");
+    // The draft example against `qifs/draft-examples.qif`.
+    let bytes = fs::read(base.join("draft-examples.out")).unwrap();
+    let (got, _) = decode_file(&bytes, 4096, 100).unwrap();
+    let expected = read_qif(&root().join("qifs/draft-examples.qif"));
+    assert_eq!(got.into_values().collect::<Vec<_>>(), expected);
+}
