@@ -24,6 +24,7 @@ pub mod table;
 mod template;
 
 pub use decoder::{Decoder, Field, DEFAULT_MAX_HEADER_LIST_SIZE, DEFAULT_MAX_STRING_LEN};
+pub(crate) use encoder::is_sensitive;
 pub use encoder::{Encoder, Indexing, SHORT_COOKIE_LEN};
 pub use error::{HpackError, TemplateError};
 pub use template::RequestTemplate;

@@ -160,7 +160,10 @@ impl Decoder {
                 return Ok(());
             }
             EncoderInstruction::Duplicate { index } => {
-                let (abs, n, v) = self.table.get_relative(index as u64).ok_or(bad_rel(index))?;
+                let (abs, n, v) = self
+                    .table
+                    .get_relative(index as u64)
+                    .ok_or(bad_rel(index))?;
                 let size = n.len() + v.len() + 32;
                 if !self.table.duplicate(abs) {
                     return Err(QpackError::EntryTooLarge {
@@ -192,7 +195,10 @@ impl Decoder {
             } => {
                 // RFC 9204 §4.3.2: the name is "an existing entry in the dynamic table",
                 // by relative index; a missing entry is an encoder-stream error (§2.2.3).
-                let (abs, n, _) = self.table.get_relative(index as u64).ok_or(bad_rel(index))?;
+                let (abs, n, _) = self
+                    .table
+                    .get_relative(index as u64)
+                    .ok_or(bad_rel(index))?;
                 let v = value.slice(input, scratch);
                 (InsertName::Absolute(abs), v, n.len() + v.len() + 32)
             }
@@ -264,7 +270,11 @@ impl Decoder {
 
     /// Decodes the held section of `stream_id` if it is no longer blocked. Returns
     /// [`Decoded::Blocked`] if it still is (or if the stream has none).
-    pub fn decode_unblocked<F>(&mut self, stream_id: u64, on_field: F) -> Result<Decoded, QpackError>
+    pub fn decode_unblocked<F>(
+        &mut self,
+        stream_id: u64,
+        on_field: F,
+    ) -> Result<Decoded, QpackError>
     where
         F: FnMut(Field<'_>),
     {
@@ -391,7 +401,12 @@ impl Decoder {
                 let (n, v) = if first & 0x40 != 0 {
                     stat(index)?
                 } else {
-                    dynamic(table, base.checked_sub(index as u64 + 1), required, &mut largest)?
+                    dynamic(
+                        table,
+                        base.checked_sub(index as u64 + 1),
+                        required,
+                        &mut largest,
+                    )?
                 };
                 size = size.saturating_add(n.len() + v.len() + 32);
                 if size > *max_field_section_size {
@@ -406,7 +421,12 @@ impl Decoder {
             } else if first & 0xf0 == 0x10 {
                 // §4.5.3 Indexed Field Line with Post-Base Index: 0001 index(4).
                 let index = read_int(section, &mut pos, 4).map_err(&err)?;
-                let (n, v) = dynamic(table, base.checked_add(index as u64), required, &mut largest)?;
+                let (n, v) = dynamic(
+                    table,
+                    base.checked_add(index as u64),
+                    required,
+                    &mut largest,
+                )?;
                 size = size.saturating_add(n.len() + v.len() + 32);
                 if size > *max_field_section_size {
                     break;
@@ -424,7 +444,15 @@ impl Decoder {
                 name = if first & 0x10 != 0 {
                     NameRef::Table(stat(index)?.0)
                 } else {
-                    NameRef::Table(dynamic(table, base.checked_sub(index as u64 + 1), required, &mut largest)?.0)
+                    NameRef::Table(
+                        dynamic(
+                            table,
+                            base.checked_sub(index as u64 + 1),
+                            required,
+                            &mut largest,
+                        )?
+                        .0,
+                    )
                 };
                 value = read_string(section, &mut pos, 7, scratch, max_str).map_err(&err)?;
             } else if first & 0xe0 == 0x20 {
@@ -437,7 +465,15 @@ impl Decoder {
                 // §4.5.5 Literal Field Line with Post-Base Name Reference: 0000 N index(3).
                 never = first & 0x08 != 0;
                 let index = read_int(section, &mut pos, 3).map_err(&err)?;
-                name = NameRef::Table(dynamic(table, base.checked_add(index as u64), required, &mut largest)?.0);
+                name = NameRef::Table(
+                    dynamic(
+                        table,
+                        base.checked_add(index as u64),
+                        required,
+                        &mut largest,
+                    )?
+                    .0,
+                );
                 value = read_string(section, &mut pos, 7, scratch, max_str).map_err(&err)?;
             }
             let n = match name {

@@ -199,8 +199,9 @@ impl QpackError {
             | QpackError::TooManyBlockedStreams { .. }
             | QpackError::AlreadyBlocked { .. }
             | QpackError::HeaderListTooLarge { .. } => QpackErrorCode::DecompressionFailed,
-            QpackError::CapacityTooLarge { .. }
-            | QpackError::EntryTooLarge { .. } => QpackErrorCode::EncoderStreamError,
+            QpackError::CapacityTooLarge { .. } | QpackError::EntryTooLarge { .. } => {
+                QpackErrorCode::EncoderStreamError
+            }
             QpackError::ZeroIncrement
             | QpackError::IncrementTooLarge { .. }
             | QpackError::UnexpectedSectionAck { .. } => QpackErrorCode::DecoderStreamError,
@@ -215,7 +216,9 @@ impl QpackError {
 
     pub(crate) fn primitive(source: Source) -> impl Fn(HpackError) -> QpackError {
         move |error| match error {
-            HpackError::StringTooLong { len, max } => QpackError::StringTooLong { source, len, max },
+            HpackError::StringTooLong { len, max } => {
+                QpackError::StringTooLong { source, len, max }
+            }
             error => QpackError::Primitive { source, error },
         }
     }
@@ -241,7 +244,10 @@ impl fmt::Display for QpackError {
                 "Required Insert Count {declared} but the section references only {used}"
             ),
             QpackError::TooManyBlockedStreams { max } => {
-                write!(f, "more than SETTINGS_QPACK_BLOCKED_STREAMS ({max}) blocked streams")
+                write!(
+                    f,
+                    "more than SETTINGS_QPACK_BLOCKED_STREAMS ({max}) blocked streams"
+                )
             }
             QpackError::AlreadyBlocked { stream_id } => {
                 write!(f, "stream {stream_id} already has a blocked field section")
@@ -251,10 +257,16 @@ impl fmt::Display for QpackError {
                 "dynamic table capacity {requested} above SETTINGS_QPACK_MAX_TABLE_CAPACITY {max}"
             ),
             QpackError::EntryTooLarge { size, capacity } => {
-                write!(f, "entry of size {size} exceeds the table capacity {capacity}")
+                write!(
+                    f,
+                    "entry of size {size} exceeds the table capacity {capacity}"
+                )
             }
             QpackError::StringTooLong { source, len, max } => {
-                write!(f, "{source:?}: string of {len} octets exceeds the limit {max}")
+                write!(
+                    f,
+                    "{source:?}: string of {len} octets exceeds the limit {max}"
+                )
             }
             QpackError::ZeroIncrement => f.write_str("Insert Count Increment of 0"),
             QpackError::IncrementTooLarge { reached, sent } => write!(
@@ -262,10 +274,16 @@ impl fmt::Display for QpackError {
                 "Insert Count Increment to {reached} but only {sent} inserts were sent"
             ),
             QpackError::UnexpectedSectionAck { stream_id } => {
-                write!(f, "Section Acknowledgment for stream {stream_id} with nothing unacknowledged")
+                write!(
+                    f,
+                    "Section Acknowledgment for stream {stream_id} with nothing unacknowledged"
+                )
             }
             QpackError::HeaderListTooLarge { max } => {
-                write!(f, "field section larger than SETTINGS_MAX_FIELD_SECTION_SIZE {max}")
+                write!(
+                    f,
+                    "field section larger than SETTINGS_MAX_FIELD_SECTION_SIZE {max}"
+                )
             }
         }
     }

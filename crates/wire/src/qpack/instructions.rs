@@ -211,7 +211,11 @@ mod tests {
         assert_eq!(got[0].0, EncoderInstruction::SetCapacity(220));
         assert!(matches!(
             got[1].0,
-            EncoderInstruction::InsertWithNameRef { is_static: true, index: 0, .. }
+            EncoderInstruction::InsertWithNameRef {
+                is_static: true,
+                index: 0,
+                ..
+            }
         ));
         assert_eq!(got[1].2, b"www.example.com");
         assert_eq!(got[2].2, b"/sample/path");
@@ -230,16 +234,34 @@ mod tests {
         write_duplicate(70, &mut w);
         let got = parse_all(&w);
         assert_eq!(got[0].0, EncoderInstruction::SetCapacity(4096));
-        assert!(matches!(got[1].0, EncoderInstruction::InsertWithNameRef { is_static: true, index: 98, .. }));
+        assert!(matches!(
+            got[1].0,
+            EncoderInstruction::InsertWithNameRef {
+                is_static: true,
+                index: 98,
+                ..
+            }
+        ));
         assert_eq!(got[1].2, b"sameorigin-x");
-        assert!(matches!(got[2].0, EncoderInstruction::InsertWithNameRef { is_static: false, index: 3, .. }));
-        assert_eq!((got[3].1.as_slice(), got[3].2.as_slice()), (&b"custom-key"[..], &b"custom-value"[..]));
+        assert!(matches!(
+            got[2].0,
+            EncoderInstruction::InsertWithNameRef {
+                is_static: false,
+                index: 3,
+                ..
+            }
+        ));
+        assert_eq!(
+            (got[3].1.as_slice(), got[3].2.as_slice()),
+            (&b"custom-key"[..], &b"custom-value"[..])
+        );
         assert_eq!(got[4].0, EncoderInstruction::Duplicate { index: 70 });
         // Every strict prefix is incomplete, never an error.
         for cut in 0..w.len() {
             let mut pos = 0;
             let mut s = Vec::new();
-            while let Some((_, n)) = EncoderInstruction::parse(&w[pos..cut], &mut s, 4096).unwrap() {
+            while let Some((_, n)) = EncoderInstruction::parse(&w[pos..cut], &mut s, 4096).unwrap()
+            {
                 pos += n;
             }
         }
@@ -260,7 +282,10 @@ mod tests {
             assert_eq!(DecoderInstruction::parse(&w[..w.len() - 1]), Ok(None));
         }
         // RFC 9204 B.1: Section Acknowledgment for stream 4 is 0x84.
-        assert_eq!(DecoderInstruction::parse(&[0x84]), Ok(Some((DecoderInstruction::SectionAck { stream_id: 4 }, 1))));
+        assert_eq!(
+            DecoderInstruction::parse(&[0x84]),
+            Ok(Some((DecoderInstruction::SectionAck { stream_id: 4 }, 1)))
+        );
         assert!(DecoderInstruction::parse(&[0xff; 12]).is_err());
     }
 }

@@ -14,6 +14,7 @@
 //! Errors: [`QpackError`], each mapped to its RFC 9204 §6 code by [`QpackError::code`].
 
 mod decoder;
+mod encoder;
 mod error;
 pub mod instructions;
 pub mod prim;
@@ -21,4 +22,5 @@ pub mod table;
 
 pub use crate::hpack::Field;
 pub use decoder::{Decoded, Decoder, DEFAULT_MAX_FIELD_SECTION_SIZE, DEFAULT_MAX_STRING_LEN};
+pub use encoder::{Encoder, EncoderConfig};
 pub use error::{QpackError, QpackErrorCode, Source};

@@ -115,7 +115,13 @@ mod tests {
     #[test]
     fn strings_round_trip_at_every_prefix() {
         for bits in [3u8, 5, 7] {
-            for v in [&b""[..], b"a", b"www.example.com", &[0xffu8; 40], b"custom-key"] {
+            for v in [
+                &b""[..],
+                b"a",
+                b"www.example.com",
+                &[0xffu8; 40],
+                b"custom-key",
+            ] {
                 let mut out = vec![0xaa];
                 write_string(v, bits, 0, &mut out);
                 assert_eq!(out.len() - 1, string_len(v, bits));
@@ -131,13 +137,19 @@ mod tests {
     fn string_errors() {
         let mut s = Vec::new();
         // Length 5, 2 octets present.
-        assert_eq!(read_string(&[0x05, b'a', b'b'], &mut 0, 7, &mut s, 9), Err(HpackError::Truncated));
+        assert_eq!(
+            read_string(&[0x05, b'a', b'b'], &mut 0, 7, &mut s, 9),
+            Err(HpackError::Truncated)
+        );
         assert_eq!(
             read_string(&[0x05, 1, 2, 3, 4, 5], &mut 0, 7, &mut s, 4),
             Err(HpackError::StringTooLong { len: 5, max: 4 })
         );
         // Huffman flag, one octet of zero bits: padding not EOS-prefix.
         assert!(read_string(&[0x81, 0x00], &mut 0, 7, &mut s, 9).is_err());
-        assert_eq!(read_string(&[], &mut 0, 7, &mut s, 9), Err(HpackError::Truncated));
+        assert_eq!(
+            read_string(&[], &mut 0, 7, &mut s, 9),
+            Err(HpackError::Truncated)
+        );
     }
 }

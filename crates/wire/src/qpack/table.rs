@@ -342,7 +342,10 @@ mod tests {
         assert_eq!(static_entry(0), Some((&b":authority"[..], &b""[..])));
         assert_eq!(static_entry(17), Some((&b":method"[..], &b"GET"[..])));
         assert_eq!(static_entry(25), Some((&b":status"[..], &b"200"[..])));
-        assert_eq!(static_entry(98), Some((&b"x-frame-options"[..], &b"sameorigin"[..])));
+        assert_eq!(
+            static_entry(98),
+            Some((&b"x-frame-options"[..], &b"sameorigin"[..]))
+        );
         assert_eq!(static_entry(99), None);
         assert_eq!(static_lookup(b":status", b"200"), StaticMatch::Full(25));
         assert_eq!(static_lookup(b":status", b"201"), StaticMatch::Name(24));
