@@ -335,7 +335,7 @@ fn round_trip(
     let mut got: BTreeMap<u64, Block> = BTreeMap::new();
     let (mut section_octets, mut stream_octets, mut blocked_sections) = (0, 0, 0);
     let ctx = |i: usize| format!("table {table} blocked {blocked} dynamic {dynamic} block {i}");
-    let mut release = |dec: &mut Decoder, got: &mut BTreeMap<u64, Block>| {
+    let release = |dec: &mut Decoder, got: &mut BTreeMap<u64, Block>| {
         while let Some(s) = dec.next_unblocked() {
             let mut b = Block::new();
             dec.decode_unblocked(s, |f| b.push((f.name.to_vec(), f.value.to_vec())))

@@ -182,11 +182,7 @@ impl Encoder {
     ) where
         I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
     {
-        if let Some(cap) = self.capacity_to_send.take() {
-            // RFC 9204 §4.3.1 Set Dynamic Table Capacity.
-            write_set_capacity(cap, encoder_stream);
-            self.table.set_capacity(cap);
-        }
+        self.flush_capacity(encoder_stream);
         let dynamic = self.config.use_dynamic_table && self.table.capacity() > 0;
         let may_block = dynamic && self.may_block(stream_id);
         let base = self.table.insert_count();
@@ -290,8 +286,61 @@ impl Encoder {
         }
     }
 
+    /// Records a section referencing the dynamic table (for the template, which writes
+    /// its own precomputed sections).
+    pub(crate) fn track(&mut self, stream_id: u64, required: u64, min_ref: u64) {
+        self.outstanding.push_back(Outstanding {
+            stream_id,
+            required,
+            min_ref,
+        });
+    }
+
+    /// The encoder's configuration.
+    pub fn config(&self) -> EncoderConfig {
+        self.config
+    }
+
+    /// Announces a pending capacity change and inserts `name: value` (name as a static
+    /// reference when `static_name` is given), for the template. Returns the absolute index
+    /// or `None` if the entry does not fit without evicting.
+    pub(crate) fn insert_for_template(
+        &mut self,
+        name: &[u8],
+        value: &[u8],
+        static_name: Option<usize>,
+        encoder_stream: &mut Vec<u8>,
+    ) -> Option<u64> {
+        self.flush_capacity(encoder_stream);
+        if !self
+            .table
+            .fits_evicting_below(entry_size(name, value), self.table.first_live())
+        {
+            return None;
+        }
+        match static_name {
+            Some(i) => write_insert_with_name_ref(true, i, value, encoder_stream),
+            None => write_insert_with_literal_name(name, value, encoder_stream),
+        }
+        self.table.insert(InsertName::Bytes(name), value);
+        Some(self.table.insert_count() - 1)
+    }
+
+    fn flush_capacity(&mut self, encoder_stream: &mut Vec<u8>) {
+        if let Some(cap) = self.capacity_to_send.take() {
+            // RFC 9204 §4.3.1 Set Dynamic Table Capacity.
+            write_set_capacity(cap, encoder_stream);
+            self.table.set_capacity(cap);
+        }
+    }
+
+    /// The capacity the encoder uses once announced (0 with the dynamic table off).
+    pub fn planned_capacity(&self) -> usize {
+        self.capacity_to_send.unwrap_or(self.table.capacity())
+    }
+
     /// RFC 9204 §4.5.1: Required Insert Count (8-bit prefix) and Delta Base with its sign.
-    fn write_prefix(&self, required: u64, base: u64, dst: &mut Vec<u8>) {
+    pub(crate) fn write_prefix(&self, required: u64, base: u64, dst: &mut Vec<u8>) {
         if required == 0 {
             dst.extend_from_slice(&[0, 0]);
             return;

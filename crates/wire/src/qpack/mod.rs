@@ -19,8 +19,10 @@ mod error;
 pub mod instructions;
 pub mod prim;
 pub mod table;
+mod template;
 
 pub use crate::hpack::Field;
 pub use decoder::{Decoded, Decoder, DEFAULT_MAX_FIELD_SECTION_SIZE, DEFAULT_MAX_STRING_LEN};
 pub use encoder::{Encoder, EncoderConfig};
 pub use error::{QpackError, QpackErrorCode, Source};
+pub use template::RequestTemplate;
