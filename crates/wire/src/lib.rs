@@ -13,5 +13,6 @@
 pub mod frame;
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod hpack;
 pub mod qpack;
