@@ -1,8 +1,8 @@
 //! QPACK primitives (RFC 9204 §4.1): prefix integers and string literals, on top of the
 //! HPACK ones ([`crate::hpack::integer`], [`crate::hpack::huffman`]).
 //!
-//! RFC 9204 §4.1.1: "The prefixed integer from Section 5.1 of [RFC7541] is used heavily
-//! throughout this document. The format from [RFC7541] is used unmodified." §4.1.2: string
+//! RFC 9204 §4.1.1: "The prefixed integer from Section 5.1 of \[RFC7541\] is used heavily
+//! throughout this document. The format from \[RFC7541\] is used unmodified." §4.1.2: string
 //! literals are HPACK's, except that "QPACK uses an N-bit prefix" for the length, with the
 //! Huffman flag H just above it, so the string may start in the middle of an octet.
 
