@@ -3,8 +3,9 @@
 
 use super::error::{QpackError, Source};
 use super::instructions::{DecoderInstruction, EncoderInstruction};
-use super::prim::{read_int, read_string, Str};
+use super::prim::{read_int, read_string_cached, Str};
 use super::table::{static_entry, DynamicTable, InsertName};
+use crate::hpack::HuffmanCache;
 use crate::hpack::{Field, HpackError};
 
 /// Default limit on a decoded field section (name + value + 32 per field).
@@ -27,7 +28,12 @@ pub enum Decoded {
 #[derive(Debug, Clone)]
 struct BlockedSection {
     stream_id: u64,
+    /// Required Insert Count and Base as decoded when the section arrived (the encoded
+    /// count is relative to the insert count at that time, RFC 9204 §4.5.1.1).
     required: u64,
+    base: u64,
+    /// Where the field lines start in `bytes`.
+    lines: usize,
     bytes: Vec<u8>,
 }
 
@@ -46,6 +52,8 @@ pub struct Decoder {
     /// Unparsed tail of the encoder stream (an incomplete instruction).
     pending: Vec<u8>,
     scratch: Vec<u8>,
+    /// Recent Huffman decodings (HPACK's memo).
+    huffman: HuffmanCache,
     blocked: Vec<BlockedSection>,
     /// Decoder-stream instructions not yet taken by the caller.
     out: Vec<u8>,
@@ -65,6 +73,7 @@ impl Decoder {
             max_string_len: DEFAULT_MAX_STRING_LEN,
             pending: Vec::new(),
             scratch: Vec::new(),
+            huffman: HuffmanCache::default(),
             blocked: Vec::new(),
             out: Vec::new(),
             known_received: 0,
@@ -250,6 +259,8 @@ impl Decoder {
             self.blocked.push(BlockedSection {
                 stream_id,
                 required,
+                base,
+                lines: pos,
                 bytes: section.to_vec(),
             });
             return Ok(Decoded::Blocked);
@@ -287,8 +298,7 @@ impl Decoder {
             return Ok(Decoded::Blocked);
         };
         let b = self.blocked.remove(i);
-        let (required, base, pos) = self.prefix(&b.bytes)?;
-        self.decode_lines(stream_id, &b.bytes, pos, required, base, on_field)?;
+        self.decode_lines(stream_id, &b.bytes, b.lines, b.required, b.base, on_field)?;
         Ok(Decoded::Done)
     }
 
@@ -385,6 +395,7 @@ impl Decoder {
             scratch,
             out,
             known_received,
+            huffman,
             ..
         } = self;
         let err = QpackError::primitive(Source::FieldSection);
@@ -454,13 +465,16 @@ impl Decoder {
                         .0,
                     )
                 };
-                value = read_string(section, &mut pos, 7, scratch, max_str).map_err(&err)?;
+                value = read_string_cached(section, &mut pos, 7, scratch, max_str, Some(huffman))
+                    .map_err(&err)?;
             } else if first & 0xe0 == 0x20 {
                 // §4.5.6 Literal Field Line with Literal Name: 001 N H len(3).
                 never = first & 0x10 != 0;
-                let n = read_string(section, &mut pos, 3, scratch, max_str).map_err(&err)?;
+                let n = read_string_cached(section, &mut pos, 3, scratch, max_str, Some(huffman))
+                    .map_err(&err)?;
                 name = NameRef::Str(n);
-                value = read_string(section, &mut pos, 7, scratch, max_str).map_err(&err)?;
+                value = read_string_cached(section, &mut pos, 7, scratch, max_str, Some(huffman))
+                    .map_err(&err)?;
             } else {
                 // §4.5.5 Literal Field Line with Post-Base Name Reference: 0000 N index(3).
                 never = first & 0x08 != 0;
@@ -474,7 +488,8 @@ impl Decoder {
                     )?
                     .0,
                 );
-                value = read_string(section, &mut pos, 7, scratch, max_str).map_err(&err)?;
+                value = read_string_cached(section, &mut pos, 7, scratch, max_str, Some(huffman))
+                    .map_err(&err)?;
             }
             let n = match name {
                 NameRef::Table(n) => n,

@@ -6,7 +6,7 @@
 //! literals are HPACK's, except that "QPACK uses an N-bit prefix" for the length, with the
 //! Huffman flag H just above it, so the string may start in the middle of an octet.
 
-use crate::hpack::{huffman, integer, HpackError};
+use crate::hpack::{huffman, integer, HpackError, HuffmanCache};
 
 /// Appends a string literal whose length has a `prefix_bits`-bit prefix (H is bit
 /// `prefix_bits`), `flags` carrying the bits above H. Huffman-codes it when shorter (RFC
@@ -75,6 +75,19 @@ pub fn read_string(
     scratch: &mut Vec<u8>,
     max_len: usize,
 ) -> Result<Str, HpackError> {
+    read_string_cached(input, pos, prefix_bits, scratch, max_len, None)
+}
+
+/// [`read_string`] with HPACK's memo of recent Huffman decodings (field values such as
+/// `date` or `content-type` repeat section after section when they are not indexed).
+pub(crate) fn read_string_cached(
+    input: &[u8],
+    pos: &mut usize,
+    prefix_bits: u8,
+    scratch: &mut Vec<u8>,
+    max_len: usize,
+    cache: Option<&mut HuffmanCache>,
+) -> Result<Str, HpackError> {
     let rest = input.get(*pos..).unwrap_or_default();
     let first = *rest.first().ok_or(HpackError::Truncated)?;
     let huff = first & (1u8 << prefix_bits) != 0;
@@ -90,7 +103,10 @@ pub fn read_string(
         return Ok(Str::Raw(start, end));
     }
     let s = scratch.len();
-    huffman::decode(raw, scratch)?;
+    match cache {
+        Some(c) => c.decode(raw, scratch)?,
+        None => huffman::decode(raw, scratch)?,
+    }
     if scratch.len() - s > max_len {
         return Err(HpackError::StringTooLong {
             len: scratch.len() - s,
