@@ -542,3 +542,26 @@ fn template_static_only_and_errors() {
         TemplateError::PathInFields
     );
 }
+
+#[test]
+fn a_peer_that_never_acknowledges_cannot_grow_the_tracking() {
+    use h2lab_wire::qpack::MAX_UNACKED_SECTIONS;
+    let (mut e, mut d) = pair(4096, 0, true);
+    let fields: [(&[u8], &[u8]); 1] = [(b"x-a", b"1")];
+    let mut es = Vec::new();
+    let mut s = Vec::new();
+    e.encode(0, fields, &mut s, &mut es);
+    d.feed_encoder_stream(&es).unwrap();
+    // Insert Count Increment only: the entry is usable, but no section is ever acknowledged.
+    let mut fb = Vec::new();
+    d.take_decoder_stream(&mut fb);
+    e.feed_decoder_stream(&fb).unwrap();
+    for i in 1..3000u64 {
+        s.clear();
+        e.encode(4 * i, fields, &mut s, &mut es);
+        assert_eq!(d.decode_section(4 * i, &s, |_| {}), Ok(Decoded::Done));
+    }
+    assert_eq!(e.unacknowledged_sections(), MAX_UNACKED_SECTIONS);
+    // Past the cap: static table and literals, Required Insert Count 0.
+    assert_eq!(&s[..2], &[0, 0]);
+}

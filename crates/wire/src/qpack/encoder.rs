@@ -27,6 +27,11 @@ use super::prim::write_string;
 use super::table::{entry_size, static_lookup, DynamicTable, InsertName, StaticMatch};
 use crate::hpack::integer;
 
+/// Most sections referencing the dynamic table that may await acknowledgment; past it the
+/// encoder stops referencing the table (a peer that never sends Section Acknowledgments
+/// cannot make the tracking grow without bound).
+pub const MAX_UNACKED_SECTIONS: usize = 1024;
+
 /// Encoder configuration (local choices; the peer's limits come from its SETTINGS).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncoderConfig {
@@ -183,7 +188,10 @@ impl Encoder {
         I: IntoIterator<Item = (&'a [u8], &'a [u8])>,
     {
         self.flush_capacity(encoder_stream);
-        let dynamic = self.config.use_dynamic_table && self.table.capacity() > 0;
+        // A peer that never acknowledges sections would make the tracking grow without
+        // bound: past the cap, sections use the static table and literals only.
+        let dynamic =
+            self.config.use_dynamic_table && self.table.capacity() > 0 && self.can_track();
         let may_block = dynamic && self.may_block(stream_id);
         let base = self.table.insert_count();
         let mut required = 0u64;
@@ -284,6 +292,16 @@ impl Encoder {
                 min_ref,
             });
         }
+    }
+
+    /// `true` while fewer than [`MAX_UNACKED_SECTIONS`] sections await acknowledgment.
+    pub(crate) fn can_track(&self) -> bool {
+        self.outstanding.len() < MAX_UNACKED_SECTIONS
+    }
+
+    /// Sections referencing the dynamic table not yet acknowledged.
+    pub fn unacknowledged_sections(&self) -> usize {
+        self.outstanding.len()
     }
 
     /// Records a section referencing the dynamic table (for the template, which writes

@@ -177,7 +177,7 @@ impl RequestTemplate {
             }
         }
         let i = path_index % self.path_count();
-        let (bytes, required, min_ref) = if self.mode == Mode::Ready {
+        let (bytes, required, min_ref) = if self.mode == Mode::Ready && self.encoder.can_track() {
             self.dynamic_sections.get(i)
         } else {
             self.static_sections.get(i)
