@@ -107,12 +107,15 @@ fn decode_file(
     decode_counting(bytes, table, blocked).map(|(m, f, _)| (m, f))
 }
 
+/// Blocks by stream id, decoder-stream bytes, sections blocked on arrival.
+type Counted = (BTreeMap<u64, Block>, Vec<u8>, usize);
+
 /// [`decode_file`], also counting the sections that were blocked on arrival.
 fn decode_counting(
     bytes: &[u8],
     table: usize,
     blocked: usize,
-) -> Result<(BTreeMap<u64, Block>, Vec<u8>, usize), QpackError> {
+) -> Result<Counted, QpackError> {
     let mut blocked_sections = 0;
     let mut dec = Decoder::new(table, blocked);
     // qpack-05 encoders (f5, proxygen...) assume the table starts at its maximum capacity,
