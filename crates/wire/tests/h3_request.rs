@@ -280,3 +280,94 @@ fn control_stream_bytes_from_the_mock_peer() {
     assert_eq!(b[0], 0x00, "control stream type");
     assert_eq!(b[1], 0x04, "SETTINGS");
 }
+
+#[test]
+fn send_stream_enforces_the_message_order_and_content_length() {
+    use h2lab_wire::h3::request::{SendError, SendStream};
+    let mut out = Vec::new();
+    let mut s = SendStream::new();
+    assert_eq!(s.data_header(1, &mut out), Err(SendError::OutOfOrder));
+    assert_eq!(s.finish(), Err(SendError::OutOfOrder));
+    s.headers(&[0, 0, 0xff, 0x00], true, None, &mut out)
+        .unwrap(); // 1xx
+    s.headers(&[0, 0, 0xd9], false, Some(3), &mut out).unwrap();
+    assert_eq!(
+        s.headers(&[0, 0], false, None, &mut out),
+        Err(SendError::OutOfOrder)
+    );
+    s.data_header(2, &mut out).unwrap();
+    out.extend_from_slice(b"ab");
+    assert_eq!(s.data_header(2, &mut out), Err(SendError::TooMuchContent));
+    assert_eq!(s.finish(), Err(SendError::TooLittleContent));
+    s.data_header(1, &mut out).unwrap();
+    out.push(b'c');
+    s.trailers(&[0, 0], &mut out).unwrap();
+    assert_eq!(s.data_header(0, &mut out), Err(SendError::OutOfOrder));
+    s.finish().unwrap();
+    assert_eq!(s.finish(), Err(SendError::Finished));
+    // What was written is a well-formed frame sequence (the sections here are only
+    // placeholders, so only the framing is read back).
+    let mut d =
+        h2lab_wire::h3::frame::FrameDecoder::new(h2lab_wire::h3::frame::StreamContext::Request {
+            local: Role::Client,
+        });
+    let (mut pos, mut frames) = (0, 0);
+    while pos < out.len() {
+        let (_, n) = d.decode(&out[pos..]).unwrap();
+        pos += n;
+        frames += 1;
+    }
+    assert!(frames >= 5);
+}
+
+#[test]
+fn control_reader_reports_settings_goaway_and_rejects_closure() {
+    use h2lab_wire::h3::control::{write_control_stream_start, ControlEvent, ControlReader};
+    use h2lab_wire::h3::stream::UniStreamType;
+    let settings = Settings {
+        qpack_max_table_capacity: 4096,
+        qpack_blocked_streams: 8,
+        ..Settings::default()
+    };
+    let mut bytes = Vec::new();
+    write_control_stream_start(settings, &mut bytes);
+    let (ty, n) = UniStreamType::parse(&bytes).unwrap();
+    assert_eq!(ty, UniStreamType::Control);
+    Frame::Unknown {
+        ty: 0x21,
+        payload: b"grease",
+    }
+    .encode(&mut bytes);
+    Frame::GoAway(8).encode(&mut bytes);
+    Frame::GoAway(4).encode(&mut bytes);
+    let mut r = ControlReader::new(Role::Client);
+    let mut events = Vec::new();
+    // Byte by byte.
+    let mut buf = Vec::new();
+    for &b in &bytes[n..] {
+        buf.push(b);
+        let used = r.recv(&buf, false, |e| events.push(e)).unwrap();
+        buf.drain(..used);
+    }
+    assert_eq!(
+        events,
+        vec![
+            ControlEvent::Settings(settings),
+            ControlEvent::GoAway(8),
+            ControlEvent::GoAway(4)
+        ]
+    );
+    assert_eq!(r.settings(), Some(settings));
+    // A larger GOAWAY afterwards, and closing the stream, are connection errors.
+    let mut more = Vec::new();
+    Frame::GoAway(12).encode(&mut more);
+    assert_eq!(
+        r.recv(&more, false, |_| {}).unwrap_err().code,
+        ErrorCode::H3_ID_ERROR
+    );
+    let mut r2 = ControlReader::new(Role::Server);
+    assert_eq!(
+        r2.recv(&bytes[n..], true, |_| {}).unwrap_err().code,
+        ErrorCode::H3_CLOSED_CRITICAL_STREAM
+    );
+}

@@ -111,11 +111,7 @@ fn decode_file(
 type Counted = (BTreeMap<u64, Block>, Vec<u8>, usize);
 
 /// [`decode_file`], also counting the sections that were blocked on arrival.
-fn decode_counting(
-    bytes: &[u8],
-    table: usize,
-    blocked: usize,
-) -> Result<Counted, QpackError> {
+fn decode_counting(bytes: &[u8], table: usize, blocked: usize) -> Result<Counted, QpackError> {
     let mut blocked_sections = 0;
     let mut dec = Decoder::new(table, blocked);
     // qpack-05 encoders (f5, proxygen...) assume the table starts at its maximum capacity,

@@ -9,13 +9,16 @@
 //!   which frames each stream may carry.
 //! - [`stream`]: unidirectional stream types (control, push, QPACK encoder/decoder,
 //!   reserved), the one-of-each and never-closed rules, GOAWAY/MAX_PUSH_ID ordering.
+//! - [`control`]: the peer's control stream read end to end (SETTINGS first, GOAWAY,
+//!   MAX_PUSH_ID, CANCEL_PUSH) and the start of ours.
 //! - [`fields`]: request/response field validation, shared with HTTP/2.
 //! - [`request`]: the request-stream state machine (HEADERS, DATA, trailers; content-length)
-//!   for both roles, and [`testing`], a mock peer for tests.
+//!   for both roles, receive side and send side, and [`testing`], a mock peer for tests.
 //! - [`ErrorCode`] (H3_* and QPACK_*), [`H3Error`] with its [`Scope`] and the rule broken.
 //!
 //! Field sections are QPACK ([`crate::qpack`]).
 
+pub mod control;
 mod error;
 pub mod fields;
 pub mod frame;

@@ -387,3 +387,130 @@ pub fn write_headers(section: &[u8], dst: &mut Vec<u8>) {
 pub fn write_data_header(len: u64, dst: &mut Vec<u8>) {
     write_frame_header(types::DATA, len, dst);
 }
+
+/// Why a send was refused: the message would be malformed (a local error, nothing is
+/// written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SendError {
+    /// Content or trailers before the header section, or after the trailers.
+    OutOfOrder,
+    /// More content than the content-length declared.
+    TooMuchContent,
+    /// The message ends with less content than the content-length declared.
+    TooLittleContent,
+    /// Already finished.
+    Finished,
+}
+
+impl fmt::Display for SendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendError::OutOfOrder => "HTTP/3 message parts out of order (RFC 9114 §4.1)",
+            SendError::TooMuchContent => "more content than content-length (RFC 9114 §4.1.2)",
+            SendError::TooLittleContent => "less content than content-length (RFC 9114 §4.1.2)",
+            SendError::Finished => "message already finished",
+        })
+    }
+}
+
+impl std::error::Error for SendError {}
+
+/// Send side of one request stream: writes HEADERS and DATA frames in the order §4.1
+/// allows (informational header sections, then the final one, content, trailers) and keeps
+/// the content within the declared content-length. Frames go to a caller-owned buffer; DATA
+/// payloads are written by the caller after [`SendStream::data_header`] (zero copy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendStream {
+    phase: Phase,
+    content_length: Option<u64>,
+    sent: u64,
+}
+
+impl Default for SendStream {
+    fn default() -> Self {
+        SendStream::new()
+    }
+}
+
+impl SendStream {
+    /// A stream with nothing sent.
+    pub const fn new() -> Self {
+        SendStream {
+            phase: Phase::Head,
+            content_length: None,
+            sent: 0,
+        }
+    }
+
+    /// Writes a header section (an encoded QPACK section). `informational` for a 1xx
+    /// response (another header section follows); `content_length` as declared in it.
+    pub fn headers(
+        &mut self,
+        section: &[u8],
+        informational: bool,
+        content_length: Option<u64>,
+        dst: &mut Vec<u8>,
+    ) -> Result<(), SendError> {
+        match self.phase {
+            Phase::Head => {
+                if !informational {
+                    self.phase = Phase::Body;
+                    self.content_length = content_length;
+                }
+            }
+            Phase::Body => return Err(SendError::OutOfOrder),
+            Phase::Trailers => return Err(SendError::OutOfOrder),
+            Phase::Done => return Err(SendError::Finished),
+        }
+        write_headers(section, dst);
+        Ok(())
+    }
+
+    /// Writes the header of a DATA frame of `len` octets (the caller writes the payload).
+    pub fn data_header(&mut self, len: u64, dst: &mut Vec<u8>) -> Result<(), SendError> {
+        match self.phase {
+            Phase::Body => {}
+            Phase::Done => return Err(SendError::Finished),
+            _ => return Err(SendError::OutOfOrder),
+        }
+        let total = self.sent.saturating_add(len);
+        if self.content_length.is_some_and(|cl| total > cl) {
+            return Err(SendError::TooMuchContent);
+        }
+        self.sent = total;
+        write_data_header(len, dst);
+        Ok(())
+    }
+
+    /// Writes the trailer section.
+    pub fn trailers(&mut self, section: &[u8], dst: &mut Vec<u8>) -> Result<(), SendError> {
+        match self.phase {
+            Phase::Body => {}
+            Phase::Done => return Err(SendError::Finished),
+            _ => return Err(SendError::OutOfOrder),
+        }
+        self.check_complete()?;
+        self.phase = Phase::Trailers;
+        write_headers(section, dst);
+        Ok(())
+    }
+
+    /// The message is complete: the caller ends the stream (FIN).
+    pub fn finish(&mut self) -> Result<(), SendError> {
+        match self.phase {
+            Phase::Body | Phase::Trailers => {}
+            Phase::Done => return Err(SendError::Finished),
+            Phase::Head => return Err(SendError::OutOfOrder),
+        }
+        self.check_complete()?;
+        self.phase = Phase::Done;
+        Ok(())
+    }
+
+    fn check_complete(&self) -> Result<(), SendError> {
+        if self.content_length.is_some_and(|cl| self.sent < cl) {
+            return Err(SendError::TooLittleContent);
+        }
+        Ok(())
+    }
+}

@@ -408,8 +408,8 @@ impl Encoder {
                     .position(|o| o.stream_id == stream_id)
                     .ok_or(QpackError::UnexpectedSectionAck { stream_id })?;
                 if let Some(o) = self.outstanding.remove(i) {
-                    // §2.1.4: "the encoder ... updates the Known Received Count" to the
-                    // acknowledged section's Required Insert Count if it is larger.
+                    // RFC 9204 §2.1.4: a Section Acknowledgment raises the Known Received
+                    // Count to the acknowledged section's Required Insert Count if larger.
                     self.known_received = self.known_received.max(o.required);
                 }
             }

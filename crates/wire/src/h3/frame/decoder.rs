@@ -85,9 +85,8 @@ impl FrameDecoder {
     }
 
     /// Limits the payload of frames other than DATA and unknown types; a longer one is a
-    /// connection error of type H3_EXCESSIVE_LOAD (RFC 9114 §10.5: "An endpoint can use
-    /// ... H3_EXCESSIVE_LOAD" against resource exhaustion; the frame would otherwise have
-    /// to be buffered whole).
+    /// connection error of type H3_EXCESSIVE_LOAD (RFC 9114 §10.5 on denial of service:
+    /// the frame would otherwise have to be buffered whole).
     pub fn set_max_frame_len(&mut self, n: u64) {
         self.max_frame_len = n;
     }
