@@ -565,3 +565,39 @@ fn a_peer_that_never_acknowledges_cannot_grow_the_tracking() {
     // Past the cap: static table and literals, Required Insert Count 0.
     assert_eq!(&s[..2], &[0, 0]);
 }
+
+#[test]
+fn decoder_stream_split_anywhere() {
+    // Two blocked sections on streams 300 (a two-octet stream ID) and 4, both released and
+    // acknowledged: the decoder stream is fed to the encoder in every two-piece split.
+    let mk = || {
+        let (mut e, mut d) = pair(4096, 10, true);
+        let mut es = Vec::new();
+        for id in [300u64, 4] {
+            let mut s = Vec::new();
+            e.encode(
+                id,
+                [(&b"x-long-name"[..], id.to_string().as_bytes())],
+                &mut s,
+                &mut es,
+            );
+            assert_eq!(decode(&mut d, id, &s).unwrap().0, Decoded::Blocked);
+        }
+        d.feed_encoder_stream(&es).unwrap();
+        while let Some(s) = d.next_unblocked() {
+            d.decode_unblocked(s, |_| {}).unwrap();
+        }
+        let mut fb = Vec::new();
+        d.take_decoder_stream(&mut fb);
+        (e, fb)
+    };
+    let (_, fb) = mk();
+    assert!(fb.len() >= 3, "{fb:02x?}");
+    for cut in 0..=fb.len() {
+        let (mut e, _) = mk();
+        e.feed_decoder_stream(&fb[..cut]).unwrap();
+        e.feed_decoder_stream(&fb[cut..]).unwrap();
+        assert_eq!(e.blocking_streams(), 0, "cut {cut}");
+        assert_eq!(e.known_received_count(), 2);
+    }
+}

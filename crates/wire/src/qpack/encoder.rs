@@ -379,23 +379,38 @@ impl Encoder {
     /// Feeds decoder-stream bytes (any split). Errors are connection errors of type
     /// QPACK_DECODER_STREAM_ERROR.
     pub fn feed_decoder_stream(&mut self, bytes: &[u8]) -> Result<(), QpackError> {
-        self.pending.extend_from_slice(bytes);
+        if self.pending.is_empty() {
+            // Common case: whole instructions, parsed in place; only a tail is kept.
+            let (used, r) = self.apply_all(bytes);
+            if r.is_ok() {
+                self.pending
+                    .extend_from_slice(bytes.get(used..).unwrap_or_default());
+            }
+            return r;
+        }
+        let mut pending = std::mem::take(&mut self.pending);
+        pending.extend_from_slice(bytes);
+        let (used, r) = self.apply_all(&pending);
+        pending.drain(..used);
+        self.pending = pending;
+        r
+    }
+
+    /// Applies the complete instructions at the start of `input`: (octets used, result).
+    fn apply_all(&mut self, input: &[u8]) -> (usize, Result<(), QpackError>) {
         let mut pos = 0;
-        let r = loop {
-            let rest = self.pending.get(pos..).unwrap_or_default();
-            match DecoderInstruction::parse(rest) {
+        loop {
+            match DecoderInstruction::parse(input.get(pos..).unwrap_or_default()) {
                 Ok(Some((ins, n))) => {
                     pos += n;
                     if let Err(e) = self.apply(ins) {
-                        break Err(e);
+                        return (pos, Err(e));
                     }
                 }
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
+                Ok(None) => return (pos, Ok(())),
+                Err(e) => return (pos, Err(e)),
             }
-        };
-        self.pending.drain(..pos);
-        r
+        }
     }
 
     fn apply(&mut self, ins: DecoderInstruction) -> Result<(), QpackError> {
