@@ -91,7 +91,7 @@ fn main() {
 
     let mut dec = Decoder::new(4096);
     dec.decode(&first, |_| {}).unwrap();
-    bench("decode response, warm table (mostly indexed)", || {
+    let hpack_warm = bench("decode response, warm table (mostly indexed)", || {
         let mut n = 0usize;
         dec.decode(black_box(&warm), |f| n += f.name.len() + f.value.len())
             .unwrap();
@@ -103,7 +103,7 @@ fn main() {
     let mut cold = vec![0x20, 0x3f, 0xe1, 0x1f];
     cold.extend_from_slice(&first);
     let mut dec = Decoder::new(4096);
-    bench(
+    let hpack_cold = bench(
         "decode response, cold table (literals, Huffman, inserts)",
         || {
             let mut n = 0usize;
@@ -164,7 +164,7 @@ fn main() {
         template.uncompressed_len(0)
     );
     let mut i = 0usize;
-    bench("encode request, RequestTemplate steady state", || {
+    let hpack_template = bench("encode request, RequestTemplate steady state", || {
         buf.clear();
         black_box(template.encode_next(black_box(i), &mut buf));
         i = i.wrapping_add(1);
@@ -203,4 +203,128 @@ fn main() {
         server.encode(fields(black_box(&response)), &mut buf);
         black_box(&buf);
     });
+
+    qpack(
+        &response,
+        &fixed,
+        Hpack {
+            warm: hpack_warm,
+            cold: hpack_cold,
+            template: hpack_template,
+        },
+    );
+}
+
+/// The HPACK figures the QPACK ones are compared with.
+struct Hpack {
+    warm: f64,
+    cold: f64,
+    template: f64,
+}
+
+/// QPACK (RFC 9204) beside HPACK: the same response field section decoded static-only and
+/// with the dynamic table, and the same request templated; ratios against the HPACK runs
+/// above (same process, same machine state).
+fn qpack(response: &[(&str, &str)], fixed: &[(&str, &str)], hpack: Hpack) {
+    use h2lab_wire::qpack::{Decoder, Encoder, EncoderConfig, RequestTemplate};
+    println!("QPACK (RFC 9204)");
+    let pair = |dynamic: bool| {
+        let mut e = Encoder::new(EncoderConfig {
+            use_dynamic_table: dynamic,
+            max_table_capacity: 4096,
+        });
+        e.set_peer_settings(4096, 16);
+        (e, Decoder::new(4096, 16))
+    };
+
+    // Static table and literals only: every response costs the same.
+    let (mut enc, mut dec) = pair(false);
+    let (mut section, mut es) = (Vec::new(), Vec::new());
+    enc.encode(0, fields(response), &mut section, &mut es);
+    println!("  response section, static only: {} octets", section.len());
+    let static_ns = bench("decode response, static table + literals", || {
+        let mut n = 0usize;
+        dec.decode_section(0, black_box(&section), |f| {
+            n += f.name.len() + f.value.len()
+        })
+        .unwrap();
+        black_box(n);
+    });
+
+    // Dynamic table, warm: the entries are inserted and acknowledged, the section is
+    // indexed references; each decode queues a Section Acknowledgment, drained as a
+    // connection would.
+    let (mut enc, mut dec) = pair(true);
+    let mut fb = Vec::new();
+    for id in [0u64, 4] {
+        section.clear();
+        es.clear();
+        enc.encode(id, fields(response), &mut section, &mut es);
+        dec.feed_encoder_stream(&es).unwrap();
+        dec.decode_section(id, &section, |_| {}).unwrap();
+        fb.clear();
+        dec.take_decoder_stream(&mut fb);
+        enc.feed_decoder_stream(&fb).unwrap();
+    }
+    section.clear();
+    enc.encode(8, fields(response), &mut section, &mut es);
+    println!("  response section, dynamic warm: {} octets", section.len());
+    let dynamic_ns = bench("decode response, dynamic table warm (indexed)", || {
+        let mut n = 0usize;
+        dec.decode_section(8, black_box(&section), |f| {
+            n += f.name.len() + f.value.len()
+        })
+        .unwrap();
+        fb.clear();
+        dec.take_decoder_stream(&mut fb);
+        black_box((n, &fb));
+    });
+
+    // Request template: static mode, and dynamic mode after the inserts are acknowledged
+    // (each request's Section Acknowledgment is fed back, as the decoder stream would).
+    let cfg = |dynamic| EncoderConfig {
+        use_dynamic_table: dynamic,
+        max_table_capacity: 4096,
+    };
+    let mut buf = Vec::with_capacity(256);
+    let mut ts =
+        RequestTemplate::new(fields(fixed), [&b"/bench/object-1"[..]], cfg(false)).unwrap();
+    ts.set_peer_settings(4096, 16);
+    ts.encode_next(0, 0, &mut buf, &mut es);
+    println!("  request section, template static: {} octets", buf.len());
+    let tpl_static = bench("encode request, RequestTemplate static", || {
+        buf.clear();
+        black_box(ts.encode_next(0, black_box(0), &mut buf, &mut es));
+    });
+    let mut td = RequestTemplate::new(fields(fixed), [&b"/bench/object-1"[..]], cfg(true)).unwrap();
+    td.set_peer_settings(4096, 16);
+    let mut peer = Decoder::new(4096, 16);
+    es.clear();
+    buf.clear();
+    td.encode_next(0, 0, &mut buf, &mut es);
+    peer.feed_encoder_stream(&es).unwrap();
+    fb.clear();
+    peer.take_decoder_stream(&mut fb);
+    td.feed_decoder_stream(&fb).unwrap();
+    buf.clear();
+    td.encode_next(0, 0, &mut buf, &mut es);
+    td.feed_decoder_stream(&[0x80]).unwrap();
+    assert!(td.uses_dynamic_table());
+    println!("  request section, template dynamic: {} octets", buf.len());
+    let tpl_dynamic = bench(
+        "encode request, RequestTemplate dynamic (+ its ack)",
+        || {
+            buf.clear();
+            black_box(td.encode_next(0, black_box(0), &mut buf, &mut es));
+            td.feed_decoder_stream(black_box(&[0x80])).unwrap();
+        },
+    );
+    println!(
+        "  ratios vs HPACK: static decode / HPACK cold {:.2}, dynamic decode / HPACK warm {:.2}, \
+         template static / HPACK template {:.2}, template dynamic / HPACK template {:.2}",
+        static_ns / hpack.cold,
+        dynamic_ns / hpack.warm,
+        tpl_static / hpack.template,
+        tpl_dynamic / hpack.template
+    );
 }

@@ -8,6 +8,10 @@
 //!
 //! The checker is a small value type (no allocation) fed one field at a
 //! time, so the block never has to be buffered.
+//!
+//! HTTP/3 shares it ([`crate::h3::fields`]): RFC 9114 §4.2 and §4.3 state the
+//! same field and pseudo-header rules as RFC 9113 §8.2 and §8.3 (the rule
+//! strings cite RFC 9113), with H3_MESSAGE_ERROR instead of PROTOCOL_ERROR.
 
 /// What a field block is expected to carry, decided by the connection from
 /// the role and the stream's state before decoding starts.

@@ -57,7 +57,7 @@
 mod conn;
 mod error;
 mod events;
-mod fields;
+pub(crate) mod fields;
 mod guard;
 mod recv;
 mod settings;

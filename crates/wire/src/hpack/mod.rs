@@ -24,8 +24,10 @@ pub mod table;
 mod template;
 
 pub use decoder::{Decoder, Field, DEFAULT_MAX_HEADER_LIST_SIZE, DEFAULT_MAX_STRING_LEN};
+pub(crate) use encoder::is_sensitive;
 pub use encoder::{Encoder, Indexing, SHORT_COOKIE_LEN};
 pub use error::{HpackError, TemplateError};
+pub(crate) use huffcache::HuffmanCache;
 pub use template::RequestTemplate;
 
 /// The default SETTINGS_HEADER_TABLE_SIZE (RFC 9113 §6.5.2: "The initial value is 4,096

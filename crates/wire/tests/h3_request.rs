@@ -1,0 +1,373 @@
+//! The HTTP/3 request-stream state machine (RFC 9114 §4.1) in both roles, driven by the
+//! mock peer of `h3::testing`.
+
+use h2lab_wire::h3::frame::{Frame, Settings};
+use h2lab_wire::h3::request::{write_data_header, write_headers, RecvError, RequestStream};
+use h2lab_wire::h3::testing::{fields, Fields, Peer, Recorder};
+use h2lab_wire::h3::{ErrorCode, Role, Scope};
+use h2lab_wire::qpack::Decoder;
+
+fn request() -> Fields {
+    fields(&[
+        (":method", "POST"),
+        (":scheme", "https"),
+        (":authority", "a.example"),
+        (":path", "/up"),
+        ("content-length", "5"),
+    ])
+}
+
+fn response(status: &str) -> Fields {
+    fields(&[(":status", status), ("content-type", "text/plain")])
+}
+
+/// Feeds `bytes` one split at a time (`step` octets per read), keeping what is not consumed.
+fn feed(
+    s: &mut RequestStream,
+    q: &mut Decoder,
+    bytes: &[u8],
+    step: usize,
+    rec: &mut Recorder,
+) -> Result<(), RecvError> {
+    let mut buf = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let end = (i + step).min(bytes.len());
+        buf.extend_from_slice(&bytes[i..end]);
+        i = end;
+        let p = s.recv(&buf, i == bytes.len(), q, rec)?;
+        buf.drain(..p.consumed);
+        assert!(!p.blocked);
+    }
+    Ok(())
+}
+
+#[test]
+fn server_reads_a_request_with_body_and_trailers_at_every_split() {
+    for step in [1, 2, 3, 7, 1000] {
+        let mut peer = Peer::new(false, 0, 0);
+        let trailers = fields(&[("x-checksum", "abc")]);
+        let bytes = peer.message(0, &request(), &[b"he", b"llo"], &trailers);
+        let (mut s, mut q, mut rec) = (
+            RequestStream::new(Role::Server, 0),
+            Decoder::new(0, 0),
+            Recorder::default(),
+        );
+        feed(&mut s, &mut q, &bytes, step, &mut rec).unwrap();
+        assert_eq!(
+            rec.sections,
+            vec![request(), trailers.clone()],
+            "step {step}"
+        );
+        assert_eq!(rec.body, b"hello");
+        assert!(rec.ended && s.is_done());
+    }
+}
+
+#[test]
+fn client_reads_informational_then_final_response_and_push_promise() {
+    let mut peer = Peer::new(false, 0, 0);
+    let mut bytes = peer.message(
+        0,
+        &fields(&[(":status", "103"), ("link", "</s.css>")]),
+        &[],
+        &Fields::new(),
+    );
+    Frame::PushPromise {
+        push_id: 0,
+        section: &[0, 0, 0xd1],
+    }
+    .encode(&mut bytes);
+    bytes.extend(peer.message(0, &response("200"), &[b"ok"], &Fields::new()));
+    let (mut s, mut q, mut rec) = (
+        RequestStream::new(Role::Client, 0),
+        Decoder::new(0, 0),
+        Recorder::default(),
+    );
+    feed(&mut s, &mut q, &bytes, 5, &mut rec).unwrap();
+    assert_eq!(rec.informational, 1);
+    assert_eq!(rec.sections.len(), 2);
+    assert_eq!(rec.pushes, vec![0]);
+    assert_eq!(rec.body, b"ok");
+    assert!(rec.ended);
+}
+
+fn err(local: Role, bytes: &[u8]) -> RecvError {
+    let (mut s, mut q, mut rec) = (
+        RequestStream::new(local, 0),
+        Decoder::new(0, 0),
+        Recorder::default(),
+    );
+    feed(&mut s, &mut q, bytes, bytes.len().max(1), &mut rec).unwrap_err()
+}
+
+#[test]
+fn frame_sequence_rules() {
+    let mut peer = Peer::new(false, 0, 0);
+    // DATA first.
+    let mut b = Vec::new();
+    write_data_header(1, &mut b);
+    b.push(b'x');
+    let e = err(Role::Server, &b);
+    assert_eq!(
+        (e.code(), e.scope()),
+        (ErrorCode::H3_FRAME_UNEXPECTED, Scope::Connection)
+    );
+    // HEADERS after trailers; DATA after trailers.
+    let r = fields(&[
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":authority", "a"),
+        (":path", "/"),
+    ]);
+    let t = fields(&[("x-t", "1")]);
+    let base = peer.message(0, &r, &[], &t);
+    let mut b = base.clone();
+    b.extend(peer.message(0, &t, &[], &Fields::new()));
+    assert_eq!(err(Role::Server, &b).code(), ErrorCode::H3_FRAME_UNEXPECTED);
+    let mut b = base.clone();
+    write_data_header(0, &mut b);
+    assert_eq!(err(Role::Server, &b).code(), ErrorCode::H3_FRAME_UNEXPECTED);
+}
+
+#[test]
+fn incomplete_and_truncated_streams() {
+    let mut peer = Peer::new(false, 0, 0);
+    // Request stream ends with nothing: H3_REQUEST_INCOMPLETE (stream).
+    let (mut s, mut q, mut rec) = (
+        RequestStream::new(Role::Server, 0),
+        Decoder::new(0, 0),
+        Recorder::default(),
+    );
+    let e = s.recv(&[], true, &mut q, &mut rec).unwrap_err();
+    assert_eq!(
+        (e.code(), e.scope()),
+        (ErrorCode::H3_REQUEST_INCOMPLETE, Scope::Stream)
+    );
+    // Response stream ends after a 1xx only: malformed.
+    let b = peer.message(0, &fields(&[(":status", "100")]), &[], &Fields::new());
+    assert_eq!(err(Role::Client, &b).code(), ErrorCode::H3_MESSAGE_ERROR);
+    // Ends inside a DATA frame or inside a HEADERS frame: H3_FRAME_ERROR.
+    let b = peer.message(0, &response("200"), &[b"abcdef"], &Fields::new());
+    assert_eq!(
+        err(Role::Client, &b[..b.len() - 1]).code(),
+        ErrorCode::H3_FRAME_ERROR
+    );
+    let mut h = Vec::new();
+    write_headers(&[0, 0, 0xd9], &mut h);
+    assert_eq!(
+        err(Role::Client, &h[..h.len() - 1]).code(),
+        ErrorCode::H3_FRAME_ERROR
+    );
+}
+
+#[test]
+fn content_length_must_match_the_data() {
+    let mut peer = Peer::new(false, 0, 0);
+    let e = err(
+        Role::Server,
+        &peer.message(0, &request(), &[b"four"], &Fields::new()),
+    );
+    assert_eq!(
+        (e.code(), e.scope()),
+        (ErrorCode::H3_MESSAGE_ERROR, Scope::Stream)
+    );
+    let e = err(
+        Role::Server,
+        &peer.message(0, &request(), &[b"sixsix"], &Fields::new()),
+    );
+    assert_eq!(e.code(), ErrorCode::H3_MESSAGE_ERROR);
+    // A response to HEAD carries content-length without content.
+    let head = peer.message(
+        0,
+        &fields(&[(":status", "200"), ("content-length", "99")]),
+        &[],
+        &Fields::new(),
+    );
+    let (mut s, mut q, mut rec) = (
+        RequestStream::new(Role::Client, 0),
+        Decoder::new(0, 0),
+        Recorder::default(),
+    );
+    s.set_request_was_head(true);
+    feed(&mut s, &mut q, &head, 1000, &mut rec).unwrap();
+    assert!(rec.ended);
+}
+
+#[test]
+fn malformed_sections_are_message_errors_shared_with_http2_rules() {
+    let mut peer = Peer::new(false, 0, 0);
+    for bad in [
+        fields(&[(":method", "GET"), (":path", "/")]), // no :scheme
+        fields(&[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+            ("connection", "close"),
+        ]),
+        fields(&[
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+            ("Upper", "x"),
+        ]),
+        fields(&[
+            ("x", "1"),
+            (":method", "GET"),
+            (":scheme", "https"),
+            (":path", "/"),
+        ]),
+        fields(&[(":status", "200")]),
+    ] {
+        let e = err(Role::Server, &peer.message(0, &bad, &[], &Fields::new()));
+        assert_eq!(
+            (e.code(), e.scope()),
+            (ErrorCode::H3_MESSAGE_ERROR, Scope::Stream),
+            "{bad:?}"
+        );
+    }
+    let e = err(
+        Role::Client,
+        &peer.message(0, &fields(&[(":status", "2000")]), &[], &Fields::new()),
+    );
+    assert_eq!(e.code(), ErrorCode::H3_MESSAGE_ERROR);
+}
+
+#[test]
+fn blocked_section_pauses_the_stream_until_inserts_arrive() {
+    // The peer uses the dynamic table and may block one stream.
+    let mut peer = Peer::new(true, 4096, 1);
+    let bytes = peer.message(0, &request(), &[b"hello"], &Fields::new());
+    let (mut s, mut q, mut rec) = (
+        RequestStream::new(Role::Server, 0),
+        Decoder::new(4096, 1),
+        Recorder::default(),
+    );
+    let p = s.recv(&bytes, true, &mut q, &mut rec).unwrap();
+    assert!(p.blocked);
+    assert!(p.consumed < bytes.len());
+    assert!(rec.sections.is_empty());
+    // The encoder stream arrives.
+    q.feed_encoder_stream(&peer.encoder_stream).unwrap();
+    assert_eq!(q.next_unblocked(), Some(0));
+    assert!(s.resume(&mut q, &mut rec).unwrap());
+    let p2 = s
+        .recv(&bytes[p.consumed..], true, &mut q, &mut rec)
+        .unwrap();
+    assert_eq!(p2.consumed, bytes.len() - p.consumed);
+    assert_eq!(rec.sections, vec![request()]);
+    assert_eq!(rec.body, b"hello");
+    assert!(rec.ended);
+}
+
+#[test]
+fn qpack_failures_keep_their_codes() {
+    let mut h = Vec::new();
+    write_headers(&[0x00, 0x00, 0xff, 0x24], &mut h); // static index 99
+    let e = err(Role::Server, &h);
+    assert_eq!(
+        (e.code(), e.scope()),
+        (ErrorCode::QPACK_DECOMPRESSION_FAILED, Scope::Connection)
+    );
+}
+
+#[test]
+fn control_stream_bytes_from_the_mock_peer() {
+    let b = Peer::control_stream(Settings {
+        qpack_max_table_capacity: 4096,
+        ..Settings::default()
+    });
+    assert_eq!(b[0], 0x00, "control stream type");
+    assert_eq!(b[1], 0x04, "SETTINGS");
+}
+
+#[test]
+fn send_stream_enforces_the_message_order_and_content_length() {
+    use h2lab_wire::h3::request::{SendError, SendStream};
+    let mut out = Vec::new();
+    let mut s = SendStream::new();
+    assert_eq!(s.data_header(1, &mut out), Err(SendError::OutOfOrder));
+    assert_eq!(s.finish(), Err(SendError::OutOfOrder));
+    s.headers(&[0, 0, 0xff, 0x00], true, None, &mut out)
+        .unwrap(); // 1xx
+    s.headers(&[0, 0, 0xd9], false, Some(3), &mut out).unwrap();
+    assert_eq!(
+        s.headers(&[0, 0], false, None, &mut out),
+        Err(SendError::OutOfOrder)
+    );
+    s.data_header(2, &mut out).unwrap();
+    out.extend_from_slice(b"ab");
+    assert_eq!(s.data_header(2, &mut out), Err(SendError::TooMuchContent));
+    assert_eq!(s.finish(), Err(SendError::TooLittleContent));
+    s.data_header(1, &mut out).unwrap();
+    out.push(b'c');
+    s.trailers(&[0, 0], &mut out).unwrap();
+    assert_eq!(s.data_header(0, &mut out), Err(SendError::OutOfOrder));
+    s.finish().unwrap();
+    assert_eq!(s.finish(), Err(SendError::Finished));
+    // What was written is a well-formed frame sequence (the sections here are only
+    // placeholders, so only the framing is read back).
+    let mut d =
+        h2lab_wire::h3::frame::FrameDecoder::new(h2lab_wire::h3::frame::StreamContext::Request {
+            local: Role::Client,
+        });
+    let (mut pos, mut frames) = (0, 0);
+    while pos < out.len() {
+        let (_, n) = d.decode(&out[pos..]).unwrap();
+        pos += n;
+        frames += 1;
+    }
+    assert!(frames >= 5);
+}
+
+#[test]
+fn control_reader_reports_settings_goaway_and_rejects_closure() {
+    use h2lab_wire::h3::control::{write_control_stream_start, ControlEvent, ControlReader};
+    use h2lab_wire::h3::stream::UniStreamType;
+    let settings = Settings {
+        qpack_max_table_capacity: 4096,
+        qpack_blocked_streams: 8,
+        ..Settings::default()
+    };
+    let mut bytes = Vec::new();
+    write_control_stream_start(settings, &mut bytes);
+    let (ty, n) = UniStreamType::parse(&bytes).unwrap();
+    assert_eq!(ty, UniStreamType::Control);
+    Frame::Unknown {
+        ty: 0x21,
+        payload: b"grease",
+    }
+    .encode(&mut bytes);
+    Frame::GoAway(8).encode(&mut bytes);
+    Frame::GoAway(4).encode(&mut bytes);
+    let mut r = ControlReader::new(Role::Client);
+    let mut events = Vec::new();
+    // Byte by byte.
+    let mut buf = Vec::new();
+    for &b in &bytes[n..] {
+        buf.push(b);
+        let used = r.recv(&buf, false, |e| events.push(e)).unwrap();
+        buf.drain(..used);
+    }
+    assert_eq!(
+        events,
+        vec![
+            ControlEvent::Settings(settings),
+            ControlEvent::GoAway(8),
+            ControlEvent::GoAway(4)
+        ]
+    );
+    assert_eq!(r.settings(), Some(settings));
+    // A larger GOAWAY afterwards, and closing the stream, are connection errors.
+    let mut more = Vec::new();
+    Frame::GoAway(12).encode(&mut more);
+    assert_eq!(
+        r.recv(&more, false, |_| {}).unwrap_err().code,
+        ErrorCode::H3_ID_ERROR
+    );
+    let mut r2 = ControlReader::new(Role::Server);
+    assert_eq!(
+        r2.recv(&bytes[n..], true, |_| {}).unwrap_err().code,
+        ErrorCode::H3_CLOSED_CRITICAL_STREAM
+    );
+}
