@@ -7,13 +7,26 @@
 //! static GLOBAL: h2lab_testkit::CountingAlloc = h2lab_testkit::CountingAlloc;
 //! ```
 //!
-//! and reads [`allocations`] before and after the work it watches. The count is process-wide
-//! (every thread), so such tests run one at a time.
+//! and reads [`allocations`] before and after the work it watches. That count is process-wide
+//! (every thread), so such tests run one at a time; [`thread_allocations`] counts only the
+//! calling thread's, for work that runs on the test's own thread (the test harness's main
+//! thread may allocate at any moment while a test runs).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    // Const-initialised and without a destructor: reading it never allocates.
+    static THREAD_ALLOCS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn count() {
+    ALLOCS.fetch_add(1, Ordering::Relaxed);
+    // `try_with`: during thread teardown the slot may be gone; the global count still counts.
+    let _ = THREAD_ALLOCS.try_with(|c| c.set(c.get() + 1));
+}
 
 /// The system allocator, counting `alloc` and `realloc` calls (frees are not counted).
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,11 +37,17 @@ pub fn allocations() -> u64 {
     ALLOCS.load(Ordering::SeqCst)
 }
 
+/// Allocations (`alloc` + `realloc`) made so far through [`CountingAlloc`] by the calling
+/// thread.
+pub fn thread_allocations() -> u64 {
+    THREAD_ALLOCS.try_with(std::cell::Cell::get).unwrap_or(0)
+}
+
 // SAFETY: delegates every call to the system allocator with the caller's arguments; only counts.
 #[allow(unsafe_code)] // a counting global allocator cannot be written without `unsafe impl`
 unsafe impl GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.alloc(layout) }
     }
@@ -37,7 +56,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        count();
         // SAFETY: same contract as the caller's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }

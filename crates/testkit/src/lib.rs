@@ -40,7 +40,7 @@ mod wrk;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-pub use alloc::{allocations, CountingAlloc};
+pub use alloc::{allocations, thread_allocations, CountingAlloc};
 pub use cert::{self_signed, CertFiles, CertPair};
 pub use error::Error;
 pub use files::{

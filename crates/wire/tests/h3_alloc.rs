@@ -1,8 +1,9 @@
 //! Steady-state QPACK and HTTP/3 work allocates nothing (the hot-path rule): the request
 //! template in both modes, decoding a warm response section, and reading a response stream.
-//! One test in this binary: the allocation count is process-wide.
+//! Allocations are counted on the test's own thread (the harness's main thread may allocate
+//! at any moment).
 
-use h2lab_testkit::allocations;
+use h2lab_testkit::thread_allocations as allocations;
 use h2lab_wire::h3::request::RequestStream;
 use h2lab_wire::h3::testing::{fields, Fields, Peer, Recorder};
 use h2lab_wire::h3::Role;
