@@ -8,9 +8,12 @@
 //!   preface, SETTINGS, header-block assembly and flow-control windows.
 //! - [`hpack`]: HPACK header compression (RFC 7541), including a request
 //!   template encoder for load generation.
+//! - [`priority`]: RFC 9218 priority parameters (the `priority` header field
+//!   and PRIORITY_UPDATE values).
 //! - [`h1`]: HTTP/1.1 request encoding and parsing, response parsing (RFC 9112).
 
 pub mod frame;
 pub mod h1;
 pub mod h2;
 pub mod hpack;
+pub mod priority;

@@ -121,6 +121,9 @@ pub(crate) struct State {
     /// field block (priority self-dependency), applied once it is decoded.
     pub(crate) block_error: Option<H2Error>,
     pub(crate) guard: Guard,
+    /// Idle client streams named by a PRIORITY_UPDATE (server role; RFC 9218
+    /// §7.1 bounds them, with the active streams, by MAX_CONCURRENT_STREAMS).
+    pub(crate) prio_idle: Vec<u32>,
 }
 
 impl Connection<hpack::Encoder> {
@@ -185,6 +188,7 @@ impl<E: HeaderEncoder> Connection<E> {
                 remote_error: None,
                 block_error: None,
                 guard: Guard::default(),
+                prio_idle: Vec::new(),
             },
         }
     }
