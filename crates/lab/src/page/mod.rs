@@ -15,6 +15,7 @@
 pub mod html;
 pub mod load;
 pub mod output;
+pub mod render;
 pub mod slow;
 pub mod users;
 
