@@ -181,7 +181,7 @@ fn main_render(args: &PageArgs) -> ExitCode {
     use h2lab_lab::page::render;
     let mut cfg = render::RenderConfig::default();
     if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {
-        cfg.page_query.clone_from(&args.page_query);
+        cfg.pages = vec![("custom".into(), args.page_query.clone())];
     }
     if let Some(n) = args.repeat {
         cfg.repeat = n.max(1);

@@ -593,6 +593,9 @@ pub struct PageParams {
     pub js: u64,
     /// Nominal script size (`js_size=`, default 48k); each file is 1/2..3/2 of it.
     pub js_size: u64,
+    /// Scripts at the end of the body, after the images (`js_at=end`), instead of in the
+    /// head (`js_at=head`, the default).
+    pub js_at_end: bool,
 }
 
 /// Most sub-resources a `/page` may reference.
@@ -618,6 +621,11 @@ impl PageParams {
             css_size: get(b"css_size", 16 * 1024, true)?,
             js: get(b"js", 0, false)?,
             js_size: get(b"js_size", 48 * 1024, true)?,
+            js_at_end: match query_param(query, b"js_at") {
+                None | Some(b"head") => false,
+                Some(b"end") => true,
+                Some(_) => return None,
+            },
         };
         let blocking = p.css.saturating_add(p.js);
         (p.n.saturating_add(blocking) <= MAX_PAGE_ITEMS
@@ -646,6 +654,9 @@ impl PageParams {
         );
         // Render-blocking CSS and JS in the head, as a real page has them.
         for (i, size, ext) in self.blocking_assets() {
+            if ext == "js" && self.js_at_end {
+                continue;
+            }
             let _ = match ext {
                 "css" => write!(
                     out,
@@ -674,7 +685,19 @@ impl PageParams {
                 out.extend_from_slice(b"</tr>\n");
             }
         }
-        out.extend_from_slice(b"</table></body></html>\n");
+        out.extend_from_slice(b"</table>");
+        if self.js_at_end {
+            for (i, size, ext) in self.blocking_assets() {
+                if ext == "js" {
+                    let _ = write!(
+                        out,
+                        "\n<script src=\"/asset/{}/{i}-{size}.js\"></script>",
+                        self.seed
+                    );
+                }
+            }
+        }
+        out.extend_from_slice(b"</body></html>\n");
     }
 }
 
@@ -920,6 +943,11 @@ mod tests {
         assert_eq!(head.matches("rel=\"stylesheet\"").count(), 2);
         assert_eq!(head.matches("<script src=").count(), 3);
         assert!(!html[html.find("</head>").unwrap()..].contains(".css"));
+        // js_at=end moves the scripts after the images.
+        let (_, late) = get(&router, "/page?n=3&seed=7&js=1&js_at=end");
+        let late = String::from_utf8(late).unwrap();
+        assert!(late.find("<script").unwrap() > late.find("<img").unwrap());
+        assert_eq!(get(&router, "/page?js_at=middle").0.status, 400);
         // Same seed, same page; sizes within 1/2..3/2 of nominal; served as declared.
         let (_, again) = get(&router, "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k");
         assert_eq!(html.as_bytes(), &again[..]);

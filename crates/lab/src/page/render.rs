@@ -40,6 +40,12 @@ use crate::stats::{decide, Better, Summary};
 pub const DEFAULT_RENDER_QUERY: &str =
     "n=300&min=1k&max=8k&seed=1&css=4&css_size=24k&js=4&js_size=64k";
 
+/// The same page with its scripts at the end of the body, after the images (a common
+/// layout): the scripts are requested behind 300 images, which is where a server's
+/// priorities can overtake the images already queued.
+pub const LATE_JS_RENDER_QUERY: &str =
+    "n=300&min=1k&max=8k&seed=1&css=4&css_size=24k&js=4&js_size=64k&js_at=end";
+
 /// One emulated link of the experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct RenderLink {
@@ -83,8 +89,8 @@ impl RenderLink {
 /// What `h2lab page --render` needs.
 #[derive(Debug, Clone)]
 pub struct RenderConfig {
-    /// Query of the built-in `/page`.
-    pub page_query: String,
+    /// Pages to load: (name, query of the built-in `/page`).
+    pub pages: Vec<(String, String)>,
     /// Links to run on.
     pub links: Vec<RenderLink>,
     /// Cold loads per arm and link.
@@ -96,7 +102,10 @@ pub struct RenderConfig {
 impl Default for RenderConfig {
     fn default() -> Self {
         RenderConfig {
-            page_query: DEFAULT_RENDER_QUERY.into(),
+            pages: vec![
+                ("head".into(), DEFAULT_RENDER_QUERY.into()),
+                ("late-js".into(), LATE_JS_RENDER_QUERY.into()),
+            ],
             links: RenderLink::defaults(),
             repeat: 5,
             timeout: Duration::from_secs(120),
@@ -164,9 +173,17 @@ pub struct RenderVerdict {
     pub margin: f64,
 }
 
-/// One link's results.
+/// One page on one link.
 #[derive(Debug, Clone, Serialize)]
 pub struct RenderLinkResult {
+    /// The page's name (`head`, `late-js`).
+    pub page: String,
+    /// Its URL path.
+    pub path: String,
+    /// Sub-resources.
+    pub resources: usize,
+    /// CSS and JS among them.
+    pub render_blocking: usize,
     /// The link.
     pub link: RenderLink,
     /// Its description (RTT, rates, loss).
@@ -182,13 +199,7 @@ pub struct RenderLinkResult {
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct RenderReport {
-    /// The page URL path.
-    pub page: String,
-    /// Sub-resources (render-blocking ones).
-    pub resources: usize,
-    /// Render-blocking resources.
-    pub render_blocking: usize,
-    /// Loads per arm and link.
+    /// Loads per arm, page and link.
     pub repeat: u32,
     /// Per link.
     pub links: Vec<RenderLinkResult>,
@@ -224,6 +235,10 @@ fn start_server(mode: PriorityMode) -> Result<Server, String> {
         tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         cert_dir: Some(dir.clone()),
         priorities: mode,
+        // Every request of the page in flight at once, so the order of the responses is
+        // the server's decision (with the usual limit of 100 a browser holds the rest in
+        // its own priority queue, which this client does not model).
+        max_concurrent_streams: 1000,
         ..ServerConfig::local()
     };
     let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
@@ -244,7 +259,7 @@ fn pool(proto: Proto, upstream: SocketAddr, link: &RunningLink, timeout: Duratio
             connect_to: Some(link.addr()),
         },
         connections: if proto.is_h2() { 1 } else { 6 },
-        streams: 100,
+        streams: 1000,
         gauge: None,
         timeout,
     }
@@ -296,16 +311,17 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
     let start = Instant::now();
     let on = start_server(PriorityMode::Rfc9218)?;
     let off = start_server(PriorityMode::Off)?;
-    let html_path = format!("/page?{}", cfg.page_query);
     let mut report = RenderReport {
-        page: html_path.clone(),
-        resources: 0,
-        render_blocking: 0,
         repeat: cfg.repeat.max(1),
         links: Vec::new(),
         elapsed_secs: 0.0,
     };
-    for rl in &cfg.links {
+    let runs = cfg
+        .links
+        .iter()
+        .flat_map(|l| cfg.pages.iter().map(move |p| (l, p)));
+    for (rl, (page_name, query)) in runs {
+        let html_path = format!("/page?{query}");
         let mk = |up: SocketAddr| {
             let mut c = LinkConfig::profile(rl.profile, SocketAddr::from(([127, 0, 0, 1], 0)), up);
             c.loss = rl.loss;
@@ -327,14 +343,12 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let found = load::discover(&pools[0].1, &html_path)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths);
-        report.resources = paths.len() - 1;
-        report.render_blocking = paths.iter().filter(|p| render_blocking(p)).count();
+        let resources = paths.len() - 1;
+        let blocking = paths.iter().filter(|p| render_blocking(p)).count();
         log(&format!(
-            "link {} ({}): {} sub-resources, {} render-blocking",
+            "link {} ({}), page {page_name}: {resources} sub-resources, {blocking} CSS/JS",
             rl.name,
             rl.describe(),
-            report.resources,
-            report.render_blocking
         ));
         let mut loads: Vec<Vec<(f64, f64)>> = vec![Vec::new(); pools.len()];
         let mut errors: Vec<Option<String>> = vec![None; pools.len()];
@@ -390,6 +404,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             .collect();
         let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn]);
         report.links.push(RenderLinkResult {
+            page: page_name.clone(),
+            path: html_path.clone(),
+            resources,
+            render_blocking: blocking,
             description: rl.describe(),
             link: rl.clone(),
             arms,
@@ -415,11 +433,15 @@ pub fn render_text(r: &RenderReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "page {} ({} sub-resources, {} render-blocking), {} cold loads per arm",
-        r.page, r.resources, r.render_blocking, r.repeat
+        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done",
+        r.repeat
     );
     for l in &r.links {
-        let _ = writeln!(s, "\nlink {} ({})", l.link.name, l.description);
+        let _ = writeln!(
+            s,
+            "\nlink {} ({}), page {} {} ({} sub-resources, {} CSS/JS)",
+            l.link.name, l.description, l.page, l.path, l.resources, l.render_blocking
+        );
         let _ = writeln!(
             s,
             "{:<13} {:>22} {:>22} {:>7} {:>7}",
@@ -448,14 +470,15 @@ pub fn render_text(r: &RenderReport) -> String {
                     .map_or(String::new(), |e| format!("  error: {e}"))
             );
         }
-        for v in l.verdicts.iter().chain(l.priorities.iter()) {
+        let all = l.verdicts.iter().map(|v| ("best of all arms", v));
+        for (what, v) in all.chain(l.priorities.iter().map(|v| ("h2 prio on vs off", v))) {
             let _ = writeln!(
                 s,
-                "{:<7} {}: {} ({:+.0}% vs {})",
+                "{:<6} {what:<17} {}: {} {:.2}x faster than {}",
                 v.metric,
                 v.outcome,
                 v.best.label(),
-                v.margin * 100.0,
+                1.0 + v.margin,
                 v.runner_up.label()
             );
         }
