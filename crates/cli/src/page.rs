@@ -202,7 +202,11 @@ fn main_render(args: &PageArgs) -> ExitCode {
             status = EXIT_FAILURE;
         }
     }
-    if !r.links.iter().any(|l| l.arms.iter().any(|a| a.page_ms.is_some())) {
+    if !r
+        .links
+        .iter()
+        .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()))
+    {
         eprintln!("{PREFIX} no page load succeeded");
         status = EXIT_FAILURE;
     }

@@ -116,6 +116,12 @@ pub struct ServeArgs {
           default_value_t = defaults().notsent_lowat)]
     pub notsent_lowat: u32,
 
+    /// Apply --notsent-lowat only to connections with at least this RTT (measured from our
+    /// SETTINGS to their ACK); 0 applies it to all.
+    #[arg(long = "notsent-lowat-min-rtt", value_name = "DURATION", value_parser = parse_duration,
+          default_value = "10ms")]
+    pub notsent_lowat_min_rtt: Duration,
+
     /// HTTP/1.1 persistent connections; off closes after every response (HTTP/1.0 style).
     #[arg(long = "keep-alive", value_name = "on|off", value_parser = parse_on_off, action = clap::ArgAction::Set,
           default_value = "on", conflicts_with = "no_keep_alive")]
@@ -205,6 +211,7 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         max_header_list_size: args.max_header_list_size,
         priorities: args.priorities,
         notsent_lowat: args.notsent_lowat,
+        notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,
         idle_timeout: args.idle_timeout,
         max_request_body: args.max_request_body,

@@ -52,7 +52,10 @@ mod tests {
     fn kinds() {
         assert_eq!(browser_priority("/a/b.css?x=1"), ExtPriority::new(0, false));
         assert_eq!(browser_priority("/app.JS"), ExtPriority::new(1, false));
-        assert_eq!(browser_priority("/asset/1/3-100.png"), ExtPriority::new(5, true));
+        assert_eq!(
+            browser_priority("/asset/1/3-100.png"),
+            ExtPriority::new(5, true)
+        );
         assert_eq!(browser_priority("/page"), ExtPriority::new(0, true));
         assert_eq!(browser_priority("/data.bin"), ExtPriority::new(4, true));
         assert!(render_blocking("/x.css") && render_blocking("/x.js"));

@@ -646,7 +646,8 @@ impl PageParams {
         })
     }
 
-    fn write_html(&self, out: &mut Vec<u8>) {
+    /// Appends the page's HTML (what `/page` answers with these parameters).
+    pub fn write_html(&self, out: &mut Vec<u8>) {
         let _ = write!(
             out,
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>h2lab page n={} seed={}</title>",
@@ -936,7 +937,10 @@ mod tests {
         let (_, plain) = get(&router, "/page?n=3&seed=7");
         let plain = String::from_utf8(plain).unwrap();
         assert!(!plain.contains(".css") && !plain.contains(".js"));
-        let (r, d) = get(&router, "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k");
+        let (r, d) = get(
+            &router,
+            "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k",
+        );
         assert_eq!(r.status, 200);
         let html = String::from_utf8(d).unwrap();
         let head = &html[..html.find("</head>").unwrap()];
@@ -949,7 +953,10 @@ mod tests {
         assert!(late.find("<script").unwrap() > late.find("<img").unwrap());
         assert_eq!(get(&router, "/page?js_at=middle").0.status, 400);
         // Same seed, same page; sizes within 1/2..3/2 of nominal; served as declared.
-        let (_, again) = get(&router, "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k");
+        let (_, again) = get(
+            &router,
+            "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k",
+        );
         assert_eq!(html.as_bytes(), &again[..]);
         let p = PageParams::parse(b"n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k").unwrap();
         let assets: Vec<_> = p.blocking_assets().collect();
@@ -961,7 +968,11 @@ mod tests {
             assert!(head.contains(&path), "{path}");
             let (a, _) = get(&router, &path);
             assert_eq!((a.status, a.body.len()), (200, size));
-            let ct = if ext == "css" { "text/css" } else { "text/javascript" };
+            let ct = if ext == "css" {
+                "text/css"
+            } else {
+                "text/javascript"
+            };
             assert_eq!(a.content_type, ct);
         }
     }

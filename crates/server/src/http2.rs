@@ -28,13 +28,16 @@ use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
 use crate::h2head::HeadCache;
 use crate::http1::Upgrade;
 use crate::log::warn;
-use crate::out::Out;
+use crate::out::{Out, TOTAL_HIGH_WATER};
 use crate::sched::{PriorityMode, Scheduler};
 use crate::worker::{Ctx, Shared};
 
 /// Most bytes queued in user space before the RFC 9218 scheduler stops producing (four
-/// default-size frames). Larger amounts are written with fewer system calls but are out of
-/// the scheduler's reach once queued.
+/// default-size frames) while the socket cannot take everything at once (a slow link).
+/// Larger amounts are written with fewer system calls but are out of the scheduler's reach
+/// once queued. The budget follows the socket: twice what it took since the previous turn,
+/// at least this and at most [`TOTAL_HIGH_WATER`]; on a fast path such as loopback what the
+/// socket drains at once costs no priority, and 64 KiB writes would cost a poll round each.
 const PRIORITY_OUT_LIMIT: usize = 64 * 1024;
 
 /// What [`H2::send_frame`] did.
@@ -379,6 +382,14 @@ pub struct H2 {
     /// RFC 9218 scheduling (else round-robin).
     prioritize: bool,
     sched: Scheduler,
+    /// Current output budget of the prioritized pump (see [`PRIORITY_OUT_LIMIT`]).
+    budget: usize,
+    /// `Out::written` at the last prioritized pump.
+    seen_written: u64,
+    /// When our SETTINGS went out (until the peer acknowledges them: an RTT sample).
+    settings_sent: Option<Instant>,
+    /// TCP_NOTSENT_LOWAT to apply now (taken by the connection, which owns the socket).
+    lowat_due: Option<u32>,
 }
 
 /// The connection settings we advertise and the defences, from the configuration.
@@ -424,6 +435,10 @@ impl H2 {
             tls: false,
             prioritize: ctx.shared.config.priorities == PriorityMode::Rfc9218,
             sched: Scheduler::default(),
+            budget: PRIORITY_OUT_LIMIT,
+            seen_written: 0,
+            settings_sent: Some(Instant::now()),
+            lowat_due: None,
         };
         if let Some(up) = upgrade {
             // Once per upgraded connection: the request's fields as borrowed pairs.
@@ -463,6 +478,7 @@ impl H2 {
                 }
             }
             self.after_recv(ctx, io.out);
+            self.sample_rtt(ctx);
         }
         // After an h2c upgrade, stream 1's body waits for the client's connection preface
         // (RFC 7540 §3.2: "Upon receiving the 101 response, the client MUST send a
@@ -472,6 +488,27 @@ impl H2 {
             self.pump(io.out);
         }
         self.finish_step(io)
+    }
+
+    /// Once our SETTINGS are acknowledged: with priorities on and a round trip of at least
+    /// `notsent_lowat_min_rtt`, asks for TCP_NOTSENT_LOWAT (see [`H2::take_lowat`]).
+    fn sample_rtt(&mut self, ctx: &Ctx<'_>) {
+        let Some(sent) = self.settings_sent else {
+            return;
+        };
+        if !self.conn.settings_acked() {
+            return;
+        }
+        self.settings_sent = None;
+        let c = &ctx.shared.config;
+        if self.prioritize && c.notsent_lowat > 0 && sent.elapsed() >= c.notsent_lowat_min_rtt {
+            self.lowat_due = Some(c.notsent_lowat);
+        }
+    }
+
+    /// The TCP_NOTSENT_LOWAT the connection should set on its socket, once.
+    pub fn take_lowat(&mut self) -> Option<u32> {
+        self.lowat_due.take()
     }
 
     fn finish_step(&mut self, io: &mut Io<'_>) -> Next {
@@ -653,12 +690,23 @@ impl H2 {
     }
 
     /// RFC 9218 order: one frame at a time to the stream the scheduler picks among those
-    /// that can send. Stops producing once [`PRIORITY_OUT_LIMIT`] bytes wait in the queue:
+    /// that can send. Stops producing once the budget (from [`PRIORITY_OUT_LIMIT`]) waits in
+    /// the queue:
     /// what is queued can no longer be reordered, so a response that becomes urgent later
     /// waits behind at most that much (plus the socket's unsent bytes, bounded by
     /// TCP_NOTSENT_LOWAT).
     fn pump_prioritized(&mut self, out: &mut Out) {
-        while !out.is_full() && out.len() < PRIORITY_OUT_LIMIT {
+        let written = out.written();
+        if written != self.seen_written {
+            // Keep about twice what the socket took since the last turn: a fast socket gets
+            // large writes, a slow one (TCP_NOTSENT_LOWAT) a queue the scheduler still owns.
+            let took = usize::try_from(written - self.seen_written).unwrap_or(usize::MAX);
+            self.seen_written = written;
+            self.budget = took
+                .saturating_mul(2)
+                .clamp(PRIORITY_OUT_LIMIT, TOTAL_HIGH_WATER);
+        }
+        while !out.is_full() && out.len() < self.budget {
             let conn = &self.conn;
             let app = &self.app;
             let candidates = app.sending.iter().filter_map(|&id| {

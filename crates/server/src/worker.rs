@@ -386,14 +386,6 @@ impl Worker {
         now: Instant,
     ) -> Option<usize> {
         let _ = stream.set_nodelay(true);
-        if self.shared.config.priorities == crate::sched::PriorityMode::Rfc9218
-            && self.shared.config.notsent_lowat > 0
-        {
-            // Keep what the kernel holds unsent small, so priorities decide the order on a
-            // slow link (as h2o does); best effort.
-            let _ = socket2::SockRef::from(&stream)
-                .set_tcp_notsent_lowat(self.shared.config.notsent_lowat);
-        }
         let tls_cfg = if tls {
             match &self.shared.tls {
                 Some(c) => Some(c),

@@ -12,6 +12,7 @@
 //! endpoint over 6 HTTP/1.1 connections vs one HTTP/2 connection) and [`users`] (virtual
 //! users following ramp/hold stages, recording page time and open connections over time).
 
+pub mod anchor;
 pub mod html;
 pub mod load;
 pub mod output;

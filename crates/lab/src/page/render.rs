@@ -17,6 +17,9 @@
 //! the time until the page is complete, and the verdict between the arms with the lab's
 //! rule (a win only when the medians differ by more than either arm's spread).
 //!
+//! When nghttpd is installed, a fourth arm loads the same page (written to files) from
+//! nghttpd with `--no-rfc7540-pri` (RFC 9218 priorities), behind the same link.
+//!
 //! Server push is not measured yet (h2lab does not push): the push columns of the issue
 //! remain to be done.
 
@@ -31,6 +34,7 @@ use serde::Serialize;
 
 use crate::env::Origin;
 use crate::link::{self, LinkConfig, Profile, RunningLink};
+use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
 use crate::proto::Proto;
 use crate::stats::{decide, Better, Summary};
@@ -123,6 +127,8 @@ pub enum Arm {
     H2PrioOff,
     /// HTTP/2, server scheduling by RFC 9218.
     H2PrioOn,
+    /// HTTP/2 against nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when installed.
+    Nghttpd,
 }
 
 impl Arm {
@@ -135,6 +141,7 @@ impl Arm {
             Arm::H1x6 => "http/1.1 x6",
             Arm::H2PrioOff => "h2 prio off",
             Arm::H2PrioOn => "h2 prio on",
+            Arm::Nghttpd => "h2 nghttpd",
         }
     }
 }
@@ -329,20 +336,42 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         };
         let link_on = mk(on.tls)?;
         let link_off = mk(off.tls)?;
-        let pools: Vec<(Arm, PoolSpec)> = Arm::ALL
-            .iter()
-            .map(|&arm| {
-                let p = match arm {
-                    Arm::H1x6 => pool(Proto::H1Tls, on.tls, &link_on, cfg.timeout),
-                    Arm::H2PrioOff => pool(Proto::H2, off.tls, &link_off, cfg.timeout),
-                    Arm::H2PrioOn => pool(Proto::H2, on.tls, &link_on, cfg.timeout),
-                };
-                (arm, p)
-            })
-            .collect();
-        let found = load::discover(&pools[0].1, &html_path)?;
+        let first = pool(Proto::H1Tls, on.tls, &link_on, cfg.timeout);
+        let found = load::discover(&first, &html_path)?;
         let mut paths = vec![html_path.clone()];
-        paths.extend(found.paths);
+        paths.extend(found.paths.iter().cloned());
+        let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
+        ng_paths.extend(found.paths.iter().cloned());
+        let ng = match anchor::nghttpd_path() {
+            Some(bin) => match anchor::start(&bin, &on.dir, query, &found.paths, page_name) {
+                Ok(n) => Some((mk(n.addr)?, n)),
+                Err(e) => {
+                    log(&format!("nghttpd arm skipped: {e}"));
+                    None
+                }
+            },
+            None => None,
+        };
+        let mut pools: Vec<(Arm, PoolSpec, &[String])> = vec![
+            (Arm::H1x6, first, &paths),
+            (
+                Arm::H2PrioOff,
+                pool(Proto::H2, off.tls, &link_off, cfg.timeout),
+                &paths,
+            ),
+            (
+                Arm::H2PrioOn,
+                pool(Proto::H2, on.tls, &link_on, cfg.timeout),
+                &paths,
+            ),
+        ];
+        if let Some((l, n)) = &ng {
+            pools.push((
+                Arm::Nghttpd,
+                pool(Proto::H2, n.addr, l, cfg.timeout),
+                &ng_paths,
+            ));
+        }
         let resources = paths.len() - 1;
         let blocking = paths.iter().filter(|p| render_blocking(p)).count();
         log(&format!(
@@ -355,10 +384,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         for i in 0..report.repeat as usize {
             for k in 0..pools.len() {
                 let j = (k + i) % pools.len();
-                let (arm, p) = &pools[j];
-                match load::load_page(p, &paths) {
+                let (arm, p, paths) = &pools[j];
+                match load::load_page(p, paths) {
                     Ok(l) if l.failed == 0 => {
-                        let r = render_ms(&l, &paths);
+                        let r = render_ms(&l, paths);
                         log(&format!(
                             "  {} load {}/{} {:<12} render {:>9}  page {:>9}",
                             rl.name,
@@ -384,7 +413,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             .iter()
             .zip(loads)
             .zip(errors)
-            .map(|(((arm, _), l), error)| {
+            .map(|(((arm, _, _), l), error)| {
                 let r: Vec<f64> = l.iter().map(|x| x.0).collect();
                 let p: Vec<f64> = l.iter().map(|x| x.1).collect();
                 ArmResult {
@@ -398,9 +427,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                 }
             })
             .collect();
+        let all: Vec<Arm> = arms.iter().map(|a| a.arm).collect();
         let verdicts = ["render", "page"]
             .into_iter()
-            .filter_map(|m| verdict(m, &arms, &Arm::ALL))
+            .filter_map(|m| verdict(m, &arms, &all))
             .collect();
         let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn]);
         report.links.push(RenderLinkResult {
@@ -416,6 +446,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         });
         link_on.shutdown();
         link_off.shutdown();
+        if let Some((l, n)) = ng {
+            l.shutdown();
+            drop(n);
+        }
     }
     drop((on, off));
     report.elapsed_secs = start.elapsed().as_secs_f64();

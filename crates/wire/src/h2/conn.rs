@@ -525,6 +525,13 @@ impl<E: HeaderEncoder> Connection<E> {
         !self.st.awaiting_preface
     }
 
+    /// Whether the peer acknowledged our first SETTINGS frame (RFC 9113 §6.5.3): one
+    /// round trip after [`start`](Connection::start), which a server can use as an RTT
+    /// sample.
+    pub fn settings_acked(&self) -> bool {
+        self.st.local_applied
+    }
+
     /// Size a read buffer must be able to hold so that any frame we accept
     /// fits in it: 9 + our SETTINGS_MAX_FRAME_SIZE.
     pub fn max_frame_len(&self) -> usize {
