@@ -37,6 +37,9 @@ fn every_arm_loads_the_page_with_css_and_js() {
     // One load per arm: too few for a verdict.
     assert!(l.verdicts.iter().all(|v| v.outcome == "undecided"));
     let text = render::render_text(&r);
-    assert!(text.contains("h2 prio on") && text.contains("24 sub-resources, 4 CSS/JS"), "{text}");
+    assert!(
+        text.contains("h2 prio on") && text.contains("24 sub-resources, 4 CSS/JS"),
+        "{text}"
+    );
     assert!(render::json(&r).contains("\"render_ms\""));
 }

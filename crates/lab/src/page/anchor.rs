@@ -110,3 +110,35 @@ pub fn start(
     }
     Ok(n)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docroot_holds_the_page_and_assets_of_their_sizes() {
+        let dir = std::env::temp_dir().join(format!("h2lab-anchor-test-{}", std::process::id()));
+        let paths = vec![
+            "/asset/3/0-1500.png".to_owned(),
+            "/asset/3/2-9000.css".to_owned(),
+        ];
+        write_docroot(&dir, "n=1&seed=3&css=1", &paths).unwrap();
+        let html = std::fs::read_to_string(dir.join("page.html")).unwrap();
+        assert!(html.contains("<img") && html.contains("rel=\"stylesheet\""));
+        assert_eq!(
+            std::fs::metadata(dir.join("asset/3/0-1500.png"))
+                .unwrap()
+                .len(),
+            1500
+        );
+        assert_eq!(
+            std::fs::metadata(dir.join("asset/3/2-9000.css"))
+                .unwrap()
+                .len(),
+            9000
+        );
+        assert!(write_docroot(&dir, "n=1", &["/../x-1.png".to_owned()]).is_err());
+        assert!(write_docroot(&dir, "n=1", &["/asset/nosize.png".to_owned()]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
