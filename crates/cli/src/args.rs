@@ -97,6 +97,11 @@ pub struct BenchArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER", value_parser = parse_header)]
     pub headers: Vec<(String, String)>,
 
+    /// RFC 9218 priority of every request, e.g. "u=0" or "u=5,i": sent as the `priority`
+    /// header (urgency 0..7, default 3; i = incremental).
+    #[arg(long = "priority", value_name = "u=N[,i]", value_parser = parse_priority)]
+    pub priority: Option<h2lab_wire::priority::ExtPriority>,
+
     /// Protocol for http:// URIs (no TLS): h2c or http/1.1.
     #[arg(short = 'p', long = "no-tls-proto", value_name = "PROTOID", value_parser = parse_no_tls_proto)]
     pub no_tls_proto: Option<String>,
@@ -367,6 +372,13 @@ fn parse_table_size(s: &str) -> Result<u32, String> {
     })
 }
 
+/// Parses `--priority` as a `priority` field value (RFC 9218 §4: a Structured Fields
+/// Dictionary; `u=0`, `u=5,i`, `i`).
+pub fn parse_priority(s: &str) -> Result<h2lab_wire::priority::ExtPriority, String> {
+    h2lab_wire::priority::parse(s.as_bytes())
+        .map_err(|e| format!("invalid priority {s:?}: {e} (expected u=N[,i], N in 0..=7)"))
+}
+
 /// Parses `-H`: `name: value`. The name may start with `:` (pseudo-headers such as
 /// `:authority`); it is lower-cased; leading blanks of the value are skipped; an empty value is
 /// an error, as in h2load.
@@ -454,6 +466,14 @@ mod tests {
         }
         assert!(parse_table_size("4G").is_err());
         assert_eq!(parse_table_size("64K"), Ok(65536));
+    }
+
+    #[test]
+    fn priorities() {
+        use h2lab_wire::priority::ExtPriority;
+        assert_eq!(parse_priority("u=0"), Ok(ExtPriority::new(0, false)));
+        assert_eq!(parse_priority("u=5,i"), Ok(ExtPriority::new(5, true)));
+        assert!(parse_priority("u=5;;").is_err());
     }
 
     #[test]

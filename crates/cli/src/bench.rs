@@ -373,6 +373,16 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.duration = a.duration;
     cfg.warm_up = a.warm_up_time;
     cfg.headers = a.headers.clone();
+    if let Some(p) = a.priority {
+        // RFC 9218 §5: the `priority` request header field (an explicit -H wins).
+        if !cfg
+            .headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("priority"))
+        {
+            cfg.headers.push(("priority".into(), p.to_string()));
+        }
+    }
     cfg.window_bits = a.window_bits;
     cfg.connection_window_bits = a.connection_window_bits;
     cfg.header_table_size = a.header_table_size;

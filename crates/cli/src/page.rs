@@ -71,6 +71,13 @@ pub struct PageArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s")]
     pub delay: String,
 
+    /// The render experiment (issue 19): a page with render-blocking CSS/JS and images over
+    /// HTTP/1.1 x6 and HTTP/2 against a server with priorities off and one with RFC 9218
+    /// priorities on, on the wan and a lossy (2%) link; reports time until the CSS/JS are
+    /// done and until the page is complete, with verdicts. --page-query, -n and --json apply.
+    #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
+    pub render: bool,
+
     /// Load test: ramp up to N virtual users (over --ramp), hold (--hold), ramp down.
     #[arg(long, value_name = "N")]
     pub users: Option<u32>,
@@ -169,8 +176,48 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
     Ok(c)
 }
 
+/// `h2lab page --render`.
+fn main_render(args: &PageArgs) -> ExitCode {
+    use h2lab_lab::page::render;
+    let mut cfg = render::RenderConfig::default();
+    if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {
+        cfg.pages = vec![("custom".into(), args.page_query.clone())];
+    }
+    if let Some(n) = args.repeat {
+        cfg.repeat = n.max(1);
+    }
+    let r = match render::run(&cfg, &mut |line| eprintln!("{line}")) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    println!("{}", render::render_text(&r));
+    let mut status = 0;
+    if let Some(p) = &args.json {
+        let json = render::json(&r);
+        if let Err(e) = write_file(p, &json) {
+            eprintln!("{PREFIX} {e}");
+            status = EXIT_FAILURE;
+        }
+    }
+    if !r
+        .links
+        .iter()
+        .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()))
+    {
+        eprintln!("{PREFIX} no page load succeeded");
+        status = EXIT_FAILURE;
+    }
+    ExitCode::from(status)
+}
+
 /// Runs `h2lab page` and returns the exit status.
 pub fn main(args: PageArgs) -> ExitCode {
+    if args.render {
+        return main_render(&args);
+    }
     let cfg = match build(&args) {
         Ok(c) => c,
         Err(e) => {

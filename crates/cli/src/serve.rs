@@ -104,6 +104,24 @@ pub struct ServeArgs {
           default_value_t = defaults().max_header_list_size)]
     pub max_header_list_size: u32,
 
+    /// HTTP/2 response scheduling: rfc9218 orders DATA by the RFC 9218 priorities the client
+    /// sends (`priority` header, PRIORITY_UPDATE); off sends round-robin.
+    #[arg(long = "priorities", value_name = "off|rfc9218", default_value = "rfc9218",
+          value_parser = parse_priorities)]
+    pub priorities: h2lab_server::sched::PriorityMode,
+
+    /// TCP_NOTSENT_LOWAT in bytes with --priorities rfc9218 (0: kernel default): keeps unsent
+    /// socket data small so priorities act on a slow link.
+    #[arg(long = "notsent-lowat", value_name = "SIZE", value_parser = parse_u32_size,
+          default_value_t = defaults().notsent_lowat)]
+    pub notsent_lowat: u32,
+
+    /// Apply --notsent-lowat only to connections with at least this RTT (measured from our
+    /// SETTINGS to their ACK); 0 applies it to all.
+    #[arg(long = "notsent-lowat-min-rtt", value_name = "DURATION", value_parser = parse_duration,
+          default_value = "10ms")]
+    pub notsent_lowat_min_rtt: Duration,
+
     /// HTTP/1.1 persistent connections; off closes after every response (HTTP/1.0 style).
     #[arg(long = "keep-alive", value_name = "on|off", value_parser = parse_on_off, action = clap::ArgAction::Set,
           default_value = "on", conflicts_with = "no_keep_alive")]
@@ -191,6 +209,9 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         max_frame_size: args.max_frame_size,
         header_table_size: args.header_table_size,
         max_header_list_size: args.max_header_list_size,
+        priorities: args.priorities,
+        notsent_lowat: args.notsent_lowat,
+        notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,
         idle_timeout: args.idle_timeout,
         max_request_body: args.max_request_body,
@@ -199,6 +220,11 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         quiet: true,
         ..d
     }
+}
+
+fn parse_priorities(s: &str) -> Result<h2lab_server::sched::PriorityMode, String> {
+    h2lab_server::sched::PriorityMode::parse(s)
+        .ok_or_else(|| format!("expected off or rfc9218, got {s:?}"))
 }
 
 /// Runs `h2lab serve` and returns the process exit status.
@@ -385,6 +411,10 @@ mod tests {
             "1K",
             "--root",
             "/srv",
+            "--priorities",
+            "off",
+            "--notsent-lowat",
+            "4K",
             "-q",
         ]));
         assert_eq!(c.listen, Some("127.0.0.1:9000".parse().unwrap()));
@@ -400,6 +430,8 @@ mod tests {
         assert_eq!(c.idle_timeout, Duration::from_millis(500));
         assert_eq!(c.max_request_body, 1024);
         assert_eq!(c.root, Some(PathBuf::from("/srv")));
+        assert_eq!(c.priorities, h2lab_server::sched::PriorityMode::Off);
+        assert_eq!(c.notsent_lowat, 4096);
         assert!(!build_config(&parse(&["--no-keep-alive"])).keep_alive);
     }
 
@@ -419,6 +451,7 @@ mod tests {
             &["serve", "--listen", "nowhere"][..],
             &["serve", "--threads", "0"],
             &["serve", "--keep-alive", "maybe"],
+            &["serve", "--priorities", "h2o"],
             &["serve", "--keep-alive", "off", "--no-keep-alive"],
             &["serve", "--tls", "--tls-listen", "1"],
             &["serve", "--cert", "c.pem"],

@@ -93,6 +93,10 @@ pub struct FetchConfig {
     pub open_gauge: Option<Arc<AtomicI64>>,
     /// HTTP/2 receive windows and header table sizes.
     pub h2: H2Settings,
+    /// Send the RFC 9218 `priority` header a browser would give each path
+    /// ([`crate::priority::browser_priority`]), on HTTP/2 only (on HTTP/1.1 it would
+    /// mean nothing). Default: on, as browsers do.
+    pub priorities: bool,
 }
 
 impl FetchConfig {
@@ -120,6 +124,7 @@ impl FetchConfig {
                 header_table_size: 65_536,
                 encoder_header_table_size: 4096,
             },
+            priorities: true,
         }
     }
 }
@@ -324,7 +329,13 @@ impl Fetcher {
             FetchProtocol::Http11 => ProtocolChoice::H1,
             FetchProtocol::H2 => ProtocolChoice::Alpn(vec!["h2".to_owned()]),
         };
-        let prep = Prepared::new(&bc)?;
+        let mut prep = Prepared::new(&bc)?;
+        if cfg.priorities && cfg.protocol == FetchProtocol::H2 {
+            for (fields, path) in prep.h2.iter_mut().zip(paths) {
+                let p = crate::priority::browser_priority(path).to_string();
+                fields.push((b"priority".as_slice().into(), p.into_bytes().into()));
+            }
+        }
         let addr = match cfg.connect_to {
             Some(a) => a,
             None => (cfg.origin.host.as_str(), cfg.origin.port)

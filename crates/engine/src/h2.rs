@@ -152,6 +152,10 @@ struct PendingBody {
 pub struct H2Session {
     conn: Connection<RequestTemplate>,
     prep: Arc<Prepared>,
+    /// The URIs' fields differ beyond `:path` (per-request `priority` of the page
+    /// fetcher): each request is encoded from its own list with the general encoder
+    /// instead of the template.
+    per_uri: bool,
     max_streams: u32,
     map: StreamMap,
     /// Bytes of an incomplete frame carried to the next read.
@@ -179,9 +183,16 @@ impl H2Session {
         let conn =
             Connection::with_encoder(Role::Client, settings.local(), Limits::new(), template);
         let max_streams = max_streams.max(1);
+        let not_path = |f: &&(Box<[u8]>, Box<[u8]>)| &f.0[..] != b":path";
+        let per_uri = prep.h2.first().is_some_and(|first| {
+            prep.h2
+                .iter()
+                .any(|f| !f.iter().filter(not_path).eq(first.iter().filter(not_path)))
+        });
         H2Session {
             conn,
             prep,
+            per_uri,
             max_streams,
             map: StreamMap::new(max_streams),
             partial: Vec::new(),
@@ -474,9 +485,18 @@ impl Session for H2Session {
             return Err(SubmitError::WouldBlock);
         }
         let has_body = self.prep.body.as_ref().is_some_and(|b| !b.is_empty());
+        let own = self
+            .per_uri
+            .then(|| self.prep.h2.get(uri_idx % self.prep.h2.len().max(1)))
+            .flatten();
         let r = self.conn.send_request(
-            |tpl, buf| {
-                tpl.encode_next(uri_idx, buf);
+            |tpl, buf| match own {
+                Some(fields) => tpl
+                    .encoder_mut()
+                    .encode(fields.iter().map(|(n, v)| (&n[..], &v[..])), buf),
+                None => {
+                    tpl.encode_next(uri_idx, buf);
+                }
             },
             !has_body,
             out,

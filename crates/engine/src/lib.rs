@@ -65,6 +65,7 @@ pub mod h1;
 pub mod h2;
 mod pacing;
 pub mod plan;
+pub mod priority;
 mod request;
 pub mod result;
 mod run;

@@ -64,6 +64,18 @@ pub struct ServerConfig {
     pub max_delay: Duration,
     /// Largest `/compute?work=` honoured (larger values are clamped).
     pub max_compute_work: u64,
+    /// How HTTP/2 response data is ordered across streams: RFC 9218 priorities (default)
+    /// or plain round-robin (`--priorities off`).
+    pub priorities: crate::sched::PriorityMode,
+    /// TCP_NOTSENT_LOWAT on accepted connections when `priorities` is on (bytes; 0 leaves
+    /// the kernel default): keeps the unsent part of the socket buffer small so that the
+    /// scheduler, not the kernel queue, decides what goes out next on a slow link.
+    pub notsent_lowat: u32,
+    /// `notsent_lowat` is applied only to connections whose round-trip time (from our
+    /// SETTINGS to its acknowledgement) is at least this: on a fast path (loopback) the
+    /// kernel's queue drains at once and a low-water mark would only cost system calls.
+    /// h2o gates its latency optimisation the same way (`http2-latency-optimization-min-rtt`).
+    pub notsent_lowat_min_rtt: Duration,
     /// Suppress the informational lines on stderr (certificate location); protocol-violation
     /// logging stays (rate-limited).
     pub quiet: bool,
@@ -94,6 +106,9 @@ impl Default for ServerConfig {
             root: None,
             max_delay: Duration::from_secs(300),
             max_compute_work: 1_000_000_000,
+            priorities: crate::sched::PriorityMode::Rfc9218,
+            notsent_lowat: 16 * 1024,
+            notsent_lowat_min_rtt: Duration::from_millis(10),
             quiet: false,
         }
     }

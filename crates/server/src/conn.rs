@@ -408,7 +408,14 @@ impl Conn {
                     self.process(ctx)
                 }
             },
-            Protocol::H2(h2) => h2.process(&mut io, ctx),
+            Protocol::H2(h2) => {
+                let next = h2.process(&mut io, ctx);
+                if let Some(lowat) = h2.take_lowat() {
+                    // Best effort: priorities still work without it, on less data.
+                    let _ = socket2::SockRef::from(&self.sock).set_tcp_notsent_lowat(lowat);
+                }
+                next
+            }
         }
     }
 

@@ -374,7 +374,16 @@ impl Router {
                     }
                 } else if let Some(rest) = path.strip_prefix(b"/asset/") {
                     match asset_size(rest) {
-                        Some(n) => Response::new(200, "image/png", Body::Filler(n)),
+                        Some(n) => {
+                            let ct = if path.ends_with(b".css") {
+                                "text/css"
+                            } else if path.ends_with(b".js") {
+                                "text/javascript"
+                            } else {
+                                "image/png"
+                            };
+                            Response::new(200, ct, Body::Filler(n))
+                        }
                         None => Response::error(404),
                     }
                 } else {
@@ -576,6 +585,17 @@ pub struct PageParams {
     pub max: u64,
     /// Seed of the size sequence.
     pub seed: u64,
+    /// Render-blocking stylesheets in the head (`css=`, default 0).
+    pub css: u64,
+    /// Nominal stylesheet size (`css_size=`, default 16k); each file is 1/2..3/2 of it.
+    pub css_size: u64,
+    /// Render-blocking scripts in the head (`js=`, default 0).
+    pub js: u64,
+    /// Nominal script size (`js_size=`, default 48k); each file is 1/2..3/2 of it.
+    pub js_size: u64,
+    /// Scripts at the end of the body, after the images (`js_at=end`), instead of in the
+    /// head (`js_at=head`, the default).
+    pub js_at_end: bool,
 }
 
 /// Most sub-resources a `/page` may reference.
@@ -584,7 +604,8 @@ pub const MAX_PAGE_ITEMS: u64 = 100_000;
 pub const PAGE_COLUMNS: u64 = 15;
 
 impl PageParams {
-    /// Parses `n`, `min`, `max`, `seed` (defaults 300, 1k, 8k, 1).
+    /// Parses `n`, `min`, `max`, `seed` (defaults 300, 1k, 8k, 1) and `css`, `css_size`,
+    /// `js`, `js_size` (defaults 0, 16k, 0, 48k).
     pub fn parse(query: &[u8]) -> Option<Self> {
         let get = |k: &[u8], d: u64, size: bool| match query_param(query, k) {
             None => Some(d),
@@ -596,16 +617,61 @@ impl PageParams {
             min: get(b"min", 1024, true)?,
             max: get(b"max", 8192, true)?,
             seed: get(b"seed", 1, false)?,
+            css: get(b"css", 0, false)?,
+            css_size: get(b"css_size", 16 * 1024, true)?,
+            js: get(b"js", 0, false)?,
+            js_size: get(b"js_size", 48 * 1024, true)?,
+            js_at_end: match query_param(query, b"js_at") {
+                None | Some(b"head") => false,
+                Some(b"end") => true,
+                Some(_) => return None,
+            },
         };
-        (p.n <= MAX_PAGE_ITEMS && p.min <= p.max).then_some(p)
+        let blocking = p.css.saturating_add(p.js);
+        (p.n.saturating_add(blocking) <= MAX_PAGE_ITEMS
+            && p.min <= p.max
+            && p.css_size <= 1 << 30
+            && p.js_size <= 1 << 30)
+            .then_some(p)
     }
 
-    fn write_html(&self, out: &mut Vec<u8>) {
+    /// The render-blocking assets (`/asset/<seed>/<i>-<size>.css|js`, stylesheets first),
+    /// numbered after the images so every asset of a page has its own index.
+    pub fn blocking_assets(&self) -> impl Iterator<Item = (u64, u64, &'static str)> + '_ {
+        let styles = (0..self.css).map(move |k| (self.n + k, self.css_size, "css"));
+        let scripts = (0..self.js).map(move |k| (self.n + self.css + k, self.js_size, "js"));
+        styles.chain(scripts).map(move |(i, nominal, ext)| {
+            let size = asset_size_for(self.seed, i, nominal / 2, nominal + nominal / 2);
+            (i, size, ext)
+        })
+    }
+
+    /// Appends the page's HTML (what `/page` answers with these parameters).
+    pub fn write_html(&self, out: &mut Vec<u8>) {
         let _ = write!(
             out,
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>h2lab page n={} seed={}</title></head>\n<body><table>\n",
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>h2lab page n={} seed={}</title>",
             self.n, self.seed
         );
+        // Render-blocking CSS and JS in the head, as a real page has them.
+        for (i, size, ext) in self.blocking_assets() {
+            if ext == "js" && self.js_at_end {
+                continue;
+            }
+            let _ = match ext {
+                "css" => write!(
+                    out,
+                    "\n<link rel=\"stylesheet\" href=\"/asset/{}/{i}-{size}.css\">",
+                    self.seed
+                ),
+                _ => write!(
+                    out,
+                    "\n<script src=\"/asset/{}/{i}-{size}.js\"></script>",
+                    self.seed
+                ),
+            };
+        }
+        out.extend_from_slice(b"</head>\n<body><table>\n");
         for i in 0..self.n {
             if i % PAGE_COLUMNS == 0 {
                 out.extend_from_slice(b"<tr>");
@@ -620,7 +686,19 @@ impl PageParams {
                 out.extend_from_slice(b"</tr>\n");
             }
         }
-        out.extend_from_slice(b"</table></body></html>\n");
+        out.extend_from_slice(b"</table>");
+        if self.js_at_end {
+            for (i, size, ext) in self.blocking_assets() {
+                if ext == "js" {
+                    let _ = write!(
+                        out,
+                        "\n<script src=\"/asset/{}/{i}-{size}.js\"></script>",
+                        self.seed
+                    );
+                }
+            }
+        }
+        out.extend_from_slice(b"</body></html>\n");
     }
 }
 
@@ -851,5 +929,51 @@ mod tests {
         let (a, _) = get(&router, "/asset/7/3.png");
         assert_eq!(a.body.len(), asset_size_for(7, 3, 1024, 8192));
         assert_eq!(get(&router, "/page?min=9k&max=1k").0.status, 400);
+    }
+
+    #[test]
+    fn page_with_render_blocking_css_and_js() {
+        let router = Router::new(&ServerConfig::local()).unwrap();
+        let (_, plain) = get(&router, "/page?n=3&seed=7");
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains(".css") && !plain.contains(".js"));
+        let (r, d) = get(
+            &router,
+            "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k",
+        );
+        assert_eq!(r.status, 200);
+        let html = String::from_utf8(d).unwrap();
+        let head = &html[..html.find("</head>").unwrap()];
+        assert_eq!(head.matches("rel=\"stylesheet\"").count(), 2);
+        assert_eq!(head.matches("<script src=").count(), 3);
+        assert!(!html[html.find("</head>").unwrap()..].contains(".css"));
+        // js_at=end moves the scripts after the images.
+        let (_, late) = get(&router, "/page?n=3&seed=7&js=1&js_at=end");
+        let late = String::from_utf8(late).unwrap();
+        assert!(late.find("<script").unwrap() > late.find("<img").unwrap());
+        assert_eq!(get(&router, "/page?js_at=middle").0.status, 400);
+        // Same seed, same page; sizes within 1/2..3/2 of nominal; served as declared.
+        let (_, again) = get(
+            &router,
+            "/page?n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k",
+        );
+        assert_eq!(html.as_bytes(), &again[..]);
+        let p = PageParams::parse(b"n=3&seed=7&css=2&js=3&css_size=10k&js_size=20k").unwrap();
+        let assets: Vec<_> = p.blocking_assets().collect();
+        assert_eq!(assets.len(), 5);
+        for (i, size, ext) in assets {
+            let nominal = if ext == "css" { 10240 } else { 20480 };
+            assert!((nominal / 2..=nominal * 3 / 2).contains(&size));
+            let path = format!("/asset/7/{i}-{size}.{ext}");
+            assert!(head.contains(&path), "{path}");
+            let (a, _) = get(&router, &path);
+            assert_eq!((a.status, a.body.len()), (200, size));
+            let ct = if ext == "css" {
+                "text/css"
+            } else {
+                "text/javascript"
+            };
+            assert_eq!(a.content_type, ct);
+        }
     }
 }

@@ -20,15 +20,21 @@ use h2lab_wire::h2::{
     ConnError, Connection, Events, HeadersDone, HeadersKind, Initiator, Limits, LocalSettings, Role,
 };
 use h2lab_wire::hpack::Encoder;
+use h2lab_wire::priority::{self, ExtPriority};
 
-use crate::body::{Body, BodyCursor};
+use crate::body::BodyCursor;
 use crate::conn::{Io, Next};
 use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
 use crate::h2head::HeadCache;
 use crate::http1::Upgrade;
 use crate::log::warn;
 use crate::out::Out;
+use crate::sched::{PriorityMode, Scheduler};
 use crate::worker::{Ctx, Shared};
+
+#[path = "http2_send.rs"]
+mod send;
+use send::PRIORITY_OUT_LIMIT;
 
 /// Where a stream is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +65,10 @@ struct Stream {
     pending: Option<Response>,
     dynamic: Vec<u8>,
     cursor: Option<BodyCursor>,
+    /// RFC 9218 priority (header, then PRIORITY_UPDATE).
+    prio: ExtPriority,
+    /// A PRIORITY_UPDATE set `prio`: it overrides the request's header.
+    prio_updated: bool,
 }
 
 impl Stream {
@@ -74,6 +84,8 @@ impl Stream {
             pending: None,
             dynamic: Vec::new(),
             cursor: None,
+            prio: ExtPriority::DEFAULT,
+            prio_updated: false,
         }
     }
 
@@ -88,6 +100,8 @@ impl Stream {
         self.pending = None;
         self.dynamic.clear();
         self.cursor = None;
+        self.prio = ExtPriority::DEFAULT;
+        self.prio_updated = false;
     }
 }
 
@@ -161,6 +175,9 @@ struct App {
     /// is a trailer section of a stream already answered (ignored).
     last_opened: u32,
     max_body: u64,
+    /// PRIORITY_UPDATEs for streams not opened yet (bounded by the connection: RFC 9218
+    /// §7.1 limits them to SETTINGS_MAX_CONCURRENT_STREAMS), applied when they open.
+    early_prio: Vec<(u32, ExtPriority)>,
     /// A violation was logged for this connection.
     logged: bool,
     peer: Option<std::net::SocketAddr>,
@@ -183,6 +200,13 @@ impl App {
                 });
                 self.by_id.insert(id.get(), i);
                 self.slots[i].reset_for(id);
+                if let Some(k) = self.early_prio.iter().position(|&(s, _)| s == id.get()) {
+                    let (_, p) = self.early_prio.swap_remove(k);
+                    self.slots[i].prio = p;
+                    self.slots[i].prio_updated = true;
+                }
+                // Updates for streams skipped by the client will never apply.
+                self.early_prio.retain(|&(s, _)| s > id.get());
                 i
             }
         }
@@ -224,6 +248,14 @@ impl Events for App {
         if s.fields_done {
             // Trailers: not needed by any endpoint.
             return;
+        }
+        if name == b"priority" && !s.prio_updated {
+            // RFC 9218 §5: the Priority header field; several lines combine as one
+            // Dictionary, where the last value of a parameter wins (parsed line by line
+            // here, the same result for well-formed lines).
+            if let Ok(p) = priority::parse(value) {
+                s.prio = p;
+            }
         }
         if name.first() == Some(&b':') {
             if name == b":path" {
@@ -285,6 +317,23 @@ impl Events for App {
         }
     }
 
+    fn priority_update(&mut self, stream: StreamId, field_value: &[u8]) {
+        // RFC 9218 §7: "Omitting a priority parameter is a signal to use its default
+        // value"; an unparsable value gets the defaults (the RFC's MAY-error not taken).
+        let p = priority::parse_or_default(field_value);
+        if let Some(s) = self.slot(stream) {
+            s.prio = p;
+            s.prio_updated = true;
+            return;
+        }
+        // RFC 9218 §7: "Servers SHOULD buffer the most recently received PRIORITY_UPDATE
+        // frame and apply it once the referenced stream is opened."
+        match self.early_prio.iter_mut().find(|(s, _)| *s == stream.get()) {
+            Some(e) => e.1 = p,
+            None => self.early_prio.push((stream.get(), p)),
+        }
+    }
+
     fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
         if !by_peer && !self.logged {
             self.logged = true;
@@ -313,6 +362,17 @@ pub struct H2 {
     scratch: Vec<u8>,
     /// The connection is TLS (for `/info`).
     tls: bool,
+    /// RFC 9218 scheduling (else round-robin).
+    prioritize: bool,
+    sched: Scheduler,
+    /// Current output budget of the prioritized pump (see [`PRIORITY_OUT_LIMIT`]).
+    budget: usize,
+    /// `Out::written` at the last prioritized pump.
+    seen_written: u64,
+    /// When our SETTINGS went out (until the peer acknowledges them: an RTT sample).
+    settings_sent: Option<Instant>,
+    /// TCP_NOTSENT_LOWAT to apply now (taken by the connection, which owns the socket).
+    lowat_due: Option<u32>,
 }
 
 /// The connection settings we advertise and the defences, from the configuration.
@@ -333,6 +393,9 @@ fn settings(shared: &Shared) -> (LocalSettings, Limits) {
     limits.max_header_block_bytes = (c.max_header_list_size as usize).max(16 * 1024) + 1024;
     limits.rapid_reset_budget = c.max_rapid_resets;
     limits.rapid_reset_window = c.rapid_reset_window;
+    // RFC 9218 §2.1: "A server that receives SETTINGS_NO_RFC7540_PRIORITIES with a value of 1
+    // MUST ignore HTTP/2 priority signals"; we tell clients we ignore RFC 7540's.
+    local.no_rfc7540_priorities = c.priorities == PriorityMode::Rfc9218;
     (local, limits)
 }
 
@@ -353,6 +416,12 @@ impl H2 {
             failed: false,
             scratch: Vec::new(),
             tls: false,
+            prioritize: ctx.shared.config.priorities == PriorityMode::Rfc9218,
+            sched: Scheduler::default(),
+            budget: PRIORITY_OUT_LIMIT,
+            seen_written: 0,
+            settings_sent: Some(Instant::now()),
+            lowat_due: None,
         };
         if let Some(up) = upgrade {
             // Once per upgraded connection: the request's fields as borrowed pairs.
@@ -392,6 +461,7 @@ impl H2 {
                 }
             }
             self.after_recv(ctx, io.out);
+            self.sample_rtt(ctx);
         }
         // After an h2c upgrade, stream 1's body waits for the client's connection preface
         // (RFC 7540 §3.2: "Upon receiving the 101 response, the client MUST send a
@@ -401,6 +471,27 @@ impl H2 {
             self.pump(io.out);
         }
         self.finish_step(io)
+    }
+
+    /// Once our SETTINGS are acknowledged: with priorities on and a round trip of at least
+    /// `notsent_lowat_min_rtt`, asks for TCP_NOTSENT_LOWAT (see [`H2::take_lowat`]).
+    fn sample_rtt(&mut self, ctx: &Ctx<'_>) {
+        let Some(sent) = self.settings_sent else {
+            return;
+        };
+        if !self.conn.settings_acked() {
+            return;
+        }
+        self.settings_sent = None;
+        let c = &ctx.shared.config;
+        if self.prioritize && c.notsent_lowat > 0 && sent.elapsed() >= c.notsent_lowat_min_rtt {
+            self.lowat_due = Some(c.notsent_lowat);
+        }
+    }
+
+    /// The TCP_NOTSENT_LOWAT the connection should set on its socket, once.
+    pub fn take_lowat(&mut self) -> Option<u32> {
+        self.lowat_due.take()
     }
 
     fn finish_step(&mut self, io: &mut Io<'_>) -> Next {
@@ -548,93 +639,6 @@ impl H2 {
         if let Some(s) = self.app.slot(id) {
             s.cursor = Some(BodyCursor::new(resp.body));
             self.app.sending.push(id.get());
-        }
-    }
-
-    /// Sends body data round-robin, one frame per stream per pass, while the windows and
-    /// the output high-water mark allow.
-    fn pump(&mut self, out: &mut Out) {
-        let frame = self.conn.peer_settings().max_frame_size as usize;
-        loop {
-            let mut progressed = false;
-            let mut k = 0;
-            while k < self.app.sending.len() {
-                if out.is_full() {
-                    return;
-                }
-                let id = StreamId::new(self.app.sending[k]);
-                let cap = self.conn.send_capacity(id);
-                let Some(&slot) = self.app.by_id.get(&id.get()) else {
-                    self.app.sending.remove(k);
-                    continue;
-                };
-                let s = &mut self.app.slots[slot];
-                let Some(cursor) = s.cursor.as_mut() else {
-                    self.app.sending.remove(k);
-                    continue;
-                };
-                let remaining = cursor.remaining();
-                if cap == 0 && remaining > 0 {
-                    k += 1;
-                    continue;
-                }
-                let want = (remaining.min(cap as u64) as usize).min(frame);
-                let sent = if let Some(chunk) = cursor.static_chunk(want) {
-                    // Zero copy: the frame header goes into the queue, the payload is
-                    // spliced in right behind it from static memory.
-                    let fin = chunk.len() as u64 == remaining;
-                    match self
-                        .conn
-                        .send_data_header(id, chunk.len(), fin, out.bytes())
-                    {
-                        Ok(n) => {
-                            out.splice(chunk.get(..n).unwrap_or_default());
-                            cursor.advance(n);
-                            Ok(fin && n == chunk.len())
-                        }
-                        Err(e) => Err(e),
-                    }
-                } else if let Body::File(..) = cursor.body {
-                    self.scratch.clear();
-                    if let Err(e) = cursor.copy_into(&s.dynamic, &mut self.scratch, want) {
-                        warn!("reading a file body: {e}");
-                        self.conn.reset(id, ErrorCode::INTERNAL_ERROR, out.bytes());
-                        self.app.close(id);
-                        continue;
-                    }
-                    let fin = cursor.remaining() == 0;
-                    // The capacity was checked: all of it is queued.
-                    self.conn
-                        .send_data(id, &self.scratch, fin, out.bytes())
-                        .map(|_| fin)
-                } else {
-                    let chunk = cursor.chunk(&s.dynamic, want);
-                    let fin = chunk.len() as u64 == remaining;
-                    match self.conn.send_data(id, chunk, fin, out.bytes()) {
-                        Ok(n) => {
-                            cursor.advance(n);
-                            Ok(fin && n == chunk.len())
-                        }
-                        Err(e) => Err(e),
-                    }
-                };
-                match sent {
-                    Ok(true) => {
-                        progressed = true;
-                        self.app.close(id); // removes from `sending` at index k
-                    }
-                    Ok(false) => {
-                        progressed = true;
-                        k += 1;
-                    }
-                    Err(_) => {
-                        self.app.close(id);
-                    }
-                }
-            }
-            if !progressed {
-                return;
-            }
         }
     }
 

@@ -39,6 +39,7 @@ mod http1;
 mod http2;
 mod log;
 mod out;
+pub mod sched;
 pub mod shutdown;
 pub mod tls;
 mod worker;

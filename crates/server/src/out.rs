@@ -36,6 +36,8 @@ pub struct Out {
     splice_pos: usize,
     /// Unwritten spliced bytes.
     spliced: usize,
+    /// Bytes written since the queue was created.
+    written: u64,
 }
 
 impl Out {
@@ -54,6 +56,11 @@ impl Out {
         }
         self.splices.push((self.buf.len(), data));
         self.spliced += data.len();
+    }
+
+    /// Bytes written (passed to [`Out::advance`]) since the queue was created.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 
     /// Bytes queued and not yet written.
@@ -121,6 +128,7 @@ impl Out {
     /// Marks `n` bytes (from the front of [`Out::io_slices`]) as written; releases the
     /// storage once everything is written.
     pub fn advance(&mut self, mut n: usize) {
+        self.written += n as u64;
         while n > 0 {
             let end = self.splices.get(self.next).map_or(self.buf.len(), |s| s.0);
             if self.buf_pos < end {

@@ -8,6 +8,8 @@
 //!   preface, SETTINGS, header-block assembly and flow-control windows.
 //! - [`hpack`]: HPACK header compression (RFC 7541), including a request
 //!   template encoder for load generation.
+//! - [`priority`]: RFC 9218 priority parameters (the `priority` header field
+//!   and PRIORITY_UPDATE values).
 //! - [`h1`]: HTTP/1.1 request encoding and parsing, response parsing (RFC 9112).
 //! - [`h2`]: the sans-IO HTTP/2 connection state machine for both roles.
 //! - [`qpack`]: QPACK field compression (RFC 9204) on HPACK's primitives: decoder with
@@ -23,4 +25,5 @@ pub mod h1;
 pub mod h2;
 pub mod h3;
 pub mod hpack;
+pub mod priority;
 pub mod qpack;

@@ -80,6 +80,7 @@ fn each_frame_type_round_trips() {
             max_frame_size: Some(1 << 20),
             max_header_list_size: Some(u32::MAX),
             enable_connect_protocol: Some(true),
+            no_rfc7540_priorities: Some(true),
         }),
         Frame::PushPromise(PushPromise {
             stream_id: sid(1),
@@ -487,6 +488,7 @@ fn settings() -> impl Strategy<Value = Settings> {
                     max_frame_size: f,
                     max_header_list_size: l,
                     enable_connect_protocol: c,
+                    no_rfc7540_priorities: c.map(|v| !v),
                 }
             }
         })

@@ -12,9 +12,11 @@
 //! endpoint over 6 HTTP/1.1 connections vs one HTTP/2 connection) and [`users`] (virtual
 //! users following ramp/hold stages, recording page time and open connections over time).
 
+pub mod anchor;
 pub mod html;
 pub mod load;
 pub mod output;
+pub mod render;
 pub mod slow;
 pub mod users;
 

@@ -36,6 +36,7 @@ mod padding;
 mod ping;
 mod preface;
 mod priority;
+mod priority_update;
 mod push_promise;
 mod rst_stream;
 mod settings;
@@ -56,6 +57,7 @@ pub use headers::{encode_headers, Headers};
 pub use ping::{Ping, PING_LEN};
 pub use preface::{check_preface, PrefaceCheck, PREFACE};
 pub use priority::{Priority, PrioritySpec, PRIORITY_LEN};
+pub use priority_update::{PriorityUpdate, PRIORITY_UPDATE_TYPE};
 pub use push_promise::{encode_push_promise, PushPromise};
 pub use rst_stream::RstStream;
 pub use settings::{

@@ -39,6 +39,8 @@ impl SettingsParam {
     pub const MAX_HEADER_LIST_SIZE: SettingsParam = SettingsParam(0x6);
     /// SETTINGS_ENABLE_CONNECT_PROTOCOL (0x8, RFC 8441).
     pub const ENABLE_CONNECT_PROTOCOL: SettingsParam = SettingsParam(0x8);
+    /// SETTINGS_NO_RFC7540_PRIORITIES (0x9, RFC 9218 §2.1).
+    pub const NO_RFC7540_PRIORITIES: SettingsParam = SettingsParam(0x9);
 
     /// The registered name, or `None` for an identifier unknown to this
     /// crate.
@@ -51,6 +53,7 @@ impl SettingsParam {
             0x5 => "SETTINGS_MAX_FRAME_SIZE",
             0x6 => "SETTINGS_MAX_HEADER_LIST_SIZE",
             0x8 => "SETTINGS_ENABLE_CONNECT_PROTOCOL",
+            0x9 => "SETTINGS_NO_RFC7540_PRIORITIES",
             _ => return None,
         })
     }
@@ -99,6 +102,8 @@ pub struct Settings {
     pub max_header_list_size: Option<u32>,
     /// SETTINGS_ENABLE_CONNECT_PROTOCOL (RFC 8441, validated to 0/1).
     pub enable_connect_protocol: Option<bool>,
+    /// SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1, validated to 0/1).
+    pub no_rfc7540_priorities: Option<bool>,
 }
 
 impl Settings {
@@ -114,6 +119,7 @@ impl Settings {
             max_frame_size: None,
             max_header_list_size: None,
             enable_connect_protocol: None,
+            no_rfc7540_priorities: None,
         }
     }
 
@@ -167,8 +173,8 @@ impl Settings {
     /// Set `param` to `value` after validating it; unknown parameters are
     /// ignored.
     ///
-    /// Errors (connection scope): ENABLE_PUSH or ENABLE_CONNECT_PROTOCOL not
-    /// 0/1 → PROTOCOL_ERROR; INITIAL_WINDOW_SIZE > 2^31-1 →
+    /// Errors (connection scope): ENABLE_PUSH, ENABLE_CONNECT_PROTOCOL or
+    /// NO_RFC7540_PRIORITIES not 0/1 → PROTOCOL_ERROR; INITIAL_WINDOW_SIZE > 2^31-1 →
     /// FLOW_CONTROL_ERROR; MAX_FRAME_SIZE outside 2^14..=2^24-1 →
     /// PROTOCOL_ERROR.
     pub fn set(&mut self, param: SettingsParam, value: u32) -> Result<(), H2Error> {
@@ -220,6 +226,16 @@ impl Settings {
                     "RFC 8441 §3: SETTINGS_ENABLE_CONNECT_PROTOCOL other than 0 or 1",
                 )?);
             }
+            SettingsParam::NO_RFC7540_PRIORITIES => {
+                // RFC 9218 §2.1: "The value of SETTINGS_NO_RFC7540_PRIORITIES
+                // MUST be 0 or 1. Any value other than 0 or 1 MUST be treated
+                // as a connection error (Section 5.4.1 of [HTTP/2]) of type
+                // PROTOCOL_ERROR."
+                self.no_rfc7540_priorities = Some(bool_setting(
+                    value,
+                    "RFC 9218 §2.1: SETTINGS_NO_RFC7540_PRIORITIES other than 0 or 1",
+                )?);
+            }
             // RFC 9113 §6.5.2: unknown identifiers MUST be ignored.
             _ => {}
         }
@@ -245,6 +261,10 @@ impl Settings {
             (
                 SettingsParam::ENABLE_CONNECT_PROTOCOL,
                 b(self.enable_connect_protocol),
+            ),
+            (
+                SettingsParam::NO_RFC7540_PRIORITIES,
+                b(self.no_rfc7540_priorities),
             ),
         ]
         .into_iter()
@@ -307,6 +327,9 @@ pub struct SettingsValues {
     pub max_header_list_size: Option<u32>,
     /// SETTINGS_ENABLE_CONNECT_PROTOCOL (initially false).
     pub enable_connect_protocol: bool,
+    /// SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218 §2.1: "The initial value is
+    /// 0").
+    pub no_rfc7540_priorities: bool,
 }
 
 impl SettingsValues {
@@ -319,6 +342,7 @@ impl SettingsValues {
         max_frame_size: DEFAULT_MAX_FRAME_SIZE,
         max_header_list_size: None,
         enable_connect_protocol: DEFAULT_ENABLE_CONNECT_PROTOCOL,
+        no_rfc7540_priorities: false,
     };
 
     /// Overwrite every value present in `s` (an ACK changes nothing). The
@@ -349,6 +373,9 @@ impl SettingsValues {
         }
         if let Some(v) = s.enable_connect_protocol {
             self.enable_connect_protocol = v;
+        }
+        if let Some(v) = s.no_rfc7540_priorities {
+            self.no_rfc7540_priorities = v;
         }
     }
 }

@@ -121,6 +121,9 @@ pub(crate) struct State {
     /// field block (priority self-dependency), applied once it is decoded.
     pub(crate) block_error: Option<H2Error>,
     pub(crate) guard: Guard,
+    /// Idle client streams named by a PRIORITY_UPDATE (server role; RFC 9218
+    /// §7.1 bounds them, with the active streams, by MAX_CONCURRENT_STREAMS).
+    pub(crate) prio_idle: Vec<u32>,
 }
 
 impl Connection<hpack::Encoder> {
@@ -185,6 +188,7 @@ impl<E: HeaderEncoder> Connection<E> {
                 remote_error: None,
                 block_error: None,
                 guard: Guard::default(),
+                prio_idle: Vec::new(),
             },
         }
     }
@@ -519,6 +523,13 @@ impl<E: HeaderEncoder> Connection<E> {
     /// [`recv`](Connection::recv) consumed the 24-octet preface string.
     pub fn preface_received(&self) -> bool {
         !self.st.awaiting_preface
+    }
+
+    /// Whether the peer acknowledged our first SETTINGS frame (RFC 9113 §6.5.3): one
+    /// round trip after [`start`](Connection::start), which a server can use as an RTT
+    /// sample.
+    pub fn settings_acked(&self) -> bool {
+        self.st.local_applied
     }
 
     /// Size a read buffer must be able to hold so that any frame we accept

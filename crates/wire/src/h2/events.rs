@@ -89,6 +89,17 @@ pub trait Events {
         let _ = stream;
     }
 
+    /// A PRIORITY_UPDATE (RFC 9218 §7.1, server role) for `stream`, which is
+    /// open or still idle (a request not yet received: RFC 9218 §7 "Servers
+    /// SHOULD buffer the most recently received PRIORITY_UPDATE frame and
+    /// apply it once the referenced stream is opened"). `field_value` is the
+    /// priority text, for [`crate::priority::parse`]. Updates for closed
+    /// streams are discarded before this; idle ones are bounded by
+    /// SETTINGS_MAX_CONCURRENT_STREAMS, as the RFC requires.
+    fn priority_update(&mut self, stream: StreamId, field_value: &[u8]) {
+        let _ = (stream, field_value);
+    }
+
     /// The peer acknowledged one of our PINGs with this payload.
     fn ping_ack(&mut self, payload: [u8; 8]) {
         let _ = payload;

@@ -39,6 +39,10 @@ pub struct LocalSettings {
     /// (the peer's SETTINGS_HEADER_TABLE_SIZE is the other bound; h2load's
     /// `--encoder-header-table-size`). Default 4096.
     pub encoder_table_size: u32,
+    /// SETTINGS_NO_RFC7540_PRIORITIES = 1 (RFC 9218 §2.1): we ignore the
+    /// RFC 7540 priority signals (a server scheduling by RFC 9218 says so).
+    /// Default false (not advertised).
+    pub no_rfc7540_priorities: bool,
 }
 
 impl LocalSettings {
@@ -52,6 +56,7 @@ impl LocalSettings {
             max_frame_size: frame::DEFAULT_MAX_FRAME_SIZE,
             max_header_list_size: None,
             encoder_table_size: frame::DEFAULT_HEADER_TABLE_SIZE,
+            no_rfc7540_priorities: false,
         }
     }
 
@@ -84,6 +89,9 @@ impl LocalSettings {
             max_frame_size: differs(self.max_frame_size, frame::DEFAULT_MAX_FRAME_SIZE),
             max_header_list_size: self.max_header_list_size,
             enable_connect_protocol: None,
+            // RFC 9218 §2.1: "If endpoints use SETTINGS_NO_RFC7540_PRIORITIES,
+            // they MUST send it in the first SETTINGS frame."
+            no_rfc7540_priorities: self.no_rfc7540_priorities.then_some(true),
         }
     }
 

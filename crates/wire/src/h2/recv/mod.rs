@@ -4,6 +4,7 @@
 mod control;
 mod data;
 mod headers;
+mod priority;
 
 use crate::frame::{
     check_preface, Assembled, Decoded, ErrorCode, Frame, GoAway, H2Error, PrefaceCheck, RstStream,
@@ -286,6 +287,12 @@ impl State {
             // any stream state"; RFC 9113 §5.3: the signaling scheme is
             // deprecated and we do not prioritize. (Stream 0 and
             // self-dependency are rejected by the frame decoder.)
+            // RFC 9218 §7.1: PRIORITY_UPDATE (type 0x10).
+            Frame::Unknown { header, payload }
+                if header.kind.as_u8() == crate::frame::PRIORITY_UPDATE_TYPE =>
+            {
+                self.on_priority_update(header, payload, sink)
+            }
             // RFC 9113 §5.5: "Implementations MUST discard frames that have
             // unknown or unsupported types."
             Frame::Priority(_) | Frame::Unknown { .. } => self.guard.idle(&self.limits),

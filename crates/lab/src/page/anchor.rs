@@ -1,0 +1,144 @@
+//! nghttpd as an anchor of the render experiment: the same page written to files and served
+//! by nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when nghttpd is installed.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use h2lab_server::endpoints::PageParams;
+
+/// A running nghttpd serving one page's files.
+pub struct Nghttpd {
+    child: Child,
+    /// Its TLS address.
+    pub addr: SocketAddr,
+    docroot: PathBuf,
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.docroot);
+    }
+}
+
+/// The nghttpd binary, if installed (also looked for in /usr/sbin).
+pub fn nghttpd_path() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
+        .map(|d| d.join("nghttpd"))
+        .find(|p| p.is_file())
+}
+
+/// The path the page has on nghttpd (a file; nghttpd does not serve `/page?query`).
+pub const PAGE_FILE: &str = "/page.html";
+
+/// Writes the page of `query` and its sub-resources (`paths`, as discovered: `/asset/S/I-N.ext`)
+/// under `docroot`.
+fn write_docroot(docroot: &Path, query: &str, paths: &[String]) -> Result<(), String> {
+    let params = PageParams::parse(query.as_bytes()).ok_or("invalid page query")?;
+    let mut html = Vec::new();
+    params.write_html(&mut html);
+    let io = |e: std::io::Error| format!("nghttpd docroot: {e}");
+    std::fs::create_dir_all(docroot).map_err(io)?;
+    std::fs::write(docroot.join(&PAGE_FILE[1..]), &html).map_err(io)?;
+    for p in paths {
+        let rel = p.trim_start_matches('/');
+        if rel.contains("..") || rel.contains('?') {
+            return Err(format!("nghttpd docroot: unexpected path {p}"));
+        }
+        // `/asset/<seed>/<i>-<size>.<ext>`: the size is the number after the last '-'.
+        let stem = rel.rsplit_once('.').map_or(rel, |(s, _)| s);
+        let size: usize = stem
+            .rsplit_once('-')
+            .and_then(|(_, n)| n.parse().ok())
+            .ok_or_else(|| format!("nghttpd docroot: no size in {p}"))?;
+        let file = docroot.join(rel);
+        if let Some(dir) = file.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(&file, vec![b'x'; size]).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Starts nghttpd on 127.0.0.1 (a free port) with the certificate in `cert_dir`
+/// (`cert.pem`, `key.pem`), serving the page of `query` whose sub-resources are `paths`.
+pub fn start(
+    bin: &Path,
+    cert_dir: &Path,
+    query: &str,
+    paths: &[String],
+    tag: &str,
+) -> Result<Nghttpd, String> {
+    let docroot =
+        std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
+    write_docroot(&docroot, query, paths)?;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("nghttpd: no free port: {e}"))?
+        .port();
+    let child = Command::new(bin)
+        .arg("--address=127.0.0.1")
+        .arg("--no-rfc7540-pri")
+        .arg("--max-concurrent-streams=1000")
+        .arg("-d")
+        .arg(&docroot)
+        .arg(port.to_string())
+        .arg(cert_dir.join("key.pem"))
+        .arg(cert_dir.join("cert.pem"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("nghttpd: {e}"))?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let n = Nghttpd {
+        child,
+        addr,
+        docroot,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        if Instant::now() > deadline {
+            return Err("nghttpd did not start listening within 10 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docroot_holds_the_page_and_assets_of_their_sizes() {
+        let dir = std::env::temp_dir().join(format!("h2lab-anchor-test-{}", std::process::id()));
+        let paths = vec![
+            "/asset/3/0-1500.png".to_owned(),
+            "/asset/3/2-9000.css".to_owned(),
+        ];
+        write_docroot(&dir, "n=1&seed=3&css=1", &paths).unwrap();
+        let html = std::fs::read_to_string(dir.join("page.html")).unwrap();
+        assert!(html.contains("<img") && html.contains("rel=\"stylesheet\""));
+        assert_eq!(
+            std::fs::metadata(dir.join("asset/3/0-1500.png"))
+                .unwrap()
+                .len(),
+            1500
+        );
+        assert_eq!(
+            std::fs::metadata(dir.join("asset/3/2-9000.css"))
+                .unwrap()
+                .len(),
+            9000
+        );
+        assert!(write_docroot(&dir, "n=1", &["/../x-1.png".to_owned()]).is_err());
+        assert!(write_docroot(&dir, "n=1", &["/asset/nosize.png".to_owned()]).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

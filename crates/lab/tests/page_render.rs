@@ -1,0 +1,45 @@
+//! `page --render` end to end on loopback links (a smoke test: every arm loads the page and
+//! reports its times; the effect of priorities is measured, not asserted, here — the
+//! server's `h2_priority` test checks it deterministically).
+
+use std::time::Duration;
+
+use h2lab_lab::link::Profile;
+use h2lab_lab::page::render::{self, Arm, RenderConfig, RenderLink};
+
+#[test]
+fn every_arm_loads_the_page_with_css_and_js() {
+    let cfg = RenderConfig {
+        pages: vec![(
+            "small".into(),
+            "n=20&seed=3&css=2&css_size=8k&js=2&js_size=8k".into(),
+        )],
+        links: vec![RenderLink {
+            name: "loopback".into(),
+            profile: Profile::Loopback,
+            loss: 0.0,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+    };
+    let r = render::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.links.len(), 1);
+    let l = &r.links[0];
+    assert_eq!((l.resources, l.render_blocking), (24, 4));
+    let arms: Vec<Arm> = l.arms.iter().map(|a| a.arm).collect();
+    assert_eq!(&arms[..3], &[Arm::H1x6, Arm::H2PrioOff, Arm::H2PrioOn]);
+    for a in &l.arms {
+        assert!(a.error.is_none(), "{:?}: {:?}", a.arm, a.error);
+        assert_eq!(a.loads.len(), 1);
+        let (render_ms, page_ms) = a.loads[0];
+        assert!(render_ms > 0.0 && render_ms <= page_ms, "{:?}", a.loads);
+    }
+    // One load per arm: too few for a verdict.
+    assert!(l.verdicts.iter().all(|v| v.outcome == "undecided"));
+    let text = render::render_text(&r);
+    assert!(
+        text.contains("h2 prio on") && text.contains("24 sub-resources, 4 CSS/JS"),
+        "{text}"
+    );
+    assert!(render::json(&r).contains("\"render_ms\""));
+}
