@@ -22,7 +22,7 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use serde::Serialize;
 
-use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::env::{describe_profile, BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
 use crate::link::Profile;
 use crate::proto::Proto;
 use axes::{HeaderSet, Payload};
@@ -63,6 +63,8 @@ pub struct CompareConfig {
     pub targets: Option<Targets>,
     /// Built-in server worker threads.
     pub server_threads: usize,
+    /// How the built-in server and the client share the CPUs.
+    pub pinning: Pinning,
 }
 
 impl CompareConfig {
@@ -131,6 +133,7 @@ impl CompareConfig {
             timing,
             targets: None,
             server_threads: 1,
+            pinning: Pinning::Auto,
         }
     }
 }
@@ -224,6 +227,7 @@ pub fn run(
     let mut env = match &cfg.targets {
         None => LabEnv::builtin(&BuiltinOptions {
             threads: cfg.server_threads,
+            pinning: cfg.pinning.clone(),
         })?,
         Some(t) => LabEnv::external(t.clone()),
     };
