@@ -509,7 +509,7 @@ mod tests {
             Outcome::Undecided,
         );
         assert!(verdict_text(&v).starts_with("? undecided"));
-        assert_eq!(pair_text(&v), "+0.0% (-10%…+10%) undecided");
+        assert_eq!(pair_text(&v), "+0.0% (-20%…+20%) undecided");
     }
 
     #[test]
