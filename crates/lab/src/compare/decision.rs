@@ -504,8 +504,8 @@ mod tests {
             Proto::H2c,
             Proto::H1,
             Metric::Throughput,
-            0.9,
-            1.1,
+            0.8,
+            1.2,
             Outcome::Undecided,
         );
         assert!(verdict_text(&v).starts_with("? undecided"));
