@@ -38,7 +38,7 @@ const PREFIX: &str = "h2lab compare: error:";
     Connection: close), h1-tls, h2 (TLS), h2c.\nPayloads: ping, json, compute, info, a size \
     (1k, 100k: /data?size=), a /path or NAME=/path.\nHeaders: none or a size (4k: realistic \
     JWT, cookie and tracing headers).\nLinks: loopback (direct), lan (1 ms, 1 Gbit/s), wan \
-    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s).\nDefault matrix: every payload at \
+    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s), lossy (wan with 1% loss).\nDefault matrix: every payload at \
     c=50, 1 stream, no extra headers, loopback; then concurrency, headers, streams and \
     links varied one at a time on the sweep payloads (--full: the cross product)."
 )]

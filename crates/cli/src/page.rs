@@ -39,7 +39,7 @@ pub struct PageArgs {
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
 
-    /// Link profile between client and server: loopback, lan, wan, mobile.
+    /// Link profile between client and server: loopback, lan, wan, mobile, lossy (wan with 1% loss).
     #[arg(long, value_name = "PROFILE", default_value = "wan")]
     pub link: String,
 
