@@ -213,6 +213,9 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
         assert!(s.server_cpu_us.unwrap() > 0.0, "{:?}", c.key);
         assert!(s.client_cpu_us.unwrap() > 0.0, "{:?}", c.key);
         assert!(s.bytes_in_per_req > 1024.0, "{}", s.bytes_in_per_req);
+        // A request is at least its request line / HEADERS frame, far less than 1 KiB.
+        let out = s.bytes_out_per_req.unwrap();
+        assert!(out > 10.0 && out < 1024.0, "{out}");
         assert!(s.load.is_some());
         let e = c.server_cpu_us.unwrap();
         assert!(e.lo <= e.median && e.median <= e.hi);

@@ -70,7 +70,8 @@ pub struct RunSample {
     /// Bytes the client received per completed request (after TLS decryption: HTTP/1.1
     /// heads and bodies, HTTP/2 frames).
     pub bytes_in_per_req: f64,
-    /// Bytes the client sent per completed request (same layer as `bytes_in_per_req`).
+    /// Bytes the client sent per completed request (requests and HTTP/2 frames, before TLS
+    /// encryption: the same layer as `bytes_in_per_req`).
     pub bytes_out_per_req: Option<f64>,
     /// What the rest of the machine did during the run.
     pub load: Option<MachineLoad>,
@@ -241,7 +242,7 @@ pub fn sample(r: &RunResult, round: u32) -> RunSample {
         server_cpu_us: None,
         client_cpu_us: None,
         bytes_in_per_req: per_req(r.traffic.bytes_total),
-        bytes_out_per_req: None,
+        bytes_out_per_req: Some(per_req(r.bytes_sent)).filter(|v| v.is_finite()),
         load: None,
         busy: false,
         rps: r.req_per_sec(),
