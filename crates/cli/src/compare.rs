@@ -102,11 +102,11 @@ pub struct CompareArgs {
     pub full: bool,
 
     /// Rounds per condition: every protocol runs once per round, back to back [default: 7;
-    /// --quick 6; at most 3 where a slow link stretches the runs].
+    /// --quick 6; at most 5 where a slow link stretches the runs].
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
-    /// Measured time per run, stretched on slow links to 5 round trips of the whole
+    /// Measured time per run, stretched on slow links to 3 round trips of the whole
     /// concurrency [default: 250ms; --quick 200ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,

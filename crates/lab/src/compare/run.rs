@@ -161,6 +161,9 @@ pub struct Progress<'a> {
     pub cell: &'a CellResult,
 }
 
+/// Link round trips (of the whole concurrency) a run on a slow link lasts at least.
+pub const LINK_ROUNDS: u32 = 3;
+
 /// Most a cell's run is stretched on a slow link.
 const MAX_RUN: Duration = Duration::from_secs(10);
 
@@ -168,8 +171,8 @@ const MAX_RUN: Duration = Duration::from_secs(10);
 /// several "rounds" (every in-flight request completing once), or a short run on a slow
 /// link measures nothing: a round takes about one RTT plus the time to push the
 /// concurrency's worth of responses (and requests) through the link's bandwidth. The
-/// measured period is stretched to at least 5 rounds (at most 10 s) and the warm-up to
-/// cover connection set-up (4 RTTs: TCP, TLS, first request).
+/// measured period is stretched to at least [`LINK_ROUNDS`] such rounds (at most 10 s) and
+/// the warm-up to cover connection set-up (4 RTTs: TCP, TLS, first request).
 pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     let (rtt, down, up) = key.cond.link.shape();
     let c = f64::from(key.cond.concurrency);
@@ -177,7 +180,7 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     let req = super::headers::size(&key.cond.headers.fields()) as f64 + 120.0;
     let xfer = |bytes: f64, bps: Option<u64>| bps.map_or(0.0, |b| c * bytes * 8.0 / b as f64);
     let round = Duration::from_secs_f64(rtt.as_secs_f64() + xfer(resp, down) + xfer(req, up));
-    let duration = t.duration.max((round * 5).min(MAX_RUN));
+    let duration = t.duration.max((round * LINK_ROUNDS).min(MAX_RUN));
     let warm_up = t.warm_up.max((rtt * 4).min(MAX_RUN));
     (warm_up, duration)
 }
@@ -390,8 +393,8 @@ impl CellResult {
 
 /// Rounds of a condition whose runs a slow link stretches to more than 1.5× the set
 /// duration: such runs are long, link-bound and steady, and more of them would blow the
-/// time budget.
-pub const STRETCHED_ROUNDS: u32 = 3;
+/// time budget; five is the fewest that can decide ([`ci::MIN_ROUNDS`]).
+pub const STRETCHED_ROUNDS: u32 = 5;
 
 /// How many rounds `key`'s condition gets: `t.runs`, at most [`STRETCHED_ROUNDS`] when its
 /// runs are stretched.
@@ -460,11 +463,11 @@ mod tests {
         };
         let (w, d) = cell_timing(&key("100k", Profile::Loopback), &t);
         assert_eq!((w, d), (t.warm_up, t.duration));
-        // 50 × 100 KiB through 50 Mbit/s is 0.84 s per round, plus 40 ms.
+        // 50 × 100 KiB through 50 Mbit/s is 0.84 s per round, plus 40 ms: 3 rounds.
         let (w, d) = cell_timing(&key("100k", Profile::Wan), &t);
         assert_eq!(w, Duration::from_millis(160));
         assert!(
-            d > Duration::from_millis(4300) && d < Duration::from_millis(4500),
+            d > Duration::from_millis(2580) && d < Duration::from_millis(2700),
             "{d:?}"
         );
         let (_, d) = cell_timing(&key("ping", Profile::Wan), &t);
