@@ -327,39 +327,6 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     Ok(cfg)
 }
 
-/// The CPU split about to be used, for the start-up line (the report records the one used).
-pub fn describe_pinning(p: &Pinning) -> String {
-    let list = |v: &[usize]| {
-        if v.is_empty() {
-            "any CPU".to_owned()
-        } else {
-            format!("CPU {}", h2lab_lab::host::format_cpu_list(v))
-        }
-    };
-    match p {
-        Pinning::Off => "not pinned (--no-pin)".into(),
-        Pinning::Cpus { server, client } => {
-            format!(
-                "server threads on {}, client threads on {}",
-                list(server),
-                list(client)
-            )
-        }
-        Pinning::Auto => {
-            let allowed = h2lab_lab::host::allowed_cpus().unwrap_or_default();
-            match h2lab_lab::env::default_split(&allowed) {
-                Some((s, c)) => format!(
-                    "server threads on {}, client threads on {} (default split; --server-cpus, \
-                     --client-cpus, --no-pin)",
-                    list(&s),
-                    list(&c)
-                ),
-                None => "not pinned: one CPU, the server and the client share it".into(),
-            }
-        }
-    }
-}
-
 /// SIGINT/SIGTERM set the stop flag; a second signal exits at once.
 pub fn install_signal_handlers(stop: &StopFlag) -> std::io::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
@@ -400,9 +367,6 @@ pub fn main(args: CompareArgs) -> ExitCode {
     let mut on_start =
         |plan: &h2lab_lab::compare::matrix::Plan, eta: std::time::Duration, env: &str| {
             eprintln!("server: {env}");
-            if cfg.targets.is_none() {
-                eprintln!("cpus: {}", describe_pinning(&cfg.pinning));
-            }
             eprintln!(
                 "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
                 plan.conditions.len(),

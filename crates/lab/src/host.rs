@@ -54,10 +54,10 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
     parts.join(",")
 }
 
-/// The CPUs this process may run on (`Cpus_allowed_list` of `/proc/self/status`); `None`
-/// when unknown (not Linux).
+/// The CPUs the calling thread may run on (`Cpus_allowed_list` of
+/// `/proc/thread-self/status`); `None` when unknown (not Linux).
 pub fn allowed_cpus() -> Option<Vec<usize>> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
     let line = status
         .lines()
         .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?;

@@ -243,7 +243,9 @@ impl CompareReport {
     }
 }
 
-/// Runs the matrix: starts the environment, measures, decides. `on_cell` sees each cell as
+/// Runs the matrix: starts the environment, measures, decides. `on_start` gets the plan, the
+/// estimated time and a description of the servers (and, on a second line, the CPU split).
+/// `on_cell` sees each cell as
 /// it finishes (for progress output); `stop` interrupts (the report then covers what was
 /// measured).
 pub fn run(
@@ -289,8 +291,12 @@ pub fn run(
         );
     }
     let plan = axes.plan();
-    on_start(&plan, run::estimate(&plan, &cfg.timing), env.describe());
     let isolation = env.isolation().clone();
+    on_start(
+        &plan,
+        run::estimate(&plan, &cfg.timing),
+        &format!("{}\ncpus: {}", env.describe(), isolation.note),
+    );
     let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop);
     let mut cells = measure::run_plan(&mut m, &plan, on_cell);
     let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
