@@ -63,7 +63,7 @@ impl ForestPlot<'_> {
         let mut s = String::new();
         let _ = write!(
             s,
-            "<svg class=\"chart forest\" id=\"{}\" xmlns=\"http://www.w3.org/2000/svg\" \
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"chart forest\" id=\"{}\" \
              viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" font-family=\"sans-serif\" \
              font-size=\"11\"><text x=\"{}\" y=\"18\" font-size=\"13\" font-weight=\"600\">{}\
              </text>",
