@@ -249,6 +249,7 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
     }
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
     assert!(json["isolation"]["server_cpus"].is_array());
+    assert_eq!(json["cells"][0]["link"], "loopback");
     assert!(
         json["cells"][0]["server_cpu_us"]["median"]
             .as_f64()

@@ -353,8 +353,8 @@ pub fn render(rows: &[DecisionRow], plan: &Plan, rounds: u32, equivalence: f64) 
     let b = &plan.base;
     out.push_str(&format!(
         "Decision table ({rounds} paired rounds; ratio of the better arm over the runner-up, \
-         median of the per-round ratios with its 95% bootstrap CI; win: the CI lies outside \
-         ±{band}, parity: inside, undecided: across the edge; + <10%, ++ <30%, +++ <100%, \
+         median of the per-round ratios with its 95% CI (bootstrap; the rounds' range below 9 \
+         rounds); win: the CI lies outside ±{band}, parity: inside, undecided: across the edge; + <10%, ++ <30%, +++ <100%, \
          ++++ 2x or more)\n\
          base: c={} concurrent requests, {} stream(s)/connection, request headers: {}, \
          link: {}\n",

@@ -95,7 +95,7 @@ pub fn cells_table(cells: &[CellResult]) -> String {
         ">failed".into(),
         "busy".into(),
     ]];
-    let link_cells = cells.iter().any(|c| c.link.is_some());
+    let link_cells = cells.iter().any(|c| c.link_use.is_some());
     if link_cells {
         t[0].push(">link use".into());
     }
@@ -133,7 +133,7 @@ pub fn cells_table(cells: &[CellResult]) -> String {
             },
         ];
         if link_cells {
-            row.push(c.link.map_or_else(String::new, |l| {
+            row.push(c.link_use.map_or_else(String::new, |l| {
                 format!(
                     "{:.0}% of bw, p50 +{} over floor",
                     l.goodput_pct,
@@ -268,8 +268,8 @@ pub fn csv(r: &CompareReport) -> String {
             csv_num(c.bytes_in_per_req.unwrap_or(f64::NAN)),
             csv_num(c.bytes_out_per_req.unwrap_or(f64::NAN)),
             c.busy_runs.to_string(),
-            csv_num(c.link.map_or(f64::NAN, |l| l.goodput_pct)),
-            csv_num(c.link.map_or(f64::NAN, |l| l.p50_above_floor_ms)),
+            csv_num(c.link_use.map_or(f64::NAN, |l| l.goodput_pct)),
+            csv_num(c.link_use.map_or(f64::NAN, |l| l.p50_above_floor_ms)),
         ];
         out.push_str(&row.join(","));
         out.push('\n');

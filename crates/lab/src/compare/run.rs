@@ -118,7 +118,7 @@ pub struct CellResult {
     /// Runs measured again because the machine was busy (`--strict`).
     pub remeasured: usize,
     /// On a shaped link: what the link allows and how close the cell came.
-    pub link: Option<LinkUse>,
+    pub link_use: Option<LinkUse>,
     /// Latency percentile curve of all runs merged: `(percentile, ms)`.
     pub percentiles: Vec<(f64, f64)>,
     /// Completed requests per second over time in the median run: `(seconds since the
@@ -296,7 +296,7 @@ impl CellResult {
             bytes_out_per_req: None,
             busy_runs: 0,
             remeasured: 0,
-            link: None,
+            link_use: None,
             percentiles: Vec::new(),
             timeline: Vec::new(),
             error: None,
@@ -339,7 +339,7 @@ impl CellResult {
         self.bytes_in_per_req = med(col(|r| r.bytes_in_per_req));
         self.bytes_out_per_req = med(col(|r| r.bytes_out_per_req.unwrap_or(f64::NAN)));
         self.busy_runs = self.runs.iter().filter(|r| r.busy).count();
-        self.link = self.link_use();
+        self.link_use = self.compute_link_use();
         // The timeline of the run closest to the median throughput.
         self.timeline = self
             .rps
@@ -365,7 +365,7 @@ impl CellResult {
     }
 
     /// Goodput and latency against the link's limits (shaped links only).
-    fn link_use(&self) -> Option<LinkUse> {
+    fn compute_link_use(&self) -> Option<LinkUse> {
         let (rtt, down, up) = self.key.cond.link.shape();
         let down = down?;
         let mb = self.mb_per_sec?.median;

@@ -291,7 +291,7 @@ fn cells_table(r: &CompareReport) -> String {
             } else {
                 "0".into()
             },
-            c.link.map_or_else(String::new, |l| {
+            c.link_use.map_or_else(String::new, |l| {
                 esc(&format!(
                     "goodput {:.0}% of the link, p50 {} above the floor of {}",
                     l.goodput_pct,
