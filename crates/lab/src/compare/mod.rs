@@ -305,6 +305,17 @@ pub fn run(
         extra_rounds = until_decided(&mut m, &plan, &mut cells, &mut decisions, cfg, limit);
     }
     drop(m);
+    let empty: usize = cells
+        .iter()
+        .map(|c| c.runs.iter().filter(|r| r.completed == 0).count())
+        .sum();
+    if empty > 0 {
+        notes.push(format!(
+            "{empty} run(s) completed no request in their measured period (with no failed \
+             request: the machine starved the client or the server); they are left out of the \
+             statistics"
+        ));
+    }
     let busy_runs = (
         cells.iter().map(|c| c.busy_runs).sum(),
         cells.iter().map(|c| c.runs.len()).sum(),

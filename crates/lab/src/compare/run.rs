@@ -306,10 +306,10 @@ impl CellResult {
     }
 
     /// The values of `f` for rounds `0..rounds` (`None` where the cell has no run of that
-    /// round): the input of paired decisions.
+    /// round, or one that completed nothing): the input of paired decisions.
     pub fn by_round(&self, rounds: u32, f: impl Fn(&RunSample) -> Option<f64>) -> Vec<Option<f64>> {
         let mut v = vec![None; rounds as usize];
-        for r in &self.runs {
+        for r in self.runs.iter().filter(|r| r.completed > 0) {
             if let Some(slot) = v.get_mut(r.round as usize) {
                 *slot = f(r).filter(|x| x.is_finite());
             }
@@ -322,9 +322,17 @@ impl CellResult {
         self.runs.iter().map(|r| r.round + 1).max().unwrap_or(0)
     }
 
-    /// Recomputes the summaries from the runs (after runs were added).
+    /// Recomputes the summaries from the runs (after runs were added). Runs that completed
+    /// no request (the machine starved the client or the server for the whole period) are
+    /// kept in `runs` but left out of every statistic.
     pub fn refresh(&mut self) {
-        let col = |f: fn(&RunSample) -> f64| -> Vec<f64> { self.runs.iter().map(f).collect() };
+        let col = |f: fn(&RunSample) -> f64| -> Vec<f64> {
+            self.runs
+                .iter()
+                .filter(|r| r.completed > 0)
+                .map(f)
+                .collect()
+        };
         let seed = ci::seed_for(&format!("{:?}", self.key));
         let mut rng = ci::Rng::new(seed);
         self.rps = Summary::of(&col(|r| r.rps));
