@@ -241,7 +241,10 @@ fn bad_lab_flags_are_one_line_errors() {
         (&["compare", "--duration", "5"][..], "--duration"),
         (&["compare", "--target", "ftp://x/"][..], "--target"),
         (&["compare", "--equivalence", "90%"][..], "--equivalence"),
-        (&["compare", "--protocols", "h2c,h2c,h2c"][..], "at most twice"),
+        (
+            &["compare", "--protocols", "h2c,h2c,h2c"][..],
+            "at most twice",
+        ),
         (
             &["compare", "--server-cpus", "0", "--client-cpus", "0-1"][..],
             "overlap",
