@@ -32,6 +32,9 @@ use crate::host::{self, LoadProbe};
 /// How often `--strict` measures a busy round again before keeping it (flagged).
 pub const STRICT_RETRIES: u32 = 2;
 
+/// Warm-up multiplier of the one retry of a run that completed nothing.
+pub const EMPTY_RETRY_WARM_UP: u32 = 4;
+
 /// Records the engine's progress as a time series and the CPU clocks at the edges of the
 /// measured period.
 struct CellObserver {
@@ -174,8 +177,27 @@ impl<'a> Measurer<'a> {
         self.stop.is_stopped()
     }
 
-    /// One run of `cell` as round `round`; errors are recorded in the cell.
+    /// One run of `cell` as round `round`; errors are recorded in the cell. A run that
+    /// completed nothing and failed nothing (its connections were still being set up when the
+    /// measured period ended: a starved machine, or a debug build's slow TLS) is run once
+    /// more with [`EMPTY_RETRY_WARM_UP`] times the warm-up.
     fn run_once(&mut self, cell: &mut CellResult, idx: usize, round: u32) -> Option<RunOut> {
+        let out = self.run_timed(cell, idx, round, 1)?;
+        if out.sample.completed == 0 && out.sample.failed == 0 && !self.stop.is_stopped() {
+            return self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
+        }
+        Some(out)
+    }
+
+    fn run_timed(
+        &mut self,
+        cell: &mut CellResult,
+        idx: usize,
+        round: u32,
+        warm_up_factor: u32,
+    ) -> Option<RunOut> {
+        let mut timing = self.timing.clone();
+        timing.warm_up *= warm_up_factor;
         let key = cell.key.clone();
         let origin = match self.env.origin(key.proto, key.cond.link) {
             Ok(o) => o,
@@ -184,7 +206,7 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let cfg = match bench_config(&key, &origin, &self.timing) {
+        let cfg = match bench_config(&key, &origin, &timing) {
             Ok(c) => c,
             Err(e) => {
                 cell.error.get_or_insert(e);
@@ -215,7 +237,7 @@ impl<'a> Measurer<'a> {
         }
         s.busy = load.is_some_and(|l| l.busy());
         s.load = load;
-        let (w, d) = cell_timing(&key, &self.timing);
+        let (w, d) = cell_timing(&key, &timing);
         Some(RunOut {
             idx,
             sample: s,

@@ -209,7 +209,7 @@ fn forest(r: &CompareReport) -> String {
             }
             .svg(),
             "One row per condition and like-for-like pair; the shaded band is the equivalence \
-             band (parity inside it). Green: win, grey: parity, orange: undecided.",
+             band (parity inside it). Green: win, grey: parity, olive: undecided.",
         ));
     }
     out.push_str("</div>");
@@ -406,12 +406,6 @@ pub fn render(r: &CompareReport) -> String {
         "HTTP/2 vs HTTP/1.1: ratios and their confidence",
         &forest(r),
     ));
-    body.push_str(&section("decision", "Decision table", &dec));
-    body.push_str(&section(
-        "pairs",
-        "HTTP/2 vs HTTP/1.1, like for like (h2 / h1-tls, h2c / h1) and A/A controls",
-        &pairs_table(r),
-    ));
 
     // Base charts.
     let base = conditions(r, Section::Base);
@@ -449,6 +443,12 @@ pub fn render(r: &CompareReport) -> String {
         "payload",
         "Throughput and p99 by payload",
         &charts,
+    ));
+    body.push_str(&section("decision", "Decision table", &dec));
+    body.push_str(&section(
+        "pairs",
+        "HTTP/2 vs HTTP/1.1, like for like (h2 / h1-tls, h2c / h1) and A/A controls",
+        &pairs_table(r),
     ));
 
     // Percentile curves.

@@ -1,6 +1,6 @@
 //! The forest plot: one row per condition, a ratio and its confidence interval on a log
 //! axis, against a line at 1.0 and the shaded equivalence band. Green rows are wins, grey
-//! parity, orange undecided.
+//! parity, olive undecided (colours no protocol uses).
 
 use std::fmt::Write as _;
 
@@ -37,7 +37,7 @@ fn color(o: Outcome) -> &'static str {
     match o {
         Outcome::Win => "#2ca02c",
         Outcome::Parity => "#7f7f7f",
-        Outcome::Undecided => "#ff7f0e",
+        Outcome::Undecided => "#bcbd22",
     }
 }
 
