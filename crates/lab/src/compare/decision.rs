@@ -347,12 +347,12 @@ pub fn pair_text(d: &Decision) -> String {
 }
 
 /// The decision table as text, one block per section, then the HTTP/2-vs-HTTP/1.1 table
-/// and the A/A controls.
+/// and the A/A controls; `rounds` is the most rounds any condition was measured in.
 pub fn render(rows: &[DecisionRow], plan: &Plan, rounds: u32, equivalence: f64) -> String {
     let mut out = String::new();
     let b = &plan.base;
     out.push_str(&format!(
-        "Decision table ({rounds} paired rounds; ratio of the better arm over the runner-up, \
+        "Decision table (up to {rounds} paired rounds; ratio of the better arm over the runner-up, \
          median of the per-round ratios with its 95% CI (bootstrap; the rounds' range below 9 \
          rounds); win: the CI lies outside ±{band}, parity: inside, undecided: across the edge; + <10%, ++ <30%, +++ <100%, \
          ++++ 2x or more)\n\

@@ -191,10 +191,11 @@ pub fn render_text(r: &CompareReport) -> String {
     out.push('\n');
     out.push_str(&cells_table(&r.cells));
     out.push('\n');
+    let rounds = r.cells.iter().map(CellResult::rounds).max().unwrap_or(0);
     out.push_str(&decision::render(
         &r.decisions,
         &r.plan,
-        r.timing.runs,
+        rounds,
         r.equivalence,
     ));
     if !r.notes.is_empty() {
