@@ -259,3 +259,24 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
     let html = h2lab_lab::report::compare::render(&r);
     assert!(html.contains("forest-throughput") && html.contains("forest-server-cost"));
 }
+
+#[test]
+fn until_decided_adds_paired_rounds_to_undecided_conditions() {
+    // Two rounds can never decide (fewer than MIN_ROUNDS): --until-decided must add rounds,
+    // to every arm of the condition alike, so that they stay paired.
+    let mut cfg = tiny();
+    cfg.axes.payloads = vec!["ping".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.until_decided = Some(Duration::from_secs(2));
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(r.extra_rounds >= 1, "{}", r.extra_rounds);
+    let n = r.cells[0].runs.len();
+    assert_eq!(n, 2 + r.extra_rounds as usize);
+    for c in &r.cells {
+        let mut rounds: Vec<u32> = c.runs.iter().map(|s| s.round).collect();
+        rounds.sort_unstable();
+        assert_eq!(rounds, (0..n as u32).collect::<Vec<_>>());
+    }
+    let text = output::render_text(&r);
+    assert!(text.contains("rounds on undecided conditions"), "{text}");
+}
