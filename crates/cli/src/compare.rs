@@ -18,8 +18,9 @@ use clap::Args;
 use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::{parse_count, parse_list, parse_profile, HeaderSet, Payload};
 use h2lab_lab::compare::{output, CompareConfig, Preset};
-use h2lab_lab::env::Targets;
+use h2lab_lab::env::{Pinning, Targets};
 use h2lab_lab::fmt::{dur, parse_dur};
+use h2lab_lab::host::parse_cpu_list;
 use h2lab_lab::proto::{self, Proto};
 use h2lab_lab::report;
 
@@ -37,7 +38,7 @@ const PREFIX: &str = "h2lab compare: error:";
     Connection: close), h1-tls, h2 (TLS), h2c.\nPayloads: ping, json, compute, info, a size \
     (1k, 100k: /data?size=), a /path or NAME=/path.\nHeaders: none or a size (4k: realistic \
     JWT, cookie and tracing headers).\nLinks: loopback (direct), lan (1 ms, 1 Gbit/s), wan \
-    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s).\nDefault matrix: every payload at \
+    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s), lossy (wan with 1% loss).\nDefault matrix: every payload at \
     c=50, 1 stream, no extra headers, loopback; then concurrency, headers, streams and \
     links varied one at a time on the sweep payloads (--full: the cross product)."
 )]
@@ -67,7 +68,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "URL")]
     pub h2c_url: Option<String>,
 
-    /// Protocols to compare [default: h1,h1.0,h2,h2c].
+    /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c]. A protocol listed twice
+    /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
 
@@ -99,16 +101,17 @@ pub struct CompareArgs {
     #[arg(long)]
     pub full: bool,
 
-    /// Measured runs per cell [default: 3].
+    /// Rounds per condition: every protocol runs once per round, back to back [default: 7;
+    /// --quick 6; at most 5 where a slow link stretches the runs].
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
-    /// Measured time per run, stretched on slow links to 5 round trips of the whole
-    /// concurrency [default: 1s; --quick 400ms].
+    /// Measured time per run, stretched on slow links to 3 round trips of the whole
+    /// concurrency [default: 250ms; --quick 200ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Unmeasured warm-up at the start of each run [default: 250ms; --quick 100ms].
+    /// Unmeasured warm-up at the start of each run [default: 100ms].
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 
@@ -119,6 +122,23 @@ pub struct CompareArgs {
     /// Built-in server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_threads: usize,
+
+    #[command(flatten)]
+    pub cpus: CpuArgs,
+
+    /// Equivalence band of the decisions: ratios whose 95% CI lies within 1 ± this are
+    /// parity, outside it a win, across its edge undecided [default: 3%].
+    #[arg(long, value_name = "PERCENT")]
+    pub equivalence: Option<String>,
+
+    /// Measure a round again (up to twice) when other processes used the machine during it.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// After the matrix, add rounds to conditions with undecided verdicts, for at most MAX
+    /// [default MAX: 2m].
+    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "2m")]
+    pub until_decided: Option<String>,
 
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
@@ -135,6 +155,66 @@ pub struct CompareArgs {
     /// Also write the CSV results to this file.
     #[arg(long, value_name = "PATH")]
     pub csv: Option<PathBuf>,
+}
+
+/// CPU pinning of the built-in server and the client (compare and page).
+#[derive(Debug, Clone, Args)]
+pub struct CpuArgs {
+    /// CPUs for the built-in server's threads (`0`, `0-1`, `0,2`) [default: the first half
+    /// of the allowed CPUs when there are two or more].
+    #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
+    pub server_cpus: Option<String>,
+
+    /// CPUs for the client's threads [default: the other half].
+    #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
+    pub client_cpus: Option<String>,
+
+    /// Do not pin: the scheduler places the server and the client.
+    #[arg(long)]
+    pub no_pin: bool,
+}
+
+impl CpuArgs {
+    /// The pinning these flags ask for.
+    pub fn pinning(&self) -> Result<Pinning, String> {
+        if self.no_pin {
+            return Ok(Pinning::Off);
+        }
+        let list = |s: &Option<String>, flag: &str| -> Result<Vec<usize>, String> {
+            s.as_deref()
+                .map_or(Ok(Vec::new()), parse_cpu_list)
+                .map_err(|e| format!("{flag}: {e}"))
+        };
+        let (server, client) = (
+            list(&self.server_cpus, "--server-cpus")?,
+            list(&self.client_cpus, "--client-cpus")?,
+        );
+        if server.is_empty() && client.is_empty() {
+            return Ok(Pinning::Auto);
+        }
+        if server.iter().any(|c| client.contains(c)) {
+            return Err("--server-cpus and --client-cpus overlap".into());
+        }
+        Ok(Pinning::Cpus { server, client })
+    }
+}
+
+/// `3%`, `3` or `0.03` as a fraction.
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v: f64 = t
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("expected a percentage, got {s:?}"))?;
+    let f = if t.ends_with('%') || v >= 1.0 {
+        v / 100.0
+    } else {
+        v
+    };
+    if !(f > 0.0 && f < 0.5) {
+        return Err(format!("expected a band between 0% and 50%, got {s:?}"));
+    }
+    Ok(f)
 }
 
 fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
@@ -173,7 +253,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     }
     cfg.targets = targets;
     if let Some(s) = &args.protocols {
-        cfg.axes.protocols = proto::parse_list(s).map_err(|e| format!("--protocols: {e}"))?;
+        cfg.axes.protocols = proto::parse_arms(s).map_err(|e| format!("--protocols: {e}"))?;
     }
     let payloads = |s: &str, flag: &str| {
         parse_list(s, "payload", |p| p.parse::<Payload>()).map_err(|e| format!("{flag}: {e}"))
@@ -236,6 +316,14 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         return Err("--server-threads: must be at least 1".into());
     }
     cfg.server_threads = args.server_threads;
+    cfg.pinning = args.cpus.pinning()?;
+    if let Some(e) = &args.equivalence {
+        cfg.equivalence = parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
+    }
+    cfg.strict = args.strict;
+    if let Some(d) = &args.until_decided {
+        cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
+    }
     Ok(cfg)
 }
 

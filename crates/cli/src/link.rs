@@ -35,7 +35,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: String,
 
-    /// Named shape: loopback, lan, wan, mobile.
+    /// Named shape: loopback, lan, wan, mobile, lossy (wan with 1% loss).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
 

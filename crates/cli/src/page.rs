@@ -39,7 +39,7 @@ pub struct PageArgs {
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
 
-    /// Link profile between client and server: loopback, lan, wan, mobile.
+    /// Link profile between client and server: loopback, lan, wan, mobile, lossy (wan with 1% loss).
     #[arg(long, value_name = "PROFILE", default_value = "wan")]
     pub link: String,
 
@@ -102,6 +102,9 @@ pub struct PageArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_threads: usize,
 
+    #[command(flatten)]
+    pub cpus: crate::compare::CpuArgs,
+
     /// Write the HTML report (index.html, results.json) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-page-report")]
     pub report: PathBuf,
@@ -124,6 +127,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         h2_connections: a.h2_connections,
         h2_streams: a.h2_streams,
         server_threads: a.server_threads.max(1),
+        pinning: a.cpus.pinning()?,
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {

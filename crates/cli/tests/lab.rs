@@ -69,25 +69,34 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
         "By payload (base conditions)",
         "With large request headers",
         "By network (emulated link)",
-        "throughput winner",
-        "p99 latency winner",
+        "p99 latency",
+        "server cost (CPU/req)",
+        "HTTP/2 vs HTTP/1.1, like for like",
+        "h2 / http/1.1+tls",
+        "h2c / http/1.1",
+        "cpus: ",
         "/ping",
         "100k",
         "report: h2lab-report/index.html",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
-    assert!(stderr.contains("[24/24]"), "{stderr}");
+    assert!(stderr.contains("[30/30]"), "{stderr}");
     let report = dir.join("h2lab-report");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap())
             .unwrap();
     let cells = json["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 24);
+    assert_eq!(cells.len(), 30);
     let measured = cells.iter().filter(|c| !c["rps"].is_null()).count();
-    assert_eq!(measured, 24, "{}", json["notes"]);
+    assert_eq!(measured, 30, "{}", json["notes"]);
+    // Per decision and metric: outcome, winner, ratio and CI.
+    let d = &json["decisions"][0]["h2_vs_h1"][0]["decisions"][0];
+    assert!(["win", "parity", "undecided"].contains(&d["outcome"].as_str().unwrap()));
+    assert!(d.get("winner").is_some() && d["ratio"]["lo"].is_number());
+    assert!(json["isolation"]["note"].is_string());
     let csv = std::fs::read_to_string(report.join("results.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 25);
+    assert_eq!(csv.lines().count(), 31);
     let index = report.join("index.html");
     let html = std::fs::read_to_string(&index).unwrap();
     assert!(html.contains("Decision table") && !html.contains("<script"));
@@ -96,6 +105,7 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
         &[
             Proto::H1.color(),
             Proto::H1Close.color(),
+            Proto::H1Tls.color(),
             Proto::H2.color(),
             Proto::H2c.color(),
         ],
@@ -230,6 +240,16 @@ fn bad_lab_flags_are_one_line_errors() {
         (&["compare", "--links", "moon"][..], "--links"),
         (&["compare", "--duration", "5"][..], "--duration"),
         (&["compare", "--target", "ftp://x/"][..], "--target"),
+        (&["compare", "--equivalence", "90%"][..], "--equivalence"),
+        (
+            &["compare", "--protocols", "h2c,h2c,h2c"][..],
+            "at most twice",
+        ),
+        (
+            &["compare", "--server-cpus", "0", "--client-cpus", "0-1"][..],
+            "overlap",
+        ),
+        (&["page", "--server-cpus", "x"][..], "--server-cpus"),
         (&["page", "--link", "moon"][..], "--link"),
         (&["page", "--stages", "10s"][..], "--stages"),
         (

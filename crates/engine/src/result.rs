@@ -197,6 +197,9 @@ pub struct RunResult {
     pub status: StatusCounts,
     /// Bytes received.
     pub traffic: Traffic,
+    /// Bytes sent: what the client handed to the transport (HTTP/1.1 requests, HTTP/2
+    /// frames), before TLS encryption — the same layer as [`Traffic::bytes_total`].
+    pub bytes_sent: u64,
     /// Request time in ns: first byte of the request written → last byte of
     /// the response, for requests that completed with a response.
     pub request_time: Histogram<u64>,

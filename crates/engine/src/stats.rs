@@ -31,6 +31,8 @@ pub(crate) struct WorkerStats {
     /// Index = status / 100 (0..=5).
     pub status: [u64; 6],
     pub traffic: Traffic,
+    /// Bytes handed to the transport (requests, HTTP/2 frames; before TLS encryption).
+    pub bytes_sent: u64,
     pub request_time: Histogram<u64>,
     /// From the intended start (paced runs only).
     pub request_time_corrected: Histogram<u64>,
@@ -66,6 +68,7 @@ impl WorkerStats {
             timeout: 0,
             status: [0; 6],
             traffic: Traffic::default(),
+            bytes_sent: 0,
             request_time: new_duration_histogram(),
             request_time_corrected: new_duration_histogram(),
             connect_time: new_duration_histogram(),
@@ -97,6 +100,7 @@ impl WorkerStats {
         self.timeout = 0;
         self.status = [0; 6];
         self.traffic = Traffic::default();
+        self.bytes_sent = 0;
         self.request_time.reset();
         self.request_time_corrected.reset();
         if let Some(p) = self.pacing.as_mut() {
@@ -207,6 +211,7 @@ pub(crate) fn merge(
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
     let (mut goaways, mut reconnects, mut read_waits) = (0, 0, 0);
+    let mut bytes_sent = 0;
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
@@ -228,6 +233,7 @@ pub(crate) fn merge(
         traffic.bytes_head += w.traffic.bytes_head;
         traffic.bytes_head_decomp += w.traffic.bytes_head_decomp;
         traffic.bytes_body += w.traffic.bytes_body;
+        bytes_sent += w.bytes_sent;
         // Same bounds everywhere, so add cannot fail; ignore defensively.
         let _ = request_time.add(&w.request_time);
         let _ = request_time_corrected.add(&w.request_time_corrected);
@@ -267,6 +273,7 @@ pub(crate) fn merge(
         requests: req,
         status,
         traffic,
+        bytes_sent,
         request_time,
         request_time_corrected,
         connect_time,

@@ -1192,6 +1192,7 @@ impl<'o> Worker<'o> {
                         core.unstamped.clear();
                     }
                     core.out_pos += n;
+                    self.stats.bytes_sent += n as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => {

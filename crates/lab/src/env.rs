@@ -12,6 +12,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use h2lab_engine::{Scheme, Target};
+use serde::Serialize;
+
+use crate::host;
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::link::{self, LinkConfig, Profile, RunningLink};
@@ -128,12 +131,56 @@ impl Targets {
 pub struct BuiltinOptions {
     /// Server worker threads.
     pub threads: usize,
+    /// How the server and the client threads share the CPUs.
+    pub pinning: Pinning,
 }
 
 impl Default for BuiltinOptions {
     fn default() -> Self {
-        BuiltinOptions { threads: 1 }
+        BuiltinOptions {
+            threads: 1,
+            pinning: Pinning::Auto,
+        }
     }
+}
+
+/// Where the built-in server's threads and the client's threads run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Pinning {
+    /// With two or more CPUs: the server on the first half of the allowed CPUs, the client
+    /// (and the links) on the rest ([`default_split`]).
+    #[default]
+    Auto,
+    /// No pinning: the scheduler places every thread.
+    Off,
+    /// These CPU sets (either may be empty: that side is not pinned).
+    Cpus {
+        /// The server's CPUs.
+        server: Vec<usize>,
+        /// The client's CPUs.
+        client: Vec<usize>,
+    },
+}
+
+/// The CPU split a run used (recorded in results.json).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct Isolation {
+    /// CPUs the built-in server's threads were pinned to (empty: not pinned).
+    pub server_cpus: Vec<usize>,
+    /// CPUs the client threads (and the links) were pinned to (empty: not pinned).
+    pub client_cpus: Vec<usize>,
+    /// One line for the terminal and the report.
+    pub note: String,
+}
+
+/// The default split of `allowed` CPUs: the server gets the first half (at least one),
+/// the client the rest; `None` with fewer than two CPUs.
+pub fn default_split(allowed: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
+    if allowed.len() < 2 {
+        return None;
+    }
+    let half = allowed.len() / 2;
+    Some((allowed[..half].to_vec(), allowed[half..].to_vec()))
 }
 
 /// The running lab environment (see the module docs). Dropping it stops the links and the
@@ -144,6 +191,9 @@ pub struct LabEnv {
     server: Option<RunningServer>,
     cert_dir: Option<PathBuf>,
     description: String,
+    isolation: Isolation,
+    /// The thread pinned to the client CPUs (restored on drop) and its original CPUs.
+    pinned: Option<(u32, Vec<usize>)>,
 }
 
 impl std::fmt::Debug for LabEnv {
@@ -160,6 +210,8 @@ static ENV_SEQ: AtomicU64 = AtomicU64::new(0);
 
 impl LabEnv {
     /// Starts the built-in server on 127.0.0.1 (cleartext and TLS ports, chosen by the OS).
+    /// Pins the server's threads and the calling thread (whose later threads, the client's
+    /// workers and the links, inherit the set) as `opts.pinning` says; see [`Isolation`].
     pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, String> {
         let cert_dir = std::env::temp_dir().join(format!(
             "h2lab-lab-{}-{}",
@@ -172,7 +224,63 @@ impl LabEnv {
             threads: opts.threads.max(1),
             ..ServerConfig::local()
         };
-        let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
+        let allowed = host::allowed_cpus().unwrap_or_default();
+        let split = match &opts.pinning {
+            Pinning::Off => None,
+            Pinning::Auto => default_split(&allowed),
+            Pinning::Cpus { server, client } => Some((server.clone(), client.clone())),
+        };
+        let me = host::current_tid();
+        let mut isolation = Isolation {
+            note: match (&opts.pinning, allowed.len()) {
+                (Pinning::Off, _) => "not pinned (--no-pin)".into(),
+                (Pinning::Auto, n) if n < 2 => {
+                    "not pinned: one CPU, the server and the client share it".into()
+                }
+                _ => String::new(),
+            },
+            ..Isolation::default()
+        };
+        // The server's threads inherit the set of the thread that starts them.
+        if let Some((sv, _)) = split.as_ref().filter(|(sv, _)| !sv.is_empty()) {
+            match host::pin(0, sv) {
+                Ok(()) => isolation.server_cpus = sv.clone(),
+                Err(e) => isolation.note = format!("not pinned: {e}"),
+            }
+        }
+        let server = h2lab_server::spawn(cfg);
+        let mut pinned = None;
+        if let (Some((_, cl)), Some(tid)) = (&split, me) {
+            // Back to all allowed CPUs, then to the client's.
+            let target = if cl.is_empty() { &allowed } else { cl };
+            if !target.is_empty() && host::pin(0, target).is_ok() && !cl.is_empty() {
+                isolation.client_cpus = cl.clone();
+                pinned = Some((tid, allowed.clone()));
+            }
+        }
+        let server = server.map_err(|e| format!("built-in server: {e}"))?;
+        // Wait (bounded) until every server thread has registered its id, so that their
+        // CPU clocks can be read.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while server.thread_ids().len() < server.expected_threads()
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::yield_now();
+        }
+        if isolation.note.is_empty() {
+            let list = |v: &[usize]| {
+                if v.is_empty() {
+                    "any CPU".to_owned()
+                } else {
+                    format!("CPU {}", host::format_cpu_list(v))
+                }
+            };
+            isolation.note = format!(
+                "server threads on {}, client threads on {}",
+                list(&isolation.server_cpus),
+                list(&isolation.client_cpus)
+            );
+        }
         let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
             return Err("built-in server: no listening address".into());
         };
@@ -193,6 +301,8 @@ impl LabEnv {
             links: Vec::new(),
             server: Some(server),
             cert_dir: Some(cert_dir),
+            isolation,
+            pinned,
             description: format!(
                 "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
                  {tls} (TLS: h2, http/1.1)",
@@ -216,7 +326,25 @@ impl LabEnv {
             links: Vec::new(),
             server: None,
             cert_dir: None,
+            isolation: Isolation {
+                note: "external target: nothing pinned".into(),
+                ..Isolation::default()
+            },
+            pinned: None,
         }
+    }
+
+    /// How the CPUs were split between the server and the client.
+    pub fn isolation(&self) -> &Isolation {
+        &self.isolation
+    }
+
+    /// The kernel thread ids of the built-in server's threads (empty for external targets).
+    pub fn server_tids(&self) -> Vec<u32> {
+        self.server
+            .as_ref()
+            .map(RunningServer::thread_ids)
+            .unwrap_or_default()
     }
 
     /// The targets in use.
@@ -294,6 +422,11 @@ impl Drop for LabEnv {
         }
         if let Some(d) = self.cert_dir.take() {
             let _ = std::fs::remove_dir_all(d);
+        }
+        if let Some((tid, cpus)) = self.pinned.take() {
+            if host::current_tid() == Some(tid) && !cpus.is_empty() {
+                let _ = host::pin(0, &cpus);
+            }
         }
     }
 }

@@ -9,10 +9,13 @@
 //!   connection), the slow-endpoint case and a virtual-user load test.
 //! - [`report`]: the self-contained HTML report with SVG charts drawn here.
 //! - [`env`](mod@env): the in-process lab environment (built-in server and links) both commands use.
+//! - [`host`]: CPU pinning, per-thread CPU clocks and machine load from `/proc`.
+//! - [`stats`]: medians, bootstrap confidence intervals and the win/parity/undecided rule.
 
 pub mod compare;
 pub mod env;
 pub mod fmt;
+pub mod host;
 pub mod link;
 pub mod page;
 pub mod proto;

@@ -125,6 +125,26 @@ pub fn parse_list(s: &str) -> Result<Vec<Proto>, String> {
     Ok(v)
 }
 
+/// Parses a comma-separated list of arms (`h1,h2c` or the A/A control `h2c,h2c`): like
+/// [`parse_list`] but a protocol listed twice is kept twice (measured as two arms).
+pub fn parse_arms(s: &str) -> Result<Vec<Proto>, String> {
+    let v: Vec<Proto> = s
+        .split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(str::parse)
+        .collect::<Result<_, _>>()?;
+    if v.is_empty() {
+        return Err("empty protocol list".into());
+    }
+    if Proto::ALL
+        .iter()
+        .any(|p| v.iter().filter(|&&q| q == *p).count() > 2)
+    {
+        return Err("a protocol can be listed at most twice (an A/A control)".into());
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,5 +160,7 @@ mod tests {
         );
         assert!(parse_list("h3").unwrap_err().contains("unknown protocol"));
         assert!(parse_list(",").is_err());
+        assert_eq!(parse_arms("h2c,h2c").unwrap(), vec![Proto::H2c, Proto::H2c]);
+        assert!(parse_arms("h2c,h2c,h2c").is_err());
     }
 }

@@ -1,5 +1,7 @@
 //! Medians, spreads and the rule that decides when a difference is a win.
 
+pub mod ci;
+
 use serde::Serialize;
 
 /// The median and spread of repeated measurements of one quantity.

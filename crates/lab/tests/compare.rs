@@ -160,3 +160,123 @@ fn external_targets_by_url() {
         );
     }
 }
+
+#[test]
+fn a_a_control_is_two_arms_and_never_a_winner() {
+    // `--protocols h2c,h2c`: the same protocol measured as two arms, in the same rounds.
+    let mut cfg = tiny();
+    cfg.axes.protocols = vec![Proto::H2c, Proto::H2c];
+    cfg.axes.payloads = vec!["ping".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.timing.runs = 3;
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert_eq!(r.cells.len(), 2, "two arms, two cells");
+    let arms: Vec<u32> = r.cells.iter().map(|c| c.key.arm).collect();
+    assert_eq!(arms, vec![0, 1]);
+    for c in &r.cells {
+        assert!(c.error.is_none(), "{:?}", c.error);
+        assert_eq!(c.runs.len(), 3);
+        let rounds: Vec<u32> = c.runs.iter().map(|s| s.round).collect();
+        assert_eq!(rounds, vec![0, 1, 2]);
+    }
+    assert_eq!(r.decisions.len(), 1);
+    let row = &r.decisions[0];
+    assert!(!row.controls.is_empty());
+    for d in row.all() {
+        assert!(d.control, "{d:?}");
+        assert!(d.winner.is_none(), "an A/A control names no winner: {d:?}");
+        assert_eq!(d.ratio.unwrap().n, 3, "paired by round");
+    }
+    assert!(row.h2_vs_h1.is_empty());
+    let text = output::render_text(&r);
+    assert!(text.contains("A/A controls"), "{text}");
+    assert!(text.contains("h2c#2"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
+    let c = &json["decisions"][0]["controls"][0];
+    assert_eq!(c["winner"], serde_json::Value::Null);
+    assert!(["win", "parity", "undecided"].contains(&c["outcome"].as_str().unwrap()));
+    assert!(c["ratio"]["lo"].as_f64().unwrap() <= c["ratio"]["hi"].as_f64().unwrap());
+    assert_eq!(json["cells"][1]["arm"], 1);
+}
+
+#[test]
+fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
+    let mut cfg = tiny();
+    cfg.axes.protocols = vec![Proto::H1, Proto::H1Tls, Proto::H2, Proto::H2c];
+    cfg.axes.payloads = vec!["1k".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    for c in &r.cells {
+        let s = &c.runs[0];
+        // The built-in server's threads used some CPU for every request, and so did the
+        // client; 1 KiB bodies mean more than 1 KiB received per request.
+        assert!(s.server_cpu_us.unwrap() > 0.0, "{:?}", c.key);
+        assert!(s.client_cpu_us.unwrap() > 0.0, "{:?}", c.key);
+        assert!(s.bytes_in_per_req > 1024.0, "{}", s.bytes_in_per_req);
+        // A request is at least its request line / HEADERS frame, far less than 1 KiB.
+        let out = s.bytes_out_per_req.unwrap();
+        assert!(out > 10.0 && out < 1024.0, "{out}");
+        assert!(s.load.is_some());
+        let e = c.server_cpu_us.unwrap();
+        assert!(e.lo <= e.median && e.median <= e.hi);
+        assert!(c.rps_ci.is_some() && c.p99_ci.is_some());
+    }
+    let row = &r.decisions[0];
+    let pairs: Vec<(Proto, Proto)> = row.h2_vs_h1.iter().map(|p| (p.h2, p.h1)).collect();
+    assert_eq!(
+        pairs,
+        vec![(Proto::H2, Proto::H1Tls), (Proto::H2c, Proto::H1)]
+    );
+    assert_eq!(row.verdicts.len(), 3, "throughput, p99 and server cost");
+    for d in row.all() {
+        assert!(!d.control);
+        let ratio = d.ratio.unwrap();
+        assert!(ratio.lo <= ratio.median && ratio.median <= ratio.hi);
+        // A winner is named exactly when the outcome is a win.
+        assert_eq!(
+            d.winner.is_some(),
+            d.outcome == h2lab_lab::stats::ci::Outcome::Win
+        );
+    }
+    if h2lab_lab::host::allowed_cpus().is_some_and(|c| c.len() >= 2) {
+        assert!(!r.isolation.server_cpus.is_empty(), "{:?}", r.isolation);
+        assert!(!r.isolation.client_cpus.is_empty());
+        assert!(r
+            .isolation
+            .server_cpus
+            .iter()
+            .all(|c| !r.isolation.client_cpus.contains(c)));
+    }
+    let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
+    assert!(json["isolation"]["server_cpus"].is_array());
+    assert_eq!(json["cells"][0]["link"], "loopback");
+    assert!(
+        json["cells"][0]["server_cpu_us"]["median"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    let html = h2lab_lab::report::compare::render(&r);
+    assert!(html.contains("forest-throughput") && html.contains("forest-server-cost"));
+}
+
+#[test]
+fn until_decided_adds_paired_rounds_to_undecided_conditions() {
+    // Two rounds can never decide (fewer than MIN_ROUNDS): --until-decided must add rounds,
+    // to every arm of the condition alike, so that they stay paired.
+    let mut cfg = tiny();
+    cfg.axes.payloads = vec!["ping".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.until_decided = Some(Duration::from_secs(2));
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(r.extra_rounds >= 1, "{}", r.extra_rounds);
+    let n = r.cells[0].runs.len();
+    assert_eq!(n, 2 + r.extra_rounds as usize);
+    for c in &r.cells {
+        let mut rounds: Vec<u32> = c.runs.iter().map(|s| s.round).collect();
+        rounds.sort_unstable();
+        assert_eq!(rounds, (0..n as u32).collect::<Vec<_>>());
+    }
+    let text = output::render_text(&r);
+    assert!(text.contains("rounds on undecided conditions"), "{text}");
+}

@@ -892,6 +892,8 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
     }
     let r = RunResult {
         elapsed: from_secs(Some(doc.elapsed_seconds)).unwrap_or(Duration::ZERO),
+        // Not part of the JSON document.
+        bytes_sent: 0,
         requests: RequestCounts {
             total: doc.requests.total,
             started: doc.requests.started,
@@ -1016,6 +1018,7 @@ pub fn merge_results(
             bytes_head_decomp: s(a.traffic.bytes_head_decomp, b.traffic.bytes_head_decomp),
             bytes_body: s(a.traffic.bytes_body, b.traffic.bytes_body),
         },
+        bytes_sent: s(a.bytes_sent, b.bytes_sent),
         request_time: add(&a.request_time, &b.request_time)?,
         request_time_corrected: add(&a.request_time_corrected, &b.request_time_corrected)?,
         connect_time: add(&a.connect_time, &b.connect_time)?,

@@ -160,6 +160,45 @@ pub fn run(
     config: ServerConfig,
     shutdown: Shutdown,
 ) -> Result<(), ServerError> {
+    run_with_ids(listeners, config, shutdown, &ThreadIds::default())
+}
+
+/// The kernel thread ids of a server's threads, filled in by each thread as it starts
+/// (Linux only; empty elsewhere). The lab reads their CPU clocks and pins them to CPUs.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadIds(Arc<std::sync::Mutex<Vec<u32>>>);
+
+impl ThreadIds {
+    /// The ids registered so far.
+    pub fn get(&self) -> Vec<u32> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Registers the calling thread.
+    fn register_current(&self) {
+        if let Some(tid) = current_tid() {
+            if let Ok(mut v) = self.0.lock() {
+                v.push(tid);
+            }
+        }
+    }
+}
+
+/// The kernel thread id of the calling thread (`/proc/thread-self` names it), Linux only.
+pub fn current_tid() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// [`run`], registering every server thread (the caller's, the workers', the acceptor's)
+/// in `ids`.
+pub fn run_with_ids(
+    listeners: Vec<Listener>,
+    config: ServerConfig,
+    shutdown: Shutdown,
+    ids: &ThreadIds,
+) -> Result<(), ServerError> {
+    ids.register_current();
     config.validate().map_err(ServerError::Config)?;
     if listeners.is_empty() {
         return Err(ServerError::Config("no listener".into()));
@@ -197,9 +236,13 @@ pub fn run(
         let (w, h) = worker::Worker::new(shared.clone(), std::mem::take(&mut direct))
             .map_err(io_err("creating the event loop"))?;
         handles.push(h);
+        let ids = ids.clone();
         let t = std::thread::Builder::new()
             .name(format!("h2lab-worker-{i}"))
-            .spawn(move || w.run())
+            .spawn(move || {
+                ids.register_current();
+                w.run()
+            })
             .map_err(io_err("spawning a worker"))?;
         threads_joined.push(t);
     }
@@ -208,10 +251,14 @@ pub fn run(
         None
     } else {
         let sd = shutdown.clone();
+        let ids = ids.clone();
         Some(
             std::thread::Builder::new()
                 .name("h2lab-acceptor".into())
-                .spawn(move || worker::run_acceptor(mio_listeners, handles, sd))
+                .spawn(move || {
+                    ids.register_current();
+                    worker::run_acceptor(mio_listeners, handles, sd)
+                })
                 .map_err(io_err("spawning the acceptor"))?,
         )
     };
@@ -265,6 +312,8 @@ pub struct RunningServer {
     key_path: Option<PathBuf>,
     shutdown: Shutdown,
     thread: Option<JoinHandle<Result<(), ServerError>>>,
+    ids: ThreadIds,
+    threads: usize,
 }
 
 impl RunningServer {
@@ -286,6 +335,18 @@ impl RunningServer {
     /// The private key (PEM) of the TLS port.
     pub fn key_path(&self) -> Option<&std::path::Path> {
         self.key_path.as_deref()
+    }
+
+    /// The kernel thread ids of the server's threads registered so far (Linux; see
+    /// [`RunningServer::expected_threads`] for how many there will be).
+    pub fn thread_ids(&self) -> Vec<u32> {
+        self.ids.get()
+    }
+
+    /// How many threads the server runs: the server thread, its workers and, with more
+    /// than one worker, the acceptor.
+    pub fn expected_threads(&self) -> usize {
+        1 + self.threads + usize::from(self.threads > 1)
     }
 
     /// A clone of the stop handle.
@@ -355,9 +416,12 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     let shutdown = Shutdown::new();
     let sd = shutdown.clone();
+    let ids = ThreadIds::default();
+    let ids2 = ids.clone();
+    let threads = config.threads;
     let thread = std::thread::Builder::new()
         .name("h2lab-server".into())
-        .spawn(move || run(listeners, config, sd))
+        .spawn(move || run_with_ids(listeners, config, sd, &ids2))
         .map_err(io_err("spawning the server thread"))?;
     Ok(RunningServer {
         addr,
@@ -366,5 +430,7 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
         key_path,
         shutdown,
         thread: Some(thread),
+        ids,
+        threads,
     })
 }

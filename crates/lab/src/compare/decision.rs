@@ -1,30 +1,170 @@
-//! The decision table: per condition, which protocol wins on throughput and on p99 latency,
-//! by how much, and whether the lead is larger than the run-to-run spread.
+//! The decision table: per condition, which arm wins on throughput, on p99 latency and on
+//! server cost (CPU per request), and how sure that is.
+//!
+//! Every decision compares two arms measured in the same rounds: the per-round ratio of
+//! the metric (A over B), its median and 95% bootstrap CI ([`crate::stats::ci`]), and one
+//! of three outcomes against the equivalence band: **win** (the CI lies outside the band:
+//! the better arm is named), **parity** (inside the band), **undecided** (the CI overlaps
+//! the band's edge: more rounds needed).
+//!
+//! - Per condition: the best arm by median against the runner-up, for each metric.
+//! - HTTP/2 vs HTTP/1.1, like for like: `h2` against `h1-tls` (both TLS) and `h2c` against
+//!   `h1` (both cleartext), whichever pairs were measured.
+//! - A/A controls: a protocol listed twice is measured as two arms; their decision is
+//!   reported as a control and never names a winner.
 
 use serde::Serialize;
 
-use super::matrix::{Condition, Plan, Section};
-use super::run::CellResult;
+use super::matrix::{arm_label, Condition, Plan, Section};
+use super::run::{CellResult, RunSample};
 use crate::fmt;
 use crate::proto::Proto;
-use crate::stats::{beats, decide, plus_scale, Better, Summary, Verdict};
+use crate::stats::ci::{self, Estimate, Outcome};
+use crate::stats::{plus_scale, Better};
 
-/// HTTP/2 against HTTP/1.1 at one condition (the question the seed articles ask).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairDelta {
-    /// The HTTP/2 variant (h2c when measured: same transport as HTTP/1.1).
-    pub h2: Proto,
-    /// The HTTP/1.1 variant.
-    pub h1: Proto,
-    /// `h2/h1 - 1` of the median throughputs.
-    pub rps_change: f64,
-    /// The throughput difference is larger than the spread.
-    pub rps_significant: bool,
-    /// `h2/h1 - 1` of the median p99 latencies (negative: HTTP/2 is faster).
-    pub p99_change: f64,
-    /// The p99 difference is larger than the spread.
-    pub p99_significant: bool,
+/// What a decision compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Completed requests per second (higher is better).
+    Throughput,
+    /// 99th percentile request time (lower is better).
+    P99,
+    /// Built-in server CPU time per request (lower is better).
+    ServerCost,
 }
+
+impl Metric {
+    /// Every metric, in table order.
+    pub const ALL: [Metric; 3] = [Metric::Throughput, Metric::P99, Metric::ServerCost];
+
+    /// Short unit name for tables (`req/s`, `p99`, `server CPU/req`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Throughput => "req/s",
+            Metric::P99 => "p99",
+            Metric::ServerCost => "server CPU/req",
+        }
+    }
+
+    /// Which direction is better.
+    pub fn better(self) -> Better {
+        match self {
+            Metric::Throughput => Better::Higher,
+            Metric::P99 | Metric::ServerCost => Better::Lower,
+        }
+    }
+
+    /// The metric's value in one run.
+    pub fn value(self, r: &RunSample) -> Option<f64> {
+        match self {
+            Metric::Throughput => Some(r.rps),
+            Metric::P99 => Some(r.p99_ms),
+            Metric::ServerCost => r.server_cpu_us,
+        }
+        .filter(|v| v.is_finite())
+    }
+
+    /// The cell's median of the metric.
+    pub fn median(self, c: &CellResult) -> Option<f64> {
+        match self {
+            Metric::Throughput => c.rps.map(|s| s.median),
+            Metric::P99 => c.p99_ms.map(|s| s.median),
+            Metric::ServerCost => c.server_cpu_us.map(|s| s.median),
+        }
+    }
+}
+
+/// One arm of a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct Arm {
+    /// The protocol.
+    pub proto: Proto,
+    /// Which listing of it (0; 1 for the second arm of an A/A control).
+    pub arm: u32,
+}
+
+impl Arm {
+    /// `h2c`, `h2c#2`.
+    pub fn label(self) -> String {
+        arm_label(self.proto, self.arm)
+    }
+}
+
+/// One decision between two arms on one metric.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Decision {
+    /// The metric.
+    pub metric: Metric,
+    /// The arm in the numerator (the better median, or HTTP/2 in a pair).
+    pub a: Arm,
+    /// The arm in the denominator.
+    pub b: Arm,
+    /// Per-round ratio `a / b`: median and 95% bootstrap CI (`None` without paired rounds).
+    pub ratio: Option<Estimate>,
+    /// Win, parity or undecided.
+    pub outcome: Outcome,
+    /// The better arm when the outcome is a win; never set for an A/A control.
+    pub winner: Option<Arm>,
+    /// An A/A control: both arms are the same protocol.
+    pub control: bool,
+}
+
+/// Decides `a` against `b` on `metric` from their runs, paired by round.
+pub fn decide_pair(
+    metric: Metric,
+    a: (Arm, &CellResult),
+    b: (Arm, &CellResult),
+    equivalence: f64,
+    what: &str,
+) -> Decision {
+    let rounds = a.1.rounds().max(b.1.rounds());
+    let va = a.1.by_round(rounds, |r| metric.value(r));
+    let vb = b.1.by_round(rounds, |r| metric.value(r));
+    let mut rng = ci::Rng::new(ci::seed_for(&format!(
+        "{what} {metric:?} {} {}",
+        a.0.label(),
+        b.0.label()
+    )));
+    let ratio = ci::paired_ratio(&va, &vb, &mut rng);
+    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
+    let control = a.0.proto == b.0.proto;
+    let winner = match (outcome, ratio, control) {
+        (Outcome::Win, Some(r), false) => {
+            let a_better = match metric.better() {
+                Better::Higher => r.median > 1.0,
+                Better::Lower => r.median < 1.0,
+            };
+            Some(if a_better { a.0 } else { b.0 })
+        }
+        _ => None,
+    };
+    Decision {
+        metric,
+        a: a.0,
+        b: b.0,
+        ratio,
+        outcome,
+        winner,
+        control,
+    }
+}
+
+/// HTTP/2 against HTTP/1.1 over the same transport at one condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairDecisions {
+    /// `h2` or `h2c`.
+    pub h2: Proto,
+    /// `h1-tls` or `h1`.
+    pub h1: Proto,
+    /// One decision per metric (`a` is HTTP/2), in [`Metric::ALL`] order (metrics with no
+    /// data are left out).
+    pub decisions: Vec<Decision>,
+}
+
+/// The like-for-like pairs: HTTP/2 over TLS against HTTP/1.1 over TLS, h2c against
+/// cleartext HTTP/1.1.
+pub const PAIRS: [(Proto, Proto); 2] = [(Proto::H2, Proto::H1Tls), (Proto::H2c, Proto::H1)];
 
 /// One row of the decision table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,12 +175,28 @@ pub struct DecisionRow {
     pub condition: Condition,
     /// A short row label (`/ping`, `100k c=200`, `json over wan`).
     pub label: String,
-    /// Throughput verdict.
-    pub throughput: Option<Verdict<Proto>>,
-    /// p99 latency verdict.
-    pub p99: Option<Verdict<Proto>>,
-    /// HTTP/2 vs HTTP/1.1.
-    pub h2_vs_h1: Option<PairDelta>,
+    /// Best against runner-up, per metric ([`Metric::ALL`] order; metrics with fewer than
+    /// two measured arms are left out).
+    pub verdicts: Vec<Decision>,
+    /// HTTP/2 vs HTTP/1.1, per like-for-like pair measured.
+    pub h2_vs_h1: Vec<PairDecisions>,
+    /// A/A controls (second arm against first), per metric.
+    pub controls: Vec<Decision>,
+}
+
+impl DecisionRow {
+    /// The verdict on `metric`, if any.
+    pub fn verdict(&self, metric: Metric) -> Option<&Decision> {
+        self.verdicts.iter().find(|d| d.metric == metric)
+    }
+
+    /// Every decision of the row (verdicts, pairs, controls).
+    pub fn all(&self) -> impl Iterator<Item = &Decision> {
+        self.verdicts
+            .iter()
+            .chain(self.h2_vs_h1.iter().flat_map(|p| p.decisions.iter()))
+            .chain(self.controls.iter())
+    }
 }
 
 /// A row label for `cond` in `section`.
@@ -56,170 +212,226 @@ pub fn row_label(cond: &Condition, section: Section) -> String {
     }
 }
 
-/// Builds the decision rows of every condition with at least two measured protocols.
-pub fn decide_all(plan: &Plan, cells: &[CellResult]) -> Vec<DecisionRow> {
+/// Builds the decision rows of every condition with at least two measured arms.
+pub fn decide_all(plan: &Plan, cells: &[CellResult], equivalence: f64) -> Vec<DecisionRow> {
     let mut rows = Vec::new();
     for pc in &plan.conditions {
-        let get = |f: fn(&CellResult) -> Option<Summary>| -> Vec<(Proto, Summary)> {
-            pc.cells
-                .iter()
-                .filter_map(|&(p, i)| cells.get(i).and_then(f).map(|s| (p, s)))
-                .collect()
-        };
-        let rps = get(|c| c.rps);
-        let p99 = get(|c| c.p99_ms);
-        if rps.len() < 2 && p99.len() < 2 {
+        let arms: Vec<(Arm, &CellResult)> = pc
+            .cells
+            .iter()
+            .filter_map(|&(p, i)| {
+                let c = cells.get(i)?;
+                (!c.runs.is_empty()).then_some((
+                    Arm {
+                        proto: p,
+                        arm: c.key.arm,
+                    },
+                    c,
+                ))
+            })
+            .collect();
+        if arms.len() < 2 {
             continue;
         }
-        let find = |v: &[(Proto, Summary)], p: Proto| v.iter().find(|x| x.0 == p).map(|x| x.1);
-        let h2 = [Proto::H2c, Proto::H2]
-            .into_iter()
-            .find(|&p| find(&rps, p).is_some());
-        let h1 = [Proto::H1, Proto::H1Tls]
-            .into_iter()
-            .find(|&p| find(&rps, p).is_some());
-        let h2_vs_h1 = match (h2, h1) {
-            (Some(h2), Some(h1)) => match (find(&rps, h2), find(&rps, h1)) {
-                (Some(a), Some(b)) => {
-                    let (pa, pb) = (find(&p99, h2), find(&p99, h1));
-                    Some(PairDelta {
-                        h2,
-                        h1,
-                        rps_change: change(a.median, b.median),
-                        rps_significant: beats(&a, &b),
-                        p99_change: match (pa, pb) {
-                            (Some(x), Some(y)) => change(x.median, y.median),
-                            _ => f64::NAN,
-                        },
-                        p99_significant: match (pa, pb) {
-                            (Some(x), Some(y)) => beats(&x, &y),
-                            _ => false,
-                        },
-                    })
-                }
-                _ => None,
-            },
-            _ => None,
+        let label = row_label(&pc.cond, pc.section);
+        // Second arms are controls; they join the ranking only when nothing else is there.
+        let firsts: Vec<(Arm, &CellResult)> =
+            arms.iter().copied().filter(|(a, _)| a.arm == 0).collect();
+        let ranked = if firsts.len() >= 2 {
+            firsts.clone()
+        } else {
+            arms.clone()
         };
+        let mut verdicts = Vec::new();
+        for m in Metric::ALL {
+            let mut v: Vec<(Arm, &CellResult, f64)> = ranked
+                .iter()
+                .filter_map(|&(a, c)| m.median(c).map(|x| (a, c, x)))
+                .collect();
+            if v.len() < 2 {
+                continue;
+            }
+            v.sort_by(|x, y| match m.better() {
+                Better::Higher => y.2.total_cmp(&x.2),
+                Better::Lower => x.2.total_cmp(&y.2),
+            });
+            verdicts.push(decide_pair(
+                m,
+                (v[0].0, v[0].1),
+                (v[1].0, v[1].1),
+                equivalence,
+                &label,
+            ));
+        }
+        let find = |p: Proto| firsts.iter().find(|(a, _)| a.proto == p).copied();
+        let mut h2_vs_h1 = Vec::new();
+        for (h2, h1) in PAIRS {
+            if let (Some(a), Some(b)) = (find(h2), find(h1)) {
+                let decisions = Metric::ALL
+                    .into_iter()
+                    .filter(|m| m.median(a.1).is_some() && m.median(b.1).is_some())
+                    .map(|m| decide_pair(m, a, b, equivalence, &label))
+                    .collect();
+                h2_vs_h1.push(PairDecisions { h2, h1, decisions });
+            }
+        }
+        let mut controls = Vec::new();
+        for &(a, c) in arms.iter().filter(|(a, _)| a.arm > 0) {
+            if let Some(first) = find(a.proto) {
+                for m in Metric::ALL {
+                    if m.median(c).is_some() && m.median(first.1).is_some() {
+                        controls.push(decide_pair(m, (a, c), first, equivalence, &label));
+                    }
+                }
+            }
+        }
         rows.push(DecisionRow {
             section: pc.section,
             condition: pc.cond.clone(),
-            label: row_label(&pc.cond, pc.section),
-            throughput: decide(&rps, Better::Higher),
-            p99: decide(&p99, Better::Lower),
+            label,
+            verdicts,
             h2_vs_h1,
+            controls,
         });
     }
     rows
 }
 
-fn change(a: f64, b: f64) -> f64 {
-    if b > 0.0 {
-        a / b - 1.0
-    } else {
-        f64::NAN
-    }
-}
-
-/// `http/1.1 ++ (+18% vs h2c)` / `≈ parity (h2c +2%, within spread)`.
-pub fn throughput_text(v: &Verdict<Proto>) -> String {
-    if v.significant {
-        format!(
-            "{} {} ({} vs {})",
-            v.winner.short(),
-            plus_scale(v.margin),
-            fmt::pct(v.margin),
-            v.runner_up.short()
-        )
-    } else {
-        format!(
-            "≈ parity ({} {} vs {}, within spread)",
-            v.winner.short(),
-            fmt::pct(v.margin),
-            v.runner_up.short()
-        )
-    }
-}
-
-/// `h2c +++ (-47% vs http/1.1)` / `h2 ++++ (4.3× lower than http/1.1)`.
-pub fn latency_text(v: &Verdict<Proto>) -> String {
-    let how = if v.margin >= 1.0 {
-        format!(
-            "{} lower than {}",
-            fmt::ratio(1.0 + v.margin),
-            v.runner_up.short()
-        )
-    } else {
-        format!(
-            "{} vs {}",
-            fmt::pct(-v.margin / (1.0 + v.margin)),
-            v.runner_up.short()
-        )
-    };
-    if v.significant {
-        format!("{} {} ({how})", v.winner.short(), plus_scale(v.margin))
-    } else {
-        format!("≈ parity ({} {how}, within spread)", v.winner.short())
-    }
-}
-
-/// `-15% req/s, +9% p99` with `~` marking differences within the spread.
-pub fn pair_text(d: &PairDelta) -> String {
-    let mark = |sig: bool| if sig { "" } else { "~" };
+/// `+18% (+12…+25%)`: the change `ratio - 1` with its CI.
+pub fn ratio_text(r: &Estimate) -> String {
     format!(
-        "{}{} req/s, {}{} p99",
-        mark(d.rps_significant),
-        fmt::pct(d.rps_change),
-        mark(d.p99_significant),
-        fmt::pct(d.p99_change)
+        "{} ({}…{})",
+        fmt::pct(r.median - 1.0),
+        fmt::pct(r.lo - 1.0),
+        fmt::pct(r.hi - 1.0)
     )
 }
 
-/// The decision table as text, one block per section.
-pub fn render(rows: &[DecisionRow], plan: &Plan, runs: u32) -> String {
+/// A verdict: `h2c ++ +18% (+12…+25%) vs http/1.1`, `≈ parity: h2c +1.2% (−1.5…+2.8%) vs
+/// http/1.1`, `? undecided: …`; an A/A control never names a winner
+/// (`A/A h2c#2 vs h2c: parity +0.4% (…)`).
+pub fn verdict_text(d: &Decision) -> String {
+    let Some(r) = &d.ratio else {
+        return "? undecided (no paired rounds)".into();
+    };
+    let body = format!("{} {} vs {}", d.a.label(), ratio_text(r), d.b.label());
+    if d.control {
+        return format!("A/A {}: {body}", d.outcome.name());
+    }
+    match (d.outcome, d.winner) {
+        (Outcome::Win, Some(w)) => {
+            let margin = match d.metric.better() {
+                Better::Higher => r.median - 1.0,
+                Better::Lower => 1.0 / r.median - 1.0,
+            }
+            .abs();
+            format!("{} {} ({body})", w.label(), plus_scale(margin))
+        }
+        (Outcome::Parity, _) => format!("≈ parity ({body})"),
+        _ => format!("? undecided ({body})"),
+    }
+}
+
+/// `+5.1% (+2.0…+8.3%) win` — a pair decision as a change of HTTP/2 against HTTP/1.1.
+pub fn pair_text(d: &Decision) -> String {
+    match &d.ratio {
+        None => "-".into(),
+        Some(r) => {
+            let mark = match (d.outcome, d.winner) {
+                (Outcome::Win, Some(w)) => format!("{} better", w.label()),
+                (o, _) => o.name().to_owned(),
+            };
+            format!("{} {mark}", ratio_text(r))
+        }
+    }
+}
+
+/// The decision table as text, one block per section, then the HTTP/2-vs-HTTP/1.1 table
+/// and the A/A controls; `rounds` is the most rounds any condition was measured in.
+pub fn render(rows: &[DecisionRow], plan: &Plan, rounds: u32, equivalence: f64) -> String {
     let mut out = String::new();
     let b = &plan.base;
     out.push_str(&format!(
-        "Decision table (median of {runs} runs; a win needs a difference larger than the \
-         min-max spread of both; + <10%, ++ <30%, +++ <100%, ++++ 2x or more)\n\
+        "Decision table (up to {rounds} paired rounds; ratio of the better arm over the runner-up, \
+         median of the per-round ratios with its 95% CI (bootstrap; the rounds' range below 9 \
+         rounds); win: the CI lies outside ±{band}, parity: inside, undecided: across the edge; + <10%, ++ <30%, +++ <100%, \
+         ++++ 2x or more)\n\
          base: c={} concurrent requests, {} stream(s)/connection, request headers: {}, \
          link: {}\n",
-        b.concurrency, b.streams, b.headers, b.link
+        b.concurrency,
+        b.streams,
+        b.headers,
+        b.link,
+        band = fmt::pct(equivalence).trim_start_matches('+'),
     ));
     let mut sections: Vec<Section> = rows.iter().map(|r| r.section).collect();
     sections.dedup();
     for s in sections {
         let mut t: Vec<Vec<String>> = vec![vec![
             "condition".into(),
-            "throughput winner".into(),
-            "p99 latency winner".into(),
-            "HTTP/2 vs HTTP/1.1".into(),
+            "throughput".into(),
+            "p99 latency".into(),
+            "server cost (CPU/req)".into(),
         ]];
         for r in rows.iter().filter(|r| r.section == s) {
-            t.push(vec![
-                r.label.clone(),
-                r.throughput
-                    .as_ref()
-                    .map_or_else(|| "-".into(), throughput_text),
-                r.p99.as_ref().map_or_else(|| "-".into(), latency_text),
-                r.h2_vs_h1.as_ref().map_or_else(
-                    || "-".into(),
-                    |d| format!("{} vs {}: {}", d.h2.short(), d.h1.short(), pair_text(d)),
-                ),
-            ]);
+            let mut row = vec![r.label.clone()];
+            for m in Metric::ALL {
+                row.push(r.verdict(m).map_or_else(|| "-".into(), verdict_text));
+            }
+            t.push(row);
         }
         out.push_str(&format!("\n{}\n", capitalize(s.title())));
         out.push_str(&fmt::table(&t));
     }
-    out.push_str(PAIR_NOTE);
-    out.push('\n');
+    let mut t: Vec<Vec<String>> = vec![vec![
+        "condition".into(),
+        "pair".into(),
+        "req/s".into(),
+        "p99".into(),
+        "server CPU/req".into(),
+    ]];
+    for r in rows {
+        for p in &r.h2_vs_h1 {
+            let mut row = vec![
+                r.label.clone(),
+                format!("{} / {}", p.h2.short(), p.h1.short()),
+            ];
+            for m in Metric::ALL {
+                row.push(
+                    p.decisions
+                        .iter()
+                        .find(|d| d.metric == m)
+                        .map_or_else(|| "-".into(), pair_text),
+                );
+            }
+            t.push(row);
+        }
+    }
+    if t.len() > 1 {
+        out.push_str(
+            "\nHTTP/2 vs HTTP/1.1, like for like (HTTP/2 over HTTP/1.1: change and 95% CI)\n",
+        );
+        out.push_str(&fmt::table(&t));
+    }
+    let controls: Vec<(&DecisionRow, &Decision)> = rows
+        .iter()
+        .flat_map(|r| r.controls.iter().map(move |d| (r, d)))
+        .collect();
+    if !controls.is_empty() {
+        out.push_str("\nA/A controls (the same protocol measured as two arms: never a winner; a \"win\" here means the machine is noisier than the intervals say)\n");
+        let mut t: Vec<Vec<String>> =
+            vec![vec!["condition".into(), "metric".into(), "control".into()]];
+        for (r, d) in controls {
+            t.push(vec![
+                r.label.clone(),
+                d.metric.name().into(),
+                verdict_text(d),
+            ]);
+        }
+        out.push_str(&fmt::table(&t));
+    }
     out
 }
-
-/// What the `HTTP/2 vs HTTP/1.1` column means.
-pub const PAIR_NOTE: &str = "HTTP/2 vs HTTP/1.1: change of the HTTP/2 median against the \
-     HTTP/1.1 median (h2c against cleartext HTTP/1.1 when both ran); ~ marks a difference \
-     within the run-to-run spread.";
 
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
@@ -233,31 +445,86 @@ fn capitalize(s: &str) -> String {
 mod tests {
     use super::*;
 
+    fn d(a: Proto, b: Proto, metric: Metric, lo: f64, hi: f64, outcome: Outcome) -> Decision {
+        let (a, b) = (
+            Arm { proto: a, arm: 0 },
+            Arm {
+                proto: b,
+                arm: u32::from(a == b),
+            },
+        );
+        Decision {
+            metric,
+            a,
+            b,
+            ratio: Some(Estimate {
+                median: (lo + hi) / 2.0,
+                lo,
+                hi,
+                n: 8,
+            }),
+            outcome,
+            winner: (outcome == Outcome::Win && a.proto != b.proto).then_some(a),
+            control: a.proto == b.proto,
+        }
+    }
+
     #[test]
     fn texts() {
-        let v = Verdict {
-            winner: Proto::H1,
-            runner_up: Proto::H2c,
-            margin: 0.18,
-            significant: true,
-        };
-        assert_eq!(throughput_text(&v), "http/1.1 ++ (+18% vs h2c)");
-        let v = Verdict {
-            winner: Proto::H2,
-            runner_up: Proto::H1,
-            margin: 3.3,
-            significant: true,
-        };
-        assert_eq!(latency_text(&v), "h2 ++++ (4.30× lower than http/1.1)");
-        let v = Verdict {
-            winner: Proto::H2c,
-            runner_up: Proto::H1,
-            margin: 0.02,
-            significant: false,
-        };
-        assert_eq!(
-            latency_text(&v),
-            "≈ parity (h2c -2.0% vs http/1.1, within spread)"
+        let v = d(
+            Proto::H1,
+            Proto::H2c,
+            Metric::Throughput,
+            1.12,
+            1.24,
+            Outcome::Win,
         );
+        assert_eq!(
+            verdict_text(&v),
+            "http/1.1 ++ (http/1.1 +18% (+12%…+24%) vs h2c)"
+        );
+        let v = d(Proto::H2, Proto::H1, Metric::P99, 0.2, 0.3, Outcome::Win);
+        assert_eq!(
+            verdict_text(&v),
+            "h2 ++++ (h2 -75% (-80%…-70%) vs http/1.1)"
+        );
+        let v = d(
+            Proto::H2c,
+            Proto::H1,
+            Metric::P99,
+            0.99,
+            1.01,
+            Outcome::Parity,
+        );
+        assert_eq!(
+            verdict_text(&v),
+            "≈ parity (h2c +0.0% (-1.0%…+1.0%) vs http/1.1)"
+        );
+        let v = d(
+            Proto::H2c,
+            Proto::H1,
+            Metric::Throughput,
+            0.8,
+            1.2,
+            Outcome::Undecided,
+        );
+        assert!(verdict_text(&v).starts_with("? undecided"));
+        assert_eq!(pair_text(&v), "+0.0% (-20%…+20%) undecided");
+    }
+
+    #[test]
+    fn an_a_a_control_never_names_a_winner() {
+        let v = d(
+            Proto::H2c,
+            Proto::H2c,
+            Metric::Throughput,
+            1.05,
+            1.10,
+            Outcome::Win,
+        );
+        assert!(v.control && v.winner.is_none());
+        let t = verdict_text(&v);
+        assert!(t.starts_with("A/A win: h2c +7.5%"), "{t}");
+        assert!(!t.contains("++"), "{t}");
     }
 }

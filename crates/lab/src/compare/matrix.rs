@@ -91,6 +91,12 @@ pub struct Condition {
 impl Condition {
     /// The settings `proto` really runs with under this condition.
     pub fn effective(&self, proto: Proto) -> CellKey {
+        self.effective_arm(proto, 0)
+    }
+
+    /// [`Condition::effective`] for the `arm`-th listing of `proto` (an A/A control lists
+    /// a protocol twice: two arms, measured separately).
+    pub fn effective_arm(&self, proto: Proto, arm: u32) -> CellKey {
         let streams = if proto.is_h2() { self.streams } else { 1 };
         CellKey {
             cond: Condition {
@@ -98,6 +104,7 @@ impl Condition {
                 ..self.clone()
             },
             proto,
+            arm,
         }
     }
 
@@ -127,6 +134,29 @@ pub struct CellKey {
     pub cond: Condition,
     /// The protocol.
     pub proto: Proto,
+    /// Which listing of the protocol (0; 1 for the second arm of an A/A control).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub arm: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+impl CellKey {
+    /// The arm's name: the protocol's short label, `#2` for a second arm (`h2c#2`).
+    pub fn arm_label(&self) -> String {
+        arm_label(self.proto, self.arm)
+    }
+}
+
+/// `h2c`, or `h2c#2` for the second arm of `h2c`.
+pub fn arm_label(proto: Proto, arm: u32) -> String {
+    if arm == 0 {
+        proto.short().to_owned()
+    } else {
+        format!("{}#{}", proto.short(), arm + 1)
+    }
 }
 
 /// A condition of the plan and the cells its protocols use.
@@ -136,7 +166,8 @@ pub struct PlannedCondition {
     pub cond: Condition,
     /// Which axis it varies.
     pub section: Section,
-    /// `(protocol, index into Plan::cells)`.
+    /// `(protocol, index into Plan::cells)`, one per arm (a protocol listed twice has two
+    /// entries; the cells' keys tell the arms apart).
     pub cells: Vec<(Proto, usize)>,
 }
 
@@ -270,8 +301,9 @@ impl Axes {
         let mut conditions = Vec::with_capacity(conds.len());
         for (cond, section) in conds {
             let mut v = Vec::with_capacity(self.protocols.len());
-            for &proto in &self.protocols {
-                let key = cond.effective(proto);
+            for (n, &proto) in self.protocols.iter().enumerate() {
+                let arm = self.protocols[..n].iter().filter(|&&p| p == proto).count() as u32;
+                let key = cond.effective_arm(proto, arm);
                 let i = *index.entry(key.clone()).or_insert_with(|| {
                     cells.push(key);
                     cells.len() - 1

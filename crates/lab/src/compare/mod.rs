@@ -14,6 +14,7 @@ pub mod axes;
 pub mod decision;
 pub mod headers;
 pub mod matrix;
+pub mod measure;
 pub mod output;
 pub mod run;
 
@@ -22,7 +23,7 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use serde::Serialize;
 
-use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::env::{describe_profile, BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
 use crate::link::Profile;
 use crate::proto::Proto;
 use axes::{HeaderSet, Payload};
@@ -34,10 +35,12 @@ use run::{CellResult, Progress, Timing};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
-    /// About 5 minutes on 2 cores: 7 payloads × 4 protocols at the base point, and
-    /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads.
+    /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
+    /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
+    /// 7 rounds of 250 ms.
     Default,
-    /// About 1 minute: 4 payloads; 4 KiB headers and the WAN link on the 10k payload.
+    /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
+    /// payload; 6 rounds of 200 ms.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
     Tiny,
@@ -63,16 +66,32 @@ pub struct CompareConfig {
     pub targets: Option<Targets>,
     /// Built-in server worker threads.
     pub server_threads: usize,
+    /// How the built-in server and the client share the CPUs.
+    pub pinning: Pinning,
+    /// The equivalence band of the decisions: ratios within `1 ± equivalence` are parity.
+    pub equivalence: f64,
+    /// Measure a round again when the machine was busy during it.
+    pub strict: bool,
+    /// After the matrix, keep adding rounds to conditions with undecided verdicts for at
+    /// most this long.
+    pub until_decided: Option<Duration>,
 }
 
 impl CompareConfig {
     /// The settings of `preset` against the built-in server.
     pub fn preset(preset: Preset) -> CompareConfig {
-        let all4 = vec![Proto::H1, Proto::H1Close, Proto::H2, Proto::H2c];
+        // Like for like: h2 against h1-tls, h2c against h1; HTTP/1.0 as seed 004's baseline.
+        let all5 = vec![
+            Proto::H1,
+            Proto::H1Close,
+            Proto::H1Tls,
+            Proto::H2,
+            Proto::H2c,
+        ];
         let (axes, timing) = match preset {
             Preset::Default => (
                 Axes {
-                    protocols: all4,
+                    protocols: all5.clone(),
                     payloads: payloads(&["ping", "json", "1k", "10k", "50k", "100k", "compute"]),
                     sweep_payloads: payloads(&["json", "100k"]),
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
@@ -82,15 +101,15 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 3,
-                    warm_up: Duration::from_millis(250),
-                    duration: Duration::from_secs(1),
+                    runs: 7,
+                    warm_up: Duration::from_millis(100),
+                    duration: Duration::from_millis(250),
                     client_threads: 1,
                 },
             ),
             Preset::Quick => (
                 Axes {
-                    protocols: all4,
+                    protocols: all5,
                     payloads: payloads(&["ping", "1k", "10k", "100k"]),
                     sweep_payloads: payloads(&["10k"]),
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
@@ -100,9 +119,9 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 3,
+                    runs: 6,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(400),
+                    duration: Duration::from_millis(200),
                     client_threads: 1,
                 },
             ),
@@ -131,6 +150,10 @@ impl CompareConfig {
             timing,
             targets: None,
             server_threads: 1,
+            pinning: Pinning::Auto,
+            equivalence: crate::stats::ci::DEFAULT_EQUIVALENCE,
+            strict: false,
+            until_decided: None,
         }
     }
 }
@@ -176,8 +199,18 @@ pub struct CompareReport {
     pub links: Vec<String>,
     /// The machine.
     pub machine: Machine,
+    /// How the CPUs were split between the built-in server and the client.
+    pub isolation: Isolation,
     /// Runs, warm-up, duration per cell.
     pub timing: Timing,
+    /// The decisions' equivalence band (`±` this fraction is parity).
+    pub equivalence: f64,
+    /// Busy rounds were measured again.
+    pub strict: bool,
+    /// Extra rounds added to undecided conditions (`--until-decided`).
+    pub extra_rounds: u32,
+    /// Runs measured while the machine was busy, of all runs.
+    pub busy_runs: (usize, usize),
     /// The cells and conditions.
     pub plan: Plan,
     /// Every measured cell, in `plan.cells` order.
@@ -210,7 +243,9 @@ impl CompareReport {
     }
 }
 
-/// Runs the matrix: starts the environment, measures, decides. `on_cell` sees each cell as
+/// Runs the matrix: starts the environment, measures, decides. `on_start` gets the plan, the
+/// estimated time and a description of the servers (and, on a second line, the CPU split).
+/// `on_cell` sees each cell as
 /// it finishes (for progress output); `stop` interrupts (the report then covers what was
 /// measured).
 pub fn run(
@@ -224,6 +259,7 @@ pub fn run(
     let mut env = match &cfg.targets {
         None => LabEnv::builtin(&BuiltinOptions {
             threads: cfg.server_threads,
+            pinning: cfg.pinning.clone(),
         })?,
         Some(t) => LabEnv::external(t.clone()),
     };
@@ -255,8 +291,35 @@ pub fn run(
         );
     }
     let plan = axes.plan();
-    on_start(&plan, run::estimate(&plan, &cfg.timing), env.describe());
-    let cells = run::run_plan(&mut env, &plan, &cfg.timing, stop, on_cell);
+    let isolation = env.isolation().clone();
+    on_start(
+        &plan,
+        run::estimate(&plan, &cfg.timing),
+        &format!("{}\ncpus: {}", env.describe(), isolation.note),
+    );
+    let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop);
+    let mut cells = measure::run_plan(&mut m, &plan, on_cell);
+    let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
+    let mut extra_rounds = 0;
+    if let Some(limit) = cfg.until_decided {
+        extra_rounds = until_decided(&mut m, &plan, &mut cells, &mut decisions, cfg, limit);
+    }
+    drop(m);
+    let empty: usize = cells
+        .iter()
+        .map(|c| c.runs.iter().filter(|r| r.completed == 0).count())
+        .sum();
+    if empty > 0 {
+        notes.push(format!(
+            "{empty} run(s) completed no request in their measured period (with no failed \
+             request: the machine starved the client or the server); they are left out of the \
+             statistics"
+        ));
+    }
+    let busy_runs = (
+        cells.iter().map(|c| c.busy_runs).sum(),
+        cells.iter().map(|c| c.runs.len()).sum(),
+    );
     for c in &cells {
         if let Some(e) = &c.error {
             notes.push(format!(
@@ -266,7 +329,6 @@ pub fn run(
             ));
         }
     }
-    let decisions = decision::decide_all(&plan, &cells);
     let links = axes.links.iter().map(|&p| describe_profile(p)).collect();
     Ok(CompareReport {
         tool: "h2lab compare",
@@ -277,10 +339,63 @@ pub fn run(
         environment: env.describe().to_owned(),
         links,
         machine: Machine::this(),
+        isolation,
         timing: cfg.timing.clone(),
+        equivalence: cfg.equivalence,
+        strict: cfg.strict,
+        extra_rounds,
+        busy_runs,
         plan,
         cells,
         decisions,
         notes,
     })
+}
+
+/// Whether any decision of `row` is undecided.
+fn undecided(row: &DecisionRow) -> bool {
+    row.all()
+        .any(|d| !d.control && d.outcome == crate::stats::ci::Outcome::Undecided)
+}
+
+/// Adds rounds to the conditions with undecided verdicts (one round per such condition per
+/// pass) until none is left or `limit` is spent; returns how many rounds were added.
+fn until_decided(
+    m: &mut measure::Measurer<'_>,
+    plan: &Plan,
+    cells: &mut [CellResult],
+    decisions: &mut Vec<DecisionRow>,
+    cfg: &CompareConfig,
+    limit: Duration,
+) -> u32 {
+    let start = std::time::Instant::now();
+    let mut added = 0;
+    loop {
+        let todo: Vec<&matrix::PlannedCondition> = plan
+            .conditions
+            .iter()
+            .filter(|pc| {
+                decisions
+                    .iter()
+                    .any(|r| r.condition == pc.cond && r.section == pc.section && undecided(r))
+            })
+            .collect();
+        if todo.is_empty() {
+            return added;
+        }
+        for pc in todo {
+            if m.stopped() || start.elapsed() >= limit {
+                return added;
+            }
+            let mut idxs: Vec<usize> = pc.cells.iter().map(|&(_, i)| i).collect();
+            idxs.dedup();
+            let round = idxs.iter().map(|&i| cells[i].rounds()).max().unwrap_or(0);
+            m.round(cells, &idxs, round);
+            for &i in &idxs {
+                cells[i].refresh();
+            }
+            added += 1;
+        }
+        *decisions = decision::decide_all(plan, cells, cfg.equivalence);
+    }
 }

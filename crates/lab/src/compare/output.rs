@@ -6,7 +6,33 @@ use super::decision;
 use super::run::{CellResult, Progress};
 use super::CompareReport;
 use crate::fmt;
+use crate::stats::ci::Estimate;
 use crate::stats::Summary;
+
+/// `41,234 (40,100–42,011)`: a median and its 95% CI.
+fn with_ci(e: &Option<Estimate>, f: fn(f64) -> String) -> String {
+    match e {
+        Some(e) if e.n > 1 => format!("{} ({}–{})", f(e.median), f(e.lo), f(e.hi)),
+        Some(e) => f(e.median),
+        None => "-".into(),
+    }
+}
+
+fn us(v: f64) -> String {
+    if v.is_finite() {
+        if v >= 100.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        }
+    } else {
+        "-".into()
+    }
+}
+
+fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".into(), f)
+}
 
 /// `41,234 (40,100–42,011)`.
 fn with_range(s: &Option<Summary>, f: fn(f64) -> String) -> String {
@@ -27,9 +53,16 @@ pub fn progress_line(p: &Progress<'_>) -> String {
     let w = p.total.to_string().len();
     let body = match (&c.rps, &c.p99_ms) {
         (Some(r), Some(l)) => format!(
-            "{} req/s, p99 {}",
+            "{} req/s, p99 {}{}{}",
             with_range(&Some(*r), fmt::num),
-            fmt::ms(l.median)
+            fmt::ms(l.median),
+            c.server_cpu_us
+                .map_or_else(String::new, |e| format!(", server {} µs/req", us(e.median))),
+            if c.busy_runs > 0 {
+                format!(" (busy in {}/{} runs)", c.busy_runs, c.runs.len())
+            } else {
+                String::new()
+            }
         ),
         _ => format!("failed: {}", c.error.as_deref().unwrap_or("no result")),
     };
@@ -37,12 +70,13 @@ pub fn progress_line(p: &Progress<'_>) -> String {
         "[{:>w$}/{}] {:<12} {:<34} {body}",
         p.done,
         p.total,
-        c.key.proto.short(),
+        c.key.arm_label(),
         c.key.cond.describe(),
     )
 }
 
-/// The table of every cell.
+/// The table of every cell: medians with their 95% bootstrap CI, cost per request, and
+/// `!` where the machine was busy during some run.
 pub fn cells_table(cells: &[CellResult]) -> String {
     let mut t: Vec<Vec<String>> = vec![vec![
         "payload".into(),
@@ -51,25 +85,40 @@ pub fn cells_table(cells: &[CellResult]) -> String {
         ">conns×streams".into(),
         "link".into(),
         "protocol".into(),
-        ">req/s (min–max)".into(),
+        ">req/s (95% CI)".into(),
         ">p50 ms".into(),
-        ">p99 ms (min–max)".into(),
+        ">p99 ms (95% CI)".into(),
+        ">server µs/req (95% CI)".into(),
+        ">client µs/req".into(),
+        ">B in/out per req".into(),
         ">MB/s".into(),
         ">failed".into(),
+        "busy".into(),
     ]];
+    let link_cells = cells.iter().any(|c| c.link_use.is_some());
+    if link_cells {
+        t[0].push(">link use".into());
+    }
     for c in cells {
         let k = &c.key;
         let failed: u64 = c.runs.iter().map(|r| r.failed).sum();
-        t.push(vec![
+        let mut row = vec![
             k.cond.payload.label(),
             k.cond.headers.to_string(),
             k.cond.concurrency.to_string(),
             format!("{}×{}", c.connections, k.cond.streams),
             k.cond.link.to_string(),
-            k.proto.short().into(),
-            with_range(&c.rps, fmt::num),
+            k.arm_label(),
+            with_ci(&c.rps_ci, fmt::num),
             c.p50_ms.map_or_else(|| "-".into(), |s| ms_short(s.median)),
-            with_range(&c.p99_ms, ms_short),
+            with_ci(&c.p99_ci, ms_short),
+            with_ci(&c.server_cpu_us, us),
+            opt(c.client_cpu_us, us),
+            format!(
+                "{}/{}",
+                opt(c.bytes_in_per_req, |v| format!("{v:.0}")),
+                opt(c.bytes_out_per_req, |v| format!("{v:.0}"))
+            ),
             c.mb_per_sec
                 .map_or_else(|| "-".into(), |s| format!("{:.1}", s.median)),
             if c.error.is_some() && c.runs.is_empty() {
@@ -77,9 +126,43 @@ pub fn cells_table(cells: &[CellResult]) -> String {
             } else {
                 failed.to_string()
             },
-        ]);
+            if c.busy_runs > 0 {
+                format!("! {}/{}", c.busy_runs, c.runs.len())
+            } else {
+                String::new()
+            },
+        ];
+        if link_cells {
+            row.push(c.link_use.map_or_else(String::new, |l| {
+                format!(
+                    "{:.0}% of bw, p50 +{} over floor",
+                    l.goodput_pct,
+                    ms_short(l.p50_above_floor_ms.max(0.0))
+                )
+            }));
+        }
+        t.push(row);
     }
     fmt::table(&t)
+}
+
+/// How many runs the machine was busy during (`!` in the tables).
+pub fn busy_line(r: &CompareReport) -> String {
+    format!(
+        "{} of {} runs measured while other processes used more than {:.0}% of the CPUs or the \
+         hypervisor stole more than {:.0}% (marked !){}",
+        r.busy_runs.0,
+        r.busy_runs.1,
+        crate::host::BUSY_OTHER_CPU * 100.0,
+        crate::host::BUSY_STEAL * 100.0,
+        if r.strict {
+            "; --strict measured busy rounds again (up to twice)"
+        } else if r.busy_runs.0 > 0 {
+            "; --strict measures such rounds again"
+        } else {
+            ""
+        }
+    )
 }
 
 /// The whole terminal summary: settings, cells, decision table, notes.
@@ -87,21 +170,34 @@ pub fn render_text(r: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "h2lab compare: {} cells, {} run(s) of {} after a {} warm-up each, in {:.0} s",
+        "h2lab compare: {} cells, {} round(s) of {} after a {} warm-up each{}, in {:.0} s",
         r.cells.len(),
         r.timing.runs,
         fmt::dur(r.timing.duration),
         fmt::dur(r.timing.warm_up),
+        if r.extra_rounds > 0 {
+            format!(" (+{} rounds on undecided conditions)", r.extra_rounds)
+        } else {
+            String::new()
+        },
         r.elapsed_secs
     );
     let _ = writeln!(out, "server: {}", r.environment);
+    let _ = writeln!(out, "cpus: {}", r.isolation.note);
+    let _ = writeln!(out, "machine: {}", busy_line(r));
     for l in &r.links {
         let _ = writeln!(out, "link {l}");
     }
     out.push('\n');
     out.push_str(&cells_table(&r.cells));
     out.push('\n');
-    out.push_str(&decision::render(&r.decisions, &r.plan, r.timing.runs));
+    let rounds = r.cells.iter().map(CellResult::rounds).max().unwrap_or(0);
+    out.push_str(&decision::render(
+        &r.decisions,
+        &r.plan,
+        rounds,
+        r.equivalence,
+    ));
     if !r.notes.is_empty() {
         out.push_str("\nNotes:\n");
         for n in &r.notes {
@@ -132,11 +228,14 @@ pub fn csv(r: &CompareReport) -> String {
     let mut out = String::from(
         "protocol,payload,path,headers,concurrency,streams,connections,link,runs,\
          rps_median,rps_min,rps_max,p50_ms_median,p99_ms_median,p99_ms_min,p99_ms_max,\
-         mb_per_sec_median,failed,error\n",
+         mb_per_sec_median,failed,error,arm,rps_ci_lo,rps_ci_hi,p99_ms_ci_lo,p99_ms_ci_hi,\
+         server_cpu_us_per_req,server_cpu_us_ci_lo,server_cpu_us_ci_hi,client_cpu_us_per_req,\
+         bytes_in_per_req,bytes_out_per_req,busy_runs,goodput_pct,p50_above_floor_ms\n",
     );
     for c in &r.cells {
         let k = &c.key;
         let s = |x: &Option<Summary>, f: fn(&Summary) -> f64| x.as_ref().map_or(f64::NAN, f);
+        let e = |x: &Option<Estimate>, f: fn(&Estimate) -> f64| x.as_ref().map_or(f64::NAN, f);
         let failed: u64 = c.runs.iter().map(|r| r.failed).sum();
         let row = [
             k.proto.name().to_owned(),
@@ -158,6 +257,20 @@ pub fn csv(r: &CompareReport) -> String {
             csv_num(s(&c.mb_per_sec, |x| x.median)),
             failed.to_string(),
             csv_field(c.error.as_deref().unwrap_or("")),
+            (k.arm + 1).to_string(),
+            csv_num(e(&c.rps_ci, |x| x.lo)),
+            csv_num(e(&c.rps_ci, |x| x.hi)),
+            csv_num(e(&c.p99_ci, |x| x.lo)),
+            csv_num(e(&c.p99_ci, |x| x.hi)),
+            csv_num(e(&c.server_cpu_us, |x| x.median)),
+            csv_num(e(&c.server_cpu_us, |x| x.lo)),
+            csv_num(e(&c.server_cpu_us, |x| x.hi)),
+            csv_num(c.client_cpu_us.unwrap_or(f64::NAN)),
+            csv_num(c.bytes_in_per_req.unwrap_or(f64::NAN)),
+            csv_num(c.bytes_out_per_req.unwrap_or(f64::NAN)),
+            c.busy_runs.to_string(),
+            csv_num(c.link_use.map_or(f64::NAN, |l| l.goodput_pct)),
+            csv_num(c.link_use.map_or(f64::NAN, |l| l.p50_above_floor_ms)),
         ];
         out.push_str(&row.join(","));
         out.push('\n');

@@ -222,15 +222,19 @@ pub enum Profile {
     Wan,
     /// A mobile (4G-like) path: 80 ms RTT, 12 Mbit/s down, 3 Mbit/s up.
     Mobile,
+    /// The WAN path with 1% segment loss (HTTP/2's one connection against HTTP/1.1's six
+    /// under loss: head-of-line blocking).
+    Lossy,
 }
 
 impl Profile {
     /// Every profile, in increasing order of distance.
-    pub const ALL: [Profile; 4] = [
+    pub const ALL: [Profile; 5] = [
         Profile::Loopback,
         Profile::Lan,
         Profile::Wan,
         Profile::Mobile,
+        Profile::Lossy,
     ];
 
     /// The profile's name as accepted by [`FromStr`].
@@ -240,6 +244,15 @@ impl Profile {
             Profile::Lan => "lan",
             Profile::Wan => "wan",
             Profile::Mobile => "mobile",
+            Profile::Lossy => "lossy",
+        }
+    }
+
+    /// Segment loss of the profile (0 except `lossy`: 1%).
+    pub fn loss(self) -> f64 {
+        match self {
+            Profile::Lossy => 0.01,
+            _ => 0.0,
         }
     }
 
@@ -253,17 +266,23 @@ impl Profile {
                 Some(1000 * MBIT),
                 Some(1000 * MBIT),
             ),
-            Profile::Wan => (Duration::from_millis(40), Some(50 * MBIT), Some(50 * MBIT)),
+            Profile::Wan | Profile::Lossy => {
+                (Duration::from_millis(40), Some(50 * MBIT), Some(50 * MBIT))
+            }
             Profile::Mobile => (Duration::from_millis(80), Some(12 * MBIT), Some(3 * MBIT)),
         }
     }
 
-    /// Sets `config`'s RTT and rates to the profile's (loss, jitter and the rest are kept).
+    /// Sets `config`'s RTT and rates to the profile's, and its loss for `lossy` (jitter,
+    /// and the loss of the other profiles, are kept).
     pub fn apply(self, config: &mut LinkConfig) {
         let (rtt, down, up) = self.shape();
         config.rtt = rtt;
         config.down_bps = down;
         config.up_bps = up;
+        if self.loss() > 0.0 {
+            config.loss = self.loss();
+        }
     }
 }
 
@@ -283,7 +302,7 @@ impl FromStr for Profile {
             .find(|p| p.name() == s)
             .ok_or_else(|| {
                 ConfigError(format!(
-                    "unknown link profile {s:?} (expected loopback, lan, wan or mobile)"
+                    "unknown link profile {s:?} (expected loopback, lan, wan, mobile or lossy)"
                 ))
             })
     }
@@ -305,6 +324,8 @@ mod tests {
         let m = LinkConfig::profile(Profile::Mobile, addr(), addr());
         assert_eq!((m.down_bps, m.up_bps), (Some(12_000_000), Some(3_000_000)));
         assert!("dialup".parse::<Profile>().is_err());
+        let l = LinkConfig::profile(Profile::Lossy, addr(), addr());
+        assert_eq!(l.describe(), "rtt 40ms, down 50mbit, up 50mbit, loss 1%");
         for p in Profile::ALL {
             assert_eq!(p.name().parse::<Profile>().unwrap(), p);
             LinkConfig::profile(p, addr(), addr()).validate().unwrap();

@@ -85,6 +85,8 @@ pub struct PageConfig {
     pub slow: Option<SlowConfig>,
     /// Built-in server threads.
     pub server_threads: usize,
+    /// How the built-in server and the client share the CPUs.
+    pub pinning: crate::env::Pinning,
     /// Longest a single page load may take.
     pub timeout: Duration,
 }
@@ -103,6 +105,7 @@ impl Default for PageConfig {
             load_test: None,
             slow: None,
             server_threads: 1,
+            pinning: crate::env::Pinning::Auto,
             timeout: Duration::from_secs(120),
         }
     }
@@ -222,6 +225,8 @@ pub struct PageReport {
     pub elapsed_secs: f64,
     /// The servers.
     pub environment: String,
+    /// How the CPUs were split between the built-in server and the client.
+    pub isolation: crate::env::Isolation,
     /// The link, described.
     pub link: String,
     /// The machine.
@@ -309,6 +314,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         None => (
             LabEnv::builtin(&BuiltinOptions {
                 threads: cfg.server_threads,
+                pinning: cfg.pinning.clone(),
             })?,
             format!("/page?{}", cfg.page_query),
         ),
@@ -340,6 +346,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
     let pools = pools(&mut env, cfg, &protos)?;
     let link = describe_profile(cfg.link);
     log(&format!("server: {}", env.describe()));
+    log(&format!("cpus: {}", env.isolation().note));
     log(&format!("link {link}"));
     let mut report = PageReport {
         tool: "h2lab page",
@@ -347,6 +354,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         started_unix,
         elapsed_secs: 0.0,
         environment: env.describe().to_owned(),
+        isolation: env.isolation().clone(),
         link,
         machine: Machine::this(),
         page: None,

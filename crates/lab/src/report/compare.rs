@@ -2,9 +2,10 @@
 
 use std::fmt::Write as _;
 
+use super::forest::{ForestPlot, ForestRow};
 use super::html::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
-use crate::compare::decision::{latency_text, pair_text, throughput_text, DecisionRow};
+use crate::compare::decision::{pair_text, verdict_text, DecisionRow, Metric};
 use crate::compare::matrix::Section;
 use crate::compare::run::CellResult;
 use crate::compare::CompareReport;
@@ -75,48 +76,144 @@ fn lines_for(
 fn decision_table(rows: &[&DecisionRow]) -> String {
     let mut t = vec![vec![
         "condition".to_owned(),
-        "throughput winner".into(),
-        "p99 latency winner".into(),
-        "HTTP/2 vs HTTP/1.1".into(),
+        "throughput".into(),
+        "p99 latency".into(),
+        "server cost (CPU/req)".into(),
     ]];
-    let cls = |sig: bool| if sig { "win" } else { "par" };
     for r in rows {
-        t.push(vec![
-            esc(&r.label),
-            r.throughput.as_ref().map_or_else(
-                || "-".into(),
-                |v| {
-                    format!(
-                        "<span class=\"{}\">{}</span>",
-                        cls(v.significant),
-                        esc(&throughput_text(v))
-                    )
-                },
-            ),
-            r.p99.as_ref().map_or_else(
-                || "-".into(),
-                |v| {
-                    format!(
-                        "<span class=\"{}\">{}</span>",
-                        cls(v.significant),
-                        esc(&latency_text(v))
-                    )
-                },
-            ),
-            r.h2_vs_h1.as_ref().map_or_else(
+        let mut row = vec![esc(&r.label)];
+        for m in Metric::ALL {
+            row.push(r.verdict(m).map_or_else(
                 || "-".into(),
                 |d| {
-                    esc(&format!(
-                        "{} vs {}: {}",
-                        d.h2.short(),
-                        d.h1.short(),
-                        pair_text(d)
-                    ))
+                    format!(
+                        "<span class=\"{}\">{}</span>",
+                        if d.winner.is_some() { "win" } else { "par" },
+                        esc(&verdict_text(d))
+                    )
                 },
-            ),
-        ]);
+            ));
+        }
+        t.push(row);
     }
     table(&t, "decision")
+}
+
+/// The HTTP/2-vs-HTTP/1.1 pairs and the A/A controls of every condition.
+fn pairs_table(r: &CompareReport) -> String {
+    let mut t = vec![vec![
+        "condition".to_owned(),
+        "pair".into(),
+        "req/s".into(),
+        "p99".into(),
+        "server CPU/req".into(),
+    ]];
+    for row in &r.decisions {
+        for p in &row.h2_vs_h1 {
+            let mut v = vec![
+                esc(&row.label),
+                esc(&format!("{} / {}", p.h2.short(), p.h1.short())),
+            ];
+            for m in Metric::ALL {
+                v.push(
+                    p.decisions
+                        .iter()
+                        .find(|d| d.metric == m)
+                        .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
+                );
+            }
+            t.push(v);
+        }
+        for d in &row.controls {
+            t.push(vec![
+                esc(&row.label),
+                esc(&format!("A/A {} / {}", d.a.label(), d.b.label())),
+                if d.metric == Metric::Throughput {
+                    esc(&verdict_text(d))
+                } else {
+                    String::new()
+                },
+                if d.metric == Metric::P99 {
+                    esc(&verdict_text(d))
+                } else {
+                    String::new()
+                },
+                if d.metric == Metric::ServerCost {
+                    esc(&verdict_text(d))
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    if t.len() == 1 {
+        return "<p>No like-for-like pair (h2 and h1-tls, or h2c and h1) was measured.</p>".into();
+    }
+    table(&t, "decision")
+}
+
+/// Forest plots of the HTTP/2-vs-HTTP/1.1 ratios (and A/A controls), one per metric.
+fn forest(r: &CompareReport) -> String {
+    let mut out = String::from("<div class=\"grid\">");
+    for m in Metric::ALL {
+        let mut rows = Vec::new();
+        for row in &r.decisions {
+            for p in &row.h2_vs_h1 {
+                if let Some(d) = p.decisions.iter().find(|d| d.metric == m) {
+                    if let Some(ratio) = d.ratio {
+                        rows.push(ForestRow {
+                            label: format!("{} {}/{}", row.label, p.h2.short(), p.h1.short()),
+                            ratio,
+                            outcome: d.outcome,
+                        });
+                    }
+                }
+            }
+            for d in row.controls.iter().filter(|d| d.metric == m) {
+                if let Some(ratio) = d.ratio {
+                    rows.push(ForestRow {
+                        label: format!("{} A/A {}/{}", row.label, d.a.label(), d.b.label()),
+                        ratio,
+                        outcome: d.outcome,
+                    });
+                }
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let (id, title, x) = match m {
+            Metric::Throughput => (
+                "forest-throughput",
+                "Throughput: HTTP/2 ÷ HTTP/1.1 (right of 1 = HTTP/2 faster)",
+                "ratio of req/s, median of the per-round ratios, 95% CI",
+            ),
+            Metric::P99 => (
+                "forest-p99",
+                "p99 latency: HTTP/2 ÷ HTTP/1.1 (left of 1 = HTTP/2 faster)",
+                "ratio of p99 request times, median and 95% CI",
+            ),
+            Metric::ServerCost => (
+                "forest-server-cost",
+                "Server cost: HTTP/2 ÷ HTTP/1.1 (left of 1 = HTTP/2 cheaper)",
+                "ratio of server CPU per request, median and 95% CI",
+            ),
+        };
+        out.push_str(&figure(
+            &ForestPlot {
+                id,
+                title,
+                x_label: x,
+                rows,
+                band: r.equivalence,
+            }
+            .svg(),
+            "One row per condition and like-for-like pair; the shaded band is the equivalence \
+             band (parity inside it). Green: win, grey: parity, olive: undecided.",
+        ));
+    }
+    out.push_str("</div>");
+    out
 }
 
 fn cells_table(r: &CompareReport) -> String {
@@ -131,9 +228,14 @@ fn cells_table(r: &CompareReport) -> String {
         ">min–max".into(),
         ">p50".into(),
         ">p99 median".into(),
-        ">p99 min–max".into(),
+        ">p99 95% CI".into(),
+        ">server µs/req (95% CI)".into(),
+        ">client µs/req".into(),
+        ">bytes in/out per req".into(),
         ">MB/s".into(),
         ">failed".into(),
+        "busy runs".into(),
+        "link use".into(),
     ]];
     for c in &r.cells {
         let k = &c.key;
@@ -149,7 +251,7 @@ fn cells_table(r: &CompareReport) -> String {
             format!(
                 "<span style=\"color:{}\">■</span> {}",
                 k.proto.color(),
-                esc(k.proto.short())
+                esc(&k.arm_label())
             ),
             c.rps.map_or_else(|| "-".into(), |s| fmt::num(s.median)),
             range(&c.rps, fmt::num),
@@ -157,13 +259,46 @@ fn cells_table(r: &CompareReport) -> String {
                 .map_or_else(|| "-".into(), |s| esc(&fmt::ms(s.median))),
             c.p99_ms
                 .map_or_else(|| "-".into(), |s| esc(&fmt::ms(s.median))),
-            esc(&range(&c.p99_ms, fmt::ms)),
+            c.p99_ci.map_or_else(
+                || "-".into(),
+                |e| esc(&format!("{}–{}", fmt::ms(e.lo), fmt::ms(e.hi))),
+            ),
+            c.server_cpu_us.map_or_else(
+                || "-".into(),
+                |e| format!("{:.1} ({:.1}–{:.1})", e.median, e.lo, e.hi),
+            ),
+            c.client_cpu_us
+                .map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+            format!(
+                "{} / {}",
+                c.bytes_in_per_req
+                    .map_or_else(|| "-".into(), |v| format!("{v:.0}")),
+                c.bytes_out_per_req
+                    .map_or_else(|| "-".into(), |v| format!("{v:.0}"))
+            ),
             c.mb_per_sec
                 .map_or_else(|| "-".into(), |s| format!("{:.1}", s.median)),
             match &c.error {
                 Some(e) if c.runs.is_empty() => format!("<span class=\"note\">{}</span>", esc(e)),
                 _ => c.runs.iter().map(|r| r.failed).sum::<u64>().to_string(),
             },
+            if c.busy_runs > 0 {
+                format!(
+                    "<span class=\"note\">! {} of {}</span>",
+                    c.busy_runs,
+                    c.runs.len()
+                )
+            } else {
+                "0".into()
+            },
+            c.link_use.map_or_else(String::new, |l| {
+                esc(&format!(
+                    "goodput {:.0}% of the link, p50 {} above the floor of {}",
+                    l.goodput_pct,
+                    fmt::ms(l.p50_above_floor_ms.max(0.0)),
+                    fmt::ms(l.floor_ms)
+                ))
+            }),
         ]);
     }
     table(&t, "cells")
@@ -186,17 +321,21 @@ pub fn render(r: &CompareReport) -> String {
     let mut intro = String::new();
     let _ = write!(
         intro,
-        "<p class=\"lead\">{} cells ({} conditions × {} protocols), each measured {} times for \
-         {} after a {} warm-up, runs alternated between protocols. A protocol <b>wins</b> only \
-         when the difference of the medians is larger than the min–max spread of both; \
-         otherwise the table says <i>parity</i>. Scale: + &lt;10%, ++ &lt;30%, +++ &lt;100%, \
-         ++++ 2× or more (as in the seed article's decision framework).</p>",
+        "<p class=\"lead\">{} cells ({} conditions × {} protocols), each measured in {} rounds \
+         of {} after a {} warm-up; in a round every protocol of a condition runs once, back to \
+         back, the order rotated. Every decision is the ratio of two protocols' results in the \
+         same round: the median of the per-round ratios and its 95% bootstrap confidence \
+         interval. <b>Win</b>: the interval lies outside the equivalence band of ±{}; \
+         <i>parity</i>: inside it; <i>undecided</i>: across its edge (more rounds needed, \
+         <code>--until-decided</code>). Scale: + &lt;10%, ++ &lt;30%, +++ &lt;100%, ++++ 2× or \
+         more (the seed article's decision framework).</p>",
         r.cells.len(),
         r.plan.conditions.len(),
         protos.len(),
         r.timing.runs,
         esc(&fmt::dur(r.timing.duration)),
         esc(&fmt::dur(r.timing.warm_up)),
+        esc(fmt::pct(r.equivalence).trim_start_matches('+')),
     );
     let mut kv = vec![vec!["".to_owned(), "".into()]];
     kv.push(vec!["server".into(), esc(&r.environment)]);
@@ -226,6 +365,23 @@ pub fn render(r: &CompareReport) -> String {
             r.machine.cpus, r.machine.os, r.machine.arch, r.timing.client_threads
         )),
     ]);
+    kv.push(vec!["CPUs".into(), esc(&r.isolation.note)]);
+    kv.push(vec![
+        "busy machine".into(),
+        esc(&format!(
+            "{} of {} runs measured while other processes used more than {:.0}% of the CPU or \
+             more than {:.0}% was stolen{}",
+            r.busy_runs.0,
+            r.busy_runs.1,
+            crate::host::BUSY_OTHER_CPU * 100.0,
+            crate::host::BUSY_STEAL * 100.0,
+            if r.strict {
+                " (--strict: busy rounds measured again)"
+            } else {
+                ""
+            }
+        )),
+    ]);
     kv.push(vec![
         "data".into(),
         "<a href=\"results.json\">results.json</a> · <a href=\"results.csv\">results.csv</a>"
@@ -244,14 +400,12 @@ pub fn render(r: &CompareReport) -> String {
     }
     if dec.is_empty() {
         dec.push_str("<p>No condition had two protocols with results.</p>");
-    } else {
-        let _ = write!(
-            dec,
-            "<p class=\"par\">{}</p>",
-            esc(crate::compare::decision::PAIR_NOTE)
-        );
     }
-    body.push_str(&section("decision", "Decision table", &dec));
+    body.push_str(&section(
+        "forest",
+        "HTTP/2 vs HTTP/1.1: ratios and their confidence",
+        &forest(r),
+    ));
 
     // Base charts.
     let base = conditions(r, Section::Base);
@@ -289,6 +443,12 @@ pub fn render(r: &CompareReport) -> String {
         "payload",
         "Throughput and p99 by payload",
         &charts,
+    ));
+    body.push_str(&section("decision", "Decision table", &dec));
+    body.push_str(&section(
+        "pairs",
+        "HTTP/2 vs HTTP/1.1, like for like (h2 / h1-tls, h2c / h1) and A/A controls",
+        &pairs_table(r),
     ));
 
     // Percentile curves.

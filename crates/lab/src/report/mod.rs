@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod compare;
+pub mod forest;
 pub mod html;
 pub mod page;
 pub mod svg;

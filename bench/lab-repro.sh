@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# How reproducible are h2lab compare's verdicts? Issue 14's benchmark. A benchmark, not a test:
+# it prints figures against the issue's targets; nothing checks timing.
+#
+# Runs `h2lab compare --quick` twice in a row on this machine, with an A/A control arm (h2c
+# listed twice), and prints from the two results.json files:
+#   (a) the share of decisions (condition × metric, verdicts and HTTP/2-vs-HTTP/1.1 pairs)
+#       with the same outcome and the same winner in both runs         target >= 90%
+#   (b) the largest difference between the two runs' paired server-cost ratios (HTTP/2 over
+#       HTTP/1.1, per condition and like-for-like pair)                target <= 5%
+#   (c) the median relative width (hi - lo) / ratio of the decisions' 95% CIs, for req/s and
+#       for server cost                                                 targets <= 10%, <= 5%
+#   (d) the share of undecided decisions                                target <= 20%
+#   (e) the A/A control's outcomes                                      target: never a win
+# and the machine's load while it ran (load average, busy runs): on a shared machine the
+# figures are worse than on a quiet one, and the script says so rather than hiding it.
+#
+# Environment:
+#   H2LAB       h2lab binary (default: target/release/h2lab)
+#   PROTOCOLS   --protocols (default h1,h1.0,h1-tls,h2,h2c,h2c: the quick matrix's five plus
+#               the A/A arm)
+#   EXTRA       more compare flags (e.g. "--strict" or "--equivalence 5%")
+#   KEEP_DIR    keep the two report directories here instead of a temp dir
+set -euo pipefail
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+H2LAB=${H2LAB:-$REPO_ROOT/target/release/h2lab}
+PROTOCOLS=${PROTOCOLS:-h1,h1.0,h1-tls,h2,h2c,h2c}
+EXTRA=${EXTRA:-}
+[ -x "$H2LAB" ] || die "$H2LAB not built (cargo build --release -p h2lab)"
+require_bin python3
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/h2lab-lab-repro.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+OUT=${KEEP_DIR:-$WORK}
+mkdir -p "$OUT"
+
+for run in 1 2; do
+  log "run $run: $H2LAB compare --quick --protocols $PROTOCOLS $EXTRA (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+  start=$(date +%s)
+  # shellcheck disable=SC2086 # EXTRA is a list of flags
+  "$H2LAB" compare --quick --protocols "$PROTOCOLS" $EXTRA --report "$OUT/run$run" \
+    >"$OUT/run$run.txt" 2>"$OUT/run$run.err"
+  log "run $run: $(( $(date +%s) - start )) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+done
+
+python3 - "$OUT/run1/results.json" "$OUT/run2/results.json" <<'PY'
+import json, statistics, sys
+
+runs = [json.load(open(p)) for p in sys.argv[1:3]]
+
+def decisions(r):
+    """(key, decision) for every non-control decision, and the A/A controls."""
+    main, controls = {}, []
+    for row in r["decisions"]:
+        cond = f'{row["label"]} [{row["section"]}]'
+        for d in row["verdicts"]:
+            if d["control"]:
+                controls.append((cond, d))
+            else:
+                main[(cond, "best", d["metric"])] = d
+        for p in row["h2_vs_h1"]:
+            for d in p["decisions"]:
+                main[(cond, f'{p["h2"]}/{p["h1"]}', d["metric"])] = d
+        for d in row["controls"]:
+            controls.append((cond, d))
+    return main, controls
+
+def arm(a):
+    return None if a is None else f'{a["proto"]}#{a["arm"] + 1}'
+
+(m1, c1), (m2, c2) = decisions(runs[0]), decisions(runs[1])
+keys = sorted(set(m1) & set(m2))
+same = sum(1 for k in keys
+           if m1[k]["outcome"] == m2[k]["outcome"] and arm(m1[k]["winner"]) == arm(m2[k]["winner"]))
+a = same / len(keys) if keys else float("nan")
+
+diffs = []
+for k in keys:
+    if k[1] != "best" and k[2] == "server_cost" and m1[k]["ratio"] and m2[k]["ratio"]:
+        diffs.append((abs(m1[k]["ratio"]["median"] / m2[k]["ratio"]["median"] - 1), k))
+b = max(diffs) if diffs else (float("nan"), None)
+
+def widths(metric):
+    w = []
+    for m in (m1, m2):
+        for k, d in m.items():
+            if k[2] == metric and d["ratio"]:
+                r = d["ratio"]
+                w.append((r["hi"] - r["lo"]) / abs(r["median"]))
+    return statistics.median(w) if w else float("nan")
+
+c_rps, c_cost = widths("throughput"), widths("server_cost")
+alld = list(m1.values()) + list(m2.values())
+d = sum(1 for x in alld if x["outcome"] == "undecided") / len(alld) if alld else float("nan")
+aa = [x["outcome"] for _, x in c1 + c2]
+aa_wins = sum(1 for o in aa if o == "win")
+
+def pct(v):
+    return f"{100 * v:.1f}%"
+
+def ok(good):
+    return "met" if good else "NOT met"
+
+print("h2lab compare --quick, twice in a row")
+for i, r in enumerate(runs, 1):
+    busy, total = r["busy_runs"]
+    print(f'  run {i}: {r["elapsed_secs"]:.0f} s, {len(r["cells"])} cells, '
+          f'{busy}/{total} runs on a busy machine; cpus: {r["isolation"]["note"]}')
+print()
+print(f"(a) same verdict in both runs:           {pct(a):>7} of {len(keys)} decisions   target >= 90%  {ok(a >= 0.9)}")
+if b[1]:
+    print(f"(b) largest server-cost ratio difference: {pct(b[0]):>7} ({b[1][0]} {b[1][1]})   target <= 5%  {ok(b[0] <= 0.05)}")
+else:
+    print("(b) largest server-cost ratio difference:     n/a (no server-cost pairs)")
+print(f"(c) median CI width, req/s:               {pct(c_rps):>7}   target <= 10%  {ok(c_rps <= 0.10)}")
+print(f"    median CI width, server cost:         {pct(c_cost):>7}   target <= 5%   {ok(c_cost <= 0.05)}")
+print(f"(d) undecided:                            {pct(d):>7} of {len(alld)} decisions   target <= 20%  {ok(d <= 0.20)}")
+print(f"(e) A/A control: {len(aa)} decisions: "
+      + ", ".join(f"{aa.count(o)} {o}" for o in ("parity", "undecided", "win"))
+      + f"   target: never a win  {ok(aa_wins == 0)}")
+PY

@@ -1,0 +1,347 @@
+//! Confidence intervals and the three-outcome decision rule.
+//!
+//! Each cell: the median of its runs with a 95% percentile-bootstrap confidence interval
+//! ([`median_ci`]). Each decision between two arms A and B measured in the same rounds
+//! (back to back, order rotated): the per-round ratios `A[r] / B[r]`, their median and its
+//! bootstrap CI ([`paired_ratio`]). The machine drifts, but both arms of a round drift
+//! together, so the ratio is far steadier than either arm.
+//!
+//! [`Outcome`]: against an equivalence band `1 ± e` (±3% by default) the ratio's CI either
+//! lies wholly outside the band (**win**), wholly inside it (**parity**), or overlaps an
+//! edge of it (**undecided**: more rounds would tell).
+//!
+//! The bootstrap uses a seeded generator ([`Rng`]), so the same runs always give the same
+//! intervals.
+
+use serde::Serialize;
+
+use super::median_sorted;
+
+/// Resamples per bootstrap.
+pub const RESAMPLES: usize = 2000;
+/// Confidence level of every interval.
+pub const LEVEL: f64 = 0.95;
+/// The default equivalence band: ratios within `1 ± 0.03` are "the same".
+pub const DEFAULT_EQUIVALENCE: f64 = 0.03;
+/// Fewest paired rounds that can decide (win or parity). Below five, the percentile
+/// bootstrap of a median is its sample range, whose coverage is only `1 - 2^(1-n)` (75%
+/// with 3 values, 87.5% with 4, 93.75% with 5): fewer rounds are always undecided.
+pub const MIN_ROUNDS: usize = 5;
+
+/// A small deterministic generator (SplitMix64): reproducible bootstraps, no dependency.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator started from `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform index below `n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        // Multiply-shift: unbiased enough for resampling a few hundred values.
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+}
+
+/// A median with its confidence interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Estimate {
+    /// The median of the values.
+    pub median: f64,
+    /// Lower end of the 95% interval.
+    pub lo: f64,
+    /// Upper end of the 95% interval.
+    pub hi: f64,
+    /// How many values (runs, or paired rounds).
+    pub n: usize,
+}
+
+impl Estimate {
+    /// `(hi - lo) / median`: the interval's width relative to the estimate.
+    pub fn relative_width(&self) -> f64 {
+        if self.median.abs() > 0.0 {
+            (self.hi - self.lo) / self.median.abs()
+        } else {
+            f64::NAN
+        }
+    }
+}
+
+/// The order-statistic rank `k` (1-based) whose interval `[x_(k), x_(n+1-k)]` covers the
+/// median with probability at least [`LEVEL`] whatever the distribution (binomial sign-test
+/// interval): the largest such `k`, or 1 (the range) when even the range falls short, as it
+/// does for fewer than 6 values.
+pub fn order_rank(n: usize) -> usize {
+    if n < 2 {
+        return 1;
+    }
+    if n > 1000 {
+        // Normal approximation of the binomial.
+        let k = (n as f64 / 2.0 - 1.96 * (n as f64).sqrt() / 2.0).floor();
+        return (k as usize).max(1);
+    }
+    // P(Bin(n, 1/2) <= j), accumulated from j = 0.
+    let mut pmf = 0.5f64.powi(n as i32);
+    let mut cdf = pmf;
+    let mut k = 1;
+    for j in 0..n / 2 {
+        // Coverage of [x_(j+1), x_(n-j)] is 1 - 2 P(Bin <= j).
+        if 1.0 - 2.0 * cdf >= LEVEL {
+            k = j + 1;
+        } else {
+            break;
+        }
+        pmf *= (n - j) as f64 / (j + 1) as f64;
+        cdf += pmf;
+    }
+    k
+}
+
+/// The median of `values` (non-finite ones dropped) with a 95% CI; `None` when nothing is
+/// left. The CI is the percentile bootstrap's ([`RESAMPLES`] resamples of `rng`), widened
+/// where needed to the distribution-free interval of [`order_rank`]: with few values the
+/// percentile bootstrap of a median covers less than it claims (with 6 it is about 85%), and
+/// an A/A control would then "win" too often. Below 9 values the CI is therefore the range;
+/// from 9 on the bootstrap narrows it. One value gives a zero-width interval ([`classify`]
+/// calls fewer than [`MIN_ROUNDS`] undecided anyway).
+pub fn median_ci(values: &[f64], rng: &mut Rng) -> Option<Estimate> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let median = median_sorted(&v);
+    let n = v.len();
+    let mut meds = Vec::with_capacity(RESAMPLES);
+    let mut sample = vec![0.0; n];
+    for _ in 0..RESAMPLES {
+        for s in sample.iter_mut() {
+            *s = v[rng.below(n)];
+        }
+        sample.sort_by(f64::total_cmp);
+        meds.push(median_sorted(&sample));
+    }
+    meds.sort_by(f64::total_cmp);
+    let tail = (1.0 - LEVEL) / 2.0;
+    let at = |q: f64| meds[((q * RESAMPLES as f64) as usize).min(RESAMPLES - 1)];
+    let k = order_rank(n);
+    Some(Estimate {
+        median,
+        lo: at(tail).min(median).min(v[k - 1]),
+        hi: at(1.0 - tail).max(median).max(v[n - k]),
+        n,
+    })
+}
+
+/// The per-round ratios `a[r] / b[r]` of two arms measured in the same rounds (rounds where
+/// either value is missing, not finite or `b` is not positive are skipped) and the median
+/// ratio with its bootstrap CI.
+pub fn paired_ratio(a: &[Option<f64>], b: &[Option<f64>], rng: &mut Rng) -> Option<Estimate> {
+    let ratios: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .filter_map(|(x, y)| match (x, y) {
+            (Some(x), Some(y)) if x.is_finite() && y.is_finite() && *y > 0.0 => Some(x / y),
+            _ => None,
+        })
+        .collect();
+    median_ci(&ratios, rng)
+}
+
+/// The three outcomes of a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The ratio's CI lies wholly outside the equivalence band: one arm is better.
+    Win,
+    /// The ratio's CI lies wholly inside the band: the same within the band.
+    Parity,
+    /// The CI overlaps an edge of the band (or there are fewer than [`MIN_ROUNDS`] paired
+    /// rounds): more rounds are needed.
+    Undecided,
+}
+
+impl Outcome {
+    /// `win`, `parity`, `undecided`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Win => "win",
+            Outcome::Parity => "parity",
+            Outcome::Undecided => "undecided",
+        }
+    }
+}
+
+/// Classifies a ratio estimate against the band `[1 - e, 1 + e]`.
+pub fn classify(ratio: &Estimate, equivalence: f64) -> Outcome {
+    let (lo, hi) = (1.0 - equivalence, 1.0 + equivalence);
+    if ratio.n < MIN_ROUNDS || !ratio.lo.is_finite() || !ratio.hi.is_finite() {
+        Outcome::Undecided
+    } else if ratio.lo > hi || ratio.hi < lo {
+        Outcome::Win
+    } else if ratio.lo >= lo && ratio.hi <= hi {
+        Outcome::Parity
+    } else {
+        Outcome::Undecided
+    }
+}
+
+/// A seed for the bootstrap of one decision, from its description: the same decision of the
+/// same runs always gets the same interval (FNV-1a).
+pub fn seed_for(what: &str) -> u64 {
+    what.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(lo: f64, hi: f64) -> Estimate {
+        Estimate {
+            median: (lo + hi) / 2.0,
+            lo,
+            hi,
+            n: 8,
+        }
+    }
+
+    #[test]
+    fn rng_is_deterministic_and_uniform_enough() {
+        let mut a = Rng::new(7);
+        let mut b = Rng::new(7);
+        let xs: Vec<u64> = (0..5).map(|_| a.next_u64()).collect();
+        let ys: Vec<u64> = (0..5).map(|_| b.next_u64()).collect();
+        assert_eq!(xs, ys);
+        let mut counts = [0u32; 4];
+        let mut r = Rng::new(1);
+        for _ in 0..40_000 {
+            counts[r.below(4)] += 1;
+        }
+        assert!(
+            counts.iter().all(|&c| (9_000..11_000).contains(&c)),
+            "{counts:?}"
+        );
+    }
+
+    #[test]
+    fn order_ranks_cover_95_percent() {
+        // Fewer than 9 values: only the range covers 95% (6: 96.9%, 8: 99.2%; [x2, x7] of 8
+        // covers 93.0%).
+        for n in 1..9 {
+            assert_eq!(order_rank(n), 1, "{n}");
+        }
+        assert_eq!(order_rank(9), 2); // 96.1%
+        assert_eq!(order_rank(20), 6); // 95.9%; [x7, x14] would be 88.5%
+        assert!(order_rank(5000) > 2000);
+    }
+
+    #[test]
+    fn bootstrap_ci_of_the_median_is_seeded_and_brackets_it() {
+        let v = [10.0, 11.0, 9.5, 10.5, 10.2, 9.8, 10.1, 30.0];
+        let a = median_ci(&v, &mut Rng::new(42)).unwrap();
+        let b = median_ci(&v, &mut Rng::new(42)).unwrap();
+        assert_eq!(a, b, "same seed, same interval");
+        assert_eq!(a.n, 8);
+        assert!((a.median - 10.15).abs() < 1e-9);
+        assert!(a.lo <= a.median && a.median <= a.hi);
+        // Eight values: the interval is their range.
+        assert_eq!((a.lo, a.hi), (9.5, 30.0));
+        // With more rounds the outlier no longer drags the median's interval up to it.
+        let many: Vec<f64> = (0..20)
+            .map(|i| {
+                if i == 7 {
+                    30.0
+                } else {
+                    10.0 + f64::from(i % 5) / 10.0
+                }
+            })
+            .collect();
+        let m = median_ci(&many, &mut Rng::new(42)).unwrap();
+        assert!(m.hi < 12.0 && m.lo >= 10.0, "{m:?}");
+        // Constant values: zero width.
+        let c = median_ci(&[5.0; 6], &mut Rng::new(1)).unwrap();
+        assert_eq!((c.lo, c.median, c.hi), (5.0, 5.0, 5.0));
+        assert!(median_ci(&[f64::NAN], &mut Rng::new(1)).is_none());
+    }
+
+    #[test]
+    fn the_three_outcomes() {
+        let e = DEFAULT_EQUIVALENCE;
+        assert_eq!(classify(&est(1.05, 1.12), e), Outcome::Win);
+        assert_eq!(classify(&est(0.80, 0.95), e), Outcome::Win);
+        assert_eq!(classify(&est(0.98, 1.02), e), Outcome::Parity);
+        assert_eq!(classify(&est(0.97, 1.03), e), Outcome::Parity);
+        // Wider than the band, or straddling one edge: undecided.
+        assert_eq!(classify(&est(0.90, 1.10), e), Outcome::Undecided);
+        assert_eq!(classify(&est(1.01, 1.06), e), Outcome::Undecided);
+        assert_eq!(classify(&est(0.95, 0.99), e), Outcome::Undecided);
+        // A wider band turns that into parity.
+        assert_eq!(classify(&est(0.95, 0.99), 0.05), Outcome::Parity);
+        // Too few rounds decide nothing, however narrow their range.
+        for n in 1..MIN_ROUNDS {
+            let few = Estimate {
+                median: 2.0,
+                lo: 2.0,
+                hi: 2.0,
+                n,
+            };
+            assert_eq!(classify(&few, e), Outcome::Undecided);
+        }
+    }
+
+    #[test]
+    fn pairing_by_round_removes_common_drift() {
+        // Both arms drift by ±20% together; B is always 10% faster than A.
+        let drift = [1.0, 1.2, 0.8, 1.1, 0.9, 1.15, 0.85, 1.05];
+        let a: Vec<Option<f64>> = drift.iter().map(|d| Some(100.0 * d)).collect();
+        let b: Vec<Option<f64>> = drift.iter().map(|d| Some(110.0 * d)).collect();
+        let r = paired_ratio(&b, &a, &mut Rng::new(3)).unwrap();
+        assert!(
+            (r.median - 1.1).abs() < 1e-9 && r.relative_width() < 1e-9,
+            "{r:?}"
+        );
+        assert_eq!(classify(&r, DEFAULT_EQUIVALENCE), Outcome::Win);
+        // The unpaired medians' intervals overlap: unpaired, this would look undecided.
+        let ua = median_ci(
+            &a.iter().flatten().copied().collect::<Vec<_>>(),
+            &mut Rng::new(3),
+        );
+        let ub = median_ci(
+            &b.iter().flatten().copied().collect::<Vec<_>>(),
+            &mut Rng::new(3),
+        );
+        assert!(ua.unwrap().hi > ub.unwrap().lo);
+        // Missing rounds are skipped, not paired with another round.
+        let mut b2 = b.clone();
+        b2[0] = None;
+        assert_eq!(paired_ratio(&b2, &a, &mut Rng::new(3)).unwrap().n, 7);
+    }
+
+    #[test]
+    fn an_a_a_control_without_a_difference_is_never_a_win() {
+        // Two arms of the same thing, ±5% noise each: the median ratio's CI never lies
+        // wholly outside the ±3% band, so the control is parity or undecided.
+        let mut noise = Rng::new(99);
+        for seed in 0..50 {
+            let mut x = || 1.0 + (noise.below(1000) as f64 - 500.0) / 10_000.0;
+            let a: Vec<Option<f64>> = (0..8).map(|_| Some(1000.0 * x())).collect();
+            let b: Vec<Option<f64>> = (0..8).map(|_| Some(1000.0 * x())).collect();
+            let r = paired_ratio(&a, &b, &mut Rng::new(seed)).unwrap();
+            assert_ne!(classify(&r, DEFAULT_EQUIVALENCE), Outcome::Win, "{r:?}");
+        }
+        assert_ne!(seed_for("a"), seed_for("b"));
+    }
+}
