@@ -21,9 +21,9 @@
 #   WORKLOADS which groups to run (default "h2c tls h1 c1000")
 #   SERVER_CPUS, CLIENT_CPUS  taskset CPU lists (default 0 and 1)
 #   RESULTS_DIR  if set, raw client outputs are copied there
-#   NO_COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --no-coalesce` in the
-#             same rounds (an extra anchor row: h2lab with h2load's one-request-per-completion
-#             sending, so the effect of request coalescing is measured side by side)
+#   COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --coalesce` in the same
+#             rounds (an extra anchor row: h2lab with request coalescing, which is off by
+#             default, so its effect is measured side by side)
 #   NO_READ_WAIT_ROW=1  on the h2c/TLS/HTTP/1.1 workloads also run `h2lab bench --read-wait 0`
 #             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
 set -euo pipefail
@@ -134,8 +134,8 @@ compare() {
 # the workload's arguments are appended to each command).
 extra_rows=()
 if [ ${#SUT[@]} -gt 0 ]; then
-  if [ "${NO_COALESCE_ROW:-0}" = 1 ]; then
-    extra_rows+=("h2lab --no-coalesce" "${SUT[*]} --no-coalesce")
+  if [ "${COALESCE_ROW:-0}" = 1 ]; then
+    extra_rows+=("h2lab --coalesce" "${SUT[*]} --coalesce")
   fi
   if [ "${NO_READ_WAIT_ROW:-0}" = 1 ]; then
     extra_rows+=("h2lab --read-wait 0" "${SUT[*]} --read-wait 0")

@@ -172,16 +172,23 @@ pub struct BenchArgs {
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
 
-    /// Send one request per completed stream at once, as h2load does. By default a client
-    /// whose streams complete while others on the same connection are still in flight waits
-    /// (at most --coalesce-hold) so that its new requests leave in one write; requests are
-    /// timed from that write. Paced runs never wait.
-    #[arg(long = "no-coalesce")]
+    /// Request coalescing (off by default, as in h2load): a client whose streams complete
+    /// while others on the same connection are still in flight waits at most HOLD [1ms when
+    /// given without a value] so that its new requests leave in one write. It saves client
+    /// and server CPU, but changes the load: between batches fewer than -m streams are in
+    /// flight, so req/s and latency are not h2load's for the same flags. Requests are timed
+    /// from the write that carries them. Paced runs never wait. --coalesce=0 is off.
+    #[arg(long = "coalesce", value_name = "HOLD", num_args = 0..=1, require_equals = true,
+          default_missing_value = "1ms", value_parser = parse_duration)]
+    pub coalesce: Option<Duration>,
+
+    /// Compatibility: coalescing is off by default now, so this does nothing.
+    #[arg(long = "no-coalesce", hide = true, conflicts_with_all = ["coalesce", "coalesce_hold"])]
     pub no_coalesce: bool,
 
-    /// Longest wait of request coalescing [default: 1ms].
+    /// Compatibility: the same as --coalesce=DURATION.
     #[arg(long = "coalesce-hold", value_name = "DURATION", value_parser = parse_duration,
-          conflicts_with = "no_coalesce")]
+          hide = true, conflicts_with = "coalesce")]
     pub coalesce_hold: Option<Duration>,
 
     /// Longest time a worker with nothing to do waits before it reads again, so that

@@ -251,14 +251,8 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.verbose = a.verbose;
     cfg.log_file = a.log_file.clone();
     cfg.insecure = true;
-    cfg.coalesce = if a.no_coalesce {
-        None
-    } else {
-        Some(
-            a.coalesce_hold
-                .unwrap_or(h2lab_engine::DEFAULT_COALESCE_HOLD),
-        )
-    };
+    // Off unless asked for (--no-coalesce is the default now); a zero hold is off too.
+    cfg.coalesce = a.coalesce.or(a.coalesce_hold).filter(|d| !d.is_zero());
     cfg.read_wait = match a.read_wait {
         Some(d) if d.is_zero() => None,
         Some(d) => Some(d),
@@ -510,13 +504,23 @@ mod tests {
 
     #[test]
     fn request_coalescing_flags() {
+        // Off by default: the load shape is h2load's.
         let c = parse(&["http://h/"]).unwrap();
+        assert_eq!(c.coalesce, None);
+        let c = parse(&["--coalesce", "http://h/"]).unwrap();
         assert_eq!(c.coalesce, Some(h2lab_engine::DEFAULT_COALESCE_HOLD));
+        let c = parse(&["--coalesce=5ms", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, Some(Duration::from_millis(5)));
+        let c = parse(&["--coalesce=0", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, None);
+        // Compatibility spellings.
         let c = parse(&["--no-coalesce", "http://h/"]).unwrap();
         assert_eq!(c.coalesce, None);
         let c = parse(&["--coalesce-hold", "5ms", "http://h/"]).unwrap();
-        assert_eq!(c.coalesce, Some(std::time::Duration::from_millis(5)));
+        assert_eq!(c.coalesce, Some(Duration::from_millis(5)));
         assert!(parse(&["--no-coalesce", "--coalesce-hold", "5ms", "http://h/"]).is_err());
+        assert!(parse(&["--no-coalesce", "--coalesce", "http://h/"]).is_err());
+        assert!(parse(&["--coalesce=soon", "http://h/"]).is_err());
     }
 
     #[test]

@@ -348,9 +348,10 @@ pub struct BenchConfig {
     /// Request coalescing (closed model): a client whose streams complete
     /// while others on the same connection are still in flight waits up to
     /// this long for them before sending the new requests, so they leave in
-    /// one write. `None` (`--no-coalesce`) sends one request per completed
-    /// stream as soon as it completes, like h2load. Default
-    /// [`DEFAULT_COALESCE_HOLD`].
+    /// one write. `None` (the default) sends one request per completed
+    /// stream as soon as it completes, like h2load; `--coalesce` sets
+    /// [`DEFAULT_COALESCE_HOLD`]. Off by default because it changes the load
+    /// shape (fewer than `-m` streams in flight between batches).
     pub coalesce: Option<Duration>,
     /// Read waiting: when a worker finds nothing to do, it sleeps a moment
     /// before polling again, so that responses arriving close together are
@@ -362,7 +363,8 @@ pub struct BenchConfig {
     pub read_wait: Option<Duration>,
 }
 
-/// The default longest hold of request coalescing ([`BenchConfig::coalesce`]).
+/// The longest hold of request coalescing when `--coalesce` is given without a
+/// value ([`BenchConfig::coalesce`]).
 pub const DEFAULT_COALESCE_HOLD: Duration = Duration::from_millis(1);
 
 /// The default longest read wait ([`BenchConfig::read_wait`]).
@@ -398,7 +400,7 @@ impl BenchConfig {
             log_file: None,
             insecure: true,
             load: LoadShape::default(),
-            coalesce: Some(DEFAULT_COALESCE_HOLD),
+            coalesce: None,
             read_wait: Some(DEFAULT_READ_WAIT),
         }
     }

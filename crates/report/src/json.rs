@@ -199,8 +199,8 @@ pub struct OptionsJson {
     pub connection_inactivity_timeout_seconds: Option<f64>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
-    /// Longest hold of request coalescing in seconds; null with `--no-coalesce` (and in
-    /// results written before coalescing existed, which sent requests at once).
+    /// Longest hold of request coalescing in seconds; null unless `--coalesce` was given (and
+    /// in results written before coalescing existed, which sent requests at once).
     #[serde(default)]
     pub coalesce_hold_seconds: Option<f64>,
     /// Longest read wait in seconds; null with `--read-wait 0` (and in results written

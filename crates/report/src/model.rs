@@ -144,7 +144,7 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
-    /// Longest hold of request coalescing; `None` with `--no-coalesce`.
+    /// Longest hold of request coalescing; `None` unless `--coalesce` was given.
     pub coalesce_hold: Option<Duration>,
     /// Longest read wait; `None` with `--read-wait 0`.
     pub read_wait: Option<Duration>,
