@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use h2lab_engine::Stage;
+use h2lab_report::layout::OutputFormat;
 use h2lab_report::threshold::Threshold;
 
 /// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
@@ -168,6 +169,18 @@ pub struct BenchArgs {
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
+    /// Latency table layout: h2load-1.52 (h2load 1.52 to 1.68: min max mean sd +/- sd, with
+    /// h2lab's p50 p90 p99 p99.9 appended), h2load-1.69 or h2load-1.70 (min max median p95 p99
+    /// mean sd +/- sd, rows request, connect, TTFB, req/s; the two differ in column gaps and in
+    /// the req/s number format).
+    #[arg(long = "output-format", value_name = "FORMAT", default_value = "h2load-1.52",
+          value_parser = parse_output_format)]
+    pub output_format: OutputFormat,
+
+    /// Draw h2load's text histogram (ten buckets from min to max) under each latency row.
+    #[arg(long = "histogram")]
+    pub histogram: bool,
+
     /// Fail (exit 1) unless this protocol is negotiated: h2 or http/1.1.
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
@@ -295,6 +308,10 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
         .ok_or_else(|| format!("invalid rate {s:?}: expected a number of requests per second"))
+}
+
+fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
+    OutputFormat::parse(s)
 }
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {

@@ -112,7 +112,8 @@ pub fn main(args: BenchArgs) -> ExitCode {
 /// Prints the report, writes the result files and decides the exit status.
 fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
     let verdicts = threshold::evaluate(&args.load.thresholds, r);
-    print_stdout(&(text::summary(r) + &threshold::lines(&verdicts)));
+    let summary = text::summary_as(r, args.output_format, args.histogram);
+    print_stdout(&(summary + &threshold::lines(&verdicts)));
     let mut status = if r.interrupted { EXIT_INTERRUPTED } else { 0 };
     if status == 0 && verdicts.iter().any(|v| !v.passed) {
         status = EXIT_THRESHOLD_FAILED;

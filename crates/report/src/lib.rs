@@ -4,6 +4,8 @@
 //!   percentile columns and extra lines added where h2load has none.
 //! - [`json`]: the `--json` result document (schema `schemas/bench-result.v1.json`), with the
 //!   merged latency histograms serialised as HdrHistogram V2 so that runs can be merged later.
+//! - [`layout`]: the latency tables of h2load 1.69 and 1.70 (`--output-format`) and h2load's
+//!   text histogram (`--histogram`).
 //! - [`csv`]: one row per run with a header row.
 //! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
 //!   otherwise).
@@ -15,6 +17,7 @@
 mod atomic;
 pub mod csv;
 pub mod json;
+pub mod layout;
 pub mod model;
 pub mod progress;
 pub mod stats;
