@@ -177,6 +177,12 @@ pub struct BenchArgs {
           value_parser = parse_output_format)]
     pub output_format: OutputFormat,
 
+    /// Write h2load's JSON result document ("v1", as h2load 1.70 writes it, with the raw
+    /// samples: at most 1,000,000 of each kind, reservoir-sampled) to PATH. h2lab's own
+    /// result document is --json.
+    #[arg(long = "output-file", value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+
     /// Draw h2load's text histogram (ten buckets from min to max) under each latency row.
     #[arg(long = "histogram")]
     pub histogram: bool,

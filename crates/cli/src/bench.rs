@@ -32,6 +32,9 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of runs stopped by SIGINT/SIGTERM (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
+/// Most raw samples of each kind kept for `--output-file` (h2load's limit).
+const MAX_SAMPLES: usize = 1_000_000;
+
 /// Prefix of every error line.
 const PREFIX: &str = "h2lab bench: error:";
 
@@ -128,6 +131,12 @@ fn report(args: &BenchArgs, cfg: &BenchConfig, r: &RunResult) -> ExitCode {
         });
         if let Err(e) = written {
             eprintln!("{PREFIX} --json {}: {e}", path.display());
+            status = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &args.output_file {
+        if let Err(e) = h2lab_report::h2load_json::write(path, r) {
+            eprintln!("{PREFIX} --output-file {}: {e}", path.display());
             status = EXIT_FAILURE;
         }
     }
@@ -254,6 +263,8 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.insecure = true;
     // Off unless asked for (--no-coalesce is the default now); a zero hold is off too.
     cfg.coalesce = a.coalesce.or(a.coalesce_hold).filter(|d| !d.is_zero());
+    // h2load's --output-file carries raw samples: keep them (bounded) only then.
+    cfg.max_samples = a.output_file.as_ref().map(|_| MAX_SAMPLES);
     cfg.read_wait = match a.read_wait {
         Some(d) if d.is_zero() => None,
         Some(d) => Some(d),

@@ -361,6 +361,11 @@ pub struct BenchConfig {
     /// each. `None` (`--read-wait 0`) reads as soon as data arrives. Default
     /// [`DEFAULT_READ_WAIT`].
     pub read_wait: Option<Duration>,
+    /// Keep raw samples of request, connect and first-byte times, at most this
+    /// many of each across the run (reservoir sampling, as h2load does for its
+    /// `--output-file`); `None` (the default) keeps none and allocates nothing
+    /// per request. See [`crate::samples`].
+    pub max_samples: Option<usize>,
 }
 
 /// The longest hold of request coalescing when `--coalesce` is given without a
@@ -402,6 +407,7 @@ impl BenchConfig {
             load: LoadShape::default(),
             coalesce: None,
             read_wait: Some(DEFAULT_READ_WAIT),
+            max_samples: None,
         }
     }
 

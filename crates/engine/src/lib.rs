@@ -68,6 +68,7 @@ pub mod plan;
 mod request;
 pub mod result;
 mod run;
+pub mod samples;
 pub mod schedule;
 pub mod session;
 mod stats;

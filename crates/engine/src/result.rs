@@ -233,6 +233,9 @@ pub struct RunResult {
     pub pacing: Option<PacingCounts>,
     /// The time series (one row per interval), when one was recorded.
     pub timeseries: Vec<crate::timeseries::IntervalRow>,
+    /// Raw samples (bounded reservoirs), only when
+    /// [`BenchConfig::max_samples`](crate::BenchConfig::max_samples) was set.
+    pub samples: Option<crate::samples::Samples>,
 }
 
 impl RunResult {

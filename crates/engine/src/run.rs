@@ -135,6 +135,9 @@ pub fn run(
             }),
             coalesce: cfg.coalesce,
             read_wait: cfg.read_wait,
+            max_samples: cfg
+                .max_samples
+                .map(|m| crate::samples::per_worker_cap(m, cfg.threads)),
         });
     }
     drop(series_tx);

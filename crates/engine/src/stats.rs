@@ -12,6 +12,7 @@ use crate::result::{
     new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
     TlsInfo, Traffic, MAX_ERROR_MESSAGES,
 };
+use crate::samples::{secs, Samples, WorkerSamples};
 use crate::timeseries::{IntervalErrors, SeriesRecorder, Totals};
 
 /// Everything one worker measured.
@@ -51,6 +52,8 @@ pub(crate) struct WorkerStats {
     pub open_conns: u64,
     /// Time series recorder, when a series is recorded.
     pub series: Option<Box<SeriesRecorder>>,
+    /// Raw-sample reservoirs (only with `max_samples`).
+    pub samples: Option<Box<WorkerSamples>>,
 }
 
 impl WorkerStats {
@@ -81,6 +84,7 @@ impl WorkerStats {
             pacing: None,
             open_conns: 0,
             series: None,
+            samples: None,
         }
     }
 
@@ -99,6 +103,9 @@ impl WorkerStats {
         self.traffic = Traffic::default();
         self.request_time.reset();
         self.request_time_corrected.reset();
+        if let Some(s) = self.samples.as_mut() {
+            s.request.clear();
+        }
         if let Some(p) = self.pacing.as_mut() {
             *p = PacingCounts {
                 queue_limit: p.queue_limit,
@@ -118,12 +125,31 @@ impl WorkerStats {
         h.saturating_record(ns);
     }
 
+    /// A connection's connect time.
+    pub(crate) fn record_connect(&mut self, d: Duration) {
+        Self::record(&mut self.connect_time, d);
+        if let Some(s) = self.samples.as_mut() {
+            s.connect.push(secs(d));
+        }
+    }
+
+    /// A connection's time to first byte.
+    pub(crate) fn record_ttfb(&mut self, d: Duration) {
+        Self::record(&mut self.ttfb, d);
+        if let Some(s) = self.samples.as_mut() {
+            s.ttfb.push(secs(d));
+        }
+    }
+
     /// A completed request's latencies: from the send, and from the intended start for paced
     /// runs (run histograms and the time series).
     #[inline]
     /// The worker rolls the series (`roll_series`) before counting the request.
     pub(crate) fn record_latency(&mut self, from_send: Duration, corrected: Option<Duration>) {
         Self::record(&mut self.request_time, from_send);
+        if let Some(s) = self.samples.as_mut() {
+            s.request.push(secs(from_send));
+        }
         if let Some(c) = corrected {
             Self::record(&mut self.request_time_corrected, c);
         }
@@ -210,7 +236,11 @@ pub(crate) fn merge(
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
+    let mut samples: Option<Samples> = None;
     for w in workers {
+        if let Some(s) = &w.samples {
+            samples.get_or_insert_with(Samples::default).add(s);
+        }
         req.total += w.req_todo;
         req.started += w.started;
         req.done += w.done;
@@ -282,6 +312,10 @@ pub(crate) fn merge(
         interrupted,
         pacing,
         timeseries: Vec::new(),
+        samples: samples.map(|mut s| {
+            s.sort();
+            s
+        }),
     }
 }
 

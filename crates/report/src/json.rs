@@ -946,6 +946,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .flatten()
             .map(crate::model::IntervalRow::from)
             .collect(),
+        samples: None,
     };
     Ok((r, RunOptions::from(&doc.options)))
 }
@@ -1035,6 +1036,7 @@ pub fn merge_results(
         },
         // Interval percentiles cannot be merged: merged documents carry no series.
         timeseries: Vec::new(),
+        samples: None,
     })
 }
 

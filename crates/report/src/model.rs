@@ -88,6 +88,7 @@ pub fn empty_result() -> RunResult {
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),
+        samples: None,
     }
 }
 
