@@ -223,6 +223,10 @@ pub struct BenchArgs {
     /// subcommands).
     #[command(flatten)]
     pub load: Box<LoadArgs>,
+
+    /// h2load 1.69/1.70's TLS and frame-size options, and the ones not supported yet.
+    #[command(flatten)]
+    pub compat: Box<crate::compat::CompatArgs>,
 }
 
 /// Load shapes: h2lab's open model, stages, time series and thresholds, and h2load's pacing

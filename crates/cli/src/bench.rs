@@ -327,6 +327,7 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
         }
     };
 
+    crate::compat::apply(&a.compat, &mut cfg)?;
     load::apply(
         &a.load,
         &mut cfg,

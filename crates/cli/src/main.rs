@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod compare;
+mod compat;
 mod link;
 mod load;
 mod page;

@@ -366,6 +366,11 @@ pub struct BenchConfig {
     /// `--output-file`); `None` (the default) keeps none and allocates nothing
     /// per request. See [`crate::samples`].
     pub max_samples: Option<usize>,
+    /// `-f`: SETTINGS_MAX_FRAME_SIZE we advertise, 16384..=16777215
+    /// (default 16384, h2load's).
+    pub max_frame_size: u32,
+    /// TLS options: cipher suites, groups, session resumption.
+    pub tls: crate::tls_opts::TlsOptions,
 }
 
 /// The longest hold of request coalescing when `--coalesce` is given without a
@@ -408,6 +413,8 @@ impl BenchConfig {
             coalesce: None,
             read_wait: Some(DEFAULT_READ_WAIT),
             max_samples: None,
+            max_frame_size: 16_384,
+            tls: crate::tls_opts::TlsOptions::default(),
         }
     }
 
@@ -439,6 +446,12 @@ impl BenchConfig {
         }
         if self.threads == 0 {
             return err("-t: the number of threads must be strictly greater than 0.");
+        }
+        if self.max_frame_size < 16_384 {
+            return err("--max-frame-size: minimum 16384");
+        }
+        if self.max_frame_size > 16_777_215 {
+            return err("--max-frame-size: maximum 16777215");
         }
         if !self.load.is_timed(self) {
             if self.requests == 0 {

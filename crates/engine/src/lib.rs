@@ -74,6 +74,7 @@ pub mod session;
 mod stats;
 mod timer;
 pub mod timeseries;
+pub mod tls_opts;
 pub mod transport;
 mod worker;
 mod zero_poll;

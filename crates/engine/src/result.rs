@@ -227,6 +227,9 @@ pub struct RunResult {
     /// [`BenchConfig::read_wait`](crate::BenchConfig::read_wait)); 0 when it
     /// was off or request times were too short for it.
     pub read_waits: u64,
+    /// TLS handshakes that resumed a session (`--tls-resume`); connections of
+    /// the warm-up included, like the connect times.
+    pub tls_resumed: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
     /// Open-model request accounting (`None` for other runs).

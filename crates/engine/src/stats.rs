@@ -43,6 +43,8 @@ pub(crate) struct WorkerStats {
     pub reconnects: u64,
     /// Sleeps of read waiting (see `worker::read_wait`).
     pub read_waits: u64,
+    /// TLS handshakes that resumed a session.
+    pub tls_resumed: u64,
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
@@ -78,6 +80,7 @@ impl WorkerStats {
             goaways: 0,
             reconnects: 0,
             read_waits: 0,
+            tls_resumed: 0,
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
@@ -232,7 +235,7 @@ pub(crate) fn merge(
     let mut ttfb = new_duration_histogram();
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
-    let (mut goaways, mut reconnects, mut read_waits) = (0, 0, 0);
+    let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
@@ -271,6 +274,7 @@ pub(crate) fn merge(
         goaways += w.goaways;
         reconnects += w.reconnects;
         read_waits += w.read_waits;
+        tls_resumed += w.tls_resumed;
         if app_protocol.is_none() {
             app_protocol = w.app_protocol;
         }
@@ -309,6 +313,7 @@ pub(crate) fn merge(
         goaways,
         reconnects,
         read_waits,
+        tls_resumed,
         interrupted,
         pacing,
         timeseries: Vec::new(),

@@ -907,6 +907,9 @@ impl<'o> Worker<'o> {
         let core = &mut client.core;
         self.stats
             .record_connect(now.saturating_duration_since(core.connect_start));
+        if conn.transport.resumed() {
+            self.stats.tls_resumed += 1;
+        }
         if self.stats.app_protocol.is_none() {
             self.stats.app_protocol = Some(proto);
             self.stats.protocol_fallback = fallback;

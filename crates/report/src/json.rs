@@ -947,6 +947,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .map(crate::model::IntervalRow::from)
             .collect(),
         samples: None,
+        tls_resumed: 0,
     };
     Ok((r, RunOptions::from(&doc.options)))
 }
@@ -1037,6 +1038,7 @@ pub fn merge_results(
         // Interval percentiles cannot be merged: merged documents carry no series.
         timeseries: Vec::new(),
         samples: None,
+        tls_resumed: 0,
     })
 }
 

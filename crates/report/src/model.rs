@@ -85,6 +85,7 @@ pub fn empty_result() -> RunResult {
         goaways: 0,
         reconnects: 0,
         read_waits: 0,
+        tls_resumed: 0,
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),

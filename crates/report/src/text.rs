@@ -275,6 +275,14 @@ pub fn extra_lines(r: &RunResult) -> String {
         s.push_str(FALLBACK_WARNING);
         s.push('\n');
     }
+    if r.tls_resumed > 0 {
+        let _ = writeln!(
+            s,
+            "TLS: {} of {} handshakes resumed a session",
+            r.tls_resumed,
+            r.connect_time.len()
+        );
+    }
     if r.goaways > 0 || r.reconnects > 0 {
         let _ = writeln!(
             s,
@@ -604,6 +612,20 @@ mod tests {
         for line in t.lines() {
             assert_eq!(line.len(), header.len(), "{line:?}");
         }
+    }
+
+    #[test]
+    fn resumed_handshakes_line() {
+        let mut r = empty_result();
+        assert!(!extra_lines(&r).contains("TLS:"));
+        r.tls_resumed = 2;
+        for _ in 0..3 {
+            r.connect_time.record(1000).unwrap();
+        }
+        assert_eq!(
+            extra_lines(&r),
+            "TLS: 2 of 3 handshakes resumed a session\n"
+        );
     }
 
     /// A whole summary, golden, with distributions whose statistics are exact.
