@@ -50,6 +50,10 @@ impl OutputFormat {
     }
 }
 
+/// The note under the 1.69/1.70 tables of paced runs.
+pub const CORRECTED_NOTE: &str = "latency: \"request\" is measured from each request's intended \
+     start (corrected for coordinated omission); --json also has the times from the send";
+
 /// h2load 1.69's table header.
 pub const HEADER_169: &str =
     "                 min         max         median     p95        p99        mean         sd        +/- sd";
@@ -173,8 +177,14 @@ pub fn latency_table(r: &RunResult, format: OutputFormat, histogram: bool) -> St
     });
     s.push('\n');
     let dur = |v: f64| format_duration_ns(v);
+    // Paced runs: from each request's intended start, as h2lab's default table shows it.
+    let request = if crate::model::is_paced(r) {
+        &r.request_time_corrected
+    } else {
+        &r.request_time
+    };
     let rows: [(&str, &Histogram<u64>); 3] = [
-        ("request", &r.request_time),
+        ("request", request),
         ("connect", &r.connect_time),
         ("TTFB", &r.ttfb),
     ];

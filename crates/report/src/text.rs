@@ -145,7 +145,13 @@ pub fn summary_as(r: &RunResult, format: OutputFormat, histogram: bool) -> Strin
         OutputFormat::H2load152 => latency_table_with(r, histogram),
         _ => crate::layout::latency_table(r, format, histogram),
     });
-    s.push_str(&extra_lines(r));
+    let extra = extra_lines(r);
+    if format == OutputFormat::H2load152 {
+        s.push_str(&extra);
+    } else {
+        // The newer tables have one request row, and it is the corrected one.
+        s.push_str(&extra.replace(CORRECTED_NOTE, crate::layout::CORRECTED_NOTE));
+    }
     s
 }
 

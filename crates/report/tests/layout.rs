@@ -290,3 +290,18 @@ fn format_names() {
     let e = OutputFormat::parse("h2load-2").unwrap_err();
     assert!(e.contains("h2load-1.52, h2load-1.69, h2load-1.70") && !e.contains('\n'));
 }
+
+#[test]
+fn paced_runs_show_the_corrected_request_time() {
+    let mut r = result();
+    for _ in 0..10 {
+        r.request_time_corrected.record(9_000_000).unwrap();
+    }
+    for f in [OutputFormat::H2load169, OutputFormat::H2load170] {
+        let out = text::summary_as(&r, f, false);
+        let row = out.lines().find(|l| l.starts_with("request ")).unwrap();
+        assert!(row.contains(" 9.00ms"), "{row}");
+        assert!(out.contains("latency: \"request\" is measured from each request's intended start"));
+        assert!(!out.contains("time for request"), "{out}");
+    }
+}
