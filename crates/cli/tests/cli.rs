@@ -111,6 +111,14 @@ fn help_and_version_exit_0() {
         "--json",
         "--csv",
         "--require-protocol",
+        "--coalesce[=<HOLD>]",
+        "--output-format",
+        "--output-file",
+        "--histogram",
+        "--max-frame-size",
+        "--tls13-ciphers",
+        "--groups",
+        "--tls-resume",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
