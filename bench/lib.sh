@@ -220,6 +220,14 @@ parse_client() {
     P_FAILED=$((${non2xx:-0} + $(echo "${errs:-0}" | awk '{s=0; for(i=1;i<=NF;i++) s+=$i; print s}')))
     P_RPS=$(sed -n 's/^Requests\/sec: *\([0-9.]\+\).*/\1/p' "$out")
     P_PROTO=http/1.1
+  elif grep -q '^Status code distribution:' "$out"; then
+    # oha (text output, --no-color): "  [200] N responses", "  Requests/sec:<TAB>R",
+    # "Error distribution:" then "  [N] message" per error kind.
+    P_OK=$(awk '/^ *\[[23][0-9][0-9]\] [0-9]+ responses/ { gsub(/[^0-9 ]/, " "); s += $2 } END { print s + 0 }' "$out")
+    P_FAILED=$(awk '/^ *\[[145][0-9][0-9]\] [0-9]+ responses/ { gsub(/[^0-9 ]/, " "); s += $2 }
+      /^Error distribution:/ { e = 1; next } e && /^ *\[[0-9]+\]/ { gsub(/[^0-9 ]/, " ", $1); s += $1 }
+      END { print s + 0 }' "$out")
+    P_RPS=$(sed -n 's/^ *Requests\/sec:[[:space:]]*\([0-9.]\+\).*/\1/p' "$out" | head -n 1)
   fi
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Client CPU per request: h2lab bench vs h2load (h2c, TLS h2) and vs wrk / h2load --h1 (HTTP/1.1).
+# Client CPU per request: h2lab bench vs h2load and oha (h2c, TLS h2) and vs wrk / h2load --h1
+# (HTTP/1.1).
 # Issue 3's benchmark. A benchmark, not a test: it prints a Markdown table; nothing checks timing.
 #
 # Runs the client under test and each anchor client ALTERNATELY (A B A B ...) against the same
@@ -21,9 +22,14 @@
 #   WORKLOADS which groups to run (default "h2c tls h1 c1000")
 #   SERVER_CPUS, CLIENT_CPUS  taskset CPU lists (default 0 and 1)
 #   RESULTS_DIR  if set, raw client outputs are copied there
-#   NO_COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --no-coalesce` in the
-#             same rounds (an extra anchor row: h2lab with h2load's one-request-per-completion
-#             sending, so the effect of request coalescing is measured side by side)
+#   COALESCE_ROW=1  on the h2c/TLS workloads also run `h2lab bench --coalesce` in the same
+#             rounds (an extra anchor row: h2lab with request coalescing, which is off by
+#             default, so its effect is measured side by side)
+#   OHA_ROW=0  leave out oha (https://github.com/hatoo/oha, the Rust tool users pick instead of
+#             h2load), the second peer on the h2c and TLS h2 workloads: `oha --http2 -c C -p M`
+#             (C connections x M parallel streams = h2load's -c C -m M). When `oha` is not on
+#             PATH (or $OHA), it is installed on demand with `cargo install oha --locked`.
+#   OHA       oha binary (default: oha on PATH, else ~/.cargo/bin/oha)
 #   NO_READ_WAIT_ROW=1  on the h2c/TLS/HTTP/1.1 workloads also run `h2lab bench --read-wait 0`
 #             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
 set -euo pipefail
@@ -52,6 +58,28 @@ else
   SUT_LABEL="h2lab"
   echo "h2lab binary not found: $H2LAB (set H2LAB or H2LAB_CMD); running the anchor columns only"
 fi
+
+# --- oha (second peer on h2c / TLS h2) ----------------------------------------------------
+OHA_CMD=()
+if [ "${OHA_ROW:-1}" = 1 ]; then
+  OHA=${OHA:-$(command -v oha || echo "$HOME/.cargo/bin/oha")}
+  if [ ! -x "$OHA" ]; then
+    log "oha not found: installing it with cargo install oha --locked (once; takes minutes)"
+    cargo install oha --locked >&2 || log "warning: cargo install oha failed; no oha rows"
+    OHA="$HOME/.cargo/bin/oha"
+  fi
+  if [ -x "$OHA" ]; then
+    OHA_CMD=("$OHA" --no-tui --no-color --http2 --insecure)
+    log "oha: $("$OHA" --version 2>/dev/null | head -n 1)"
+  fi
+fi
+# oha_anchor C M URL: the (name, command) pair of oha's row, or nothing without oha.
+oha_anchor() {
+  OHA_PAIR=()
+  if [ ${#OHA_CMD[@]} -gt 0 ]; then
+    OHA_PAIR=(oha "${OHA_CMD[*]} -n $N -c $1 -p $2 $3")
+  fi
+}
 
 # --- servers -----------------------------------------------------------------------------
 WWW="$WORK/www"
@@ -134,8 +162,8 @@ compare() {
 # the workload's arguments are appended to each command).
 extra_rows=()
 if [ ${#SUT[@]} -gt 0 ]; then
-  if [ "${NO_COALESCE_ROW:-0}" = 1 ]; then
-    extra_rows+=("h2lab --no-coalesce" "${SUT[*]} --no-coalesce")
+  if [ "${COALESCE_ROW:-0}" = 1 ]; then
+    extra_rows+=("h2lab --coalesce" "${SUT[*]} --coalesce")
   fi
   if [ "${NO_READ_WAIT_ROW:-0}" = 1 ]; then
     extra_rows+=("h2lab --read-wait 0" "${SUT[*]} --read-wait 0")
@@ -166,7 +194,8 @@ for w in $WORKLOADS; do
         fi
         args="-t1 -n$N -c$c -m$m $url"
         with_extra "$args"
-        compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args" "${EXTRA[@]}"
+        oha_anchor "$c" "$m" "$url"
+        compare "$srv $w -c$c -m$m" "$args" h2load "h2load $args" "${OHA_PAIR[@]}" "${EXTRA[@]}"
       done
     done
     ;;
@@ -192,7 +221,9 @@ done
 echo
 echo "### Client CPU per million requests: $SUT_LABEL vs anchors"
 echo
-echo "$(h2load --version 2>/dev/null | head -n 1), wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1)," \
+oha_version=""
+if [ ${#OHA_CMD[@]} -gt 0 ]; then oha_version="$("${OHA_CMD[0]}" --version 2>/dev/null | head -n 1), "; fi
+echo "$(h2load --version 2>/dev/null | head -n 1), ${oha_version}wrk $(wrk -v 2>&1 | sed -n 's/^wrk \([^ ]*\).*/\1/p' | head -n 1)," \
   "nghttpd/nginx serving 653 bytes; $(nproc) CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1));" \
   "server on CPU $SERVER_CPUS, client on CPU $CLIENT_CPUS; ROUNDS=$ROUNDS N=$N N_H1=$N_H1 DURATION=${DURATION}s N_C1000=$N_C1000."
 echo "CPU = client user+sys seconds per 10^6 completed requests (median of rounds); ratio = median of per-round h2lab/anchor; RSS = max peak RSS."

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use h2lab_engine::Stage;
+use h2lab_report::layout::OutputFormat;
 use h2lab_report::threshold::Threshold;
 
 /// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
@@ -178,20 +179,45 @@ pub struct BenchArgs {
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
+    /// Latency table layout: h2load-1.52 (h2load 1.52 to 1.68: min max mean sd +/- sd, with
+    /// h2lab's p50 p90 p99 p99.9 appended), h2load-1.69 or h2load-1.70 (min max median p95 p99
+    /// mean sd +/- sd, rows request, connect, TTFB, req/s; the two differ in column gaps and in
+    /// the req/s number format).
+    #[arg(long = "output-format", value_name = "FORMAT", default_value = "h2load-1.52",
+          value_parser = parse_output_format)]
+    pub output_format: OutputFormat,
+
+    /// Write h2load's JSON result document ("v1", as h2load 1.70 writes it, with the raw
+    /// samples: at most 1,000,000 of each kind, reservoir-sampled) to PATH. h2lab's own
+    /// result document is --json.
+    #[arg(long = "output-file", value_name = "PATH")]
+    pub output_file: Option<PathBuf>,
+
+    /// Draw h2load's text histogram (ten buckets from min to max) under each latency row.
+    #[arg(long = "histogram")]
+    pub histogram: bool,
+
     /// Fail (exit 1) unless this protocol is negotiated: h2 or http/1.1.
     #[arg(long = "require-protocol", value_name = "PROTO", value_parser = ["h2", "http/1.1"])]
     pub require_protocol: Option<String>,
 
-    /// Send one request per completed stream at once, as h2load does. By default a client
-    /// whose streams complete while others on the same connection are still in flight waits
-    /// (at most --coalesce-hold) so that its new requests leave in one write; requests are
-    /// timed from that write. Paced runs never wait.
-    #[arg(long = "no-coalesce")]
+    /// Request coalescing (off by default, as in h2load): a client whose streams complete
+    /// while others on the same connection are still in flight waits at most HOLD [1ms when
+    /// given without a value] so that its new requests leave in one write. It saves client
+    /// and server CPU, but changes the load: between batches fewer than -m streams are in
+    /// flight, so req/s and latency are not h2load's for the same flags. Requests are timed
+    /// from the write that carries them. Paced runs never wait. --coalesce=0 is off.
+    #[arg(long = "coalesce", value_name = "HOLD", num_args = 0..=1, require_equals = true,
+          default_missing_value = "1ms", value_parser = parse_duration)]
+    pub coalesce: Option<Duration>,
+
+    /// Compatibility: coalescing is off by default now, so this does nothing.
+    #[arg(long = "no-coalesce", hide = true, conflicts_with_all = ["coalesce", "coalesce_hold"])]
     pub no_coalesce: bool,
 
-    /// Longest wait of request coalescing [default: 1ms].
+    /// Compatibility: the same as --coalesce=DURATION.
     #[arg(long = "coalesce-hold", value_name = "DURATION", value_parser = parse_duration,
-          conflicts_with = "no_coalesce")]
+          hide = true, conflicts_with = "coalesce")]
     pub coalesce_hold: Option<Duration>,
 
     /// Longest time a worker with nothing to do waits before it reads again, so that
@@ -219,6 +245,10 @@ pub struct BenchArgs {
     /// subcommands).
     #[command(flatten)]
     pub load: Box<LoadArgs>,
+
+    /// h2load 1.69/1.70's TLS and frame-size options, and the ones not supported yet.
+    #[command(flatten)]
+    pub compat: Box<crate::compat::CompatArgs>,
 }
 
 /// Load shapes: h2lab's open model, stages, time series and thresholds, and h2load's pacing
@@ -310,6 +340,10 @@ fn parse_rate(s: &str) -> Result<f64, String> {
         .ok()
         .filter(|v| v.is_finite() && *v >= 0.0)
         .ok_or_else(|| format!("invalid rate {s:?}: expected a number of requests per second"))
+}
+
+fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
+    OutputFormat::parse(s)
 }
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {

@@ -36,6 +36,9 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status of runs stopped by SIGINT/SIGTERM (128 + SIGINT).
 pub const EXIT_INTERRUPTED: u8 = 130;
 
+/// Most raw samples of each kind kept for `--output-file` (h2load's limit).
+const MAX_SAMPLES: usize = 1_000_000;
+
 /// Prefix of every error line.
 const PREFIX: &str = "h2lab bench: error:";
 
@@ -228,7 +231,8 @@ fn report(
     shard: Option<(&ShardRun, &Started)>,
 ) -> ExitCode {
     let verdicts = threshold::evaluate(&args.load.thresholds, r);
-    print_stdout(&(text::summary(r) + &threshold::lines(&verdicts)));
+    let summary = text::summary_as(r, args.output_format, args.histogram);
+    print_stdout(&(summary + &threshold::lines(&verdicts)));
     let mut status = if r.interrupted { EXIT_INTERRUPTED } else { 0 };
     if status == 0 && verdicts.iter().any(|v| !v.passed) {
         status = EXIT_THRESHOLD_FAILED;
@@ -246,6 +250,12 @@ fn report(
         });
         if let Err(e) = written {
             eprintln!("{PREFIX} --json {}: {e}", path.display());
+            status = EXIT_FAILURE;
+        }
+    }
+    if let Some(path) = &args.output_file {
+        if let Err(e) = h2lab_report::h2load_json::write(path, r) {
+            eprintln!("{PREFIX} --output-file {}: {e}", path.display());
             status = EXIT_FAILURE;
         }
     }
@@ -393,14 +403,10 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.verbose = a.verbose;
     cfg.log_file = a.log_file.clone();
     cfg.insecure = true;
-    cfg.coalesce = if a.no_coalesce {
-        None
-    } else {
-        Some(
-            a.coalesce_hold
-                .unwrap_or(h2lab_engine::DEFAULT_COALESCE_HOLD),
-        )
-    };
+    // Off unless asked for (--no-coalesce is the default now); a zero hold is off too.
+    cfg.coalesce = a.coalesce.or(a.coalesce_hold).filter(|d| !d.is_zero());
+    // h2load's --output-file carries raw samples: keep them (bounded) only then.
+    cfg.max_samples = a.output_file.as_ref().map(|_| MAX_SAMPLES);
     cfg.read_wait = match a.read_wait {
         Some(d) if d.is_zero() => None,
         Some(d) => Some(d),
@@ -463,6 +469,7 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
         }
     };
 
+    crate::compat::apply(&a.compat, &mut cfg)?;
     load::apply(
         &a.load,
         &mut cfg,
@@ -652,13 +659,23 @@ mod tests {
 
     #[test]
     fn request_coalescing_flags() {
+        // Off by default: the load shape is h2load's.
         let c = parse(&["http://h/"]).unwrap();
+        assert_eq!(c.coalesce, None);
+        let c = parse(&["--coalesce", "http://h/"]).unwrap();
         assert_eq!(c.coalesce, Some(h2lab_engine::DEFAULT_COALESCE_HOLD));
+        let c = parse(&["--coalesce=5ms", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, Some(Duration::from_millis(5)));
+        let c = parse(&["--coalesce=0", "http://h/"]).unwrap();
+        assert_eq!(c.coalesce, None);
+        // Compatibility spellings.
         let c = parse(&["--no-coalesce", "http://h/"]).unwrap();
         assert_eq!(c.coalesce, None);
         let c = parse(&["--coalesce-hold", "5ms", "http://h/"]).unwrap();
-        assert_eq!(c.coalesce, Some(std::time::Duration::from_millis(5)));
+        assert_eq!(c.coalesce, Some(Duration::from_millis(5)));
         assert!(parse(&["--no-coalesce", "--coalesce-hold", "5ms", "http://h/"]).is_err());
+        assert!(parse(&["--no-coalesce", "--coalesce", "http://h/"]).is_err());
+        assert!(parse(&["--coalesce=soon", "http://h/"]).is_err());
     }
 
     #[test]

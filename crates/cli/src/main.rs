@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod compare;
+mod compat;
 mod deploy;
 mod link;
 mod load;

@@ -111,6 +111,14 @@ fn help_and_version_exit_0() {
         "--json",
         "--csv",
         "--require-protocol",
+        "--coalesce[=<HOLD>]",
+        "--output-format",
+        "--output-file",
+        "--histogram",
+        "--max-frame-size",
+        "--tls13-ciphers",
+        "--groups",
+        "--tls-resume",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
@@ -237,8 +245,9 @@ fn h1_run_prints_h2load_report_and_writes_json_and_csv() {
     assert_eq!(doc["protocol"]["application"], "http/1.1");
     assert_eq!(doc["options"]["clients"], 4);
     assert_eq!(doc["options"]["uris"][0], url.as_str());
-    // Defaults of h2lab's own options: coalescing (1 ms) and read waiting (50 µs).
-    assert_eq!(doc["options"]["coalesce_hold_seconds"], 0.001);
+    // Defaults of h2lab's own options: no coalescing (h2load's load shape) and read
+    // waiting (50 µs).
+    assert!(doc["options"]["coalesce_hold_seconds"].is_null());
     assert_eq!(doc["options"]["read_wait_seconds"], 0.00005);
     assert!(doc["read_waits"].is_u64(), "{}", doc["read_waits"]);
     assert_eq!(doc["latency"]["request"]["count"], 200);
@@ -333,4 +342,48 @@ fn sigint_prints_the_report_and_writes_the_json() {
     assert_eq!(doc["interrupted"], true);
     assert_eq!(doc["options"]["duration_seconds"], 600.0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn h2load_170_output_histogram_and_output_file() {
+    let (addr, _counters) = common::tcp_server(653);
+    let dir = common::scratch_dir("output-file");
+    let path = dir.join("h2load.json");
+    let out = h2lab()
+        .args(["bench", "-n", "200", "-c", "4", "--h1", "-N", "20s"])
+        .args(["--output-format=h2load-1.70", "--histogram"])
+        .arg(format!("--output-file={}", path.display()))
+        .arg(format!("http://{addr}/"))
+        .output()
+        .unwrap();
+    let stdout = stdout_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr_of(&out));
+    assert!(
+        stdout.contains(h2lab_report::layout::HEADER_170),
+        "{stdout}"
+    );
+    for title in [
+        "request     : ",
+        "connect     : ",
+        "TTFB        : ",
+        "req/s       : ",
+    ] {
+        assert!(stdout.lines().any(|l| l.starts_with(title)), "{stdout}");
+    }
+    assert!(stdout.contains("%)\n"), "no histogram in {stdout}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(doc["version"], "v1");
+    let m = &doc["measurements"];
+    assert_eq!(m["requests"]["succeeded"], 200);
+    let perf = &m["performance"];
+    assert_eq!(perf["request"]["samples"].as_array().unwrap().len(), 200);
+    assert_eq!(perf["connect"]["samples"].as_array().unwrap().len(), 4);
+    assert_eq!(
+        perf["request_per_second"]["samples"]
+            .as_array()
+            .unwrap()
+            .len(),
+        4
+    );
 }

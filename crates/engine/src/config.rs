@@ -348,9 +348,10 @@ pub struct BenchConfig {
     /// Request coalescing (closed model): a client whose streams complete
     /// while others on the same connection are still in flight waits up to
     /// this long for them before sending the new requests, so they leave in
-    /// one write. `None` (`--no-coalesce`) sends one request per completed
-    /// stream as soon as it completes, like h2load. Default
-    /// [`DEFAULT_COALESCE_HOLD`].
+    /// one write. `None` (the default) sends one request per completed
+    /// stream as soon as it completes, like h2load; `--coalesce` sets
+    /// [`DEFAULT_COALESCE_HOLD`]. Off by default because it changes the load
+    /// shape (fewer than `-m` streams in flight between batches).
     pub coalesce: Option<Duration>,
     /// Read waiting: when a worker finds nothing to do, it sleeps a moment
     /// before polling again, so that responses arriving close together are
@@ -360,9 +361,20 @@ pub struct BenchConfig {
     /// each. `None` (`--read-wait 0`) reads as soon as data arrives. Default
     /// [`DEFAULT_READ_WAIT`].
     pub read_wait: Option<Duration>,
+    /// Keep raw samples of request, connect and first-byte times, at most this
+    /// many of each across the run (reservoir sampling, as h2load does for its
+    /// `--output-file`); `None` (the default) keeps none and allocates nothing
+    /// per request. See [`crate::samples`].
+    pub max_samples: Option<usize>,
+    /// `-f`: SETTINGS_MAX_FRAME_SIZE we advertise, 16384..=16777215
+    /// (default 16384, h2load's).
+    pub max_frame_size: u32,
+    /// TLS options: cipher suites, groups, session resumption.
+    pub tls: crate::tls_opts::TlsOptions,
 }
 
-/// The default longest hold of request coalescing ([`BenchConfig::coalesce`]).
+/// The longest hold of request coalescing when `--coalesce` is given without a
+/// value ([`BenchConfig::coalesce`]).
 pub const DEFAULT_COALESCE_HOLD: Duration = Duration::from_millis(1);
 
 /// The default longest read wait ([`BenchConfig::read_wait`]).
@@ -398,8 +410,11 @@ impl BenchConfig {
             log_file: None,
             insecure: true,
             load: LoadShape::default(),
-            coalesce: Some(DEFAULT_COALESCE_HOLD),
+            coalesce: None,
             read_wait: Some(DEFAULT_READ_WAIT),
+            max_samples: None,
+            max_frame_size: 16_384,
+            tls: crate::tls_opts::TlsOptions::default(),
         }
     }
 
@@ -431,6 +446,12 @@ impl BenchConfig {
         }
         if self.threads == 0 {
             return err("-t: the number of threads must be strictly greater than 0.");
+        }
+        if self.max_frame_size < 16_384 {
+            return err("--max-frame-size: minimum 16384");
+        }
+        if self.max_frame_size > 16_777_215 {
+            return err("--max-frame-size: maximum 16777215");
         }
         if !self.load.is_timed(self) {
             if self.requests == 0 {

@@ -123,6 +123,7 @@ impl FetchConfig {
                 connection_window_bits: 24, // ~16 MiB
                 header_table_size: 65_536,
                 encoder_header_table_size: 4096,
+                max_frame_size: 16_384,
             },
             priorities: true,
         }
@@ -352,7 +353,7 @@ impl Fetcher {
         };
         let tls = if cfg.origin.scheme == Scheme::Https {
             let alpn = bc.effective_alpn();
-            let c = transport::client_config(&alpn, true)
+            let c = transport::client_config(&alpn, true, &Default::default())
                 .map_err(|reason| EngineError::Tls { reason })?;
             let name = transport::server_name(&cfg.origin.host)
                 .map_err(|reason| EngineError::Tls { reason })?;

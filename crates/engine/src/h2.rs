@@ -29,6 +29,8 @@ pub struct H2Settings {
     pub header_table_size: u32,
     /// Largest dynamic table our encoder uses.
     pub encoder_header_table_size: u32,
+    /// SETTINGS_MAX_FRAME_SIZE we advertise (`-f`; 16384 by default).
+    pub max_frame_size: u32,
 }
 
 impl H2Settings {
@@ -39,6 +41,7 @@ impl H2Settings {
             initial_window_size: win(self.window_bits),
             connection_window: win(self.connection_window_bits),
             encoder_table_size: self.encoder_header_table_size,
+            max_frame_size: self.max_frame_size,
             ..LocalSettings::client()
         }
     }

@@ -27,11 +27,11 @@
 //!   reports `total = done`, like a `-D` run.
 //! - HTTP/2 streams never exceed the server's SETTINGS_MAX_CONCURRENT_STREAMS;
 //!   streams refused before the server's SETTINGS arrived are retried.
-//! - Request coalescing ([`BenchConfig::coalesce`], on by default in the
-//!   closed model): when some streams of a connection complete while others
-//!   are in flight, the freed slots wait (at most 1 ms) for the rest, so the
-//!   new requests leave in one write. h2load sends one request per completed
-//!   stream at once (`--no-coalesce`).
+//! - Request coalescing ([`BenchConfig::coalesce`], opt-in with
+//!   `--coalesce`, closed model only): when some streams of a connection
+//!   complete while others are in flight, the freed slots wait (at most 1 ms)
+//!   for the rest, so the new requests leave in one write. By default, as
+//!   h2load does, one request is sent per completed stream at once.
 //! - Read waiting ([`BenchConfig::read_wait`], on by default): a worker with
 //!   nothing to do sleeps 1% of its recent mean request time (at most 50 µs)
 //!   before polling again, so that responses arriving close together are read
@@ -69,11 +69,13 @@ pub mod priority;
 mod request;
 pub mod result;
 mod run;
+pub mod samples;
 pub mod schedule;
 pub mod session;
 mod stats;
 mod timer;
 pub mod timeseries;
+pub mod tls_opts;
 pub mod transport;
 mod worker;
 mod zero_poll;

@@ -230,12 +230,18 @@ pub struct RunResult {
     /// [`BenchConfig::read_wait`](crate::BenchConfig::read_wait)); 0 when it
     /// was off or request times were too short for it.
     pub read_waits: u64,
+    /// TLS handshakes that resumed a session (`--tls-resume`); connections of
+    /// the warm-up included, like the connect times.
+    pub tls_resumed: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
     /// Open-model request accounting (`None` for other runs).
     pub pacing: Option<PacingCounts>,
     /// The time series (one row per interval), when one was recorded.
     pub timeseries: Vec<crate::timeseries::IntervalRow>,
+    /// Raw samples (bounded reservoirs), only when
+    /// [`BenchConfig::max_samples`](crate::BenchConfig::max_samples) was set.
+    pub samples: Option<crate::samples::Samples>,
 }
 
 impl RunResult {

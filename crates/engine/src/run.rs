@@ -41,7 +41,7 @@ pub fn run(
     let endpoint = resolve(cfg)?;
     let alpn = cfg.effective_alpn();
     let tls = if cfg.scheme() == Scheme::Https {
-        let c = transport::client_config(&alpn, cfg.insecure)
+        let c = transport::client_config(&alpn, cfg.insecure, &cfg.tls)
             .map_err(|reason| EngineError::Tls { reason })?;
         let name = transport::server_name(&cfg.server_name())
             .map_err(|reason| EngineError::Tls { reason })?;
@@ -62,6 +62,7 @@ pub fn run(
         connection_window_bits: cfg.connection_window_bits,
         header_table_size: cfg.header_table_size,
         encoder_header_table_size: cfg.encoder_header_table_size,
+        max_frame_size: cfg.max_frame_size,
     };
     let plan = Plan::new(cfg);
     let timing = plan.timing;
@@ -135,6 +136,9 @@ pub fn run(
             }),
             coalesce: cfg.coalesce,
             read_wait: cfg.read_wait,
+            max_samples: cfg
+                .max_samples
+                .map(|m| crate::samples::per_worker_cap(m, cfg.threads)),
         });
     }
     drop(series_tx);

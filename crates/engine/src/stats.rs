@@ -12,6 +12,7 @@ use crate::result::{
     new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
     TlsInfo, Traffic, MAX_ERROR_MESSAGES,
 };
+use crate::samples::{secs, Samples, WorkerSamples};
 use crate::timeseries::{IntervalErrors, SeriesRecorder, Totals};
 
 /// Everything one worker measured.
@@ -44,6 +45,8 @@ pub(crate) struct WorkerStats {
     pub reconnects: u64,
     /// Sleeps of read waiting (see `worker::read_wait`).
     pub read_waits: u64,
+    /// TLS handshakes that resumed a session.
+    pub tls_resumed: u64,
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
@@ -53,6 +56,8 @@ pub(crate) struct WorkerStats {
     pub open_conns: u64,
     /// Time series recorder, when a series is recorded.
     pub series: Option<Box<SeriesRecorder>>,
+    /// Raw-sample reservoirs (only with `max_samples`).
+    pub samples: Option<Box<WorkerSamples>>,
 }
 
 impl WorkerStats {
@@ -78,12 +83,14 @@ impl WorkerStats {
             goaways: 0,
             reconnects: 0,
             read_waits: 0,
+            tls_resumed: 0,
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
             pacing: None,
             open_conns: 0,
             series: None,
+            samples: None,
         }
     }
 
@@ -103,6 +110,9 @@ impl WorkerStats {
         self.bytes_sent = 0;
         self.request_time.reset();
         self.request_time_corrected.reset();
+        if let Some(s) = self.samples.as_mut() {
+            s.request.clear();
+        }
         if let Some(p) = self.pacing.as_mut() {
             *p = PacingCounts {
                 queue_limit: p.queue_limit,
@@ -122,12 +132,31 @@ impl WorkerStats {
         h.saturating_record(ns);
     }
 
+    /// A connection's connect time.
+    pub(crate) fn record_connect(&mut self, d: Duration) {
+        Self::record(&mut self.connect_time, d);
+        if let Some(s) = self.samples.as_mut() {
+            s.connect.push(secs(d));
+        }
+    }
+
+    /// A connection's time to first byte.
+    pub(crate) fn record_ttfb(&mut self, d: Duration) {
+        Self::record(&mut self.ttfb, d);
+        if let Some(s) = self.samples.as_mut() {
+            s.ttfb.push(secs(d));
+        }
+    }
+
     /// A completed request's latencies: from the send, and from the intended start for paced
     /// runs (run histograms and the time series).
     #[inline]
     /// The worker rolls the series (`roll_series`) before counting the request.
     pub(crate) fn record_latency(&mut self, from_send: Duration, corrected: Option<Duration>) {
         Self::record(&mut self.request_time, from_send);
+        if let Some(s) = self.samples.as_mut() {
+            s.request.push(secs(from_send));
+        }
         if let Some(c) = corrected {
             Self::record(&mut self.request_time_corrected, c);
         }
@@ -210,12 +239,16 @@ pub(crate) fn merge(
     let mut ttfb = new_duration_histogram();
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
-    let (mut goaways, mut reconnects, mut read_waits) = (0, 0, 0);
+    let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
     let mut bytes_sent = 0;
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
+    let mut samples: Option<Samples> = None;
     for w in workers {
+        if let Some(s) = &w.samples {
+            samples.get_or_insert_with(Samples::default).add(s);
+        }
         req.total += w.req_todo;
         req.started += w.started;
         req.done += w.done;
@@ -247,6 +280,7 @@ pub(crate) fn merge(
         goaways += w.goaways;
         reconnects += w.reconnects;
         read_waits += w.read_waits;
+        tls_resumed += w.tls_resumed;
         if app_protocol.is_none() {
             app_protocol = w.app_protocol;
         }
@@ -286,9 +320,14 @@ pub(crate) fn merge(
         goaways,
         reconnects,
         read_waits,
+        tls_resumed,
         interrupted,
         pacing,
         timeseries: Vec::new(),
+        samples: samples.map(|mut s| {
+            s.sort();
+            s
+        }),
     }
 }
 

@@ -439,6 +439,11 @@ impl Transport {
         })
     }
 
+    /// Whether the TLS handshake resumed a session.
+    pub(crate) fn resumed(&self) -> bool {
+        self.tls.as_deref().and_then(|t| t.handshake_kind()) == Some(rustls::HandshakeKind::Resumed)
+    }
+
     /// Sends close_notify (best effort) and half-closes the socket.
     pub(crate) fn close(&mut self) {
         if let Some(tls) = self.tls.as_deref_mut() {
@@ -562,17 +567,23 @@ impl ServerCertVerifier for AcceptAnyCert {
 }
 
 /// Builds the rustls client configuration: ring provider, TLS 1.2 + 1.3,
-/// the ALPN list, no session resumption (like h2load, each connection does
-/// a full handshake), and either no certificate verification (`insecure`)
+/// the ALPN list, the suites and groups of `opts`, no session resumption
+/// unless `opts.resume` (like h2load, each connection does a full
+/// handshake), and either no certificate verification (`insecure`)
 /// or verification against the system CA bundle (`SSL_CERT_FILE` or
 /// `/etc/ssl/certs/ca-certificates.crt`).
-pub(crate) fn client_config(alpn: &[String], insecure: bool) -> Result<ClientConfig, String> {
+pub(crate) fn client_config(
+    alpn: &[String],
+    insecure: bool,
+    opts: &crate::tls_opts::TlsOptions,
+) -> Result<ClientConfig, String> {
     let mut provider = ring_provider::default_provider();
     // h2load's preference order (nghttp2's DEFAULT_CIPHER_LIST and TLS 1.3 list):
     // AES-128-GCM, then AES-256-GCM, then ChaCha20-Poly1305; ECDSA before RSA.
     provider
         .cipher_suites
         .sort_by_key(|s| cipher_rank(s.suite()));
+    crate::tls_opts::apply(&mut provider, opts);
     let provider = Arc::new(provider);
     let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -587,7 +598,11 @@ pub(crate) fn client_config(alpn: &[String], insecure: bool) -> Result<ClientCon
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    cfg.resumption = rustls::client::Resumption::disabled();
+    cfg.resumption = if opts.resume {
+        rustls::client::Resumption::in_memory_sessions(256)
+    } else {
+        rustls::client::Resumption::disabled()
+    };
     Ok(cfg)
 }
 
@@ -640,7 +655,8 @@ mod tests {
 
     #[test]
     fn builds_insecure_config() {
-        let cfg = client_config(&["h2".into(), "http/1.1".into()], true).unwrap();
+        let cfg =
+            client_config(&["h2".into(), "http/1.1".into()], true, &Default::default()).unwrap();
         assert_eq!(
             cfg.alpn_protocols,
             vec![b"h2".to_vec(), b"http/1.1".to_vec()]

@@ -24,6 +24,7 @@ use crate::h2::{H2Session, H2Settings};
 use crate::pacing::{ClientPace, Pacer};
 use crate::plan::Gate;
 use crate::request::Prepared;
+use crate::samples::WorkerSamples;
 use crate::session::{AnySession, Session, SessionError, SessionEvents, SubmitError};
 use crate::stats::WorkerStats;
 use crate::timer::DeadlineTimer;
@@ -96,6 +97,8 @@ pub(crate) struct WorkerSetup<'o> {
     pub coalesce: Option<Duration>,
     /// Longest read wait (see `read_wait`); `None` reads at once.
     pub read_wait: Option<Duration>,
+    /// This worker's share of [`crate::BenchConfig::max_samples`].
+    pub max_samples: Option<usize>,
 }
 
 /// What a worker hands back.
@@ -315,6 +318,9 @@ impl<'o> Worker<'o> {
         let log = s.log.take().map(|f| BufWriter::with_capacity(64 * 1024, f));
         let mut stats = WorkerStats::new(s.req_todo);
         stats.series = s.series.take();
+        stats.samples = s
+            .max_samples
+            .map(|cap| Box::new(WorkerSamples::new(cap, s.id)));
         if let Pacer::Open(p) = &s.pacer {
             stats.pacing = Some(crate::result::PacingCounts {
                 queue_limit: p.limit() as u64,
@@ -899,10 +905,11 @@ impl<'o> Worker<'o> {
             return;
         };
         let core = &mut client.core;
-        WorkerStats::record(
-            &mut self.stats.connect_time,
-            now.saturating_duration_since(core.connect_start),
-        );
+        self.stats
+            .record_connect(now.saturating_duration_since(core.connect_start));
+        if conn.transport.resumed() {
+            self.stats.tls_resumed += 1;
+        }
         if self.stats.app_protocol.is_none() {
             self.stats.app_protocol = Some(proto);
             self.stats.protocol_fallback = fallback;
@@ -1397,10 +1404,8 @@ impl Ev<'_> {
     fn ttfb(&mut self) {
         if !self.core.ttfb_done {
             self.core.ttfb_done = true;
-            WorkerStats::record(
-                &mut self.st.ttfb,
-                self.now.saturating_duration_since(self.core.connect_start),
-            );
+            self.st
+                .record_ttfb(self.now.saturating_duration_since(self.core.connect_start));
         }
     }
 

@@ -1,4 +1,4 @@
-//! Request coalescing (`BenchConfig::coalesce`, `--no-coalesce`) against a
+//! Request coalescing (`BenchConfig::coalesce`, opt-in `--coalesce`) against a
 //! scripted HTTP/2 peer that answers some streams of a connection and keeps
 //! one open. What is asserted is ordering, never timing: a PING sent after the
 //! answers is acknowledged by the client in the turn that reads it, so the
@@ -216,6 +216,16 @@ fn refilled_while_a_stream_stays_open(cfg_for: impl FnOnce(SocketAddr) -> BenchC
 #[test]
 fn without_coalescing_each_freed_slot_is_refilled_at_once() {
     refilled_while_a_stream_stays_open(|a| config(a, 8, 4, None));
+}
+
+#[test]
+fn by_default_each_freed_slot_is_refilled_at_once_like_h2load() {
+    refilled_while_a_stream_stays_open(|a| {
+        let mut cfg = config(a, 8, 4, Some(Duration::from_secs(60)));
+        cfg.coalesce = BenchConfig::new(Vec::new()).coalesce;
+        assert_eq!(cfg.coalesce, None, "coalescing must be opt-in");
+        cfg
+    });
 }
 
 #[test]

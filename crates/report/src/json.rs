@@ -205,8 +205,8 @@ pub struct OptionsJson {
     pub connection_inactivity_timeout_seconds: Option<f64>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
-    /// Longest hold of request coalescing in seconds; null with `--no-coalesce` (and in
-    /// results written before coalescing existed, which sent requests at once).
+    /// Longest hold of request coalescing in seconds; null unless `--coalesce` was given (and
+    /// in results written before coalescing existed, which sent requests at once).
     #[serde(default)]
     pub coalesce_hold_seconds: Option<f64>,
     /// Longest read wait in seconds; null with `--read-wait 0` (and in results written
@@ -956,6 +956,8 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .flatten()
             .map(crate::model::IntervalRow::from)
             .collect(),
+        samples: None,
+        tls_resumed: 0,
     };
     Ok((r, RunOptions::from(&doc.options)))
 }
@@ -1046,6 +1048,8 @@ pub fn merge_results(
         },
         // Interval percentiles cannot be merged: merged documents carry no series.
         timeseries: Vec::new(),
+        samples: None,
+        tls_resumed: 0,
     })
 }
 

@@ -4,6 +4,9 @@
 //!   percentile columns and extra lines added where h2load has none.
 //! - [`json`]: the `--json` result document (schema `schemas/bench-result.v1.json`), with the
 //!   merged latency histograms serialised as HdrHistogram V2 so that runs can be merged later.
+//! - [`h2load_json`]: h2load's `--output-file` document (JSON "v1"), key for key.
+//! - [`layout`]: the latency tables of h2load 1.69 and 1.70 (`--output-format`) and h2load's
+//!   text histogram (`--histogram`).
 //! - [`csv`]: one row per run with a header row.
 //! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
 //!   otherwise).
@@ -15,7 +18,9 @@
 
 mod atomic;
 pub mod csv;
+pub mod h2load_json;
 pub mod json;
+pub mod layout;
 pub mod model;
 pub mod progress;
 pub mod shard;

@@ -86,9 +86,11 @@ pub fn empty_result() -> RunResult {
         goaways: 0,
         reconnects: 0,
         read_waits: 0,
+        tls_resumed: 0,
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),
+        samples: None,
     }
 }
 
@@ -145,7 +147,7 @@ pub struct RunOptions {
     pub connection_inactivity_timeout: Option<Duration>,
     /// `--require-protocol`.
     pub require_protocol: Option<String>,
-    /// Longest hold of request coalescing; `None` with `--no-coalesce`.
+    /// Longest hold of request coalescing; `None` unless `--coalesce` was given.
     pub coalesce_hold: Option<Duration>,
     /// Longest read wait; `None` with `--read-wait 0`.
     pub read_wait: Option<Duration>,

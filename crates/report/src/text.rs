@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use h2lab_engine::Phase;
 
+use crate::layout::OutputFormat;
 use crate::model::{h2_error_name, is_paced, AppProtocol, ErrorCounts, RunResult, TlsInfo};
 use crate::stats::{bytes_per_second, requests_per_second, Summary, QUANTILE_LABELS};
 use crate::units::{dtos, format_duration_ns, format_duration_us, utos_funit};
@@ -131,11 +132,26 @@ pub const FALLBACK_WARNING: &str = "warning: h2 was offered but the server selec
 /// `status codes:`, `traffic:`, the latency table (with h2lab's percentile columns appended), and
 /// h2lab's extra lines.
 pub fn summary(r: &RunResult) -> String {
+    summary_as(r, OutputFormat::H2load152, false)
+}
+
+/// [`summary`] with the latency table of `format`, and h2load's histogram under each latency
+/// row when `histogram` is set.
+pub fn summary_as(r: &RunResult, format: OutputFormat, histogram: bool) -> String {
     let mut s = String::with_capacity(1024);
     s.push('\n');
     s.push_str(&counters(r));
-    s.push_str(&latency_table(r));
-    s.push_str(&extra_lines(r));
+    s.push_str(&match format {
+        OutputFormat::H2load152 => latency_table_with(r, histogram),
+        _ => crate::layout::latency_table(r, format, histogram),
+    });
+    let extra = extra_lines(r);
+    if format == OutputFormat::H2load152 {
+        s.push_str(&extra);
+    } else {
+        // The newer tables have one request row, and it is the corrected one.
+        s.push_str(&extra.replace(CORRECTED_NOTE, crate::layout::CORRECTED_NOTE));
+    }
     s
 }
 
@@ -176,6 +192,11 @@ pub fn counters(r: &RunResult) -> String {
 
 /// The latency table: h2load's header and four rows, each extended with p50, p90, p99, p99.9.
 pub fn latency_table(r: &RunResult) -> String {
+    latency_table_with(r, false)
+}
+
+/// [`latency_table`], with h2load's histogram under each row when `histogram` is set.
+pub fn latency_table_with(r: &RunResult, histogram: bool) -> String {
     let mut s = String::with_capacity(512);
     s.push_str(H2LOAD_TABLE_HEADER);
     for label in QUANTILE_LABELS {
@@ -195,9 +216,15 @@ pub fn latency_table(r: &RunResult) -> String {
     for (label, h) in rows {
         let sum = Summary::from_histogram(h);
         row(&mut s, label, &sum, &format_duration_ns);
+        if histogram {
+            crate::layout::histogram_of(h, &mut s, &format_duration_ns, false);
+        }
     }
     let rps = Summary::from_samples(&r.client_rps);
     row(&mut s, "req/s           : ", &rps, &|v| format!("{v:.2}"));
+    if histogram {
+        crate::layout::plot_samples(&mut s, &r.client_rps, &dtos, false);
+    }
     s
 }
 
@@ -253,6 +280,14 @@ pub fn extra_lines(r: &RunResult) -> String {
     if r.protocol_fallback {
         s.push_str(FALLBACK_WARNING);
         s.push('\n');
+    }
+    if r.tls_resumed > 0 {
+        let _ = writeln!(
+            s,
+            "TLS: {} of {} handshakes resumed a session",
+            r.tls_resumed,
+            r.connect_time.len()
+        );
     }
     if r.goaways > 0 || r.reconnects > 0 {
         let _ = writeln!(
@@ -583,6 +618,20 @@ mod tests {
         for line in t.lines() {
             assert_eq!(line.len(), header.len(), "{line:?}");
         }
+    }
+
+    #[test]
+    fn resumed_handshakes_line() {
+        let mut r = empty_result();
+        assert!(!extra_lines(&r).contains("TLS:"));
+        r.tls_resumed = 2;
+        for _ in 0..3 {
+            r.connect_time.record(1000).unwrap();
+        }
+        assert_eq!(
+            extra_lines(&r),
+            "TLS: 2 of 3 handshakes resumed a session\n"
+        );
     }
 
     /// A whole summary, golden, with distributions whose statistics are exact.

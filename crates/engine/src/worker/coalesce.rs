@@ -11,7 +11,7 @@
 //! With coalescing, a client whose streams complete while others of the same
 //! connection are still in flight *holds* the new requests until every stream
 //! of the connection has completed or the hold limit
-//! ([`crate::DEFAULT_COALESCE_HOLD`] by default) has passed since the first one was held, then submits them all in one write. The limit keeps a
+//! ([`crate::DEFAULT_COALESCE_HOLD`] for a bare `--coalesce`) has passed since the first one was held, then submits them all in one write. The limit keeps a
 //! slow stream from holding the fast ones back (no convoy longer than the
 //! limit). A connection with nothing in flight is never held, so `-m1` runs
 //! are unchanged, and paced runs (open model, `--rps`, timing scripts) never
@@ -19,8 +19,8 @@
 //!
 //! Requests are timed from the write that carries them, so holding does not
 //! add to the measured request time; what changes is how many streams are in
-//! flight between the batches. `--no-coalesce` restores h2load's
-//! one-request-per-completion behaviour.
+//! flight between the batches, which is why it is opt-in (`--coalesce`): by
+//! default the client keeps h2load's one-request-per-completion behaviour.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

@@ -242,4 +242,41 @@ mod tests {
         seen(&mut r, Duration::from_millis(70));
         assert_eq!(r.wait(), None);
     }
+
+    /// The latency bias bound, over many request-time sequences: a wait (how late a
+    /// response can be seen) is never longer than the cap, nor than 1% of the longest
+    /// request time observed, nor shorter than `MIN_WAIT`.
+    #[test]
+    fn the_bias_is_bounded_by_the_cap_and_one_percent_of_request_times() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut waits = 0u32;
+        for cap_us in [5u64, 20, 50, 1000] {
+            let cap = Duration::from_micros(cap_us);
+            for _ in 0..50 {
+                let mut r = ReadWait::new(cap);
+                let mut longest = Duration::ZERO;
+                for _ in 0..2000 {
+                    // 1 µs .. ~100 ms, spread over five orders of magnitude.
+                    let t = Duration::from_nanos(
+                        1_000 * 10u64.pow((next() % 6) as u32) * (1 + next() % 9) / 9,
+                    );
+                    longest = longest.max(t);
+                    seen(&mut r, t);
+                    if let Some(w) = r.wait() {
+                        assert!(w <= cap, "{w:?} > cap {cap:?}");
+                        assert!(w * FRACTION <= longest, "{w:?} > 1% of {longest:?}");
+                        assert!(w >= MIN_WAIT);
+                        waits += 1;
+                    }
+                }
+            }
+        }
+        assert!(waits > 10_000, "the sequences hardly ever waited ({waits})");
+    }
 }

@@ -1,0 +1,193 @@
+//! h2load's `--output-file` document (JSON "v1", h2load 1.69+), key for key:
+//!
+//! ```text
+//! {"version":"v1","metadata":{"generator":…},
+//!  "measurements":{"duration":…,"request_per_second":…,"bytes_per_second":…,
+//!   "requests":{"total","started","done","succeeded","failed","errored","timeout"},
+//!   "status_codes":{"2xx","3xx","4xx","5xx"},
+//!   "traffic":{"total","headers","headers_decompressed","data"},
+//!   "performance":{"request":STAT,"connect":STAT,"ttfb":STAT,"request_per_second":STAT}}}
+//! STAT = {"min","max","median","p95","p99","mean","sd","within_sd","samples":[…]}
+//! ```
+//!
+//! As in nghttp2's `src/h2load.cc` (tag v1.70.0, `write_result`): times in seconds, `duration`
+//! the whole run, `request_per_second` and `bytes_per_second` as on the `finished in` line. The
+//! statistics are those of the text table (`--output-format=h2load-1.70`); `samples` are the
+//! run's raw samples, sorted, at most 1,000,000 (a reservoir, see `h2lab_engine::samples`).
+//! `generator` names h2lab, not h2load. h2lab's own `--json` document is a different one.
+
+use std::io;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::layout::Stat;
+use crate::model::RunResult;
+use crate::stats::{bytes_per_second, requests_per_second};
+
+/// The document.
+#[derive(Debug, Serialize)]
+pub struct Document {
+    /// Always `"v1"`.
+    pub version: &'static str,
+    /// Who wrote it.
+    pub metadata: Metadata,
+    /// The results.
+    pub measurements: Measurements,
+}
+
+/// `metadata`.
+#[derive(Debug, Serialize)]
+pub struct Metadata {
+    /// `h2lab <version>`.
+    pub generator: String,
+}
+
+/// `measurements`.
+#[derive(Debug, Serialize)]
+pub struct Measurements {
+    /// Seconds, the whole run.
+    pub duration: f64,
+    /// As on the `finished in` line.
+    pub request_per_second: f64,
+    /// As on the `finished in` line (integer).
+    pub bytes_per_second: u64,
+    /// The `requests:` line.
+    pub requests: Requests,
+    /// The `status codes:` line.
+    pub status_codes: StatusCodes,
+    /// The `traffic:` line.
+    pub traffic: TrafficJson,
+    /// The latency table.
+    pub performance: Performance,
+}
+
+/// `requests`.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)]
+pub struct Requests {
+    pub total: u64,
+    pub started: u64,
+    pub done: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub errored: u64,
+    pub timeout: u64,
+}
+
+/// `status_codes`.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)]
+pub struct StatusCodes {
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+/// `traffic` (bytes).
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)]
+pub struct TrafficJson {
+    pub total: u64,
+    pub headers: u64,
+    pub headers_decompressed: u64,
+    pub data: u64,
+}
+
+/// `performance`.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)]
+pub struct Performance {
+    pub request: StatJson,
+    pub connect: StatJson,
+    pub ttfb: StatJson,
+    pub request_per_second: StatJson,
+}
+
+/// One statistic with its samples.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)]
+pub struct StatJson {
+    pub min: f64,
+    pub max: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub mean: f64,
+    pub sd: f64,
+    pub within_sd: f64,
+    pub samples: Vec<f64>,
+}
+
+impl StatJson {
+    fn new(st: Stat, scale: f64, samples: Vec<f64>) -> StatJson {
+        StatJson {
+            min: st.min * scale,
+            max: st.max * scale,
+            median: st.median * scale,
+            p95: st.p95 * scale,
+            p99: st.p99 * scale,
+            mean: st.mean * scale,
+            sd: st.sd * scale,
+            within_sd: st.within_sd,
+            samples,
+        }
+    }
+}
+
+/// Builds the document of a run (samples from `r.samples`, empty arrays when none were kept).
+pub fn document(r: &RunResult) -> Document {
+    const NS: f64 = 1e-9;
+    let samples = r.samples.clone().unwrap_or_default();
+    let mut rps = r.client_rps.clone();
+    rps.sort_by(f64::total_cmp);
+    Document {
+        version: "v1",
+        metadata: Metadata {
+            generator: format!("h2lab {}", env!("CARGO_PKG_VERSION")),
+        },
+        measurements: Measurements {
+            duration: r.elapsed.as_secs_f64(),
+            request_per_second: requests_per_second(r),
+            bytes_per_second: bytes_per_second(r),
+            requests: Requests {
+                total: r.requests.total,
+                started: r.requests.started,
+                done: r.requests.done,
+                succeeded: r.requests.succeeded,
+                failed: r.requests.failed,
+                errored: r.requests.errored,
+                timeout: r.requests.timeout,
+            },
+            status_codes: StatusCodes {
+                s2xx: r.status.s2xx,
+                s3xx: r.status.s3xx,
+                s4xx: r.status.s4xx,
+                s5xx: r.status.s5xx,
+            },
+            traffic: TrafficJson {
+                total: r.traffic.bytes_total,
+                headers: r.traffic.bytes_head,
+                headers_decompressed: r.traffic.bytes_head_decomp,
+                data: r.traffic.bytes_body,
+            },
+            performance: Performance {
+                request: StatJson::new(Stat::from_histogram(&r.request_time), NS, samples.request),
+                connect: StatJson::new(Stat::from_histogram(&r.connect_time), NS, samples.connect),
+                ttfb: StatJson::new(Stat::from_histogram(&r.ttfb), NS, samples.ttfb),
+                request_per_second: StatJson::new(Stat::from_samples(&rps), 1.0, rps),
+            },
+        },
+    }
+}
+
+/// Writes the document of `r` to `path` (atomically: a reader never sees half a file).
+pub fn write(path: &Path, r: &RunResult) -> io::Result<()> {
+    let text = serde_json::to_string(&document(r)).map_err(io::Error::other)?;
+    crate::write_atomic(path, text.as_bytes())
+}
