@@ -28,31 +28,9 @@ pub const DEFAULT_EQUIVALENCE: f64 = 0.03;
 /// with 3 values, 87.5% with 4, 93.75% with 5): fewer rounds are always undecided.
 pub const MIN_ROUNDS: usize = 5;
 
-/// A small deterministic generator (SplitMix64): reproducible bootstraps, no dependency.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator started from `seed`.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform index below `n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        // Multiply-shift: unbiased enough for resampling a few hundred values.
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
+/// The deterministic generator of the bootstraps (SplitMix64, shared with the link emulator's
+/// loss and jitter draws): the same seed gives the same intervals.
+pub use crate::link::shaper::Rng;
 
 /// A median with its confidence interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -127,7 +105,7 @@ pub fn median_ci(values: &[f64], rng: &mut Rng) -> Option<Estimate> {
     let mut sample = vec![0.0; n];
     for _ in 0..RESAMPLES {
         for s in sample.iter_mut() {
-            *s = v[rng.below(n)];
+            *s = v[rng.below(n as u64) as usize];
         }
         sample.sort_by(f64::total_cmp);
         meds.push(median_sorted(&sample));
@@ -228,7 +206,7 @@ mod tests {
         let mut counts = [0u32; 4];
         let mut r = Rng::new(1);
         for _ in 0..40_000 {
-            counts[r.below(4)] += 1;
+            counts[r.below(4) as usize] += 1;
         }
         assert!(
             counts.iter().all(|&c| (9_000..11_000).contains(&c)),
