@@ -64,7 +64,7 @@ pub struct Measurements {
 
 /// `requests`.
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct Requests {
     pub total: u64,
     pub started: u64,
@@ -77,7 +77,7 @@ pub struct Requests {
 
 /// `status_codes`.
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct StatusCodes {
     #[serde(rename = "2xx")]
     pub s2xx: u64,
@@ -91,7 +91,7 @@ pub struct StatusCodes {
 
 /// `traffic` (bytes).
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct TrafficJson {
     pub total: u64,
     pub headers: u64,
@@ -101,7 +101,7 @@ pub struct TrafficJson {
 
 /// `performance`.
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct Performance {
     pub request: StatJson,
     pub connect: StatJson,
@@ -111,7 +111,7 @@ pub struct Performance {
 
 /// One statistic with its samples.
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct StatJson {
     pub min: f64,
     pub max: f64,
