@@ -62,6 +62,7 @@ pub fn run(
         connection_window_bits: cfg.connection_window_bits,
         header_table_size: cfg.header_table_size,
         encoder_header_table_size: cfg.encoder_header_table_size,
+        enable_push: false,
     };
     let plan = Plan::new(cfg);
     let timing = plan.timing;
