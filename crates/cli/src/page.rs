@@ -78,6 +78,13 @@ pub struct PageArgs {
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
     pub render: bool,
 
+    /// HTTP/2 server push: accept (the built-in server then pushes each page's CSS and JS,
+    /// pushed responses are used instead of requested and counted) or refuse
+    /// (SETTINGS_ENABLE_PUSH = 0, as browsers do now).
+    #[arg(long, value_name = "accept|refuse", default_value = "refuse", value_parser = parse_push,
+          action = clap::ArgAction::Set)]
+    pub push: bool,
+
     /// Load test: ramp up to N virtual users (over --ramp), hold (--hold), ramp down.
     #[arg(long, value_name = "N")]
     pub users: Option<u32>,
@@ -115,6 +122,15 @@ pub struct PageArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `--push accept|refuse`.
+fn parse_push(s: &str) -> Result<bool, String> {
+    match s {
+        "accept" => Ok(true),
+        "refuse" => Ok(false),
+        _ => Err("expected accept or refuse".into()),
+    }
+}
+
 fn build(a: &PageArgs) -> Result<PageConfig, String> {
     let mut c = PageConfig {
         url: a.url.clone(),
@@ -124,6 +140,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         h2_connections: a.h2_connections,
         h2_streams: a.h2_streams,
         server_threads: a.server_threads.max(1),
+        push: a.push,
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {

@@ -128,11 +128,16 @@ impl Targets {
 pub struct BuiltinOptions {
     /// Server worker threads.
     pub threads: usize,
+    /// HTTP/2 server push of `/page` assets (`h2lab serve --push`).
+    pub push: bool,
 }
 
 impl Default for BuiltinOptions {
     fn default() -> Self {
-        BuiltinOptions { threads: 1 }
+        BuiltinOptions {
+            threads: 1,
+            push: false,
+        }
     }
 }
 
@@ -170,6 +175,7 @@ impl LabEnv {
             tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             cert_dir: Some(cert_dir.clone()),
             threads: opts.threads.max(1),
+            push: opts.push,
             ..ServerConfig::local()
         };
         let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;

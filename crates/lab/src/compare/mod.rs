@@ -224,6 +224,7 @@ pub fn run(
     let mut env = match &cfg.targets {
         None => LabEnv::builtin(&BuiltinOptions {
             threads: cfg.server_threads,
+            ..BuiltinOptions::default()
         })?,
         Some(t) => LabEnv::external(t.clone()),
     };

@@ -87,6 +87,9 @@ pub struct PageConfig {
     pub server_threads: usize,
     /// Longest a single page load may take.
     pub timeout: Duration,
+    /// Accept HTTP/2 server push (`--push accept`; the built-in server then pushes each
+    /// page's CSS and JS); default refuse, as browsers do.
+    pub push: bool,
 }
 
 impl Default for PageConfig {
@@ -104,6 +107,7 @@ impl Default for PageConfig {
             slow: None,
             server_threads: 1,
             timeout: Duration::from_secs(120),
+            push: false,
         }
     }
 }
@@ -296,6 +300,7 @@ fn pools(env: &mut LabEnv, cfg: &PageConfig, protos: &[Proto]) -> Result<Vec<Poo
                 streams: if p.is_h2() { cfg.h2_streams } else { 1 },
                 gauge: None,
                 timeout: cfg.timeout,
+                push: cfg.push,
             })
         })
         .collect()
@@ -309,6 +314,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         None => (
             LabEnv::builtin(&BuiltinOptions {
                 threads: cfg.server_threads,
+                push: cfg.push,
             })?,
             format!("/page?{}", cfg.page_query),
         ),

@@ -269,6 +269,7 @@ fn pool(proto: Proto, upstream: SocketAddr, link: &RunningLink, timeout: Duratio
         streams: 1000,
         gauge: None,
         timeout,
+        push: false,
     }
 }
 
@@ -553,6 +554,7 @@ mod tests {
             bytes: Default::default(),
             timeline: vec![t(0, 10.0), t(1, 30.0), t(2, 50.0), t(3, 90.0)],
             conns: Vec::new(),
+            push: Default::default(),
         };
         assert_eq!(render_ms(&load, &paths), 50.0);
         let only_html = PageLoad {
