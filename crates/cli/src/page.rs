@@ -73,8 +73,9 @@ pub struct PageArgs {
 
     /// The render experiment (issue 19): a page with render-blocking CSS/JS and images over
     /// HTTP/1.1 x6 and HTTP/2 against a server with priorities off and one with RFC 9218
-    /// priorities on, on the wan and a lossy (2%) link; reports time until the CSS/JS are
-    /// done and until the page is complete, with verdicts. --page-query, -n and --json apply.
+    /// priorities on, and one pushing the CSS/JS (--push), on the wan and a lossy (2%) link;
+    /// reports time until the CSS/JS are done and until the page is complete, bytes pushed
+    /// and wasted, with verdicts. --page-query, -n and --json apply.
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
     pub render: bool,
 
@@ -278,4 +279,16 @@ pub fn main(args: PageArgs) -> ExitCode {
         println!("report: {}", args.report.join("index.html").display());
     }
     ExitCode::from(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_push;
+
+    #[test]
+    fn push_accept_or_refuse() {
+        assert_eq!(parse_push("accept"), Ok(true));
+        assert_eq!(parse_push("refuse"), Ok(false));
+        assert!(parse_push("on").is_err());
+    }
 }

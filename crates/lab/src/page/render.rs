@@ -5,7 +5,7 @@
 //! images after them, all sizes drawn from the seed) is loaded cold, the way a browser
 //! does — HTTP/1.1 over 6 connections, HTTP/2 over one — with the browser's default
 //! priorities on every HTTP/2 request (CSS `u=0`, JS `u=1`, images `u=5, i`; see
-//! [`h2lab_engine::priority`]). Three arms, alternated load by load, on each emulated link:
+//! [`h2lab_engine::priority`]). Four arms, alternated load by load, on each emulated link:
 //!
 //! - `http/1.1 x6`: six connections; priorities mean nothing there;
 //! - `h2 prio off`: a server that ignores priorities (round-robin, as nginx does);
