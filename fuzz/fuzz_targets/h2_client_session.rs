@@ -95,6 +95,7 @@ fuzz_target!(|data: &[u8]| {
         connection_window_bits: if cfg_byte & 0x10 != 0 { 16 } else { 30 },
         header_table_size: if cfg_byte & 0x20 != 0 { 0 } else { 4096 },
         encoder_header_table_size: if cfg_byte & 0x40 != 0 { 0 } else { 4096 },
+        enable_push: false,
     };
     let close_when_done = cfg_byte & 0x80 != 0;
     let mut s = fuzzing::h2_session(&cfg, m, &settings).unwrap();
