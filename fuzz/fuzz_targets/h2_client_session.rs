@@ -96,6 +96,7 @@ fuzz_target!(|data: &[u8]| {
         header_table_size: if cfg_byte & 0x20 != 0 { 0 } else { 4096 },
         encoder_header_table_size: if cfg_byte & 0x40 != 0 { 0 } else { 4096 },
         max_frame_size: 16_384,
+        enable_push: false,
     };
     let close_when_done = cfg_byte & 0x80 != 0;
     let mut s = fuzzing::h2_session(&cfg, m, &settings).unwrap();

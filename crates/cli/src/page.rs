@@ -73,10 +73,18 @@ pub struct PageArgs {
 
     /// The render experiment (issue 19): a page with render-blocking CSS/JS and images over
     /// HTTP/1.1 x6 and HTTP/2 against a server with priorities off and one with RFC 9218
-    /// priorities on, on the wan and a lossy (2%) link; reports time until the CSS/JS are
-    /// done and until the page is complete, with verdicts. --page-query, -n and --json apply.
+    /// priorities on, and one pushing the CSS/JS (--push), on the wan and a lossy (2%) link;
+    /// reports time until the CSS/JS are done and until the page is complete, bytes pushed
+    /// and wasted, with verdicts. --page-query, -n and --json apply.
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
     pub render: bool,
+
+    /// HTTP/2 server push: accept (the built-in server then pushes each page's CSS and JS,
+    /// pushed responses are used instead of requested and counted) or refuse
+    /// (SETTINGS_ENABLE_PUSH = 0, as browsers do now).
+    #[arg(long, value_name = "accept|refuse", default_value = "refuse", value_parser = parse_push,
+          action = clap::ArgAction::Set)]
+    pub push: bool,
 
     /// Load test: ramp up to N virtual users (over --ramp), hold (--hold), ramp down.
     #[arg(long, value_name = "N")]
@@ -118,6 +126,15 @@ pub struct PageArgs {
     pub json: Option<PathBuf>,
 }
 
+/// `--push accept|refuse`.
+fn parse_push(s: &str) -> Result<bool, String> {
+    match s {
+        "accept" => Ok(true),
+        "refuse" => Ok(false),
+        _ => Err("expected accept or refuse".into()),
+    }
+}
+
 fn build(a: &PageArgs) -> Result<PageConfig, String> {
     let mut c = PageConfig {
         url: a.url.clone(),
@@ -128,6 +145,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         h2_streams: a.h2_streams,
         server_threads: a.server_threads.max(1),
         pinning: a.cpus.pinning()?,
+        push: a.push,
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {
@@ -265,4 +283,16 @@ pub fn main(args: PageArgs) -> ExitCode {
         println!("report: {}", args.report.join("index.html").display());
     }
     ExitCode::from(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_push;
+
+    #[test]
+    fn push_accept_or_refuse() {
+        assert_eq!(parse_push("accept"), Ok(true));
+        assert_eq!(parse_push("refuse"), Ok(false));
+        assert!(parse_push("on").is_err());
+    }
 }

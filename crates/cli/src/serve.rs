@@ -110,6 +110,11 @@ pub struct ServeArgs {
           value_parser = parse_priorities)]
     pub priorities: h2lab_server::sched::PriorityMode,
 
+    /// HTTP/2 server push: a `/page` response pushes its render-blocking CSS and JS (and
+    /// names them in `link: <...>; rel=preload`) to clients that allow push.
+    #[arg(long = "push")]
+    pub push: bool,
+
     /// TCP_NOTSENT_LOWAT in bytes with --priorities rfc9218 (0: kernel default): keeps unsent
     /// socket data small so priorities act on a slow link.
     #[arg(long = "notsent-lowat", value_name = "SIZE", value_parser = parse_u32_size,
@@ -210,6 +215,7 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         header_table_size: args.header_table_size,
         max_header_list_size: args.max_header_list_size,
         priorities: args.priorities,
+        push: args.push,
         notsent_lowat: args.notsent_lowat,
         notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,

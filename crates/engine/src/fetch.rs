@@ -48,6 +48,11 @@ use crate::session::{AnySession, Session, SessionError, SessionEvents};
 use crate::transport::{self, Endpoint, Handshake, ReadEnd, Socket, Transport};
 use crate::EngineError;
 
+#[path = "fetch_push.rs"]
+mod push;
+use push::PushCache;
+pub use push::PushStats;
+
 /// Plaintext read buffer per fetcher.
 const READ_BUF: usize = 64 * 1024;
 /// A request is given up after this many attempts (connection lost while in flight).
@@ -124,6 +129,7 @@ impl FetchConfig {
                 header_table_size: 65_536,
                 encoder_header_table_size: 4096,
                 max_frame_size: 16_384,
+                enable_push: false,
             },
             priorities: true,
         }
@@ -294,6 +300,8 @@ pub struct Fetcher {
     traffic: FetchTraffic,
     failed_conns: u32,
     first_error: Option<String>,
+    /// Pushed responses (HTTP/2 with [`H2Settings::enable_push`]).
+    pushes: PushCache,
 }
 
 impl std::fmt::Debug for Fetcher {
@@ -382,7 +390,15 @@ impl Fetcher {
             traffic: FetchTraffic::default(),
             failed_conns: 0,
             first_error: None,
+            pushes: PushCache::new(paths),
         })
+    }
+
+    /// Server push counters (all zero unless `cfg.h2.enable_push`): a request for a path
+    /// the server pushed on an open connection uses the pushed response instead of being
+    /// sent ([`FetchRecord::request_bytes`] 0).
+    pub fn push_stats(&self) -> PushStats {
+        self.pushes.stats()
     }
 
     /// The instant all recorded times are measured from (the fetcher's creation).
@@ -443,10 +459,15 @@ impl Fetcher {
         }
         let mut st = BatchState {
             jobs,
-            queue: (0..indices.len()).collect(),
+            queue: VecDeque::with_capacity(indices.len()),
             remaining: indices.len(),
             capture,
         };
+        for k in 0..indices.len() {
+            if !self.claim_push(k, &mut st) {
+                st.queue.push_back(k);
+            }
+        }
         let deadline = self.epoch + started + self.cfg.timeout;
         while st.remaining > 0 {
             self.schedule(&mut st);
@@ -525,6 +546,30 @@ impl Fetcher {
             }
             self.drop_conn(idx);
         }
+    }
+
+    /// Serves job `k` from a pushed response if there is one: finished now when the
+    /// push is complete, else when it ends. Returns false when nothing was pushed.
+    fn claim_push(&mut self, k: usize, st: &mut BatchState) -> bool {
+        let Some(j) = st.jobs.get_mut(k) else {
+            return false;
+        };
+        let conns = &self.conns;
+        let open = |c: u32| conns.get(c as usize).is_some_and(Option::is_some);
+        let Some(p) = self.pushes.find(j.rec.path, open) else {
+            return false;
+        };
+        p.used = true;
+        j.rec.conn = p.conn;
+        j.rec.body_bytes = p.bytes;
+        if p.complete {
+            j.rec.status = p.status;
+            j.finished = true;
+            st.remaining = st.remaining.saturating_sub(1);
+        } else {
+            p.claimed = Some(k);
+        }
+        true
     }
 
     fn now(&self) -> Duration {
@@ -724,6 +769,7 @@ impl Fetcher {
             read_buf,
             raw_buf,
             traffic,
+            pushes,
             ..
         } = self;
         let Some(conn) = conns.get_mut(idx).and_then(Option::as_mut) else {
@@ -753,6 +799,7 @@ impl Fetcher {
                 traffic,
                 completed,
                 now: epoch.elapsed(),
+                pushes,
             };
             match session.on_read(input, out, &mut ev) {
                 Ok(()) => true,
@@ -774,6 +821,7 @@ impl Fetcher {
                     traffic,
                     completed,
                     now: epoch.elapsed(),
+                    pushes,
                 };
                 Some(session.on_eof(&mut ev).err().map(|e| e.to_string()))
             }
@@ -872,6 +920,14 @@ impl Fetcher {
         let mut conn = conn;
         let progress = conn.completed > 0;
         let mut lost: Vec<usize> = conn.slots.iter_mut().filter_map(Option::take).collect();
+        for p in self.pushes.entries.iter_mut().filter(|p| p.conn == conn.id) {
+            if p.ended.is_none() {
+                p.ended = Some(now);
+                if let Some(job) = p.claimed.take() {
+                    lost.push(job);
+                }
+            }
+        }
         lost.sort_unstable();
         for job in lost.into_iter().rev() {
             let Some(j) = st.jobs.get_mut(job) else {
@@ -945,6 +1001,7 @@ struct Ev<'a> {
     traffic: &'a mut FetchTraffic,
     completed: &'a mut u64,
     now: Duration,
+    pushes: &'a mut PushCache,
 }
 
 impl Ev<'_> {
@@ -1041,4 +1098,57 @@ impl SessionEvents for Ev<'_> {
     fn goaway(&mut self, _last_stream_id: u32, _code: u32) {}
 
     fn push_refused(&mut self) {}
+
+    fn push_promise(&mut self, stream: u32, path: &[u8]) {
+        self.pushes.promise(self.conn, stream, path);
+    }
+
+    fn push_status(&mut self, stream: u32, status: u16) {
+        if let Some(p) = self.pushes.get(self.conn, stream) {
+            p.status = status;
+        }
+    }
+
+    fn push_body(&mut self, stream: u32, len: usize) {
+        self.traffic.response_body_bytes += len as u64;
+        let Some(p) = self.pushes.get(self.conn, stream) else {
+            return;
+        };
+        p.bytes += len as u64;
+        if let Some(j) = p.claimed.and_then(|k| self.st.jobs.get_mut(k)) {
+            j.rec.body_bytes += len as u64;
+        }
+    }
+
+    fn push_end(&mut self, stream: u32, complete: bool) {
+        let now = self.now;
+        let Some(p) = self.pushes.get(self.conn, stream) else {
+            return;
+        };
+        p.ended = Some(now);
+        p.complete = complete;
+        let status = p.status;
+        let Some(k) = p.claimed.take() else {
+            return;
+        };
+        if !complete {
+            // Cancelled: request it after all.
+            p.used = false;
+            if let Some(j) = self.st.jobs.get_mut(k) {
+                j.rec.body_bytes = 0;
+            }
+            self.st.queue.push_front(k);
+            return;
+        }
+        *self.completed += 1;
+        if let Some(j) = self.st.jobs.get_mut(k) {
+            if !j.finished {
+                j.finished = true;
+                j.rec.status = status;
+                j.rec.first_byte = now;
+                j.rec.done = now;
+                self.st.remaining = self.st.remaining.saturating_sub(1);
+            }
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! window updates, peer SETTINGS, stream states, GOAWAY); this file maps
 //! streams to the worker's slots and turns connection events into
 //! [`SessionEvents`]. Push is refused by advertising SETTINGS_ENABLE_PUSH = 0
-//! (RFC 9113 §8.4), which the connection always does as a client.
+//! (RFC 9113 §8.4) unless [`H2Settings::enable_push`]; accepted pushes are reported
+//! with the `push_*` events.
 
 use std::sync::Arc;
 
@@ -31,6 +32,10 @@ pub struct H2Settings {
     pub encoder_header_table_size: u32,
     /// SETTINGS_MAX_FRAME_SIZE we advertise (`-f`; 16384 by default).
     pub max_frame_size: u32,
+    /// Accept server push (SETTINGS_ENABLE_PUSH = 1): pushed responses are reported
+    /// through the `push_*` methods of [`SessionEvents`]. Off (refused, as browsers do)
+    /// unless the page fetcher is told `--push accept`.
+    pub enable_push: bool,
 }
 
 impl H2Settings {
@@ -42,6 +47,7 @@ impl H2Settings {
             connection_window: win(self.connection_window_bits),
             encoder_table_size: self.encoder_header_table_size,
             max_frame_size: self.max_frame_size,
+            enable_push: self.enable_push,
             ..LocalSettings::client()
         }
     }
@@ -171,6 +177,10 @@ pub struct H2Session {
     /// Streams the peer refused (REFUSED_STREAM) since the last completed
     /// response on this connection; see [`H2Session::refusal_budget`].
     refusals: u32,
+    /// Promised (pushed) streams still open.
+    pushed: Vec<u32>,
+    /// `:path` of the promise being decoded.
+    promised_path: Vec<u8>,
 }
 
 impl H2Session {
@@ -205,6 +215,8 @@ impl H2Session {
             terminated: false,
             verbose,
             refusals: 0,
+            pushed: Vec::new(),
+            promised_path: Vec::new(),
         }
     }
 
@@ -276,6 +288,8 @@ impl H2Session {
             bodies: &mut self.bodies,
             refusals: &mut self.refusals,
             refusal_budget,
+            pushed: &mut self.pushed,
+            promised_path: &mut self.promised_path,
         };
         let r = self.conn.recv(input, out, &mut bridge);
         let opened = bridge.window_opened;
@@ -381,6 +395,8 @@ struct Bridge<'a> {
     bodies: &'a mut Vec<PendingBody>,
     refusals: &'a mut u32,
     refusal_budget: u32,
+    pushed: &'a mut Vec<u32>,
+    promised_path: &'a mut Vec<u8>,
 }
 
 impl Bridge<'_> {
@@ -388,6 +404,17 @@ impl Bridge<'_> {
         let slot = self.map.remove(stream.get())?;
         self.bodies.retain(|p| p.stream != stream);
         Some(slot)
+    }
+
+    /// Whether `stream` is an open pushed stream.
+    fn is_pushed(&self, stream: StreamId) -> bool {
+        self.pushed.contains(&stream.get())
+    }
+
+    /// The pushed stream ended (`complete` or reset).
+    fn push_end(&mut self, stream: StreamId, complete: bool) {
+        self.pushed.retain(|&p| p != stream.get());
+        self.ev.push_end(stream.get(), complete);
     }
 
     /// The response on `stream` is complete.
@@ -413,6 +440,15 @@ impl wh2::Events for Bridge<'_> {
 
     fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
         let Some(slot) = self.map.get(stream.get()) else {
+            if self.is_pushed(stream) {
+                self.ev.header_bytes(done.block_len, done.decoded_len);
+                if let (Some(s), HeadersKind::Response) = (done.status, done.kind) {
+                    self.ev.push_status(stream.get(), s);
+                }
+                if done.end_stream {
+                    self.push_end(stream, true);
+                }
+            }
             return;
         };
         self.ev.header_bytes(done.block_len, done.decoded_len);
@@ -431,6 +467,12 @@ impl wh2::Events for Bridge<'_> {
 
     fn data(&mut self, stream: StreamId, data: &[u8], end_stream: bool) {
         let Some(slot) = self.map.get(stream.get()) else {
+            if self.is_pushed(stream) {
+                self.ev.push_body(stream.get(), data.len());
+                if end_stream {
+                    self.push_end(stream, true);
+                }
+            }
             return;
         };
         if !data.is_empty() {
@@ -444,6 +486,9 @@ impl wh2::Events for Bridge<'_> {
 
     fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
         let Some(slot) = self.end(stream) else {
+            if self.is_pushed(stream) {
+                self.push_end(stream, false);
+            }
             return;
         };
         // RFC 9113 §8.7: "The REFUSED_STREAM error code can be included in a
@@ -466,6 +511,19 @@ impl wh2::Events for Bridge<'_> {
 
     fn window_opened(&mut self, _stream: Option<StreamId>) {
         self.window_opened = true;
+    }
+
+    fn promised_header(&mut self, _promised: StreamId, name: &[u8], value: &[u8]) {
+        if name == b":path" {
+            self.promised_path.clear();
+            self.promised_path.extend_from_slice(value);
+        }
+    }
+
+    fn push_promise(&mut self, _parent: StreamId, promised: StreamId) {
+        self.pushed.push(promised.get());
+        self.ev.push_promise(promised.get(), self.promised_path);
+        self.promised_path.clear();
     }
 }
 

@@ -63,6 +63,7 @@ pub fn run(
         header_table_size: cfg.header_table_size,
         encoder_header_table_size: cfg.encoder_header_table_size,
         max_frame_size: cfg.max_frame_size,
+        enable_push: false,
     };
     let plan = Plan::new(cfg);
     let timing = plan.timing;

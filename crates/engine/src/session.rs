@@ -85,6 +85,29 @@ pub trait SessionEvents {
     fn goaway(&mut self, last_stream_id: u32, code: u32);
     /// The server tried to push and was refused.
     fn push_refused(&mut self);
+    /// The server promised a push of `path` on stream `stream` (HTTP/2 with push
+    /// accepted, [`crate::h2::H2Settings::enable_push`]). The pushed response follows
+    /// with [`push_status`](SessionEvents::push_status),
+    /// [`push_body`](SessionEvents::push_body) and [`push_end`](SessionEvents::push_end).
+    #[inline]
+    fn push_promise(&mut self, stream: u32, path: &[u8]) {
+        let _ = (stream, path);
+    }
+    /// Final status of the pushed response on `stream`.
+    #[inline]
+    fn push_status(&mut self, stream: u32, status: u16) {
+        let _ = (stream, status);
+    }
+    /// Body bytes of the pushed response on `stream`.
+    #[inline]
+    fn push_body(&mut self, stream: u32, len: usize) {
+        let _ = (stream, len);
+    }
+    /// The pushed stream ended: `complete`, or reset.
+    #[inline]
+    fn push_end(&mut self, stream: u32, complete: bool) {
+        let _ = (stream, complete);
+    }
 }
 
 /// The protocol side of one client connection.

@@ -133,6 +133,8 @@ pub struct BuiltinOptions {
     pub threads: usize,
     /// How the server and the client threads share the CPUs.
     pub pinning: Pinning,
+    /// HTTP/2 server push of `/page` assets (`h2lab serve --push`).
+    pub push: bool,
 }
 
 impl Default for BuiltinOptions {
@@ -140,6 +142,7 @@ impl Default for BuiltinOptions {
         BuiltinOptions {
             threads: 1,
             pinning: Pinning::Auto,
+            push: false,
         }
     }
 }
@@ -222,6 +225,7 @@ impl LabEnv {
             tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             cert_dir: Some(cert_dir.clone()),
             threads: opts.threads.max(1),
+            push: opts.push,
             ..ServerConfig::local()
         };
         let allowed = host::allowed_cpus().unwrap_or_default();

@@ -27,18 +27,34 @@ fn every_arm_loads_the_page_with_css_and_js() {
     let l = &r.links[0];
     assert_eq!((l.resources, l.render_blocking), (24, 4));
     let arms: Vec<Arm> = l.arms.iter().map(|a| a.arm).collect();
-    assert_eq!(&arms[..3], &[Arm::H1x6, Arm::H2PrioOff, Arm::H2PrioOn]);
+    assert_eq!(&arms[..4], &Arm::ALL);
+    if h2lab_lab::page::anchor::nghttpd_path().is_some() {
+        assert_eq!(&arms[4..], &[Arm::Nghttpd, Arm::NghttpdPush]);
+    }
     for a in &l.arms {
         assert!(a.error.is_none(), "{:?}: {:?}", a.arm, a.error);
         assert_eq!(a.loads.len(), 1);
         let (render_ms, page_ms) = a.loads[0];
         assert!(render_ms > 0.0 && render_ms <= page_ms, "{:?}", a.loads);
     }
+    // The pushing arm pushed the 4 CSS/JS (4..12 KiB each), all used; no other h2lab arm
+    // pushes (nghttpd's push arm, when installed, pushes the same files).
+    for a in &l.arms {
+        match a.arm {
+            Arm::H2Push | Arm::NghttpdPush => {
+                assert!(a.pushed_bytes >= 4 * 4096, "{a:?}");
+                assert_eq!(a.pushed_wasted_bytes, 0, "{a:?}");
+            }
+            _ => assert_eq!((a.pushed_bytes, a.pushed_wasted_bytes), (0, 0)),
+        }
+    }
     // One load per arm: too few for a verdict.
     assert!(l.verdicts.iter().all(|v| v.outcome == "undecided"));
     let text = render::render_text(&r);
     assert!(
-        text.contains("h2 prio on") && text.contains("24 sub-resources, 4 CSS/JS"),
+        text.contains("h2 prio on")
+            && text.contains("h2 push")
+            && text.contains("24 sub-resources, 4 CSS/JS"),
         "{text}"
     );
     assert!(render::json(&r).contains("\"render_ms\""));

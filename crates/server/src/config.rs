@@ -67,6 +67,10 @@ pub struct ServerConfig {
     /// How HTTP/2 response data is ordered across streams: RFC 9218 priorities (default)
     /// or plain round-robin (`--priorities off`).
     pub priorities: crate::sched::PriorityMode,
+    /// HTTP/2 server push (`--push`, off by default): a `/page` response pushes its
+    /// render-blocking CSS and JS (RFC 9113 §8.4) when the client allows push, and says
+    /// `link: <...>; rel=preload` for them.
+    pub push: bool,
     /// TCP_NOTSENT_LOWAT on accepted connections when `priorities` is on (bytes; 0 leaves
     /// the kernel default): keeps the unsent part of the socket buffer small so that the
     /// scheduler, not the kernel queue, decides what goes out next on a slow link.
@@ -107,6 +111,7 @@ impl Default for ServerConfig {
             max_delay: Duration::from_secs(300),
             max_compute_work: 1_000_000_000,
             priorities: crate::sched::PriorityMode::Rfc9218,
+            push: false,
             notsent_lowat: 16 * 1024,
             notsent_lowat_min_rtt: Duration::from_millis(10),
             quiet: false,

@@ -24,7 +24,7 @@ use h2lab_wire::priority::{self, ExtPriority};
 
 use crate::body::BodyCursor;
 use crate::conn::{Io, Next};
-use crate::endpoints::{HeaderSource, Method, Proto, Request, Response};
+use crate::endpoints::{split_target, HeaderSource, Method, Proto, Request, Response};
 use crate::h2head::HeadCache;
 use crate::http1::Upgrade;
 use crate::log::warn;
@@ -32,6 +32,8 @@ use crate::out::Out;
 use crate::sched::{PriorityMode, Scheduler};
 use crate::worker::{Ctx, Shared};
 
+#[path = "http2_push.rs"]
+mod push;
 #[path = "http2_send.rs"]
 mod send;
 use send::PRIORITY_OUT_LIMIT;
@@ -373,6 +375,10 @@ pub struct H2 {
     settings_sent: Option<Instant>,
     /// TCP_NOTSENT_LOWAT to apply now (taken by the connection, which owns the socket).
     lowat_due: Option<u32>,
+    /// `--push`: `/page` responses push their CSS and JS.
+    push: bool,
+    /// A `link` header value for the next response head (a pushing `/page`).
+    link: Vec<u8>,
 }
 
 /// The connection settings we advertise and the defences, from the configuration.
@@ -422,6 +428,8 @@ impl H2 {
             seen_written: 0,
             settings_sent: Some(Instant::now()),
             lowat_due: None,
+            push: ctx.shared.config.push,
+            link: Vec::new(),
         };
         if let Some(up) = upgrade {
             // Once per upgraded connection: the request's fields as borrowed pairs.
@@ -601,6 +609,23 @@ impl H2 {
             headers: &packed,
         };
         let resp = ctx.shared.router.route(&req, &mut s.dynamic);
+        // `--push`: a page pushes its render-blocking assets before its own head (RFC 9113
+        // §8.4: PUSH_PROMISE before the content that refers to the pushed resources).
+        let pushing = self.push
+            && resp.status == 200
+            && req.method == Method::Get
+            && split_target(target).0 == b"/page";
+        if pushing {
+            let target = target.to_vec();
+            let authority = packed.get(b":authority").unwrap_or(b"").to_vec();
+            self.link = self.push_page(id, &target, &authority, ctx, out);
+            let Some(s) = self.app.slot(id) else {
+                return;
+            };
+            s.phase = Phase::Sending;
+            self.send_response(id, resp, ctx, out);
+            return;
+        }
         match resp.delay {
             Some(d) if !d.is_zero() => {
                 s.phase = Phase::Delayed;
@@ -619,10 +644,16 @@ impl H2 {
         let no_body = resp.head_only || resp.body.is_empty() || resp.no_content_length();
         let date = ctx.date.get();
         let heads = &mut self.heads;
+        let link = std::mem::take(&mut self.link);
         let result = self.conn.send_headers(
             id,
             |enc: &mut Encoder, buf: &mut Vec<u8>| {
-                heads.encode(enc, buf, &resp, date);
+                if link.is_empty() {
+                    heads.encode(enc, buf, &resp, date);
+                } else {
+                    crate::h2head::encode_head(enc, buf, &resp, date);
+                    enc.encode([(&b"link"[..], link.as_slice())], buf);
+                }
             },
             no_body,
             out.bytes(),

@@ -260,6 +260,7 @@ pub fn run(
         None => LabEnv::builtin(&BuiltinOptions {
             threads: cfg.server_threads,
             pinning: cfg.pinning.clone(),
+            ..BuiltinOptions::default()
         })?,
         Some(t) => LabEnv::external(t.clone()),
     };

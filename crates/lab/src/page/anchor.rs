@@ -1,5 +1,6 @@
 //! nghttpd as an anchor of the render experiment: the same page written to files and served
-//! by nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when nghttpd is installed.
+//! by nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when nghttpd is installed;
+//! with `push`, nghttpd pushes the page's CSS and JS (`-p /page.html=<css>,<js>,...`).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -65,14 +66,27 @@ fn write_docroot(docroot: &Path, query: &str, paths: &[String]) -> Result<(), St
     Ok(())
 }
 
+/// nghttpd's push configuration for the page: `/page.html=<CSS and JS paths, in order>`
+/// (`None` when the page has none).
+pub fn push_config(paths: &[String]) -> Option<String> {
+    let blocking: Vec<&str> = paths
+        .iter()
+        .map(String::as_str)
+        .filter(|p| h2lab_engine::priority::render_blocking(p))
+        .collect();
+    (!blocking.is_empty()).then(|| format!("{PAGE_FILE}={}", blocking.join(",")))
+}
+
 /// Starts nghttpd on 127.0.0.1 (a free port) with the certificate in `cert_dir`
-/// (`cert.pem`, `key.pem`), serving the page of `query` whose sub-resources are `paths`.
+/// (`cert.pem`, `key.pem`), serving the page of `query` whose sub-resources are `paths`;
+/// with `push`, the page pushes its CSS and JS ([`push_config`]).
 pub fn start(
     bin: &Path,
     cert_dir: &Path,
     query: &str,
     paths: &[String],
     tag: &str,
+    push: bool,
 ) -> Result<Nghttpd, String> {
     let docroot =
         std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
@@ -81,7 +95,11 @@ pub fn start(
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("nghttpd: no free port: {e}"))?
         .port();
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    if let Some(p) = push.then(|| push_config(paths)).flatten() {
+        cmd.arg("-p").arg(p);
+    }
+    let child = cmd
         .arg("--address=127.0.0.1")
         .arg("--no-rfc7540-pri")
         .arg("--max-concurrent-streams=1000")
@@ -137,6 +155,11 @@ mod tests {
                 .len(),
             9000
         );
+        assert_eq!(
+            push_config(&paths).as_deref(),
+            Some("/page.html=/asset/3/2-9000.css")
+        );
+        assert_eq!(push_config(&paths[..1]), None);
         assert!(write_docroot(&dir, "n=1", &["/../x-1.png".to_owned()]).is_err());
         assert!(write_docroot(&dir, "n=1", &["/asset/nosize.png".to_owned()]).is_err());
         std::fs::remove_dir_all(&dir).unwrap();

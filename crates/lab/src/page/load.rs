@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use h2lab_engine::fetch::{
     ConnRecord, FetchBatch, FetchConfig, FetchProtocol, FetchRecord, FetchTraffic, Fetcher,
+    PushStats,
 };
 use serde::Serialize;
 
@@ -29,6 +30,9 @@ pub struct PoolSpec {
     pub gauge: Option<Arc<AtomicI64>>,
     /// Longest one batch may take.
     pub timeout: Duration,
+    /// HTTP/2: accept server push (`--push accept`) and use pushed responses instead of
+    /// requesting them; else refuse it (SETTINGS_ENABLE_PUSH = 0, as browsers do).
+    pub push: bool,
 }
 
 impl PoolSpec {
@@ -52,6 +56,7 @@ impl PoolSpec {
         }
         c.open_gauge = self.gauge.clone();
         c.timeout = self.timeout;
+        c.h2.enable_push = self.push && self.proto.is_h2();
         c
     }
 
@@ -131,6 +136,30 @@ impl From<FetchTraffic> for WireBytes {
     }
 }
 
+/// Server push during one page load (all zero when push is refused).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PushBytes {
+    /// Pushed streams.
+    pub streams: u64,
+    /// Pushed body bytes received.
+    pub bytes: u64,
+    /// Pushed body bytes a request of the page used (it was not requested).
+    pub bytes_used: u64,
+    /// Pushed body bytes never used (not part of the page, pushed twice, cancelled).
+    pub bytes_wasted: u64,
+}
+
+impl From<PushStats> for PushBytes {
+    fn from(p: PushStats) -> Self {
+        PushBytes {
+            streams: p.streams,
+            bytes: p.bytes,
+            bytes_used: p.bytes_used,
+            bytes_wasted: p.bytes_wasted,
+        }
+    }
+}
+
 /// What one page load measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PageLoad {
@@ -150,6 +179,8 @@ pub struct PageLoad {
     pub timeline: Vec<RequestTiming>,
     /// Per-connection timelines.
     pub conns: Vec<ConnTiming>,
+    /// Server push.
+    pub push: PushBytes,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -190,6 +221,7 @@ fn summarize(f: &Fetcher, batches: &[FetchBatch]) -> PageLoad {
         bytes: f.traffic().into(),
         timeline: records.iter().map(|r| timing(r)).collect(),
         conns: f.connections().iter().map(conn_timing).collect(),
+        push: f.push_stats().into(),
     }
 }
 

@@ -89,6 +89,9 @@ pub struct PageConfig {
     pub pinning: crate::env::Pinning,
     /// Longest a single page load may take.
     pub timeout: Duration,
+    /// Accept HTTP/2 server push (`--push accept`; the built-in server then pushes each
+    /// page's CSS and JS); default refuse, as browsers do.
+    pub push: bool,
 }
 
 impl Default for PageConfig {
@@ -107,6 +110,7 @@ impl Default for PageConfig {
             server_threads: 1,
             pinning: crate::env::Pinning::Auto,
             timeout: Duration::from_secs(120),
+            push: false,
         }
     }
 }
@@ -301,6 +305,7 @@ fn pools(env: &mut LabEnv, cfg: &PageConfig, protos: &[Proto]) -> Result<Vec<Poo
                 streams: if p.is_h2() { cfg.h2_streams } else { 1 },
                 gauge: None,
                 timeout: cfg.timeout,
+                push: cfg.push,
             })
         })
         .collect()
@@ -315,6 +320,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
             LabEnv::builtin(&BuiltinOptions {
                 threads: cfg.server_threads,
                 pinning: cfg.pinning.clone(),
+                push: cfg.push,
             })?,
             format!("/page?{}", cfg.page_query),
         ),

@@ -27,7 +27,7 @@ pub fn page_table(cols: &[ProtoPage]) -> String {
                 .map_or_else(|| "-".into(), |l| fmt::bytes(f(&l.bytes) as f64))
         }
     };
-    let rows = vec![
+    let mut rows = vec![
         head,
         row("page load time, median", cols, median_ms),
         row("page load time, p90", cols, |p| fmt::ms(p.page_p90_ms)),
@@ -70,6 +70,25 @@ pub fn page_table(cols: &[ProtoPage]) -> String {
         row("all bytes written", cols, bytes(|b| b.written)),
         row("all bytes read", cols, bytes(|b| b.read)),
     ];
+    let pushed = |f: fn(&super::load::PushBytes) -> u64| {
+        move |p: &ProtoPage| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| fmt::bytes(f(&l.push) as f64))
+        }
+    };
+    if cols
+        .iter()
+        .any(|p| p.median_load.as_ref().is_some_and(|l| l.push.streams > 0))
+    {
+        rows.push(row("pushed streams", cols, |p| {
+            p.median_load
+                .as_ref()
+                .map_or_else(|| "-".into(), |l| l.push.streams.to_string())
+        }));
+        rows.push(row("pushed bytes used", cols, pushed(|b| b.bytes_used)));
+        rows.push(row("pushed bytes wasted", cols, pushed(|b| b.bytes_wasted)));
+    }
     fmt::table(&rows)
 }
 

@@ -5,7 +5,7 @@
 //! images after them, all sizes drawn from the seed) is loaded cold, the way a browser
 //! does — HTTP/1.1 over 6 connections, HTTP/2 over one — with the browser's default
 //! priorities on every HTTP/2 request (CSS `u=0`, JS `u=1`, images `u=5, i`; see
-//! [`h2lab_engine::priority`]). Three arms, alternated load by load, on each emulated link:
+//! [`h2lab_engine::priority`]). Four arms, alternated load by load, on each emulated link:
 //!
 //! - `http/1.1 x6`: six connections; priorities mean nothing there;
 //! - `h2 prio off`: a server that ignores priorities (round-robin, as nginx does);
@@ -17,11 +17,13 @@
 //! the time until the page is complete, and the verdict between the arms with the lab's
 //! rule (a win only when the medians differ by more than either arm's spread).
 //!
-//! When nghttpd is installed, a fourth arm loads the same page (written to files) from
-//! nghttpd with `--no-rfc7540-pri` (RFC 9218 priorities), behind the same link.
+//! - `h2 push`: the RFC 9218 server with `--push`: the page's CSS and JS are pushed
+//!   (PUSH_PROMISE before the HTML) to a client that accepts push and uses the pushed
+//!   responses instead of requesting them (`pushed` and `wasted` columns).
 //!
-//! Server push is not measured yet (h2lab does not push): the push columns of the issue
-//! remain to be done.
+//! When nghttpd is installed, two more arms load the same page (written to files) from
+//! nghttpd with `--no-rfc7540-pri` (RFC 9218 priorities), behind the same link: without
+//! push, and with `-p` pushing the CSS and JS (configuration written by the lab).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -127,13 +129,17 @@ pub enum Arm {
     H2PrioOff,
     /// HTTP/2, server scheduling by RFC 9218.
     H2PrioOn,
+    /// HTTP/2, server scheduling by RFC 9218 and pushing the CSS and JS; client accepting.
+    H2Push,
     /// HTTP/2 against nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when installed.
     Nghttpd,
+    /// nghttpd pushing the CSS and JS (`-p`), client accepting.
+    NghttpdPush,
 }
 
 impl Arm {
     /// Every arm.
-    pub const ALL: [Arm; 3] = [Arm::H1x6, Arm::H2PrioOff, Arm::H2PrioOn];
+    pub const ALL: [Arm; 4] = [Arm::H1x6, Arm::H2PrioOff, Arm::H2PrioOn, Arm::H2Push];
 
     /// Label in tables.
     pub fn label(self) -> &'static str {
@@ -141,7 +147,9 @@ impl Arm {
             Arm::H1x6 => "http/1.1 x6",
             Arm::H2PrioOff => "h2 prio off",
             Arm::H2PrioOn => "h2 prio on",
+            Arm::H2Push => "h2 push",
             Arm::Nghttpd => "h2 nghttpd",
+            Arm::NghttpdPush => "h2 ngh push",
         }
     }
 }
@@ -157,9 +165,9 @@ pub struct ArmResult {
     pub page_ms: Option<Summary>,
     /// Each load: (render ms, page ms).
     pub loads: Vec<(f64, f64)>,
-    /// Bytes pushed by the server (always 0: push is not implemented yet).
+    /// Pushed body bytes per load (mean over the loads; 0 without push).
     pub pushed_bytes: u64,
-    /// Pushed bytes never used.
+    /// Pushed body bytes never used, per load (mean).
     pub pushed_wasted_bytes: u64,
     /// First error, if loads failed.
     pub error: Option<String>,
@@ -201,6 +209,8 @@ pub struct RenderLinkResult {
     pub verdicts: Vec<RenderVerdict>,
     /// `h2 prio on` against `h2 prio off` only, render metric (the seed's question).
     pub priorities: Option<RenderVerdict>,
+    /// `h2 push` against `h2 prio on` only, render metric (what push adds).
+    pub push: Option<RenderVerdict>,
 }
 
 /// The whole experiment.
@@ -228,7 +238,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mode: PriorityMode) -> Result<Server, String> {
+fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
     let dir = std::env::temp_dir().join(format!(
         "h2lab-render-{}-{}",
         std::process::id(),
@@ -237,6 +247,11 @@ fn start_server(mode: PriorityMode) -> Result<Server, String> {
             PriorityMode::Rfc9218 => "on",
         }
     ));
+    let dir = if push {
+        dir.with_extension("push")
+    } else {
+        dir
+    };
     let cfg = ServerConfig {
         listen: None,
         tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -246,6 +261,7 @@ fn start_server(mode: PriorityMode) -> Result<Server, String> {
         // the server's decision (with the usual limit of 100 a browser holds the rest in
         // its own priority queue, which this client does not model).
         max_concurrent_streams: 1000,
+        push,
         ..ServerConfig::local()
     };
     let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
@@ -269,6 +285,7 @@ fn pool(proto: Proto, upstream: SocketAddr, link: &RunningLink, timeout: Duratio
         streams: 1000,
         gauge: None,
         timeout,
+        push: false,
     }
 }
 
@@ -316,8 +333,9 @@ fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<Ren
 /// Runs the experiment; `log` receives progress lines.
 pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, String> {
     let start = Instant::now();
-    let on = start_server(PriorityMode::Rfc9218)?;
-    let off = start_server(PriorityMode::Off)?;
+    let on = start_server(PriorityMode::Rfc9218, false)?;
+    let off = start_server(PriorityMode::Off, false)?;
+    let pushing = start_server(PriorityMode::Rfc9218, true)?;
     let mut report = RenderReport {
         repeat: cfg.repeat.max(1),
         links: Vec::new(),
@@ -336,22 +354,23 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         };
         let link_on = mk(on.tls)?;
         let link_off = mk(off.tls)?;
+        let link_push = mk(pushing.tls)?;
         let first = pool(Proto::H1Tls, on.tls, &link_on, cfg.timeout);
         let found = load::discover(&first, &html_path)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths.iter().cloned());
         let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
         ng_paths.extend(found.paths.iter().cloned());
-        let ng = match anchor::nghttpd_path() {
-            Some(bin) => match anchor::start(&bin, &on.dir, query, &found.paths, page_name) {
-                Ok(n) => Some((mk(n.addr)?, n)),
-                Err(e) => {
-                    log(&format!("nghttpd arm skipped: {e}"));
-                    None
+        let mut ng = Vec::new();
+        if let Some(bin) = anchor::nghttpd_path() {
+            for (arm, push) in [(Arm::Nghttpd, false), (Arm::NghttpdPush, true)] {
+                let tag = format!("{page_name}-{}", if push { "push" } else { "nopush" });
+                match anchor::start(&bin, &on.dir, query, &found.paths, &tag, push) {
+                    Ok(n) => ng.push((arm, push, mk(n.addr)?, n)),
+                    Err(e) => log(&format!("{} arm skipped: {e}", arm.label())),
                 }
-            },
-            None => None,
-        };
+            }
+        }
         let mut pools: Vec<(Arm, PoolSpec, &[String])> = vec![
             (Arm::H1x6, first, &paths),
             (
@@ -364,11 +383,22 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                 pool(Proto::H2, on.tls, &link_on, cfg.timeout),
                 &paths,
             ),
+            (
+                Arm::H2Push,
+                PoolSpec {
+                    push: true,
+                    ..pool(Proto::H2, pushing.tls, &link_push, cfg.timeout)
+                },
+                &paths,
+            ),
         ];
-        if let Some((l, n)) = &ng {
+        for (arm, push, l, n) in &ng {
             pools.push((
-                Arm::Nghttpd,
-                pool(Proto::H2, n.addr, l, cfg.timeout),
+                *arm,
+                PoolSpec {
+                    push: *push,
+                    ..pool(Proto::H2, n.addr, l, cfg.timeout)
+                },
                 &ng_paths,
             ));
         }
@@ -380,6 +410,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             rl.describe(),
         ));
         let mut loads: Vec<Vec<(f64, f64)>> = vec![Vec::new(); pools.len()];
+        let mut pushed: Vec<Vec<(u64, u64)>> = vec![Vec::new(); pools.len()];
         let mut errors: Vec<Option<String>> = vec![None; pools.len()];
         for i in 0..report.repeat as usize {
             for k in 0..pools.len() {
@@ -398,6 +429,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                             crate::fmt::ms(l.page_ms)
                         ));
                         loads[j].push((r, l.page_ms));
+                        pushed[j].push((l.push.bytes, l.push.bytes_wasted));
                     }
                     Ok(l) => {
                         errors[j].get_or_insert(format!("{} requests failed", l.failed));
@@ -412,17 +444,19 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let arms: Vec<ArmResult> = pools
             .iter()
             .zip(loads)
+            .zip(pushed)
             .zip(errors)
-            .map(|(((arm, _, _), l), error)| {
+            .map(|((((arm, _, _), l), pu), error)| {
                 let r: Vec<f64> = l.iter().map(|x| x.0).collect();
                 let p: Vec<f64> = l.iter().map(|x| x.1).collect();
+                let n = (pu.len() as u64).max(1);
                 ArmResult {
                     arm: *arm,
                     render_ms: Summary::of(&r),
                     page_ms: Summary::of(&p),
                     loads: l,
-                    pushed_bytes: 0,
-                    pushed_wasted_bytes: 0,
+                    pushed_bytes: pu.iter().map(|x| x.0).sum::<u64>() / n,
+                    pushed_wasted_bytes: pu.iter().map(|x| x.1).sum::<u64>() / n,
                     error,
                 }
             })
@@ -433,6 +467,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             .filter_map(|m| verdict(m, &arms, &all))
             .collect();
         let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn]);
+        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push]);
         report.links.push(RenderLinkResult {
             page: page_name.clone(),
             path: html_path.clone(),
@@ -443,15 +478,17 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             arms,
             verdicts,
             priorities,
+            push,
         });
         link_on.shutdown();
         link_off.shutdown();
-        if let Some((l, n)) = ng {
+        link_push.shutdown();
+        for (_, _, l, n) in ng {
             l.shutdown();
             drop(n);
         }
     }
-    drop((on, off));
+    drop((on, off, pushing));
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -505,7 +542,9 @@ pub fn render_text(r: &RenderReport) -> String {
             );
         }
         let all = l.verdicts.iter().map(|v| ("best of all arms", v));
-        for (what, v) in all.chain(l.priorities.iter().map(|v| ("h2 prio on vs off", v))) {
+        let prio = l.priorities.iter().map(|v| ("h2 prio on vs off", v));
+        let push = l.push.iter().map(|v| ("h2 push vs no push", v));
+        for (what, v) in all.chain(prio).chain(push) {
             let _ = writeln!(
                 s,
                 "{:<6} {what:<17} {}: {} {:.2}x faster than {}",
@@ -553,6 +592,7 @@ mod tests {
             bytes: Default::default(),
             timeline: vec![t(0, 10.0), t(1, 30.0), t(2, 50.0), t(3, 90.0)],
             conns: Vec::new(),
+            push: Default::default(),
         };
         assert_eq!(render_ms(&load, &paths), 50.0);
         let only_html = PageLoad {

@@ -624,8 +624,31 @@ fn write_block<E>(
     f: impl FnOnce(&mut E, &mut Vec<u8>),
     out: &mut Vec<u8>,
 ) {
+    write_block_as(st, enc, id, None, end_stream, f, out);
+}
+
+/// [`write_block`] as HEADERS, or as PUSH_PROMISE when `promised` is set:
+/// the promised stream id (RFC 9113 §6.6) is the first 4 octets of the
+/// first frame's payload, the field block follows (and continues in
+/// CONTINUATION frames).
+pub(crate) fn write_block_as<E>(
+    st: &State,
+    enc: &mut E,
+    id: StreamId,
+    promised: Option<StreamId>,
+    end_stream: bool,
+    f: impl FnOnce(&mut E, &mut Vec<u8>),
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     out.resize(start + FRAME_HEADER_LEN, 0);
+    let first = match promised {
+        Some(p) => {
+            out.extend_from_slice(&p.get().to_be_bytes());
+            FrameKind::PushPromise
+        }
+        None => FrameKind::Headers,
+    };
     f(enc, out);
     let body = start + FRAME_HEADER_LEN;
     let len = out.len() - body;
@@ -638,7 +661,7 @@ fn write_block<E>(
     };
     let len32 = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
     if len <= max {
-        let h = FrameHeader::new(FrameKind::Headers, es | flags::END_HEADERS, id, len32(len));
+        let h = FrameHeader::new(first, es | flags::END_HEADERS, id, len32(len));
         put(out, start, h);
         return;
     }
@@ -658,9 +681,5 @@ fn write_block<E>(
         let h = FrameHeader::new(FrameKind::Continuation, f, id, len32(chunk));
         put(out, dst - FRAME_HEADER_LEN, h);
     }
-    put(
-        out,
-        start,
-        FrameHeader::new(FrameKind::Headers, es, id, len32(max)),
-    );
+    put(out, start, FrameHeader::new(first, es, id, len32(max)));
 }

@@ -70,6 +70,9 @@ pub enum SendError {
     WrongRole,
     /// The connection ended with an error.
     ConnectionClosed,
+    /// The peer sent SETTINGS_ENABLE_PUSH = 0 (or its SETTINGS have not
+    /// arrived yet): no PUSH_PROMISE may be sent (RFC 9113 §6.5.2).
+    PushDisabled,
 }
 
 impl fmt::Display for SendError {
@@ -81,6 +84,7 @@ impl fmt::Display for SendError {
             SendError::StreamClosed(id) => write!(f, "stream {id} is not open for sending"),
             SendError::WrongRole => f.write_str("operation not available in this role"),
             SendError::ConnectionClosed => f.write_str("connection closed"),
+            SendError::PushDisabled => f.write_str("the peer disabled server push"),
         }
     }
 }

@@ -100,6 +100,23 @@ pub trait Events {
         let _ = (stream, field_value);
     }
 
+    /// One field of the request a server promised on the reserved stream
+    /// `promised` (client role with [`LocalSettings::enable_push`](super::LocalSettings::enable_push));
+    /// [`push_promise`](Events::push_promise) follows once the block is
+    /// complete and valid. The pushed response then arrives on `promised`
+    /// like any response ([`header`](Events::header), [`headers_done`](Events::headers_done),
+    /// [`data`](Events::data)).
+    fn promised_header(&mut self, promised: StreamId, name: &[u8], value: &[u8]) {
+        let _ = (promised, name, value);
+    }
+
+    /// A PUSH_PROMISE on our request `parent` reserved stream `promised`
+    /// (RFC 9113 §8.4). Cancel an unwanted push with
+    /// [`Connection::reset`](super::Connection::reset) (CANCEL).
+    fn push_promise(&mut self, parent: StreamId, promised: StreamId) {
+        let _ = (parent, promised);
+    }
+
     /// The peer acknowledged one of our PINGs with this payload.
     fn ping_ack(&mut self, payload: [u8; 8]) {
         let _ = payload;

@@ -59,6 +59,7 @@ mod error;
 mod events;
 pub(crate) mod fields;
 mod guard;
+mod push;
 mod recv;
 mod settings;
 mod store;

@@ -43,6 +43,11 @@ pub struct LocalSettings {
     /// RFC 7540 priority signals (a server scheduling by RFC 9218 says so).
     /// Default false (not advertised).
     pub no_rfc7540_priorities: bool,
+    /// Client role: accept server push (SETTINGS_ENABLE_PUSH = 1, RFC 9113
+    /// §8.4). Default false: a client sends SETTINGS_ENABLE_PUSH = 0, as
+    /// browsers now do, and a PUSH_PROMISE received anyway is a connection
+    /// error. Ignored in the server role (a server never sends the setting).
+    pub enable_push: bool,
 }
 
 impl LocalSettings {
@@ -57,6 +62,7 @@ impl LocalSettings {
             max_header_list_size: None,
             encoder_table_size: frame::DEFAULT_HEADER_TABLE_SIZE,
             no_rfc7540_priorities: false,
+            enable_push: false,
         }
     }
 
@@ -72,15 +78,16 @@ impl LocalSettings {
 
     /// The SETTINGS frame carrying these values. Values equal to the RFC
     /// initial values are omitted, except MAX_CONCURRENT_STREAMS; a client
-    /// always sends SETTINGS_ENABLE_PUSH = 0 (RFC 9113 §8.4: "A client can
-    /// request that server push be disabled"), a server never sends it
+    /// always sends SETTINGS_ENABLE_PUSH, 0 unless [`LocalSettings::enable_push`]
+    /// (RFC 9113 §8.4: "A client can request that server push be disabled"),
+    /// a server never sends it
     /// (RFC 9113 §6.5.2: "A server MUST NOT explicitly set this value to 1").
     pub(crate) fn to_frame(self, client: bool) -> Settings {
         let differs = |v: u32, d: u32| (v != d).then_some(v);
         Settings {
             ack: false,
             header_table_size: differs(self.header_table_size, frame::DEFAULT_HEADER_TABLE_SIZE),
-            enable_push: client.then_some(false),
+            enable_push: client.then_some(self.enable_push),
             max_concurrent_streams: self.max_concurrent_streams,
             initial_window_size: differs(
                 self.initial_window_size,

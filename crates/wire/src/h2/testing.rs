@@ -448,6 +448,10 @@ pub enum Event {
     WindowOpened(Option<u32>),
     /// [`Events::ping_ack`].
     PingAck([u8; 8]),
+    /// [`Events::promised_header`].
+    PromisedHeader(u32, String, String),
+    /// [`Events::push_promise`]: (parent, promised).
+    PushPromise(u32, u32),
 }
 
 /// An [`Events`] sink that records everything (allocates; tests only).
@@ -543,5 +547,16 @@ impl Events for Recorder {
     }
     fn ping_ack(&mut self, payload: [u8; 8]) {
         self.events.push(Event::PingAck(payload));
+    }
+    fn promised_header(&mut self, promised: StreamId, name: &[u8], value: &[u8]) {
+        self.events.push(Event::PromisedHeader(
+            promised.get(),
+            String::from_utf8_lossy(name).into_owned(),
+            String::from_utf8_lossy(value).into_owned(),
+        ));
+    }
+    fn push_promise(&mut self, parent: StreamId, promised: StreamId) {
+        self.events
+            .push(Event::PushPromise(parent.get(), promised.get()));
     }
 }

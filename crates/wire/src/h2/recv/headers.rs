@@ -22,10 +22,96 @@ impl State {
             BlockKind::Headers { end_stream, .. } => {
                 self.on_headers(block.stream_id, end_stream, block.block, pre, out, sink)
             }
-            BlockKind::PushPromise { .. } => {
-                Err(protocol("RFC 9113 §8.4: unexpected PUSH_PROMISE"))
+            BlockKind::PushPromise { promised_stream_id } => {
+                self.on_push_promise(block.stream_id, promised_stream_id, block.block, out, sink)
             }
         }
+    }
+
+    /// A complete PUSH_PROMISE (client role, push enabled): reserve the
+    /// promised stream ("reserved (remote)", RFC 9113 §5.1) and deliver the
+    /// promised request through [`Events::promised_header`] and
+    /// [`Events::push_promise`].
+    fn on_push_promise(
+        &mut self,
+        parent: StreamId,
+        promised: StreamId,
+        block: &[u8],
+        out: &mut Vec<u8>,
+        sink: &mut (impl Events + ?Sized),
+    ) -> Result<(), H2Error> {
+        if self.role != Role::Client || !self.local.enable_push {
+            return Err(protocol("RFC 9113 §8.4: unexpected PUSH_PROMISE"));
+        }
+        // RFC 9113 §6.6: "PUSH_PROMISE frames MUST only be sent on a
+        // peer-initiated stream that is in either the "open" or "half-closed
+        // (remote)" state. ... If the stream identifier field specifies the
+        // value 0x00, a recipient MUST respond with a connection error of type
+        // PROTOCOL_ERROR." A promise on a stream we reset is still processed
+        // (its block feeds HPACK) and the promised stream refused below.
+        let parent_open = self
+            .streams
+            .get(parent)
+            .is_some_and(|s| s.has(flag::LOCAL) && !s.has(flag::RECV_CLOSED));
+        let parent_reset = self.closed.find(parent) == Some(Closed::ByUs);
+        if !parent_open && !parent_reset {
+            return Err(protocol(
+                "RFC 9113 §6.6: PUSH_PROMISE on a stream that is not open",
+            ));
+        }
+        // RFC 9113 §6.6: "A receiver MUST treat the receipt of a PUSH_PROMISE
+        // that promises an illegal stream identifier (Section 5.1.1) as a
+        // connection error (Section 5.4.1) of type PROTOCOL_ERROR." The
+        // promised id must be new (idle) and even (checked by the decoder).
+        if !matches!(self.absent(promised), Absent::Idle) {
+            return Err(protocol(
+                "RFC 9113 §5.1.1: PUSH_PROMISE promises a stream id already used",
+            ));
+        }
+        self.last_peer_id = promised.get();
+        if !parent_open || self.goaway_sent.is_some() {
+            // Not wanted: keep HPACK in sync, refuse the promised stream.
+            self.discard_block(block)?;
+            crate::frame::RstStream::new(promised, ErrorCode::CANCEL).encode(out);
+            self.closed.push(promised, Closed::ByUs);
+            return self.guard.idle(&self.limits);
+        }
+        // RFC 9113 §8.4: "The header fields in PUSH_PROMISE and any subsequent
+        // CONTINUATION frames MUST be a valid and complete set of request
+        // header fields (Section 8.3.1)."
+        let mut check = FieldCheck::new(Expect::Request);
+        let mut bad: Option<Malformed> = None;
+        let res = self.dec.decode(block, |f| {
+            if bad.is_some() {
+                return;
+            }
+            match check.field(f.name, f.value) {
+                Ok(()) => sink.promised_header(promised, f.name, f.value),
+                Err(m) => bad = Some(m),
+            }
+        });
+        match res {
+            Ok(()) | Err(HpackError::HeaderListTooLarge { .. }) => {}
+            Err(e) => return Err(compression_error(e)),
+        }
+        if let Some(rule) = bad.map_or_else(|| check.finish().err(), Some) {
+            // RFC 9113 §8.4: "If a client receives a PUSH_PROMISE that does
+            // not include a complete and valid set of header fields ... it
+            // MUST respond with a stream error (Section 5.4.2) of type
+            // PROTOCOL_ERROR." The stream is reserved, then reset.
+            let stream = self.new_stream(promised, flag::SEND_CLOSED);
+            self.streams.insert(stream);
+            let e = H2Error::stream(promised, ErrorCode::PROTOCOL_ERROR, rule);
+            return self.stream_error(e, out, sink);
+        }
+        // RFC 9113 §5.1: "Receiving a PUSH_PROMISE frame causes the stream to
+        // become "reserved (remote)"": we send nothing on it but
+        // RST_STREAM, WINDOW_UPDATE and PRIORITY.
+        let stream = self.new_stream(promised, flag::SEND_CLOSED);
+        self.streams.insert(stream);
+        self.guard.progress();
+        sink.push_promise(parent, promised);
+        Ok(())
     }
 
     pub(super) fn on_headers(

@@ -115,19 +115,26 @@ impl<E: HeaderEncoder> Connection<E> {
             }
         }
         if let Frame::PushPromise(_) = frame {
-            return Err(match st.role {
+            match st.role {
                 // RFC 9113 §8.4: "A client cannot push. Thus, servers MUST
                 // treat the receipt of a PUSH_PROMISE frame as a connection
                 // error (Section 5.4.1) of type PROTOCOL_ERROR."
-                Role::Server => protocol("RFC 9113 §8.4: PUSH_PROMISE sent by a client"),
-                // RFC 9113 §6.5.2: "A client that has both set this parameter
-                // to 0 and had it acknowledged MUST treat the receipt of a
-                // PUSH_PROMISE frame as a connection error (Section 5.4.1) of
-                // type PROTOCOL_ERROR." (We always send ENABLE_PUSH = 0 before
-                // any request, so a server has processed it before it could
-                // push.)
-                Role::Client => protocol("RFC 9113 §6.5.2: PUSH_PROMISE with push disabled"),
-            });
+                Role::Server => {
+                    return Err(protocol("RFC 9113 §8.4: PUSH_PROMISE sent by a client"))
+                }
+                // RFC 9113 §8.4: "A client cannot push. ... If a client
+                // receives a PUSH_PROMISE ... Receiving a PUSH_PROMISE frame
+                // when push is disabled" — RFC 9113 §6.5.2: "A client that has
+                // both set this parameter to 0 and had it acknowledged MUST
+                // treat the receipt of a PUSH_PROMISE frame as a connection
+                // error (Section 5.4.1) of type PROTOCOL_ERROR." (We send
+                // ENABLE_PUSH = 0 before any request, so a server has processed
+                // it before it could push.)
+                Role::Client if !st.local.enable_push => {
+                    return Err(protocol("RFC 9113 §6.5.2: PUSH_PROMISE with push disabled"))
+                }
+                Role::Client => {}
+            }
         }
         match self.asm.push(&frame)? {
             Assembled::Other => {
