@@ -237,9 +237,6 @@ impl Up {
                         }
                         Ev::Other => {}
                     }
-                    if self.inbuf.is_empty() && !eof {
-                        return true;
-                    }
                 }
             }
             UpKind::H2 { conn, streams } => {

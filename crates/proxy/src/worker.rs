@@ -295,10 +295,21 @@ impl Worker {
         }
         self.process_front(i);
         self.flush_front(i);
+        // Readiness not used up (the input buffer was full) and room again: go on reading.
+        if let Some(f) = self.fronts.at(i) {
+            if f.want_read
+                && !f.read_eof
+                && f.inbuf.len() < FRONT_MAX_IN
+                && f.state != FState::Closing
+            {
+                self.queue_front(i);
+            }
+        }
     }
 
     fn flush_front(&mut self, i: usize) {
         let Some(f) = self.fronts.at(i) else { return };
+        let was_high = f.out.len() > HIGH;
         if f.io.flush(&mut f.out).is_err() {
             return self.kill_front(i);
         }
@@ -311,7 +322,8 @@ impl Worker {
             return self.kill_front(i);
         }
         if let Some(l) = link {
-            if f.out.len() <= HIGH {
+            if was_high && f.out.len() <= HIGH {
+                // The upstream stopped reading for this client: it may go on.
                 self.queue_up(l.up);
             }
         }
@@ -590,7 +602,7 @@ impl Worker {
                 }
             }
             let Some(dec) = f.body.as_mut() else { break };
-            if f.inbuf.is_empty() {
+            if f.inbuf.is_empty() && !dec.is_done() {
                 break;
             }
             match dec.decode(f.inbuf.data()) {
@@ -640,13 +652,14 @@ impl Worker {
                 Err(_) => return self.fail_up(j, true),
             }
         }
+        let was_high = u.out.len() > HIGH;
         if u.sock.flush(&mut u.out).is_err() {
             return self.fail_up(j, false);
         }
         if u.closing && u.out.is_empty() {
             return self.fail_up(j, false);
         }
-        if u.out.len() <= HIGH {
+        if was_high && u.out.len() <= HIGH {
             // Request bodies waiting for room can go on.
             let fronts = &mut self.fronts;
             let touched = &mut self.touched;
@@ -701,8 +714,12 @@ impl Worker {
             self.queue_touched();
             return self.fail_up(j, false);
         }
+        let again = u.want_read && !paused && u.inbuf.len() < UP_MAX_IN;
         self.queue_touched();
         self.after_stream_end(j);
+        if again {
+            self.queue_up(j);
+        }
     }
 
     /// After an exchange ended on connection `j`: back to the pool, or wake a waiting client.
