@@ -289,11 +289,13 @@ impl Worker {
             }
             return;
         }
-        if f.read_eof && f.state == FState::Exchange && !f.resp.done {
-            // The client went away: cancel the upstream request.
-            return self.kill_front(i);
-        }
         self.process_front(i);
+        if let Some(f) = self.fronts.at(i) {
+            if f.read_eof && f.state == FState::Exchange && !f.resp.done {
+                // The client went away: cancel the upstream request.
+                return self.kill_front(i);
+            }
+        }
         self.flush_front(i);
         // Readiness not used up (the input buffer was full) and room again: go on reading.
         if let Some(f) = self.fronts.at(i) {
