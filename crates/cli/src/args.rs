@@ -36,6 +36,9 @@ pub enum Command {
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
     Link(crate::link::LinkArgs),
+    /// Run a reverse proxy: HTTP/1.1 clients, HTTP/1.x or h2c (pooled or multiplexed)
+    /// upstreams.
+    Proxy(crate::proxy::ProxyArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

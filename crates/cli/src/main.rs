@@ -7,6 +7,7 @@ mod compare;
 mod link;
 mod load;
 mod page;
+mod proxy;
 mod serve;
 
 use std::process::ExitCode;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Page(args) => page::main(args),
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
+        Command::Proxy(args) => proxy::main(args),
     }
 }
 
