@@ -9,6 +9,7 @@ mod load;
 mod page;
 mod proxy;
 mod serve;
+mod upstream;
 
 use std::process::ExitCode;
 
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
         Command::Proxy(args) => proxy::main(args),
+        Command::Upstream(args) => upstream::main(args),
     }
 }
 

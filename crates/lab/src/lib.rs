@@ -18,3 +18,4 @@ pub mod page;
 pub mod proto;
 pub mod report;
 pub mod stats;
+pub mod upstream;

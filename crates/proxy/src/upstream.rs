@@ -71,7 +71,7 @@ impl Up {
         let kind = if h2 {
             let local = LocalSettings {
                 initial_window_size: 256 * 1024,
-                connection_window: 1024 * 1024,
+                connection_window: 16 * 1024 * 1024,
                 ..LocalSettings::client()
             };
             let mut conn = Box::new(Connection::new(Role::Client, local, Limits::new()));
