@@ -185,7 +185,7 @@ impl Up {
             } => {
                 let Some((fi, fg)) = *link else {
                     // Idle: the upstream closed it, or sent something unasked.
-                    return !(eof || !self.inbuf.is_empty());
+                    return !eof && self.inbuf.is_empty();
                 };
                 loop {
                     let res = if self.inbuf.is_empty() && eof {
