@@ -37,7 +37,7 @@ pub fn arm_block(
     keepalive: usize,
 ) -> Result<String, String> {
     let v = version().ok_or("nginx is not installed")?;
-    let name = arm.name().replace('.', "_").replace('-', "_");
+    let name = arm.name().replace(['.', '-'], "_");
     let mut up = format!("    upstream backend_{name} {{\n");
     for b in backends {
         let _ = writeln!(up, "        server {b};");
