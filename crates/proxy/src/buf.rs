@@ -42,25 +42,70 @@ impl Buf {
         &mut self.data
     }
 
-    /// Reads once from `r` into spare room (at least `chunk` bytes); `Ok(0)` is EOF.
+    /// Drops everything.
+    pub fn clear(&mut self) {
+        self.data.clear();
+        self.start = 0;
+    }
+}
+
+/// Input buffer: `buf[start..end]` is unread input; the storage stays initialised, so a read
+/// does not clear memory first (only growing does).
+#[derive(Debug, Default)]
+pub struct InBuf {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl InBuf {
+    /// The unread bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Unread byte count.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether nothing is unread.
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+
+    /// Marks `n` bytes read.
+    pub fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.end);
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+    }
+
+    /// Drops everything.
+    pub fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// Reads once from `r` into at least `chunk` bytes of room; `Ok(0)` is EOF.
     pub fn read_from(
         &mut self,
         r: &mut impl std::io::Read,
         chunk: usize,
     ) -> std::io::Result<usize> {
-        let v = self.tail();
-        let old = v.len();
-        v.resize(old + chunk, 0);
-        let res = r.read(&mut v[old..]);
-        let n = *res.as_ref().unwrap_or(&0);
-        v.truncate(old + n);
-        res
-    }
-
-    /// Drops everything.
-    pub fn clear(&mut self) {
-        self.data.clear();
-        self.start = 0;
+        if self.buf.len() - self.end < chunk && self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < chunk {
+            self.buf.resize(self.end + chunk, 0);
+        }
+        let n = r.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        Ok(n)
     }
 }
 
@@ -78,8 +123,21 @@ mod tests {
         assert_eq!(b.data(), b"llo!");
         b.consume(10);
         assert!(b.is_empty());
-        let mut r: &[u8] = b"abc";
-        assert_eq!(b.read_from(&mut r, 16).unwrap(), 3);
-        assert_eq!(b.data(), b"abc");
+    }
+
+    #[test]
+    fn input() {
+        let mut b = InBuf::default();
+        let mut r: &[u8] = b"hello world";
+        assert_eq!(b.read_from(&mut r, 4).unwrap(), 4);
+        assert_eq!(b.read_from(&mut r, 16).unwrap(), 7);
+        b.consume(6);
+        assert_eq!(b.data(), b"world");
+        let mut r: &[u8] = b"!!";
+        b.read_from(&mut r, 16).unwrap();
+        assert_eq!(b.data(), b"world!!");
+        b.consume(7);
+        assert!(b.is_empty());
+        assert_eq!(b.len(), 0);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use h2lab_wire::h1::{encode_chunk, reason_phrase, BodyDecoder, Limits, RequestParser};
 
-use crate::buf::Buf;
+use crate::buf::{Buf, InBuf};
 use crate::io::FrontIo;
 use crate::stats::Stats;
 
@@ -53,7 +53,7 @@ pub struct Front {
     /// Transport.
     pub io: FrontIo,
     /// Unread input.
-    pub inbuf: Buf,
+    pub inbuf: InBuf,
     /// Queued output.
     pub out: Buf,
     /// Client address.
@@ -115,7 +115,7 @@ impl Front {
         };
         Front {
             io,
-            inbuf: Buf::default(),
+            inbuf: InBuf::default(),
             out: Buf::default(),
             peer,
             state: FState::Head,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 
-use crate::buf::Buf;
+use crate::buf::{Buf, InBuf};
 
 /// Read granularity.
 pub const READ_CHUNK: usize = 16 * 1024;
@@ -63,7 +63,7 @@ impl FrontIo {
     }
 
     /// Reads until the socket would block or `inbuf` holds `max` bytes.
-    pub fn fill(&mut self, inbuf: &mut Buf, max: usize) -> io::Result<Fill> {
+    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match self {
@@ -219,7 +219,7 @@ impl UpSock {
     }
 
     /// Reads until the socket would block or `inbuf` holds `max` bytes.
-    pub fn fill(&mut self, inbuf: &mut Buf, max: usize) -> io::Result<Fill> {
+    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match inbuf.read_from(self, READ_CHUNK) {

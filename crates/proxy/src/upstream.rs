@@ -9,7 +9,7 @@ use h2lab_wire::h2::{
     Connection, ErrorCode, Events, HeadersDone, HeadersKind, Limits, LocalSettings, Role, StreamId,
 };
 
-use crate::buf::Buf;
+use crate::buf::{Buf, InBuf};
 use crate::fields::push_response_field;
 use crate::front::Front;
 use crate::io::UpSock;
@@ -41,7 +41,7 @@ pub struct Up {
     /// Socket.
     pub sock: UpSock,
     /// Unread input.
-    pub inbuf: Buf,
+    pub inbuf: InBuf,
     /// Queued output.
     pub out: Buf,
     /// Index of the upstream address.
@@ -89,7 +89,7 @@ impl Up {
         };
         Up {
             sock,
-            inbuf: Buf::default(),
+            inbuf: InBuf::default(),
             out,
             target,
             connected: false,
