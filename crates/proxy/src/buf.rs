@@ -89,6 +89,17 @@ impl InBuf {
         self.end = 0;
     }
 
+    /// Appends bytes (input that does not come from a socket).
+    pub fn extend(&mut self, b: &[u8]) {
+        if self.start > 0 && self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        }
+        self.buf.truncate(self.end);
+        self.buf.extend_from_slice(b);
+        self.end = self.buf.len();
+    }
+
     /// Reads once from `r` into at least `chunk` bytes of room; `Ok(0)` is EOF.
     pub fn read_from(
         &mut self,

@@ -97,6 +97,13 @@ pub struct Front {
     pub deadline: Option<Instant>,
     /// Trailer lines of the current response.
     pub trailers: Vec<u8>,
+    /// A virtual connection: the HTTP/2 client connection (slot, generation) whose stream it
+    /// serves.
+    pub parent: Option<(usize, u32)>,
+    /// HTTP/2 state, once the connection speaks HTTP/2.
+    pub h2: Option<Box<crate::front_h2::H2Front>>,
+    /// The protocol (HTTP/1.1 or HTTP/2) is not decided yet.
+    pub fresh: bool,
 }
 
 impl Front {
@@ -137,6 +144,9 @@ impl Front {
             head_started: None,
             deadline: None,
             trailers: Vec::new(),
+            parent: None,
+            h2: None,
+            fresh: true,
         }
     }
 

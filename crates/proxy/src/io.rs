@@ -29,6 +29,9 @@ pub enum FrontIo {
     Plain(TcpStream),
     /// TLS over TCP.
     Tls(TcpStream, Box<rustls::ServerConnection>),
+    /// No socket: one stream of an HTTP/2 client connection (`true`: over TLS); its bytes
+    /// are moved by the HTTP/2 connection.
+    Virtual(bool),
 }
 
 impl FrontIo {
@@ -46,10 +49,20 @@ impl FrontIo {
 
     /// Registers the socket.
     pub fn register(&mut self, r: &Registry, t: Token) -> io::Result<()> {
-        let s = match self {
-            FrontIo::Plain(s) | FrontIo::Tls(s, _) => s,
-        };
-        r.register(s, t, Interest::READABLE | Interest::WRITABLE)
+        match self {
+            FrontIo::Plain(s) | FrontIo::Tls(s, _) => {
+                r.register(s, t, Interest::READABLE | Interest::WRITABLE)
+            }
+            FrontIo::Virtual(_) => Ok(()),
+        }
+    }
+
+    /// The ALPN protocol negotiated (TLS).
+    pub fn alpn(&self) -> Option<&[u8]> {
+        match self {
+            FrontIo::Tls(_, c) => c.alpn_protocol(),
+            _ => None,
+        }
     }
 
     /// Whether the TLS handshake is still going on.
@@ -59,7 +72,7 @@ impl FrontIo {
 
     /// Whether this is TLS.
     pub fn is_tls(&self) -> bool {
-        matches!(self, FrontIo::Tls(..))
+        matches!(self, FrontIo::Tls(..) | FrontIo::Virtual(true))
     }
 
     /// Reads until the socket would block or `inbuf` holds `max` bytes.
@@ -67,6 +80,10 @@ impl FrontIo {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match self {
+                FrontIo::Virtual(_) => {
+                    f.blocked = true;
+                    break;
+                }
                 FrontIo::Plain(s) => match inbuf.read_from(s, READ_CHUNK) {
                     Ok(0) => {
                         f.eof = true;
@@ -125,6 +142,7 @@ impl FrontIo {
     /// Writes as much of `out` as the socket takes; `Ok(true)` when it would block.
     pub fn flush(&mut self, out: &mut Buf) -> io::Result<bool> {
         match self {
+            FrontIo::Virtual(_) => Ok(false),
             FrontIo::Plain(s) => write_plain(s, out),
             FrontIo::Tls(s, c) => loop {
                 if !out.is_empty() && !c.is_handshaking() {
@@ -151,10 +169,9 @@ impl FrontIo {
 
     /// Shuts the sending side of the socket.
     pub fn shutdown_write(&mut self) {
-        let s = match self {
-            FrontIo::Plain(s) | FrontIo::Tls(s, _) => s,
-        };
-        let _ = s.shutdown(std::net::Shutdown::Write);
+        if let FrontIo::Plain(s) | FrontIo::Tls(s, _) = self {
+            let _ = s.shutdown(std::net::Shutdown::Write);
+        }
     }
 }
 

@@ -31,6 +31,7 @@ mod buf;
 pub mod config;
 mod fields;
 mod front;
+mod front_h2;
 mod io;
 mod slab;
 pub mod stats;
@@ -97,7 +98,7 @@ fn tls_config(
     config: &ProxyConfig,
 ) -> Result<(Arc<rustls::ServerConfig>, h2lab_server::tls::CertPaths), ProxyError> {
     let mut front = config.front.clone();
-    front.alpn = vec![b"http/1.1".to_vec()];
+    front.alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let paths = h2lab_server::tls::ensure_certificate(&front)
         .map_err(|e| ProxyError::Tls(e.to_string()))?;
     let tls = h2lab_server::tls::server_config(&paths, &front)

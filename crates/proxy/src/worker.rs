@@ -14,6 +14,7 @@ use mio::{Events, Interest, Poll, Registry, Token, Waker};
 use crate::config::{ProxyConfig, UpstreamProtocol};
 use crate::fields::{ip_text, Forward};
 use crate::front::{write_error, FState, Front, Link, Resp};
+use crate::front_h2::{pump, synth_request, FEv, Stream as H2Stream};
 use crate::io::{FrontIo, UpSock};
 use crate::slab::Slab;
 use crate::stats::{Stats, StatsHandle};
@@ -289,6 +290,39 @@ impl Worker {
             }
             return;
         }
+        if f.fresh {
+            // HTTP/2 by ALPN (TLS) or by the connection preface (cleartext).
+            const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+            let h2 = if f.io.is_tls() {
+                f.io.alpn() == Some(b"h2")
+            } else {
+                let d = f.inbuf.data();
+                if d.len() < PREFACE.len() && PREFACE.starts_with(d) && !f.read_eof {
+                    // Not enough bytes to tell yet.
+                    return self.flush_front(i);
+                }
+                d.starts_with(PREFACE)
+            };
+            f.fresh = false;
+            if h2 {
+                let h = crate::front_h2::H2Front::new(&self.shared.config.front, &mut f.out);
+                f.h2 = Some(Box::new(h));
+                f.state = FState::Exchange;
+            }
+        }
+        if f.h2.is_some() {
+            if f.read_eof {
+                return self.kill_front(i);
+            }
+            self.drive_h2(i);
+            self.flush_front(i);
+            if let Some(f) = self.fronts.at(i) {
+                if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN {
+                    self.queue_front(i);
+                }
+            }
+            return;
+        }
         self.process_front(i);
         if let Some(f) = self.fronts.at(i) {
             if f.read_eof && f.state == FState::Exchange && !f.resp.done {
@@ -311,6 +345,13 @@ impl Worker {
 
     fn flush_front(&mut self, i: usize) {
         let Some(f) = self.fronts.at(i) else { return };
+        if let Some((p, _)) = f.parent {
+            // A stream of an HTTP/2 connection: that connection moves the bytes.
+            if !f.out.is_empty() {
+                self.queue_front(p);
+            }
+            return;
+        }
         let was_high = f.out.len() > HIGH;
         if f.io.flush(&mut f.out).is_err() {
             return self.kill_front(i);
@@ -331,10 +372,127 @@ impl Worker {
         }
     }
 
+    /// An HTTP/2 client connection: frames in, a virtual HTTP/1.1 connection per stream,
+    /// their responses back out as frames.
+    fn drive_h2(&mut self, i: usize) {
+        let now = self.now;
+        let fgen = self.fronts.gen(i);
+        let shared = self.shared.clone();
+        let Some(f) = self.fronts.at(i) else { return };
+        let Some(mut h2) = f.h2.take() else { return };
+        let mut out = std::mem::take(&mut f.out);
+        let (tls, peer) = (f.io.is_tls(), f.peer);
+        let mut failed = false;
+        if !f.inbuf.is_empty() {
+            match h2.recv(f.inbuf.data(), &mut out) {
+                Some(n) => f.inbuf.consume(n),
+                None => {
+                    f.inbuf.clear();
+                    failed = true;
+                }
+            }
+        }
+        for ev in std::mem::take(&mut h2.events) {
+            match ev {
+                FEv::Request { id, fields, end } => {
+                    let (bytes, chunked, is_head) = synth_request(&fields, end);
+                    let mut child =
+                        Front::new(FrontIo::Virtual(tls), peer, &shared.config.front, now);
+                    child.parent = Some((i, fgen));
+                    child.fresh = false;
+                    child.inbuf.extend(&bytes);
+                    let (ci, cg) = self.fronts.insert(child);
+                    let mut parser = h2lab_wire::h1::ResponseParser::new();
+                    parser.start(!is_head);
+                    h2.streams.push(H2Stream {
+                        id,
+                        child: (ci, cg),
+                        parser,
+                        chunked,
+                        head_sent: false,
+                        spill: Vec::new(),
+                        trailers: Vec::new(),
+                        done: false,
+                    });
+                    self.queue_front(ci);
+                }
+                FEv::Data { id, data, end } => {
+                    let Some(st) = h2.streams.iter().find(|s| s.id == id) else {
+                        continue;
+                    };
+                    let Some(c) = self.fronts.get(st.child.0, st.child.1) else {
+                        continue;
+                    };
+                    if st.chunked {
+                        if !data.is_empty() {
+                            let mut v = Vec::with_capacity(data.len() + 16);
+                            h2lab_wire::h1::encode_chunk(&mut v, &data);
+                            c.inbuf.extend(&v);
+                        }
+                        if end {
+                            c.inbuf.extend(b"0\r\n\r\n");
+                        }
+                    } else {
+                        c.inbuf.extend(&data);
+                    }
+                    self.queue_front(st.child.0);
+                }
+                FEv::Reset { id } => {
+                    if let Some(pos) = h2.streams.iter().position(|s| s.id == id) {
+                        let st = h2.streams.remove(pos);
+                        if self.fronts.get(st.child.0, st.child.1).is_some() {
+                            self.kill_front(st.child.0);
+                        }
+                    }
+                }
+            }
+        }
+        for st in h2.streams.iter_mut() {
+            let child = self.fronts.get(st.child.0, st.child.1);
+            let (was_high, link) = child
+                .as_ref()
+                .map_or((false, None), |c| (c.out.len() > HIGH, c.link));
+            pump(st, child.map(|c| &mut c.out), &mut h2.conn, &mut out);
+            if let Some(l) = link {
+                let low = self
+                    .fronts
+                    .get(st.child.0, st.child.1)
+                    .is_some_and(|c| c.out.len() <= HIGH);
+                if was_high && low {
+                    self.queue_up(l.up);
+                }
+            }
+        }
+        let mut k = 0;
+        while k < h2.streams.len() {
+            if h2.streams[k].done {
+                let st = h2.streams.remove(k);
+                if self.fronts.get(st.child.0, st.child.1).is_some() {
+                    self.kill_front(st.child.0);
+                }
+            } else {
+                k += 1;
+            }
+        }
+        let Some(f) = self.fronts.at(i) else { return };
+        f.out = out;
+        if failed || h2.conn.is_finished() {
+            f.state = FState::Closing;
+        }
+        f.h2 = Some(h2);
+    }
+
     fn kill_front(&mut self, i: usize) {
         let Some(f) = self.fronts.remove(i) else {
             return;
         };
+        if let Some(h2) = f.h2 {
+            for st in h2.streams {
+                if self.fronts.get(st.child.0, st.child.1).is_some() {
+                    self.kill_front(st.child.0);
+                }
+            }
+        }
         if let Some(link) = f.link {
             if !f.resp.done {
                 self.stats.client_cancels += 1;
@@ -429,8 +587,10 @@ impl Worker {
                 return false;
             }
             Err(e) => {
-                if f.inbuf.data().starts_with(b"PRI * HTTP/2.0") {
-                    // h2c with prior knowledge is not served by the front yet.
+                if !looks_like_http1(f.inbuf.data()) {
+                    // Not HTTP/1.x at all (a broken HTTP/2 preface, TLS on the cleartext
+                    // port): an HTTP/1.1 error page would be garbage to such a peer; close
+                    // (RFC 9113 §3.4: an invalid preface is a connection error).
                     f.state = FState::Closing;
                     f.inbuf.clear();
                     return false;
@@ -824,7 +984,9 @@ impl Worker {
                     timed_out.push(i);
                 }
             }
-            let waiting_head = f.state == FState::Head && !f.waiting;
+            // An HTTP/2 connection with no stream open is idle too.
+            let idle_h2 = f.h2.as_ref().is_some_and(|h| h.streams.is_empty());
+            let waiting_head = (f.state == FState::Head && !f.waiting) || idle_h2;
             let head_slow = f
                 .head_started
                 .is_some_and(|t| now.duration_since(t) >= idle);
@@ -846,6 +1008,16 @@ impl Worker {
             self.kill_front(i);
         }
     }
+}
+
+/// Whether the first line of `data` ends in an HTTP/1.x version.
+fn looks_like_http1(data: &[u8]) -> bool {
+    let line = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => &data[..i],
+        None => data,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.len() >= 9 && line[line.len() - 9..line.len() - 1].eq_ignore_ascii_case(b" HTTP/1.")
 }
 
 /// Hands out an upstream connection for one request.

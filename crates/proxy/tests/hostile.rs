@@ -93,6 +93,9 @@ fn hostile_clients_are_cut_off_and_normal_clients_still_served() {
     // Garbage (a TLS ClientHello on the cleartext port, an HTTP/2 preface): closed.
     for junk in [
         &b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"[..],
+        // A broken HTTP/2 preface.
+        b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n",
+        // A valid one, then nothing: an idle HTTP/2 connection.
         b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
     ] {
         let mut s = TcpStream::connect(addr).unwrap();

@@ -1,5 +1,6 @@
-//! The TLS front: HTTP/1.1 over TLS (ALPN `http/1.1`), the server crate's generated
-//! certificate, `X-Forwarded-Proto: https` upstream.
+//! The TLS front with a client that offers only HTTP/1.1 (ALPN `http/1.1`; HTTP/2 over TLS
+//! is covered by tests/h2spec.rs): the server crate's generated certificate,
+//! `X-Forwarded-Proto: https` upstream.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -33,7 +34,7 @@ fn http11_over_tls_is_forwarded_with_https_proto() {
         .unwrap()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    cc.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    cc.alpn_protocols = vec![b"http/1.1".to_vec()];
     let conn =
         rustls::ClientConnection::new(Arc::new(cc), ServerName::try_from("localhost").unwrap())
             .unwrap();
@@ -45,7 +46,6 @@ fn http11_over_tls_is_forwarded_with_https_proto() {
         .unwrap();
     let mut resp = Vec::new();
     let _ = tls.read_to_end(&mut resp);
-    // The front offers HTTP/1.1 only (no HTTP/2 front yet).
     assert_eq!(tls.conn.alpn_protocol(), Some(&b"http/1.1"[..]));
     let text = String::from_utf8_lossy(&resp);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
