@@ -36,7 +36,7 @@ pub enum Command {
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
     Link(crate::link::LinkArgs),
-    /// Run a reverse proxy: HTTP/1.1 clients, HTTP/1.x or h2c (pooled or multiplexed)
+    /// Run a reverse proxy: HTTP/1.1 and HTTP/2 clients, HTTP/1.x or h2c (pooled or multiplexed)
     /// upstreams.
     Proxy(crate::proxy::ProxyArgs),
     /// The upstream-hop experiment (seed 004): client → proxy → 5 ms link → 4 backends, over

@@ -28,11 +28,11 @@ const PREFIX: &str = "h2lab proxy:";
                   with an optional unit h, m, s or ms."
 )]
 pub struct ProxyArgs {
-    /// Cleartext address (HTTP/1.1) [default: 127.0.0.1:8080].
+    /// Cleartext address (HTTP/1.1 and h2c with prior knowledge) [default: 127.0.0.1:8080].
     #[arg(short = 'l', long = "listen", value_name = "ADDR", value_parser = parse_addr)]
     pub listen: Option<SocketAddr>,
 
-    /// Also serve HTTP/1.1 over TLS on ADDR.
+    /// Also serve HTTP/2 and HTTP/1.1 (ALPN) over TLS on ADDR.
     #[arg(long = "tls-listen", value_name = "ADDR", value_parser = parse_addr)]
     pub tls_listen: Option<SocketAddr>,
 
@@ -131,10 +131,10 @@ pub fn main(args: ProxyArgs) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     if let Some(a) = proxy.addr() {
-        println!("{PREFIX} listening on http://{a}/ (HTTP/1.1)");
+        println!("{PREFIX} listening on http://{a}/ (HTTP/1.1, h2c)");
     }
     if let Some(a) = proxy.tls_addr() {
-        println!("{PREFIX} listening on https://{a}/ (HTTP/1.1 over TLS)");
+        println!("{PREFIX} listening on https://{a}/ (HTTP/2 and HTTP/1.1 over TLS)");
     }
     if !args.quiet {
         let ups: Vec<String> = args.upstreams.iter().map(ToString::to_string).collect();

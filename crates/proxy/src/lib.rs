@@ -1,8 +1,9 @@
 //! `h2lab proxy`: a reverse proxy on h2lab's own codecs and the thread-per-core mio loop
 //! style of `h2lab serve`.
 //!
-//! - Front: HTTP/1.1 on a cleartext port and HTTP/1.1 over TLS (the server crate's
-//!   [`h2lab_server::Listener`] and certificate handling).
+//! - Front: HTTP/1.1 and h2c (prior knowledge) on a cleartext port, HTTP/2 and HTTP/1.1 over
+//!   TLS by ALPN (the server crate's [`h2lab_server::Listener`] and certificate handling). An
+//!   HTTP/2 stream is served by a virtual HTTP/1.1 connection (`front_h2`).
 //! - Upstreams ([`ProxyConfig::upstreams`], round robin, TCP or UNIX sockets) over
 //!   HTTP/1.1 keep-alive (pooled), HTTP/1.0 (a connection per request), h2c with one stream
 //!   per connection (nginx 1.29's `proxy_http_version 2`), or h2c multiplexed
@@ -92,8 +93,8 @@ fn io_err(context: &str) -> impl FnOnce(std::io::Error) -> ProxyError + '_ {
     }
 }
 
-/// The front's TLS settings: the configured certificate (or a generated one) and ALPN
-/// `http/1.1` (the front does not serve HTTP/2 yet).
+/// The front's TLS settings: the configured certificate (or a generated one) and ALPN `h2`,
+/// `http/1.1`.
 fn tls_config(
     config: &ProxyConfig,
 ) -> Result<(Arc<rustls::ServerConfig>, h2lab_server::tls::CertPaths), ProxyError> {
