@@ -107,8 +107,16 @@ pub struct H2Front {
     pub streams: Vec<Stream>,
     /// Events of the last `recv`.
     pub events: Vec<FEv>,
+    /// Some stream's request body waits in its virtual connection beyond [`BACKLOG`]: the
+    /// connection is not read until it drains (HTTP/2 flow control alone does not bound it,
+    /// the windows are re-opened as frames are received).
+    pub backlogged: bool,
     cur: Vec<(Vec<u8>, Vec<u8>)>,
 }
+
+/// Request body bytes a stream's virtual connection may hold before the client connection
+/// stops being read.
+pub const BACKLOG: usize = 256 * 1024;
 
 impl H2Front {
     /// Server side; queues our SETTINGS in `out`.
@@ -123,6 +131,7 @@ impl H2Front {
             conn,
             streams: Vec::new(),
             events: Vec::new(),
+            backlogged: false,
             cur: Vec::new(),
         }
     }

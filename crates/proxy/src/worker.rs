@@ -275,7 +275,8 @@ impl Worker {
     fn drive_front(&mut self, i: usize) {
         let now = self.now;
         let Some(f) = self.fronts.at(i) else { return };
-        if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN {
+        let backlogged = f.h2.as_ref().is_some_and(|h| h.backlogged);
+        if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN && !backlogged {
             match f.io.fill(&mut f.inbuf, FRONT_MAX_IN) {
                 Ok(fill) => {
                     if fill.got > 0 {
@@ -322,7 +323,8 @@ impl Worker {
             self.drive_h2(i);
             self.flush_front(i);
             if let Some(f) = self.fronts.at(i) {
-                if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN {
+                let backlogged = f.h2.as_ref().is_some_and(|h| h.backlogged);
+                if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN && !backlogged {
                     self.queue_front(i);
                 }
             }
@@ -350,9 +352,18 @@ impl Worker {
 
     fn flush_front(&mut self, i: usize) {
         let Some(f) = self.fronts.at(i) else { return };
-        if let Some((p, _)) = f.parent {
-            // A stream of an HTTP/2 connection: that connection moves the bytes.
-            if !f.out.is_empty() {
+        if let Some((p, pg)) = f.parent {
+            // A stream of an HTTP/2 connection: that connection moves the bytes (and reads
+            // again once request bodies drained below the backlog).
+            let drained = f.inbuf.len() <= crate::front_h2::BACKLOG;
+            let wake = !f.out.is_empty()
+                || (drained
+                    && self
+                        .fronts
+                        .get(p, pg)
+                        .and_then(|pf| pf.h2.as_ref())
+                        .is_some_and(|h| h.backlogged));
+            if wake {
                 self.queue_front(p);
             }
             return;

@@ -57,3 +57,34 @@ fn h2load_through_the_h2c_front() {
         assert_eq!(s.responses, 400, "{proto:?}: {s}");
     }
 }
+
+#[test]
+fn ten_megabyte_uploads_from_http2_clients() {
+    if Command::new("h2load").arg("--version").output().is_err() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "h2load is not installed"
+        );
+        eprintln!("SKIPPED: h2load is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("h2lab-proxy-h2up-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("body");
+    std::fs::write(&file, vec![b'u'; 10 * 1024 * 1024]).unwrap();
+    let b = common::backends(2);
+    for proto in [UpstreamProtocol::H1, UpstreamProtocol::H2cMux] {
+        let p = common::proxy(&b, proto, |_| {});
+        let url = format!("http://{}/ping", p.addr().unwrap());
+        let out = Command::new("h2load")
+            .args(["-n", "4", "-c", "1", "-m", "2", "-d"])
+            .arg(&file)
+            .arg(&url)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("4 succeeded, 0 failed"), "{proto:?}: {text}");
+        assert!(text.contains("status codes: 4 2xx"), "{proto:?}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,7 +3,7 @@
 
 use super::{Worker, HIGH};
 use crate::front::{FState, Front};
-use crate::front_h2::{pump, synth_request, FEv, Stream as H2Stream};
+use crate::front_h2::{pump, synth_request, FEv, Stream as H2Stream, BACKLOG};
 use crate::io::FrontIo;
 
 impl Worker {
@@ -109,6 +109,11 @@ impl Worker {
                 k += 1;
             }
         }
+        h2.backlogged = h2.streams.iter().any(|st| {
+            self.fronts
+                .get(st.child.0, st.child.1)
+                .is_some_and(|c| c.inbuf.len() > BACKLOG)
+        });
         let Some(f) = self.fronts.at(i) else { return };
         f.out = out;
         if failed || h2.conn.is_finished() {
