@@ -41,6 +41,12 @@ pub enum Command {
     Merge(crate::merge::MergeArgs),
     /// Render deployment manifests that run a benchmark as shards (kubernetes).
     Deploy(crate::deploy::DeployArgs),
+    /// Run a reverse proxy: HTTP/1.1 and HTTP/2 clients, HTTP/1.x or h2c (pooled or multiplexed)
+    /// upstreams.
+    Proxy(crate::proxy::ProxyArgs),
+    /// The upstream-hop experiment (seed 004): client → proxy → 5 ms link → 4 backends, over
+    /// HTTP/1.1 keep-alive, HTTP/1.0, h2c and h2c multiplexed upstreams.
+    Upstream(crate::upstream::UpstreamArgs),
 }
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.

@@ -10,9 +10,11 @@ mod link;
 mod load;
 mod merge;
 mod page;
+mod proxy;
 mod serve;
 mod shard;
 mod yaml;
+mod upstream;
 
 use std::process::ExitCode;
 
@@ -37,6 +39,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::main(args),
         Command::Merge(args) => merge::main(args),
         Command::Deploy(args) => deploy::main(args),
+        Command::Proxy(args) => proxy::main(args),
+        Command::Upstream(args) => upstream::main(args),
     }
 }
 

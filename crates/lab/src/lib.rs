@@ -21,3 +21,4 @@ pub mod page;
 pub mod proto;
 pub mod report;
 pub mod stats;
+pub mod upstream;

@@ -149,6 +149,11 @@ impl Listener {
     pub fn is_tls(&self) -> bool {
         self.tls
     }
+
+    /// The bound socket (for event loops other than the server's, e.g. `h2lab proxy`).
+    pub fn into_std(self) -> std::net::TcpListener {
+        self.inner
+    }
 }
 
 /// Serves `listeners` until `shutdown` is triggered, with `config.threads` workers.

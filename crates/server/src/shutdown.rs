@@ -52,8 +52,8 @@ impl Shutdown {
     }
 
     /// Registers an event-loop waker; it is woken by `trigger` (and at once if already
-    /// triggered).
-    pub(crate) fn register(&self, waker: Arc<Waker>) {
+    /// triggered). Public so that other event loops (`h2lab proxy`) stop on the same handle.
+    pub fn register(&self, waker: Arc<Waker>) {
         self.inner
             .wakers
             .lock()

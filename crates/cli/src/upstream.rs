@@ -1,0 +1,72 @@
+//! `h2lab upstream`: the upstream-hop experiment of seed 004 (`h2lab_lab::upstream`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use h2lab_engine::StopFlag;
+use h2lab_lab::upstream::{self, ProxyKind, UpstreamConfig};
+
+use crate::args::parse_duration;
+
+/// `h2lab upstream` options.
+#[derive(Debug, Clone, Args)]
+pub struct UpstreamArgs {
+    /// The short matrix: 4 payloads × c = 10, 200, 2 runs of 1 s.
+    #[arg(long = "quick")]
+    pub quick: bool,
+
+    /// The proxy in the middle: h2lab (in-process) or nginx (the seed's configuration).
+    #[arg(long = "proxy", value_name = "h2lab|nginx", default_value = "h2lab",
+          value_parser = ["h2lab", "nginx"])]
+    pub proxy: String,
+
+    /// Round-trip time of the proxy → backend links.
+    #[arg(long = "rtt", value_name = "DURATION", value_parser = parse_duration, default_value = "5ms")]
+    pub rtt: Duration,
+
+    /// Runs per cell and arm (default: 3, --quick 2).
+    #[arg(long = "runs", value_name = "N")]
+    pub runs: Option<u32>,
+
+    /// Measured period of each run (default: 3s, --quick 1s).
+    #[arg(long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Streams per h2c-mux upstream connection.
+    #[arg(long = "streams", value_name = "M", default_value_t = 100)]
+    pub streams: u32,
+}
+
+/// Runs `h2lab upstream`.
+pub fn main(args: UpstreamArgs) -> ExitCode {
+    let mut cfg = if args.quick {
+        UpstreamConfig::quick()
+    } else {
+        UpstreamConfig::seed()
+    };
+    cfg.rtt = args.rtt;
+    cfg.streams = args.streams.max(1);
+    if let Some(r) = args.runs {
+        cfg.runs = r.max(1);
+    }
+    if let Some(d) = args.duration {
+        cfg.duration = d;
+    }
+    cfg.proxy = if args.proxy == "nginx" {
+        ProxyKind::Nginx
+    } else {
+        ProxyKind::H2lab
+    };
+    let stop = StopFlag::new();
+    match upstream::run(&cfg, &stop, &mut |line| eprintln!("{line}")) {
+        Ok(r) => {
+            print!("{}", upstream::render(&r));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("h2lab upstream: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

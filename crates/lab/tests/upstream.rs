@@ -1,0 +1,54 @@
+//! `h2lab upstream` end to end on a tiny matrix: every arm is measured through the proxy and
+//! the links, the decision table and the connection lines are rendered, and the multiplexed
+//! arm uses far fewer upstream connections than HTTP/1.0.
+
+use std::time::Duration;
+
+use h2lab_engine::StopFlag;
+use h2lab_lab::upstream::{self, UpstreamConfig};
+use h2lab_proxy::UpstreamProtocol;
+
+#[test]
+fn tiny_upstream_experiment() {
+    let mut cfg = UpstreamConfig::quick();
+    cfg.payloads = ["ping", "100k"]
+        .iter()
+        .map(|p| p.parse().unwrap())
+        .collect();
+    cfg.concurrency = vec![8];
+    cfg.runs = 2;
+    cfg.warm_up = Duration::from_millis(100);
+    cfg.duration = Duration::from_millis(300);
+    cfg.rtt = Duration::from_millis(2);
+    let mut lines = Vec::new();
+    let r = upstream::run(&cfg, &StopFlag::new(), &mut |l| lines.push(l.to_string())).unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(r.cells.len(), 2);
+    for c in &r.cells {
+        for a in &c.arms {
+            let rps = a.rps.expect("measured");
+            assert!(rps.median > 0.0, "{:?} {}", a.arm, c.payload.name);
+            assert_eq!(rps.n, 2);
+            assert_eq!(a.failed, 0, "{:?}", a.arm);
+        }
+    }
+    let conns = |arm| {
+        r.connections
+            .iter()
+            .find(|c| c.0 == arm)
+            .and_then(|c| c.1)
+            .unwrap()
+    };
+    // 4 links per arm; h2c-mux: one connection per backend carries everything.
+    assert!(conns(UpstreamProtocol::H2cMux) <= 8, "{:?}", r.connections);
+    assert!(
+        conns(UpstreamProtocol::H10) > conns(UpstreamProtocol::H2cMux) * 10,
+        "{:?}",
+        r.connections
+    );
+    let text = upstream::render(&r);
+    assert!(text.contains("Decision framework"));
+    assert!(text.contains("h2c-mux vs h1"));
+    assert!(text.contains(">= 100KB"));
+    assert!(text.contains("Upstream connections used"));
+}

@@ -1,0 +1,280 @@
+//! What is forwarded: hop-by-hop fields are dropped (RFC 9110 §7.6.1), the proxy's own
+//! `Host`/`X-Real-IP`/`X-Forwarded-For`/`X-Forwarded-Proto` replace the client's (as the seed's
+//! nginx configuration does), and heads are written for the other side's protocol.
+
+use std::io::Write;
+use std::net::IpAddr;
+
+use h2lab_wire::h1::Headers;
+
+/// Fields that never cross the proxy (connection-specific, framing, and the ones the proxy
+/// sets itself).
+fn dropped_request_field(name: &[u8]) -> bool {
+    const NAMES: [&[u8]; 14] = [
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+        b"te",
+        b"trailer",
+        b"http2-settings",
+        b"content-length",
+        b"expect",
+        b"host",
+        b"x-real-ip",
+        b"x-forwarded-for",
+        b"x-forwarded-proto",
+    ];
+    NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// Response fields that are not passed to the client (hop-by-hop and framing).
+pub fn dropped_response_field(name: &[u8]) -> bool {
+    const NAMES: [&[u8]; 9] = [
+        b"connection",
+        b"keep-alive",
+        b"proxy-connection",
+        b"transfer-encoding",
+        b"upgrade",
+        b"te",
+        b"trailer",
+        b"http2-settings",
+        b"content-length",
+    ];
+    name.first() == Some(&b':') || NAMES.iter().any(|n| n.eq_ignore_ascii_case(name))
+}
+
+/// The client's request, as the proxy forwards it.
+pub struct Forward<'a> {
+    /// Method.
+    pub method: &'a [u8],
+    /// Request target (origin form).
+    pub target: &'a [u8],
+    /// Host (or empty).
+    pub host: &'a [u8],
+    /// The client's fields.
+    pub headers: Headers<'a>,
+    /// Whether the client came over TLS.
+    pub https: bool,
+    /// Body length when known (`None`: chunked).
+    pub body_len: Option<u64>,
+    /// Whether there is a body at all.
+    pub has_body: bool,
+}
+
+impl Forward<'_> {
+    fn proto(&self) -> &'static [u8] {
+        if self.https {
+            b"https"
+        } else {
+            b"http"
+        }
+    }
+
+    /// Writes the HTTP/1.x request head (`http10`: an HTTP/1.0 request, no keep-alive).
+    /// Returns false when the body cannot be framed (chunked over HTTP/1.0).
+    pub fn write_h1(&self, http10: bool, ip: &[u8], out: &mut Vec<u8>) -> bool {
+        if http10 && self.has_body && self.body_len.is_none() {
+            return false;
+        }
+        out.extend_from_slice(self.method);
+        out.push(b' ');
+        out.extend_from_slice(self.target);
+        out.extend_from_slice(if http10 {
+            b" HTTP/1.0\r\nhost: "
+        } else {
+            b" HTTP/1.1\r\nhost: "
+        });
+        out.extend_from_slice(self.host);
+        out.extend_from_slice(b"\r\nx-real-ip: ");
+        out.extend_from_slice(ip);
+        out.extend_from_slice(b"\r\nx-forwarded-for: ");
+        for prev in self.headers.get_all("x-forwarded-for") {
+            out.extend_from_slice(prev);
+            out.extend_from_slice(b", ");
+        }
+        out.extend_from_slice(ip);
+        out.extend_from_slice(b"\r\nx-forwarded-proto: ");
+        out.extend_from_slice(self.proto());
+        out.extend_from_slice(b"\r\n");
+        for h in self.headers.iter() {
+            if dropped_request_field(h.name.as_bytes()) {
+                continue;
+            }
+            out.extend_from_slice(h.name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(h.value);
+            out.extend_from_slice(b"\r\n");
+        }
+        match (self.has_body, self.body_len) {
+            (true, None) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+            (true, Some(n)) => {
+                let _ = write!(out, "content-length: {n}\r\n");
+            }
+            (false, _) => {}
+        }
+        out.extend_from_slice(b"\r\n");
+        true
+    }
+
+    /// Calls `f` with the HTTP/2 field list (pseudo-header fields first, names lowercase;
+    /// `scratch` holds the lowercased names and the forwarded-for value).
+    pub fn with_h2_fields<R>(
+        &self,
+        ip: &[u8],
+        scratch: &mut Vec<u8>,
+        f: impl FnOnce(&[(&[u8], &[u8])]) -> R,
+    ) -> R {
+        scratch.clear();
+        // Lowercased names and the X-Forwarded-For value go into `scratch` first; the
+        // slices into it are taken once it no longer grows.
+        let mut spans: [(usize, usize); 136] = [(0, 0); 136];
+        let mut k = 0;
+        for h in self.headers.iter() {
+            if dropped_request_field(h.name.as_bytes()) || k >= spans.len() {
+                continue;
+            }
+            let s = scratch.len();
+            scratch.extend(h.name.bytes().map(|b| b.to_ascii_lowercase()));
+            spans[k] = (s, scratch.len());
+            k += 1;
+        }
+        let xff_start = scratch.len();
+        for prev in self.headers.get_all("x-forwarded-for") {
+            scratch.extend_from_slice(prev);
+            scratch.extend_from_slice(b", ");
+        }
+        scratch.extend_from_slice(ip);
+        let xff_end = scratch.len();
+        let mut len_buf = [0u8; 20];
+        let len_str: &[u8] = match self.body_len {
+            Some(n) if self.has_body => {
+                let mut w = &mut len_buf[..];
+                let _ = write!(w, "{n}");
+                let used = 20 - w.len();
+                &len_buf[..used]
+            }
+            _ => b"",
+        };
+        let mut fields: [(&[u8], &[u8]); 144] = [(b"", b""); 144];
+        let base: [(&[u8], &[u8]); 7] = [
+            (b":method", self.method),
+            (b":scheme", b"http"),
+            (b":authority", self.host),
+            (b":path", self.target),
+            (b"x-real-ip", ip),
+            (b"x-forwarded-for", &scratch[xff_start..xff_end]),
+            (b"x-forwarded-proto", self.proto()),
+        ];
+        fields[..7].copy_from_slice(&base);
+        let mut n = 7;
+        let mut i = 0;
+        for h in self.headers.iter() {
+            if dropped_request_field(h.name.as_bytes()) || i >= k {
+                continue;
+            }
+            let (s, e) = spans[i];
+            i += 1;
+            fields[n] = (&scratch[s..e], h.value);
+            n += 1;
+        }
+        if !len_str.is_empty() {
+            fields[n] = (b"content-length", len_str);
+            n += 1;
+        }
+        f(&fields[..n])
+    }
+}
+
+/// Appends `name: value\r\n` unless the response field is dropped.
+pub fn push_response_field(lines: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    if dropped_response_field(name) {
+        return;
+    }
+    lines.extend_from_slice(name);
+    lines.extend_from_slice(b": ");
+    lines.extend_from_slice(value);
+    lines.extend_from_slice(b"\r\n");
+}
+
+/// Writes the client's IP address as text into `buf`; returns the used part.
+pub fn ip_text(ip: IpAddr, buf: &mut [u8; 48]) -> &[u8] {
+    let mut w = &mut buf[..];
+    let _ = write!(w, "{ip}");
+    let used = 48 - w.len();
+    &buf[..used]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h2lab_wire::h1::{Parsed, RequestParser};
+
+    fn with_head(raw: &[u8], f: impl FnOnce(Forward<'_>)) {
+        let Ok(Parsed::Complete(h)) = RequestParser::default().parse(raw) else {
+            panic!("bad test request")
+        };
+        f(Forward {
+            method: h.method.as_bytes(),
+            target: h.target.as_bytes(),
+            host: h.host.unwrap_or_default(),
+            headers: h.headers,
+            https: false,
+            body_len: Some(3),
+            has_body: true,
+        });
+    }
+
+    #[test]
+    fn h1_head_drops_hop_by_hop_and_sets_forwarding_fields() {
+        let raw = b"POST /x HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\nX-Forwarded-For: 1.2.3.4\r\nContent-Length: 3\r\nX-A: b\r\n\r\n";
+        with_head(raw, |f| {
+            let mut out = Vec::new();
+            let mut ipb = [0u8; 48];
+            assert!(f.write_h1(
+                false,
+                ip_text("10.0.0.9".parse().unwrap(), &mut ipb),
+                &mut out
+            ));
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                "POST /x HTTP/1.1\r\nhost: a\r\nx-real-ip: 10.0.0.9\r\nx-forwarded-for: 1.2.3.4, 10.0.0.9\r\nx-forwarded-proto: http\r\nX-A: b\r\ncontent-length: 3\r\n\r\n"
+            );
+        });
+    }
+
+    #[test]
+    fn h2_fields() {
+        let raw =
+            b"POST /x HTTP/1.1\r\nHost: a\r\nTE: trailers\r\nContent-Length: 3\r\nX-A: b\r\n\r\n";
+        with_head(raw, |f| {
+            let mut scratch = Vec::new();
+            let got = f.with_h2_fields(b"10.0.0.9", &mut scratch, |fl| {
+                fl.iter()
+                    .map(|(n, v)| {
+                        format!(
+                            "{}={}",
+                            String::from_utf8_lossy(n),
+                            String::from_utf8_lossy(v)
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            });
+            assert_eq!(
+                got,
+                [
+                    ":method=POST",
+                    ":scheme=http",
+                    ":authority=a",
+                    ":path=/x",
+                    "x-real-ip=10.0.0.9",
+                    "x-forwarded-for=10.0.0.9",
+                    "x-forwarded-proto=http",
+                    "x-a=b",
+                    "content-length=3"
+                ]
+            );
+        });
+    }
+}

@@ -1,0 +1,274 @@
+//! A client connection (HTTP/1.1 over TCP or TLS) and the response it is being sent: the
+//! upstream side calls [`Front::resp_head`], [`Front::resp_body`], [`Front::resp_end`] and
+//! [`Front::resp_fail`] as the upstream's answer arrives, and the bytes are queued in the
+//! client's output in HTTP/1.1 form (chunked when the length is not known).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use h2lab_wire::h1::{encode_chunk, reason_phrase, BodyDecoder, Limits, RequestParser};
+
+use crate::buf::{Buf, InBuf};
+use crate::io::FrontIo;
+use crate::stats::Stats;
+
+/// Which upstream connection (and stream) serves the current request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Link {
+    /// Upstream connection slot.
+    pub up: usize,
+    /// Its generation.
+    pub gen: u32,
+    /// HTTP/2 stream id (0 for HTTP/1.x).
+    pub stream: u32,
+}
+
+/// Connection state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FState {
+    /// Waiting for a request head.
+    Head,
+    /// A request is being forwarded / answered.
+    Exchange,
+    /// Write what is queued, then close.
+    Closing,
+}
+
+/// The response being sent to the client.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Resp {
+    /// Head written.
+    pub started: bool,
+    /// Body sent with chunked coding.
+    pub chunked: bool,
+    /// No body may be sent (HEAD, 204, 304).
+    pub no_body: bool,
+    /// Complete.
+    pub done: bool,
+}
+
+/// A client connection.
+pub struct Front {
+    /// Transport.
+    pub io: FrontIo,
+    /// Unread input.
+    pub inbuf: InBuf,
+    /// Queued output.
+    pub out: Buf,
+    /// Client address.
+    pub peer: SocketAddr,
+    /// State.
+    pub state: FState,
+    /// Request head parser.
+    pub parser: RequestParser,
+    /// The upstream serving the current request (cleared by the upstream side when its
+    /// part of the exchange is over).
+    pub link: Option<Link>,
+    /// Request body still to read.
+    pub body: Option<BodyDecoder>,
+    /// Decoded request body not yet taken by the upstream.
+    pub pending: Buf,
+    /// The request body ended (what is in `pending` is its last part).
+    pub body_ended: bool,
+    /// The whole request was handed to the upstream.
+    pub req_done: bool,
+    /// The response.
+    pub resp: Resp,
+    /// Keep the connection after this exchange.
+    pub persist: bool,
+    /// The client speaks HTTP/1.0.
+    pub http10: bool,
+    /// The request is HEAD.
+    pub is_head: bool,
+    /// Readable readiness not yet consumed.
+    pub want_read: bool,
+    /// The client closed its sending side.
+    pub read_eof: bool,
+    /// Waiting for an upstream stream slot (h2c-mux at its connection limit).
+    pub waiting: bool,
+    /// On the worker's work list.
+    pub queued: bool,
+    /// Last input.
+    pub last_active: Instant,
+    /// When the current head started arriving.
+    pub head_started: Option<Instant>,
+    /// Upstream timeout deadline of the current exchange.
+    pub deadline: Option<Instant>,
+    /// Trailer lines of the current response.
+    pub trailers: Vec<u8>,
+    /// A virtual connection: the HTTP/2 client connection (slot, generation) whose stream it
+    /// serves.
+    pub parent: Option<(usize, u32)>,
+    /// HTTP/2 state, once the connection speaks HTTP/2.
+    pub h2: Option<Box<crate::front_h2::H2Front>>,
+    /// The protocol (HTTP/1.1 or HTTP/2) is not decided yet.
+    pub fresh: bool,
+}
+
+impl Front {
+    /// A new connection.
+    pub fn new(
+        io: FrontIo,
+        peer: SocketAddr,
+        config: &h2lab_server::ServerConfig,
+        now: Instant,
+    ) -> Self {
+        let limits = Limits {
+            max_request_line: (config.max_header_list_size as usize).max(1024),
+            max_header_bytes: config.max_header_list_size as usize,
+            max_headers: h2lab_wire::h1::MAX_HEADERS,
+            max_body: config.max_request_body,
+        };
+        Front {
+            io,
+            inbuf: InBuf::default(),
+            out: Buf::default(),
+            peer,
+            state: FState::Head,
+            parser: RequestParser::new(limits),
+            link: None,
+            body: None,
+            pending: Buf::default(),
+            body_ended: false,
+            req_done: false,
+            resp: Resp::default(),
+            persist: true,
+            http10: false,
+            is_head: false,
+            want_read: true,
+            read_eof: false,
+            waiting: false,
+            queued: false,
+            last_active: now,
+            head_started: None,
+            deadline: None,
+            trailers: Vec::new(),
+            parent: None,
+            h2: None,
+            fresh: true,
+        }
+    }
+
+    /// Writes the response head. `lines`: forwarded fields (`name: value\r\n` each);
+    /// `end_stream`: the upstream said there is no body.
+    pub fn resp_head(
+        &mut self,
+        status: u16,
+        lines: &[u8],
+        content_length: Option<u64>,
+        end_stream: bool,
+    ) {
+        if self.resp.started || self.resp.done {
+            return;
+        }
+        let no_body = self.is_head || status == 204 || status == 304 || status < 200;
+        let out = self.out.tail();
+        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason_phrase(status));
+        out.extend_from_slice(lines);
+        let mut chunked = false;
+        match content_length {
+            Some(n) if status != 204 => {
+                let _ = write!(out, "content-length: {n}\r\n");
+            }
+            Some(_) => {}
+            None if no_body => {}
+            None if end_stream => out.extend_from_slice(b"content-length: 0\r\n"),
+            None if !self.http10 => {
+                out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+                chunked = true;
+            }
+            None => self.persist = false, // close-delimited for an HTTP/1.0 client
+        }
+        if !self.persist {
+            out.extend_from_slice(b"connection: close\r\n\r\n");
+        } else if self.http10 {
+            out.extend_from_slice(b"connection: keep-alive\r\n\r\n");
+        } else {
+            out.extend_from_slice(b"\r\n");
+        }
+        self.resp = Resp {
+            started: true,
+            chunked,
+            no_body,
+            done: false,
+        };
+    }
+
+    /// Queues body bytes.
+    pub fn resp_body(&mut self, data: &[u8]) {
+        if !self.resp.started || self.resp.done || self.resp.no_body || data.is_empty() {
+            return;
+        }
+        if self.resp.chunked {
+            encode_chunk(self.out.tail(), data);
+        } else {
+            self.out.tail().extend_from_slice(data);
+        }
+    }
+
+    /// Trailer fields (`name: value\r\n` lines) to send with the end of a chunked body.
+    pub fn resp_trailers(&mut self, lines: &[u8]) {
+        self.trailers.clear();
+        self.trailers.extend_from_slice(lines);
+    }
+
+    /// The response is complete.
+    pub fn resp_end(&mut self, stats: &mut Stats) {
+        if !self.resp.started || self.resp.done {
+            return;
+        }
+        if self.resp.chunked && !self.resp.no_body {
+            let out = self.out.tail();
+            out.extend_from_slice(b"0\r\n");
+            out.extend_from_slice(&self.trailers);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.trailers.clear();
+        self.resp.done = true;
+        self.link = None;
+        self.deadline = None;
+        stats.responses += 1;
+    }
+
+    /// The upstream failed: the proxy's own `status` (502, 504) when nothing was sent yet,
+    /// otherwise the response is cut (the connection closes without completing it).
+    pub fn resp_fail(&mut self, status: u16, stats: &mut Stats) {
+        self.link = None;
+        self.deadline = None;
+        if self.resp.done {
+            return;
+        }
+        if self.resp.started {
+            self.resp.done = true;
+            self.persist = false;
+            self.state = FState::Closing;
+            return;
+        }
+        if !self.req_done {
+            self.persist = false;
+        }
+        write_error(self.out.tail(), status, self.persist, self.is_head);
+        self.resp = Resp {
+            started: true,
+            chunked: false,
+            no_body: true,
+            done: true,
+        };
+        stats.responses += 1;
+    }
+}
+
+/// Writes a complete error response of the proxy's own.
+pub fn write_error(out: &mut Vec<u8>, status: u16, persist: bool, head_only: bool) {
+    let reason = reason_phrase(status);
+    let body_len = 3 + 1 + reason.len() + 1;
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\nserver: h2lab-proxy\r\ncontent-type: text/plain\r\ncontent-length: {body_len}\r\n{}\r\n",
+        if persist { "" } else { "connection: close\r\n" }
+    );
+    if !head_only {
+        let _ = writeln!(out, "{status} {reason}");
+    }
+}

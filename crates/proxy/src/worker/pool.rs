@@ -1,0 +1,130 @@
+//! Handing out upstream connections (pools, round robin, h2c-mux stream slots) and queueing
+//! request body bytes on them.
+
+use h2lab_wire::h2::StreamId;
+use mio::Registry;
+
+use super::{utoken, Acq, HIGH};
+use crate::config::{ProxyConfig, UpstreamProtocol};
+use crate::io::UpSock;
+use crate::slab::Slab;
+use crate::stats::Stats;
+use crate::upstream::{Up, UpKind};
+
+/// Whether the first line of `data` ends in an HTTP/1.x version.
+pub(super) fn looks_like_http1(data: &[u8]) -> bool {
+    let line = match data.iter().position(|&b| b == b'\n') {
+        Some(i) => &data[..i],
+        None => data,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    line.len() >= 9 && line[line.len() - 9..line.len() - 1].eq_ignore_ascii_case(b" HTTP/1.")
+}
+
+/// Hands out an upstream connection for one request.
+pub(super) fn acquire(
+    ups: &mut Slab<Up>,
+    idle: &mut [Vec<(usize, u32)>],
+    cfg: &ProxyConfig,
+    registry: &Registry,
+    stats: &mut Stats,
+    rr: &mut usize,
+) -> Result<(usize, u32), Acq> {
+    let n = cfg.upstreams.len();
+    let start = *rr % n;
+    *rr = rr.wrapping_add(1);
+    match cfg.protocol {
+        UpstreamProtocol::H1 | UpstreamProtocol::H2c => {
+            while let Some((j, g)) = idle[start].pop() {
+                if let Some(u) = ups.get(j, g) {
+                    let ok = match &u.kind {
+                        UpKind::H2 { conn, .. } => conn.can_open_stream(),
+                        UpKind::H1 { .. } => true,
+                    };
+                    if ok && !u.closing && u.inbuf.is_empty() {
+                        return Ok((j, g));
+                    }
+                    u.closing = true;
+                }
+            }
+            open(ups, cfg, registry, stats, start)
+        }
+        UpstreamProtocol::H10 => open(ups, cfg, registry, stats, start),
+        UpstreamProtocol::H2cMux => {
+            for k in 0..n {
+                let t = (start + k) % n;
+                idle[t].retain(|&(j, g)| ups.get(j, g).is_some());
+                for &(j, g) in idle[t].iter() {
+                    let Some(u) = ups.get(j, g) else { continue };
+                    if let UpKind::H2 { conn, streams } = &u.kind {
+                        if !u.closing
+                            && conn.can_open_stream()
+                            && streams.len() < cfg.streams as usize
+                        {
+                            return Ok((j, g));
+                        }
+                    }
+                }
+                if idle[t].len() < cfg.pool {
+                    let r = open(ups, cfg, registry, stats, t)?;
+                    idle[t].push(r);
+                    return Ok(r);
+                }
+            }
+            Err(Acq::Wait)
+        }
+    }
+}
+
+fn open(
+    ups: &mut Slab<Up>,
+    cfg: &ProxyConfig,
+    registry: &Registry,
+    stats: &mut Stats,
+    t: usize,
+) -> Result<(usize, u32), Acq> {
+    let sock = UpSock::connect(&cfg.upstreams[t]).map_err(|_| Acq::Refused)?;
+    let (j, g) = ups.insert(Up::new(sock, t, cfg.protocol.is_h2()));
+    let ok = ups
+        .at(j)
+        .map(|u| u.sock.register(registry, utoken(j)).is_ok());
+    if ok != Some(true) {
+        ups.remove(j);
+        return Err(Acq::Refused);
+    }
+    stats.upstream_connections_opened += 1;
+    Ok((j, g))
+}
+
+/// Queues request body bytes on the upstream; returns (bytes taken, end sent).
+pub(super) fn push_body(u: &mut Up, stream: u32, data: &[u8], end: bool) -> (usize, bool) {
+    if u.out.len() > HIGH {
+        return (0, false);
+    }
+    match &mut u.kind {
+        UpKind::H1 { req_done, .. } => {
+            let out = u.out.tail();
+            if u.chunked_request {
+                if !data.is_empty() {
+                    h2lab_wire::h1::encode_chunk(out, data);
+                }
+                if end {
+                    out.extend_from_slice(b"0\r\n\r\n");
+                }
+            } else {
+                out.extend_from_slice(data);
+            }
+            if end {
+                *req_done = true;
+            }
+            (data.len(), end)
+        }
+        UpKind::H2 { conn, .. } => {
+            match conn.send_data(StreamId::new(stream), data, end, u.out.tail()) {
+                Ok(n) => (n, end && n == data.len()),
+                // The upstream already ended or reset the stream: the rest is dropped.
+                Err(_) => (data.len(), end),
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Upstreams that misbehave or use less common features, played by raw sockets: trailers
+//! passed to the client, an upstream that closes without answering (502), one that cuts a
+//! response short (the client's response is cut too).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener};
+
+use common::Client;
+use h2lab_proxy::{ProxyConfig, UpstreamAddr, UpstreamProtocol};
+
+/// Serves each accepted connection with `answer` after reading a request head.
+fn fake(answer: &'static [u8], close: bool) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut b = [0u8; 4096];
+                loop {
+                    while let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buf.drain(..i + 4);
+                        if s.write_all(answer).is_err() || close {
+                            return;
+                        }
+                    }
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+fn proxy_to(addr: SocketAddr) -> h2lab_proxy::RunningProxy {
+    h2lab_proxy::spawn(ProxyConfig::local(
+        vec![UpstreamAddr::Tcp(addr)],
+        UpstreamProtocol::H1,
+    ))
+    .unwrap()
+}
+
+#[test]
+fn trailers_are_passed_to_the_client() {
+    let up = fake(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: x-checksum\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nx-checksum: abc\r\n\r\n",
+        false,
+    );
+    let p = proxy_to(up);
+    let mut c = Client::connect(p.addr().unwrap());
+    for _ in 0..3 {
+        let r = c.get("/");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, b"hello world");
+        assert_eq!(
+            r.trailers,
+            vec![("x-checksum".to_string(), "abc".to_string())]
+        );
+    }
+    drop(c);
+    p.shutdown();
+    let s = p.join().unwrap();
+    assert_eq!(s.upstream_connections_opened, 1, "{s}");
+}
+
+#[test]
+fn upstream_closing_without_an_answer_is_502() {
+    let up = fake(b"", true);
+    let p = proxy_to(up);
+    let mut c = Client::connect(p.addr().unwrap());
+    let r = c.get("/");
+    assert_eq!(r.status, 502);
+    drop(c);
+    p.shutdown();
+    let s = p.join().unwrap();
+    assert_eq!(s.bad_gateway_reset, 1, "{s}");
+    assert_eq!(s.open_exchanges, 0, "{s}");
+}
+
+#[test]
+fn a_cut_response_cuts_the_client_response() {
+    let up = fake(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part",
+        true,
+    );
+    let p = proxy_to(up);
+    let mut s = std::net::TcpStream::connect(p.addr().unwrap()).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.ends_with("only part"), "{text}");
+}
