@@ -13,8 +13,8 @@ mod page;
 mod proxy;
 mod serve;
 mod shard;
-mod yaml;
 mod upstream;
+mod yaml;
 
 use std::process::ExitCode;
 
