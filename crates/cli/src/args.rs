@@ -109,6 +109,13 @@ pub struct BenchArgs {
     #[arg(long = "priority", value_name = "u=N[,i]", value_parser = parse_priority)]
     pub priority: Option<h2lab_wire::priority::ExtPriority>,
 
+    /// HTTP/2 server push: accept (SETTINGS_ENABLE_PUSH = 1; pushed streams and bytes are
+    /// counted, never used, and kept out of h2load's counters) or refuse (the default, as
+    /// h2load and browsers do).
+    #[arg(long, value_name = "accept|refuse", default_value = "refuse",
+          value_parser = crate::page::parse_push, action = clap::ArgAction::Set)]
+    pub push: bool,
+
     /// Protocol for http:// URIs (no TLS): h2c or http/1.1.
     #[arg(short = 'p', long = "no-tls-proto", value_name = "PROTOID", value_parser = parse_no_tls_proto)]
     pub no_tls_proto: Option<String>,

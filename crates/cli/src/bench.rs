@@ -407,6 +407,7 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
     cfg.coalesce = a.coalesce.or(a.coalesce_hold).filter(|d| !d.is_zero());
     // h2load's --output-file carries raw samples: keep them (bounded) only then.
     cfg.max_samples = a.output_file.as_ref().map(|_| MAX_SAMPLES);
+    cfg.accept_push = a.push;
     cfg.read_wait = match a.read_wait {
         Some(d) if d.is_zero() => None,
         Some(d) => Some(d),
@@ -676,6 +677,22 @@ mod tests {
         assert!(parse(&["--no-coalesce", "--coalesce-hold", "5ms", "http://h/"]).is_err());
         assert!(parse(&["--no-coalesce", "--coalesce", "http://h/"]).is_err());
         assert!(parse(&["--coalesce=soon", "http://h/"]).is_err());
+    }
+
+    #[test]
+    fn push_flag() {
+        assert!(!parse(&["http://h/"]).unwrap().accept_push);
+        assert!(
+            parse(&["--push", "accept", "http://h/"])
+                .unwrap()
+                .accept_push
+        );
+        assert!(
+            !parse(&["--push", "refuse", "http://h/"])
+                .unwrap()
+                .accept_push
+        );
+        assert!(parse(&["--push", "on", "http://h/"]).is_err());
     }
 
     #[test]

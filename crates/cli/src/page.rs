@@ -127,7 +127,7 @@ pub struct PageArgs {
 }
 
 /// `--push accept|refuse`.
-fn parse_push(s: &str) -> Result<bool, String> {
+pub(crate) fn parse_push(s: &str) -> Result<bool, String> {
     match s {
         "accept" => Ok(true),
         "refuse" => Ok(false),

@@ -369,6 +369,10 @@ pub struct BenchConfig {
     /// `-f`: SETTINGS_MAX_FRAME_SIZE we advertise, 16384..=16777215
     /// (default 16384, h2load's).
     pub max_frame_size: u32,
+    /// `--push accept`: advertise SETTINGS_ENABLE_PUSH = 1 and count pushed streams and
+    /// bytes ([`RunResult::pushed_streams`](crate::RunResult::pushed_streams)); the
+    /// benchmark never uses them. Off by default (refused, as h2load and browsers do).
+    pub accept_push: bool,
     /// TLS options: cipher suites, groups, session resumption.
     pub tls: crate::tls_opts::TlsOptions,
 }
@@ -414,6 +418,7 @@ impl BenchConfig {
             read_wait: Some(DEFAULT_READ_WAIT),
             max_samples: None,
             max_frame_size: 16_384,
+            accept_push: false,
             tls: crate::tls_opts::TlsOptions::default(),
         }
     }

@@ -233,6 +233,11 @@ pub struct RunResult {
     /// TLS handshakes that resumed a session (`--tls-resume`); connections of
     /// the warm-up included, like the connect times.
     pub tls_resumed: u64,
+    /// Pushed streams accepted (`--push accept`, [`BenchConfig::accept_push`](crate::BenchConfig::accept_push));
+    /// 0 when push is refused. They are never used, so every pushed byte is wasted.
+    pub pushed_streams: u64,
+    /// Body bytes of the pushed responses (all unused). Not in h2load's traffic counters.
+    pub pushed_bytes: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
     /// Open-model request accounting (`None` for other runs).

@@ -63,7 +63,7 @@ pub fn run(
         header_table_size: cfg.header_table_size,
         encoder_header_table_size: cfg.encoder_header_table_size,
         max_frame_size: cfg.max_frame_size,
-        enable_push: false,
+        enable_push: cfg.accept_push,
     };
     let plan = Plan::new(cfg);
     let timing = plan.timing;

@@ -47,6 +47,10 @@ pub(crate) struct WorkerStats {
     pub read_waits: u64,
     /// TLS handshakes that resumed a session.
     pub tls_resumed: u64,
+    /// Pushed streams accepted (`--push accept`).
+    pub pushed_streams: u64,
+    /// Pushed response body bytes received.
+    pub pushed_bytes: u64,
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
@@ -84,6 +88,8 @@ impl WorkerStats {
             reconnects: 0,
             read_waits: 0,
             tls_resumed: 0,
+            pushed_streams: 0,
+            pushed_bytes: 0,
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
@@ -123,6 +129,8 @@ impl WorkerStats {
         self.goaways = 0;
         self.reconnects = 0;
         self.read_waits = 0;
+        self.pushed_streams = 0;
+        self.pushed_bytes = 0;
     }
 
     /// Records a duration, saturating at the histogram's maximum.
@@ -240,6 +248,7 @@ pub(crate) fn merge(
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
     let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
+    let (mut pushed_streams, mut pushed_bytes) = (0, 0);
     let mut bytes_sent = 0;
     let mut app_protocol = None;
     let mut protocol_fallback = false;
@@ -281,6 +290,8 @@ pub(crate) fn merge(
         reconnects += w.reconnects;
         read_waits += w.read_waits;
         tls_resumed += w.tls_resumed;
+        pushed_streams += w.pushed_streams;
+        pushed_bytes += w.pushed_bytes;
         if app_protocol.is_none() {
             app_protocol = w.app_protocol;
         }
@@ -321,6 +332,8 @@ pub(crate) fn merge(
         reconnects,
         read_waits,
         tls_resumed,
+        pushed_streams,
+        pushed_bytes,
         interrupted,
         pacing,
         timeseries: Vec::new(),

@@ -1533,6 +1533,18 @@ impl SessionEvents for Ev<'_> {
     fn push_refused(&mut self) {
         self.st.errors.push_refused += 1;
     }
+
+    fn push_promise(&mut self, _stream: u32, _path: &[u8]) {
+        if self.measuring {
+            self.st.pushed_streams += 1;
+        }
+    }
+
+    fn push_body(&mut self, _stream: u32, len: usize) {
+        if self.measuring {
+            self.st.pushed_bytes += len as u64;
+        }
+    }
 }
 
 fn wall_us() -> u64 {

@@ -28,9 +28,14 @@ fn every_arm_loads_the_page_with_css_and_js() {
     assert_eq!((l.resources, l.render_blocking), (24, 4));
     let arms: Vec<Arm> = l.arms.iter().map(|a| a.arm).collect();
     assert_eq!(&arms[..4], &Arm::ALL);
+    let mut anchors = Vec::new();
     if h2lab_lab::page::anchor::nghttpd_path().is_some() {
-        assert_eq!(&arms[4..], &[Arm::Nghttpd, Arm::NghttpdPush]);
+        anchors.extend([Arm::Nghttpd, Arm::NghttpdPush]);
     }
+    if h2lab_lab::page::anchor::h2o_path().is_some() {
+        anchors.push(Arm::H2o);
+    }
+    assert_eq!(&arms[4..], &anchors[..]);
     for a in &l.arms {
         assert!(a.error.is_none(), "{:?}: {:?}", a.arm, a.error);
         assert_eq!(a.loads.len(), 1);
@@ -54,6 +59,7 @@ fn every_arm_loads_the_page_with_css_and_js() {
     assert!(
         text.contains("h2 prio on")
             && text.contains("h2 push")
+            && (h2lab_lab::page::anchor::h2o_path().is_none() || text.contains("h2 h2o"))
             && text.contains("24 sub-resources, 4 CSS/JS"),
         "{text}"
     );

@@ -82,6 +82,9 @@ pub struct BenchJson {
     pub read_waits: u64,
     /// The latency histograms.
     pub histograms: HistogramsJson,
+    /// Server push (`--push accept` runs that received pushes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushJson>,
     /// Open-model request accounting (`--arrival-rate` runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_model: Option<OpenModelJson>,
@@ -97,6 +100,16 @@ pub struct BenchJson {
     /// The shards a merged document holds (`h2lab merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<crate::shard::ShardedJson>,
+}
+
+/// `push` object: pushed streams and their body bytes, all unused (the benchmark never
+/// requests what was pushed). Not part of h2load's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushJson {
+    /// Pushed streams accepted.
+    pub streams: u64,
+    /// Pushed response body bytes (all unused).
+    pub bytes: u64,
 }
 
 /// `open_model` object (see [`PacingCounts`]).
@@ -868,6 +881,10 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
         }),
         timeseries: (!r.timeseries.is_empty())
             .then(|| r.timeseries.iter().map(IntervalJson::from).collect()),
+        push: (r.pushed_streams > 0 || r.pushed_bytes > 0).then_some(PushJson {
+            streams: r.pushed_streams,
+            bytes: r.pushed_bytes,
+        }),
         thresholds: None,
         shard: None,
         sharded: None,
@@ -958,6 +975,8 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .collect(),
         samples: None,
         tls_resumed: 0,
+        pushed_streams: doc.push.map_or(0, |p| p.streams),
+        pushed_bytes: doc.push.map_or(0, |p| p.bytes),
     };
     Ok((r, RunOptions::from(&doc.options)))
 }
@@ -1050,6 +1069,8 @@ pub fn merge_results(
         timeseries: Vec::new(),
         samples: None,
         tls_resumed: 0,
+        pushed_streams: s(a.pushed_streams, b.pushed_streams),
+        pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),
     })
 }
 

@@ -87,6 +87,8 @@ pub fn empty_result() -> RunResult {
         reconnects: 0,
         read_waits: 0,
         tls_resumed: 0,
+        pushed_streams: 0,
+        pushed_bytes: 0,
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),

@@ -289,6 +289,13 @@ pub fn extra_lines(r: &RunResult) -> String {
             r.connect_time.len()
         );
     }
+    if r.pushed_streams > 0 || r.pushed_bytes > 0 {
+        let _ = writeln!(
+            s,
+            "push: {} streams pushed, {} bytes pushed (all unused)",
+            r.pushed_streams, r.pushed_bytes
+        );
+    }
     if r.goaways > 0 || r.reconnects > 0 {
         let _ = writeln!(
             s,
@@ -618,6 +625,18 @@ mod tests {
         for line in t.lines() {
             assert_eq!(line.len(), header.len(), "{line:?}");
         }
+    }
+
+    #[test]
+    fn push_line_only_when_pushed() {
+        let mut r = empty_result();
+        assert!(!extra_lines(&r).contains("push:"));
+        r.pushed_streams = 2;
+        r.pushed_bytes = 300;
+        assert_eq!(
+            extra_lines(&r),
+            "push: 2 streams pushed, 300 bytes pushed (all unused)\n"
+        );
     }
 
     #[test]

@@ -157,6 +157,31 @@ fn schema_rejects_drift() {
     assert!(!v.is_valid(&version));
 }
 
+/// A `--push accept` run that received pushes writes the optional `push` object; it
+/// validates, round-trips and merges, and drift in it is rejected.
+#[test]
+fn push_object_validates() {
+    let v = validator();
+    let mut r = run(false);
+    r.pushed_streams = 3;
+    r.pushed_bytes = 4096;
+    let doc = json::to_json(&r, &options()).unwrap();
+    let val = to_value(&doc);
+    assert_valid(&val);
+    assert_eq!(val["push"]["streams"], 3);
+    assert_eq!(val["push"]["bytes"], 4096);
+    let (back, _) = json::from_json(&doc).unwrap();
+    assert_eq!((back.pushed_streams, back.pushed_bytes), (3, 4096));
+    let m = json::merge(&doc, &doc, MergeMode::Concurrent).unwrap();
+    assert_eq!(m.push.map(|p| (p.streams, p.bytes)), Some((6, 8192)));
+    let mut bad = val.clone();
+    bad["push"]["bytes"] = serde_json::json!(-1);
+    assert!(!v.is_valid(&bad));
+    let mut extra = val;
+    extra["push"]["used"] = serde_json::json!(0);
+    assert!(!v.is_valid(&extra));
+}
+
 /// An open-model run with a time series and thresholds: the optional v1 fields validate, and
 /// the document round-trips.
 #[test]
@@ -235,7 +260,7 @@ fn open_model_run_with_series_and_thresholds_validates() {
     assert_eq!(back.timeseries[2].latency.max, 900_000_000);
     // A closed-model run writes none of the optional fields.
     let closed = to_value(&json::to_json(&run(false), &options()).unwrap());
-    for k in ["open_model", "timeseries", "thresholds"] {
+    for k in ["open_model", "timeseries", "thresholds", "push"] {
         assert!(closed.get(k).is_none(), "{k}");
     }
     assert!(closed["latency"].get("request_corrected").is_none());

@@ -1,6 +1,8 @@
 //! nghttpd as an anchor of the render experiment: the same page written to files and served
 //! by nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when nghttpd is installed;
 //! with `push`, nghttpd pushes the page's CSS and JS (`-p /page.html=<css>,<js>,...`).
+//! h2o, when installed, serves the same files from a configuration the lab writes
+//! ([`start_h2o`]).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -9,29 +11,61 @@ use std::time::{Duration, Instant};
 
 use h2lab_server::endpoints::PageParams;
 
-/// A running nghttpd serving one page's files.
-pub struct Nghttpd {
+/// A running anchor server (nghttpd or h2o) serving one page's files; stopped, and its
+/// files removed, when dropped.
+pub struct Anchor {
     child: Child,
     /// Its TLS address.
     pub addr: SocketAddr,
-    docroot: PathBuf,
+    /// Removed on drop (the docroot, and h2o's configuration).
+    dir: PathBuf,
 }
 
-impl Drop for Nghttpd {
+impl Drop for Anchor {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.docroot);
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// `name` on PATH, or in /usr/sbin or /usr/local/sbin.
+fn find_bin(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
 }
 
 /// The nghttpd binary, if installed (also looked for in /usr/sbin).
 pub fn nghttpd_path() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/usr/local/sbin")])
-        .map(|d| d.join("nghttpd"))
-        .find(|p| p.is_file())
+    find_bin("nghttpd")
+}
+
+/// The h2o binary, if installed (also looked for in /usr/sbin).
+pub fn h2o_path() -> Option<PathBuf> {
+    find_bin("h2o")
+}
+
+/// A free port on 127.0.0.1 (for a server started right after).
+fn free_port(what: &str) -> Result<u16, String> {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("{what}: no free port: {e}"))
+}
+
+/// Waits (polling, 10 s at most) until `a` accepts connections.
+fn wait_listening(a: Anchor, what: &str) -> Result<Anchor, String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect_timeout(&a.addr, Duration::from_millis(200)).is_err() {
+        if Instant::now() > deadline {
+            return Err(format!("{what} did not start listening within 10 s"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(a)
 }
 
 /// The path the page has on nghttpd (a file; nghttpd does not serve `/page?query`).
@@ -87,14 +121,11 @@ pub fn start(
     paths: &[String],
     tag: &str,
     push: bool,
-) -> Result<Nghttpd, String> {
+) -> Result<Anchor, String> {
     let docroot =
         std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
     write_docroot(&docroot, query, paths)?;
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("nghttpd: no free port: {e}"))?
-        .port();
+    let port = free_port("nghttpd")?;
     let mut cmd = Command::new(bin);
     if let Some(p) = push.then(|| push_config(paths)).flatten() {
         cmd.arg("-p").arg(p);
@@ -113,20 +144,77 @@ pub fn start(
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("nghttpd: {e}"))?;
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let n = Nghttpd {
+    let n = Anchor {
         child,
-        addr,
-        docroot,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        dir: docroot,
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        if Instant::now() > deadline {
-            return Err("nghttpd did not start listening within 10 s".into());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(n)
+    wait_listening(n, "nghttpd")
+}
+
+/// h2o's configuration: one TLS listener on 127.0.0.1:`port` (h2 and http/1.1), one thread,
+/// the files of `docroot`; `user` so that h2o started as root does not switch to `nobody`
+/// before writing its pid file and log in `dir`.
+fn h2o_config(dir: &Path, docroot: &Path, port: u16, cert_dir: &Path, user: &str) -> String {
+    let d = dir.display();
+    format!(
+        "user: {user}\nnum-threads: 1\npid-file: {d}/h2o.pid\nerror-log: {d}/error.log\n\
+         listen:\n  host: 127.0.0.1\n  port: {port}\n  ssl:\n    certificate-file: {}\n\
+         \x20   key-file: {}\n    minimum-version: TLSv1.2\n    ocsp-update-interval: 0\n\
+         hosts:\n  default:\n    paths:\n      /:\n        file.dir: {}\n",
+        cert_dir.join("cert.pem").display(),
+        cert_dir.join("key.pem").display(),
+        docroot.display()
+    )
+}
+
+/// The user running the lab (for h2o's `user:`).
+fn current_user() -> String {
+    Command::new("id")
+        .arg("-un")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "root".into())
+}
+
+/// Starts h2o on 127.0.0.1 (a free port, TLS with the certificate in `cert_dir`), serving
+/// the same files as [`start`] from a configuration written by the lab (no push: h2o 2.2
+/// pushes only on `link: rel=preload` headers, which static files do not carry).
+pub fn start_h2o(
+    bin: &Path,
+    cert_dir: &Path,
+    query: &str,
+    paths: &[String],
+    tag: &str,
+) -> Result<Anchor, String> {
+    let dir = std::env::temp_dir().join(format!("h2lab-render-h2o-{}-{tag}", std::process::id()));
+    let docroot = dir.join("www");
+    write_docroot(&docroot, query, paths)?;
+    let port = free_port("h2o")?;
+    let conf = dir.join("h2o.conf");
+    std::fs::write(
+        &conf,
+        h2o_config(&dir, &docroot, port, cert_dir, &current_user()),
+    )
+    .map_err(|e| format!("h2o config: {e}"))?;
+    let child = Command::new(bin)
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("h2o: {e}"))?;
+    let a = Anchor {
+        child,
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        dir,
+    };
+    wait_listening(a, "h2o")
 }
 
 #[cfg(test)]

@@ -23,7 +23,9 @@
 //!
 //! When nghttpd is installed, two more arms load the same page (written to files) from
 //! nghttpd with `--no-rfc7540-pri` (RFC 9218 priorities), behind the same link: without
-//! push, and with `-p` pushing the CSS and JS (configuration written by the lab).
+//! push, and with `-p` pushing the CSS and JS (configuration written by the lab). When h2o
+//! is installed, `h2 h2o` loads the same files from h2o (configuration written by the lab;
+//! h2o 2.2 predates RFC 9218 and ignores the `priority` header).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -135,6 +137,8 @@ pub enum Arm {
     Nghttpd,
     /// nghttpd pushing the CSS and JS (`-p`), client accepting.
     NghttpdPush,
+    /// HTTP/2 against h2o serving the same files as nghttpd, when installed.
+    H2o,
 }
 
 impl Arm {
@@ -150,6 +154,7 @@ impl Arm {
             Arm::H2Push => "h2 push",
             Arm::Nghttpd => "h2 nghttpd",
             Arm::NghttpdPush => "h2 ngh push",
+            Arm::H2o => "h2 h2o",
         }
     }
 }
@@ -369,6 +374,12 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                     Ok(n) => ng.push((arm, push, mk(n.addr)?, n)),
                     Err(e) => log(&format!("{} arm skipped: {e}", arm.label())),
                 }
+            }
+        }
+        if let Some(bin) = anchor::h2o_path() {
+            match anchor::start_h2o(&bin, &on.dir, query, &found.paths, page_name) {
+                Ok(n) => ng.push((Arm::H2o, false, mk(n.addr)?, n)),
+                Err(e) => log(&format!("{} arm skipped: {e}", Arm::H2o.label())),
             }
         }
         let mut pools: Vec<(Arm, PoolSpec, &[String])> = vec![
