@@ -4,40 +4,22 @@
 
 mod common;
 
-fn h2spec() -> Option<std::path::PathBuf> {
-    for p in ["/usr/local/bin/h2spec", "/usr/bin/h2spec"] {
-        if std::path::Path::new(p).exists() {
-            return Some(p.into());
-        }
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "h2spec is not installed (CI=true: required)"
-    );
-    eprintln!("SKIPPED: h2spec is not installed");
-    None
-}
-
+/// Runs h2spec; all 145 tests must pass.
 fn run(bin: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new(bin).args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let summary = text
-        .lines()
-        .rev()
-        .find(|l| l.contains(" tests, "))
-        .unwrap_or("")
-        .to_string();
-    let failures: Vec<&str> = text.lines().filter(|l| l.contains('×')).collect();
+    let o = h2lab_testkit::h2spec::run(bin, args);
     assert!(
-        summary.contains("145 tests, 145 passed") && out.status.success(),
-        "h2spec {args:?}: {summary}\n{}",
-        failures.join("\n")
+        o.summary.contains("145 tests, 145 passed") && o.success,
+        "h2spec {args:?}: {}\n{}",
+        o.summary,
+        o.failures.join("\n")
     );
 }
 
 #[test]
 fn h2spec_on_the_h2c_and_tls_fronts() {
-    let Some(bin) = h2spec() else { return };
+    let Some(bin) = h2lab_testkit::h2spec::find() else {
+        return;
+    };
     let b = common::backends(1);
     let dir = std::env::temp_dir().join(format!("h2lab-proxy-h2spec-{}", std::process::id()));
     for proto in [

@@ -5,36 +5,16 @@
 
 mod common;
 
-fn h2spec() -> Option<std::path::PathBuf> {
-    let mut candidates = vec![
-        std::path::PathBuf::from("/usr/local/bin/h2spec"),
-        std::path::PathBuf::from("/usr/bin/h2spec"),
-    ];
-    if let Some(home) = std::env::var_os("HOME") {
-        candidates.push(std::path::Path::new(&home).join("go/bin/h2spec"));
-    }
-    if let Some(gopath) = std::env::var_os("GOPATH") {
-        candidates.push(std::path::Path::new(&gopath).join("bin/h2spec"));
-    }
-    common::tool("h2spec", &candidates)
-}
-
+/// Runs h2spec; every test must pass. Returns its summary line.
 fn run(bin: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new(bin).args(args).output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let summary = text
-        .lines()
-        .rev()
-        .find(|l| l.contains(" tests, "))
-        .unwrap_or("")
-        .to_string();
-    let failures: Vec<&str> = text.lines().filter(|l| l.contains('×')).collect();
+    let o = h2lab_testkit::h2spec::run(bin, args);
     assert!(
-        summary.contains(" 0 failed") && out.status.success(),
-        "h2spec {args:?}: {summary}\n{}",
-        failures.join("\n")
+        o.summary.contains(" 0 failed") && o.success,
+        "h2spec {args:?}: {}\n{}",
+        o.summary,
+        o.failures.join("\n")
     );
-    summary
+    o.summary
 }
 
 /// The full suite: 145 tests, every one must pass (none skipped).
@@ -42,7 +22,9 @@ const ALL_PASS: &str = "145 tests, 145 passed, 0 skipped, 0 failed";
 
 #[test]
 fn h2spec_passes_on_h2c_and_tls() {
-    let Some(bin) = h2spec() else { return };
+    let Some(bin) = h2lab_testkit::h2spec::find() else {
+        return;
+    };
     let (s, _dir) = common::start_tls(|c| c.threads = 2);
     let port = s.addr().unwrap().port().to_string();
     let tls_port = s.tls_addr().unwrap().port().to_string();

@@ -32,6 +32,7 @@ mod cert;
 mod error;
 mod files;
 mod h2load;
+pub mod h2spec;
 mod net;
 mod process;
 mod server;
