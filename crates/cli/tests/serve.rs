@@ -22,15 +22,7 @@ fn h2lab_path() -> &'static Path {
 
 /// `path` if installed; otherwise a skip message, or a failure under `CI=true`.
 fn tool(path: &str) -> Option<&str> {
-    if Path::new(path).exists() {
-        return Some(path);
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{path} is not installed (CI=true: required; run .ci/install-anchors.sh)"
-    );
-    eprintln!("SKIPPED: {path} is not installed");
-    None
+    h2lab_testkit::anchors_available(&[path]).then_some(path)
 }
 
 fn scratch_dir(name: &str) -> PathBuf {

@@ -11,16 +11,7 @@ use h2lab_proxy::UpstreamProtocol;
 
 #[test]
 fn h2load_through_the_h2c_front() {
-    if !std::path::Path::new("/usr/bin/h2load").exists()
-        && Command::new("h2load").arg("--version").output().is_err()
-    {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "h2load is not installed"
-        );
-        eprintln!("SKIPPED: h2load is not installed");
-        return;
-    }
+    h2lab_testkit::require_anchor!("h2load");
     let b = common::backends(4);
     for proto in [
         UpstreamProtocol::H1,
@@ -60,14 +51,7 @@ fn h2load_through_the_h2c_front() {
 
 #[test]
 fn ten_megabyte_uploads_from_http2_clients() {
-    if Command::new("h2load").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "h2load is not installed"
-        );
-        eprintln!("SKIPPED: h2load is not installed");
-        return;
-    }
+    h2lab_testkit::require_anchor!("h2load");
     let dir = std::env::temp_dir().join(format!("h2lab-proxy-h2up-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("body");
