@@ -421,9 +421,27 @@ fn parse_table_size(s: &str) -> Result<u32, String> {
 
 /// Parses `--priority` as a `priority` field value (RFC 9218 §4: a Structured Fields
 /// Dictionary; `u=0`, `u=5,i`, `i`).
+///
+/// The wire parser applies RFC 9218's rules for a *received* value (unknown members and
+/// out-of-range urgencies are ignored, leaving the defaults); a value the user typed is checked
+/// strictly, so that `u=9` or a typo is an error instead of silently sending `u=3`.
 pub fn parse_priority(s: &str) -> Result<h2lab_wire::priority::ExtPriority, String> {
-    h2lab_wire::priority::parse(s.as_bytes())
-        .map_err(|e| format!("invalid priority {s:?}: {e} (expected u=N[,i], N in 0..=7)"))
+    let bad = |why: String| format!("invalid priority {s:?}: {why} (expected u=N[,i], N in 0..=7)");
+    let p = h2lab_wire::priority::parse(s.as_bytes()).map_err(|e| bad(e.to_string()))?;
+    for member in s.split(',') {
+        let member = member.trim();
+        let item = member.split(';').next().unwrap_or("");
+        match item
+            .split_once('=')
+            .map_or((item, None), |(k, v)| (k, Some(v)))
+        {
+            ("u", Some(v)) if v.parse::<u8>().is_ok_and(|u| u <= 7) => {}
+            ("u", _) => return Err(bad("the urgency must be an integer from 0 to 7".into())),
+            ("i", None | Some("?1" | "?0")) => {}
+            (key, _) => return Err(bad(format!("unknown parameter {key:?}"))),
+        }
+    }
+    Ok(p)
 }
 
 /// Parses `-H`: `name: value`. The name may start with `:` (pseudo-headers such as
@@ -521,6 +539,11 @@ mod tests {
         assert_eq!(parse_priority("u=0"), Ok(ExtPriority::new(0, false)));
         assert_eq!(parse_priority("u=5,i"), Ok(ExtPriority::new(5, true)));
         assert!(parse_priority("u=5;;").is_err());
+        assert_eq!(parse_priority("i"), Ok(ExtPriority::new(3, true)));
+        assert_eq!(parse_priority("u=1, i=?0"), Ok(ExtPriority::new(1, false)));
+        for bad in ["u=9", "u=-1", "u", "garbage", "u=2,x=1"] {
+            assert!(parse_priority(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
