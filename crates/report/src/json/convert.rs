@@ -1,0 +1,366 @@
+//! Conversion between a run ([`RunResult`] and [`RunOptions`]) and its result document.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::histogram::{decode_histogram, encode_histogram};
+use super::schema::*;
+use super::{JsonError, HISTOGRAM_ENCODING, HISTOGRAM_ENCODING_PLAIN, SCHEMA_VERSION};
+use crate::model::{
+    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, LoadOptions,
+    PacingCounts, RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic,
+    HISTOGRAM_SIGFIG,
+};
+use crate::stats::{requests_per_second, Summary};
+use crate::timeseries::IntervalJson;
+
+pub(super) fn secs(d: Option<Duration>) -> Option<f64> {
+    d.map(|d| d.as_secs_f64())
+}
+
+pub(super) fn from_secs(s: Option<f64>) -> Option<Duration> {
+    s.and_then(|s| Duration::try_from_secs_f64(s).ok())
+}
+
+impl From<&RunOptions> for OptionsJson {
+    fn from(o: &RunOptions) -> Self {
+        OptionsJson {
+            uris: o.uris.clone(),
+            requests: o.requests,
+            clients: o.clients,
+            max_concurrent_streams: o.max_concurrent_streams,
+            threads: o.threads,
+            duration_seconds: secs(o.duration),
+            warm_up_seconds: secs(o.warm_up),
+            headers: o
+                .headers
+                .iter()
+                .map(|(name, value)| HeaderJson {
+                    name: name.clone(),
+                    value: value.clone(),
+                })
+                .collect(),
+            body_bytes: o.body_bytes,
+            protocol: o.protocol.clone(),
+            alpn_list: o.alpn_list.clone(),
+            base_uri: o.base_uri.clone(),
+            connect_to: o.connect_to.clone(),
+            sni: o.sni.clone(),
+            window_bits: o.window_bits,
+            connection_window_bits: o.connection_window_bits,
+            header_table_size: o.header_table_size,
+            encoder_header_table_size: o.encoder_header_table_size,
+            connection_active_timeout_seconds: secs(o.connection_active_timeout),
+            connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
+            require_protocol: o.require_protocol.clone(),
+            coalesce_hold_seconds: secs(o.coalesce_hold),
+            read_wait_seconds: secs(o.read_wait),
+            load: o.load.as_ref().map(LoadOptionsJson::from),
+        }
+    }
+}
+
+impl From<&OptionsJson> for RunOptions {
+    fn from(o: &OptionsJson) -> Self {
+        RunOptions {
+            uris: o.uris.clone(),
+            requests: o.requests,
+            clients: o.clients,
+            max_concurrent_streams: o.max_concurrent_streams,
+            threads: o.threads,
+            duration: from_secs(o.duration_seconds),
+            warm_up: from_secs(o.warm_up_seconds),
+            headers: o
+                .headers
+                .iter()
+                .map(|h| (h.name.clone(), h.value.clone()))
+                .collect(),
+            body_bytes: o.body_bytes,
+            protocol: o.protocol.clone(),
+            alpn_list: o.alpn_list.clone(),
+            base_uri: o.base_uri.clone(),
+            connect_to: o.connect_to.clone(),
+            sni: o.sni.clone(),
+            window_bits: o.window_bits,
+            connection_window_bits: o.connection_window_bits,
+            header_table_size: o.header_table_size,
+            encoder_header_table_size: o.encoder_header_table_size,
+            connection_active_timeout: from_secs(o.connection_active_timeout_seconds),
+            connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
+            require_protocol: o.require_protocol.clone(),
+            coalesce_hold: from_secs(o.coalesce_hold_seconds),
+            read_wait: from_secs(o.read_wait_seconds),
+            load: o.load.as_ref().map(LoadOptions::from),
+        }
+    }
+}
+
+fn errors_json(e: &ErrorCounts) -> ErrorsJson {
+    let names = |m: &BTreeMap<u32, u64>| -> BTreeMap<String, u64> {
+        m.iter().map(|(k, v)| (h2_error_name(*k), *v)).collect()
+    };
+    ErrorsJson {
+        total: e.total(),
+        connect: e.connect,
+        tls: e.tls,
+        timeout: e.timeout,
+        protocol: e.protocol,
+        io: e.io,
+        stream_resets: names(&e.stream_resets),
+        goaway_errors: names(&e.goaway_errors),
+        push_refused: e.push_refused,
+        messages: e.messages.clone(),
+    }
+}
+
+fn error_counts(e: &ErrorsJson) -> Result<ErrorCounts, JsonError> {
+    let codes = |m: &BTreeMap<String, u64>| -> Result<BTreeMap<u32, u64>, JsonError> {
+        m.iter()
+            .map(|(k, v)| match h2_error_code(k) {
+                Some(code) => Ok((code, *v)),
+                None => Err(JsonError::Histogram(format!(
+                    "unknown HTTP/2 error code {k:?}"
+                ))),
+            })
+            .collect()
+    };
+    Ok(ErrorCounts {
+        connect: e.connect,
+        tls: e.tls,
+        timeout: e.timeout,
+        protocol: e.protocol,
+        io: e.io,
+        stream_resets: codes(&e.stream_resets)?,
+        goaway_errors: codes(&e.goaway_errors)?,
+        push_refused: e.push_refused,
+        messages: e.messages.clone(),
+    })
+}
+
+fn latency_stats(h: &Histogram<u64>) -> LatencyStatsJson {
+    let s = Summary::from_histogram(h);
+    // Summary values of a histogram are whole bucket values (except mean and sd).
+    LatencyStatsJson {
+        count: s.count,
+        min_ns: s.min as u64,
+        max_ns: s.max as u64,
+        mean_ns: s.mean,
+        sd_ns: s.sd,
+        within_sd_percent: s.within_sd,
+        p50_ns: s.percentiles[0] as u64,
+        p90_ns: s.percentiles[1] as u64,
+        p99_ns: s.percentiles[2] as u64,
+        p99_9_ns: s.percentiles[3] as u64,
+    }
+}
+
+fn rps_stats(values: &[f64]) -> RpsStatsJson {
+    let s = Summary::from_samples(values);
+    RpsStatsJson {
+        count: s.count,
+        min: s.min,
+        max: s.max,
+        mean: s.mean,
+        sd: s.sd,
+        within_sd_percent: s.within_sd,
+        p50: s.percentiles[0],
+        p90: s.percentiles[1],
+        p99: s.percentiles[2],
+        p99_9: s.percentiles[3],
+    }
+}
+
+/// Builds the result document of a run.
+pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonError> {
+    let secs = r.elapsed.as_secs_f64();
+    Ok(BenchJson {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolJson {
+            name: "h2lab".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        runs: 1,
+        options: OptionsJson::from(options),
+        interrupted: r.interrupted,
+        elapsed_seconds: secs,
+        protocol: ProtocolJson {
+            application: r.app_protocol.map(|p| p.as_str().to_string()),
+            fallback: r.protocol_fallback,
+        },
+        tls: r.tls.as_ref().map(|t| TlsJson {
+            protocol: t.protocol.clone(),
+            cipher: t.cipher.clone(),
+            server_temp_key: t.server_temp_key.clone(),
+            alpn: t.alpn.clone(),
+        }),
+        requests: RequestsJson {
+            total: r.requests.total,
+            started: r.requests.started,
+            done: r.requests.done,
+            succeeded: r.requests.succeeded,
+            failed: r.requests.failed,
+            errored: r.requests.errored,
+            timeout: r.requests.timeout,
+            completed: r.requests.completed,
+        },
+        status_codes: StatusJson {
+            s1xx: r.status.s1xx,
+            s2xx: r.status.s2xx,
+            s3xx: r.status.s3xx,
+            s4xx: r.status.s4xx,
+            s5xx: r.status.s5xx,
+        },
+        traffic: TrafficJson {
+            total_bytes: r.traffic.bytes_total,
+            header_bytes: r.traffic.bytes_head,
+            header_bytes_decompressed: r.traffic.bytes_head_decomp,
+            data_bytes: r.traffic.bytes_body,
+            header_space_savings: r.traffic.header_space_savings(),
+        },
+        throughput: ThroughputJson {
+            requests_per_second: requests_per_second(r),
+            bytes_per_second: if secs > 0.0 {
+                r.traffic.bytes_total as f64 / secs
+            } else {
+                0.0
+            },
+        },
+        latency: LatencyJson {
+            request_corrected: is_paced(r).then(|| latency_stats(&r.request_time_corrected)),
+            request: latency_stats(&r.request_time),
+            connect: latency_stats(&r.connect_time),
+            ttfb: latency_stats(&r.ttfb),
+        },
+        client_rps: ClientRpsJson {
+            stats: rps_stats(&r.client_rps),
+            values: r.client_rps.clone(),
+        },
+        errors: errors_json(&r.errors),
+        goaways: r.goaways,
+        reconnects: r.reconnects,
+        read_waits: r.read_waits,
+        histograms: HistogramsJson {
+            encoding: HISTOGRAM_ENCODING.to_string(),
+            unit: "ns".to_string(),
+            significant_figures: HISTOGRAM_SIGFIG,
+            request_time: encode_histogram(&r.request_time)?,
+            request_time_corrected: if is_paced(r) {
+                Some(encode_histogram(&r.request_time_corrected)?)
+            } else {
+                None
+            },
+            connect_time: encode_histogram(&r.connect_time)?,
+            ttfb: encode_histogram(&r.ttfb)?,
+        },
+        open_model: r.pacing.as_ref().map(|p| OpenModelJson {
+            scheduled: p.scheduled,
+            on_time: p.on_time,
+            late: p.late,
+            dropped: p.dropped,
+            unsent: p.unsent,
+            not_sent: p.not_sent(),
+            queue_limit: p.queue_limit,
+        }),
+        timeseries: (!r.timeseries.is_empty())
+            .then(|| r.timeseries.iter().map(IntervalJson::from).collect()),
+        push: (r.pushed_streams > 0 || r.pushed_bytes > 0).then_some(PushJson {
+            streams: r.pushed_streams,
+            bytes: r.pushed_bytes,
+        }),
+        thresholds: None,
+        shard: None,
+        sharded: None,
+    })
+}
+
+/// Recovers the run (counters, histograms, options) from a result document. Derived
+/// statistics (latency, throughput) are recomputed from it on the way back, not read.
+pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> {
+    if doc.schema_version != SCHEMA_VERSION {
+        return Err(JsonError::UnsupportedSchema(doc.schema_version));
+    }
+    let enc = doc.histograms.encoding.as_str();
+    if enc != HISTOGRAM_ENCODING && enc != HISTOGRAM_ENCODING_PLAIN {
+        return Err(JsonError::Histogram(format!("unknown encoding {enc:?}")));
+    }
+    if doc.histograms.unit != "ns" {
+        return Err(JsonError::Histogram(format!(
+            "unknown unit {:?}",
+            doc.histograms.unit
+        )));
+    }
+    let r = RunResult {
+        elapsed: from_secs(Some(doc.elapsed_seconds)).unwrap_or(Duration::ZERO),
+        // Not part of the JSON document.
+        bytes_sent: 0,
+        requests: RequestCounts {
+            total: doc.requests.total,
+            started: doc.requests.started,
+            done: doc.requests.done,
+            succeeded: doc.requests.succeeded,
+            failed: doc.requests.failed,
+            errored: doc.requests.errored,
+            timeout: doc.requests.timeout,
+            completed: doc.requests.completed,
+        },
+        status: StatusCounts {
+            s1xx: doc.status_codes.s1xx,
+            s2xx: doc.status_codes.s2xx,
+            s3xx: doc.status_codes.s3xx,
+            s4xx: doc.status_codes.s4xx,
+            s5xx: doc.status_codes.s5xx,
+        },
+        traffic: Traffic {
+            bytes_total: doc.traffic.total_bytes,
+            bytes_head: doc.traffic.header_bytes,
+            bytes_head_decomp: doc.traffic.header_bytes_decompressed,
+            bytes_body: doc.traffic.data_bytes,
+        },
+        request_time: decode_histogram(&doc.histograms.request_time)?,
+        request_time_corrected: match &doc.histograms.request_time_corrected {
+            Some(h) => decode_histogram(h)?,
+            None => crate::model::new_histogram(),
+        },
+        connect_time: decode_histogram(&doc.histograms.connect_time)?,
+        ttfb: decode_histogram(&doc.histograms.ttfb)?,
+        client_rps: doc.client_rps.values.clone(),
+        app_protocol: doc
+            .protocol
+            .application
+            .as_deref()
+            .and_then(parse_app_protocol),
+        protocol_fallback: doc.protocol.fallback,
+        tls: doc.tls.as_ref().map(|t| TlsInfo {
+            protocol: t.protocol.clone(),
+            cipher: t.cipher.clone(),
+            server_temp_key: t.server_temp_key.clone(),
+            alpn: t.alpn.clone(),
+        }),
+        errors: error_counts(&doc.errors)?,
+        goaways: doc.goaways,
+        reconnects: doc.reconnects,
+        read_waits: doc.read_waits,
+        interrupted: doc.interrupted,
+        pacing: doc.open_model.map(|p| PacingCounts {
+            scheduled: p.scheduled,
+            on_time: p.on_time,
+            late: p.late,
+            dropped: p.dropped,
+            unsent: p.unsent,
+            queue_limit: p.queue_limit,
+        }),
+        timeseries: doc
+            .timeseries
+            .iter()
+            .flatten()
+            .map(crate::model::IntervalRow::from)
+            .collect(),
+        samples: None,
+        tls_resumed: 0,
+        pushed_streams: doc.push.map_or(0, |p| p.streams),
+        pushed_bytes: doc.push.map_or(0, |p| p.bytes),
+    };
+    Ok((r, RunOptions::from(&doc.options)))
+}

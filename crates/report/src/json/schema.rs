@@ -1,0 +1,487 @@
+//! The document types of the `--json` result: one struct per object of
+//! `schemas/bench-result.v1.json`, serialised by serde in field order.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::convert::{from_secs, secs};
+use crate::model::LoadOptions;
+use crate::threshold::Outcome;
+use crate::timeseries::IntervalJson;
+
+/// The whole result document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchJson {
+    /// Version of this document's shape; [`SCHEMA_VERSION`](super::SCHEMA_VERSION).
+    pub schema_version: u32,
+    /// The tool that wrote the document.
+    pub tool: ToolJson,
+    /// How many runs this document covers (1, or more after [`merge`](super::merge)).
+    pub runs: u64,
+    /// The options of the (first) run.
+    pub options: OptionsJson,
+    /// The run was stopped early by a signal.
+    pub interrupted: bool,
+    /// Measurement period in seconds (after warm-up).
+    pub elapsed_seconds: f64,
+    /// Negotiated application protocol.
+    pub protocol: ProtocolJson,
+    /// TLS details (absent for cleartext runs).
+    pub tls: Option<TlsJson>,
+    /// Request counters (h2load's meanings).
+    pub requests: RequestsJson,
+    /// Final response status code classes.
+    pub status_codes: StatusJson,
+    /// Byte counters.
+    pub traffic: TrafficJson,
+    /// Request and byte rates over the measurement period.
+    pub throughput: ThroughputJson,
+    /// Latency statistics (nanoseconds), from the histograms.
+    pub latency: LatencyJson,
+    /// Per-client request rates.
+    pub client_rps: ClientRpsJson,
+    /// Errors by kind.
+    pub errors: ErrorsJson,
+    /// GOAWAY frames received.
+    pub goaways: u64,
+    /// Reconnections.
+    pub reconnects: u64,
+    /// Sleeps of read waiting (0 in results written before read waiting existed).
+    #[serde(default)]
+    pub read_waits: u64,
+    /// The latency histograms.
+    pub histograms: HistogramsJson,
+    /// Server push (`--push accept` runs that received pushes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushJson>,
+    /// Open-model request accounting (`--arrival-rate` runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_model: Option<OpenModelJson>,
+    /// The time series, one row per interval (when one was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<Vec<IntervalJson>>,
+    /// `--threshold` verdicts (set by the CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<ThresholdJson>>,
+    /// The shard of a sharded run this document is (`h2lab bench --shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardJson>,
+    /// The shards a merged document holds (`h2lab merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharded: Option<crate::shard::ShardedJson>,
+}
+
+/// `push` object: pushed streams and their body bytes, all unused (the benchmark never
+/// requests what was pushed). Not part of h2load's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushJson {
+    /// Pushed streams accepted.
+    pub streams: u64,
+    /// Pushed response body bytes (all unused).
+    pub bytes: u64,
+}
+
+/// `open_model` object (see [`PacingCounts`](crate::model::PacingCounts)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenModelJson {
+    /// Requests that became due during the measurement.
+    pub scheduled: u64,
+    /// Sent in the loop turn in which they became due.
+    pub on_time: u64,
+    /// Sent after waiting for a free slot.
+    pub late: u64,
+    /// Dropped: the queue was full.
+    pub dropped: u64,
+    /// Still queued when the run ended.
+    pub unsent: u64,
+    /// `dropped + unsent`: not sent on time.
+    pub not_sent: u64,
+    /// The queue bound over all workers.
+    pub queue_limit: u64,
+}
+
+/// One `thresholds` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdJson {
+    /// The threshold as given.
+    pub expression: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// The measured value (ns for latencies, a fraction for rates), null if none.
+    pub value: Option<f64>,
+    /// The measured value for humans.
+    pub display: String,
+}
+
+impl From<&Outcome> for ThresholdJson {
+    fn from(o: &Outcome) -> Self {
+        ThresholdJson {
+            expression: o.expression.clone(),
+            passed: o.passed,
+            value: o.value,
+            display: o.display.clone(),
+        }
+    }
+}
+
+/// `tool` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolJson {
+    /// `h2lab`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+}
+
+/// A request header of the options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeaderJson {
+    /// Name (lower case).
+    pub name: String,
+    /// Value.
+    pub value: String,
+}
+
+/// `options` object: the options of the run. Durations are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OptionsJson {
+    /// URIs as given.
+    pub uris: Vec<String>,
+    /// `-n`.
+    pub requests: u64,
+    /// `-c`.
+    pub clients: u32,
+    /// `-m`.
+    pub max_concurrent_streams: u32,
+    /// `-t`.
+    pub threads: u32,
+    /// `-D`, seconds.
+    pub duration_seconds: Option<f64>,
+    /// `--warm-up-time`, seconds.
+    pub warm_up_seconds: Option<f64>,
+    /// `-H`.
+    pub headers: Vec<HeaderJson>,
+    /// `-d` body size in bytes.
+    pub body_bytes: Option<u64>,
+    /// Protocol choice.
+    pub protocol: String,
+    /// ALPN list offered for TLS.
+    pub alpn_list: Vec<String>,
+    /// `-B`.
+    pub base_uri: Option<String>,
+    /// `--connect-to`.
+    pub connect_to: Option<String>,
+    /// `--sni`.
+    pub sni: Option<String>,
+    /// `-w`.
+    pub window_bits: u8,
+    /// `-W`.
+    pub connection_window_bits: u8,
+    /// `--header-table-size`.
+    pub header_table_size: u32,
+    /// `--encoder-header-table-size`.
+    pub encoder_header_table_size: u32,
+    /// `-T`, seconds.
+    pub connection_active_timeout_seconds: Option<f64>,
+    /// `-N`, seconds.
+    pub connection_inactivity_timeout_seconds: Option<f64>,
+    /// `--require-protocol`.
+    pub require_protocol: Option<String>,
+    /// Longest hold of request coalescing in seconds; null unless `--coalesce` was given (and
+    /// in results written before coalescing existed, which sent requests at once).
+    #[serde(default)]
+    pub coalesce_hold_seconds: Option<f64>,
+    /// Longest read wait in seconds; null with `--read-wait 0` (and in results written
+    /// before read waiting existed, which read at once).
+    #[serde(default)]
+    pub read_wait_seconds: Option<f64>,
+    /// Load-shape options (absent when none was used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<LoadOptionsJson>,
+}
+
+/// `options.load` object. Durations are in seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadOptionsJson {
+    /// `--arrival-rate`.
+    pub arrival_rate: Option<f64>,
+    /// `--stages`.
+    pub stages: Vec<StageJson>,
+    /// `--queue-limit`.
+    pub queue_limit: Option<u64>,
+    /// `--rps`.
+    pub rps: Option<f64>,
+    /// `-r`.
+    pub rate: Option<u32>,
+    /// `--rate-period` (with `-r`).
+    pub rate_period_seconds: Option<f64>,
+    /// `--timing-script-file`: number of lines.
+    pub timing_script_lines: Option<u64>,
+    /// Time-series interval.
+    pub interval_seconds: Option<f64>,
+}
+
+/// One `--stages` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StageJson {
+    /// Length of the ramp.
+    pub seconds: f64,
+    /// Level at its end.
+    pub target: f64,
+}
+
+impl From<&LoadOptions> for LoadOptionsJson {
+    fn from(l: &LoadOptions) -> Self {
+        LoadOptionsJson {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|(d, t)| StageJson {
+                    seconds: d.as_secs_f64(),
+                    target: *t,
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            rate: l.connection_rate.map(|(r, _)| r),
+            rate_period_seconds: l.connection_rate.map(|(_, p)| p.as_secs_f64()),
+            timing_script_lines: l.timing_script_lines,
+            interval_seconds: secs(l.interval),
+        }
+    }
+}
+
+impl From<&LoadOptionsJson> for LoadOptions {
+    fn from(l: &LoadOptionsJson) -> Self {
+        LoadOptions {
+            arrival_rate: l.arrival_rate,
+            stages: l
+                .stages
+                .iter()
+                .map(|s| {
+                    (
+                        from_secs(Some(s.seconds)).unwrap_or(Duration::ZERO),
+                        s.target,
+                    )
+                })
+                .collect(),
+            queue_limit: l.queue_limit,
+            rps: l.rps,
+            connection_rate: l.rate.map(|r| {
+                let p = from_secs(l.rate_period_seconds).unwrap_or(Duration::from_secs(1));
+                (r, p)
+            }),
+            timing_script_lines: l.timing_script_lines,
+            interval: from_secs(l.interval_seconds),
+        }
+    }
+}
+
+/// `protocol` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolJson {
+    /// `h2`, `h2c`, `http/1.1`, or null when no connection negotiated one (or merged runs
+    /// disagree).
+    pub application: Option<String>,
+    /// `h2` was offered but the server selected `http/1.1`.
+    pub fallback: bool,
+}
+
+/// `tls` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TlsJson {
+    /// E.g. `TLSv1.3`.
+    pub protocol: String,
+    /// E.g. `TLS_AES_128_GCM_SHA256`.
+    pub cipher: String,
+    /// Key exchange as h2load prints it, e.g. `X25519 253 bits`.
+    pub server_temp_key: Option<String>,
+    /// Protocol selected by ALPN.
+    pub alpn: Option<String>,
+}
+
+/// `errors` object: error events by kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorsJson {
+    /// Sum of the counters below (push refusals excluded).
+    pub total: u64,
+    /// Failed connection attempts.
+    pub connect: u64,
+    /// TLS failures.
+    pub tls: u64,
+    /// Connections dropped by `-T`/`-N`.
+    pub timeout: u64,
+    /// Protocol violations by the peer.
+    pub protocol: u64,
+    /// Connections lost with requests in flight.
+    pub io: u64,
+    /// Streams reset by the peer, by HTTP/2 error code name (`REFUSED_STREAM`, or `0x..`).
+    pub stream_resets: BTreeMap<String, u64>,
+    /// GOAWAY frames with an error, by HTTP/2 error code name.
+    pub goaway_errors: BTreeMap<String, u64>,
+    /// Server pushes refused.
+    pub push_refused: u64,
+    /// The first messages seen, for humans.
+    pub messages: Vec<String>,
+}
+
+/// `requests` object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestsJson {
+    /// Total.
+    pub total: u64,
+    /// Started.
+    pub started: u64,
+    /// Done.
+    pub done: u64,
+    /// Succeeded.
+    pub succeeded: u64,
+    /// Failed.
+    pub failed: u64,
+    /// Errored.
+    pub errored: u64,
+    /// Timed out.
+    pub timeout: u64,
+    /// Completed with a response of any status (the numerator of `requests_per_second`).
+    pub completed: u64,
+}
+
+/// `status_codes` object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusJson {
+    /// 1xx.
+    #[serde(rename = "1xx")]
+    pub s1xx: u64,
+    /// 2xx.
+    #[serde(rename = "2xx")]
+    pub s2xx: u64,
+    /// 3xx.
+    #[serde(rename = "3xx")]
+    pub s3xx: u64,
+    /// 4xx.
+    #[serde(rename = "4xx")]
+    pub s4xx: u64,
+    /// 5xx.
+    #[serde(rename = "5xx")]
+    pub s5xx: u64,
+}
+
+/// `traffic` object.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TrafficJson {
+    /// All bytes read (after TLS decryption).
+    pub total_bytes: u64,
+    /// Header bytes on the wire.
+    pub header_bytes: u64,
+    /// Header bytes decompressed.
+    pub header_bytes_decompressed: u64,
+    /// Body bytes.
+    pub data_bytes: u64,
+    /// `1 - header_bytes / header_bytes_decompressed` (0..1).
+    pub header_space_savings: f64,
+}
+
+/// `throughput` object.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ThroughputJson {
+    /// Requests completed with a response, per second.
+    pub requests_per_second: f64,
+    /// Bytes read per second.
+    pub bytes_per_second: f64,
+}
+
+/// Statistics of one latency distribution, nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyStatsJson {
+    /// Samples.
+    pub count: u64,
+    /// Minimum.
+    pub min_ns: u64,
+    /// Maximum.
+    pub max_ns: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Sample standard deviation (`n - 1`, as h2load).
+    pub sd_ns: f64,
+    /// Percentage of samples within mean ± sd.
+    pub within_sd_percent: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p99_9_ns: u64,
+}
+
+/// `latency` object.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyJson {
+    /// Paced runs only: request time from each request's intended start (corrected).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_corrected: Option<LatencyStatsJson>,
+    /// Request time (from the send).
+    pub request: LatencyStatsJson,
+    /// Connect time.
+    pub connect: LatencyStatsJson,
+    /// Time to first byte.
+    pub ttfb: LatencyStatsJson,
+}
+
+/// Statistics of the per-client request rates.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RpsStatsJson {
+    /// Clients.
+    pub count: u64,
+    /// Minimum.
+    pub min: f64,
+    /// Maximum.
+    pub max: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (`n - 1`, as h2load).
+    pub sd: f64,
+    /// Percentage of clients within mean ± sd.
+    pub within_sd_percent: f64,
+    /// Median.
+    pub p50: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p99_9: f64,
+}
+
+/// `client_rps` object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientRpsJson {
+    /// Statistics.
+    pub stats: RpsStatsJson,
+    /// One value per client.
+    pub values: Vec<f64>,
+}
+
+/// `histograms` object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistogramsJson {
+    /// [`HISTOGRAM_ENCODING`](super::HISTOGRAM_ENCODING) (or [`HISTOGRAM_ENCODING_PLAIN`](super::HISTOGRAM_ENCODING_PLAIN)).
+    pub encoding: String,
+    /// Unit of the recorded values: `ns`.
+    pub unit: String,
+    /// Significant figures of the histograms.
+    pub significant_figures: u8,
+    /// Request time histogram.
+    pub request_time: String,
+    /// Paced runs only: request time from the intended start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_time_corrected: Option<String>,
+    /// Connect time histogram.
+    pub connect_time: String,
+    /// Time to first byte histogram.
+    pub ttfb: String,
+}
