@@ -202,7 +202,7 @@ fn shard_json(
     Ok(ShardJson {
         index: s.index,
         count: s.count,
-        plan: json::OptionsJson::from(&RunOptions::from(&s.whole)),
+        plan: RunOptions::from(&s.whole),
         slice: SliceJson {
             clients: cfg.clients,
             lanes: cfg.load.shard.map_or(cfg.clients, |l| l.whole_clients),

@@ -14,7 +14,7 @@
 //! - [`shard`]: the `shard` object of a sharded run's result and the exact merge of shards.
 //! - [`threshold`]: `--threshold` pass/fail criteria (exit status 99 on failure).
 //!
-//! The formatters take the data model of [`model`].
+//! The formatters take the data model of [`model`] and the run options of [`options`].
 
 mod atomic;
 pub mod csv;
@@ -22,6 +22,7 @@ pub mod h2load_json;
 pub mod json;
 pub mod layout;
 pub mod model;
+pub mod options;
 pub mod progress;
 pub mod shard;
 pub mod stats;

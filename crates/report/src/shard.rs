@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::json::{
     decode_histogram, encode_histogram, from_json, merge_results, to_json, BenchJson, JsonError,
-    MergeMode, OptionsJson,
+    MergeMode,
 };
 use crate::model::{IntervalHistograms, IntervalLatency, IntervalRow, RunOptions, RunResult};
 
@@ -31,7 +31,7 @@ pub struct ShardJson {
     /// Number of shards of the run.
     pub count: u32,
     /// The options of the whole run (identical in every shard of one run).
-    pub plan: OptionsJson,
+    pub plan: RunOptions,
     /// This shard's part of the plan.
     pub slice: SliceJson,
     /// `--start-at`, seconds since the Unix epoch (null without it).
@@ -231,7 +231,8 @@ pub fn merge_shards(
         .plan
         .load
         .as_ref()
-        .and_then(|l| l.interval_seconds)
+        .and_then(|l| l.interval)
+        .map(|d| d.as_secs_f64())
         .filter(|s| *s > 0.0);
     for (name, doc, s) in by_index.values() {
         let bad = |e| MergeError::Json(name.to_string(), e);
@@ -249,7 +250,7 @@ pub fn merge_shards(
     let mut result = merged.ok_or(MergeError::Empty)?;
     result.elapsed = Duration::try_from_secs_f64(end - start).unwrap_or(result.elapsed);
     result.timeseries = series.rows();
-    let options = RunOptions::from(&first_shard.plan);
+    let options = first_shard.plan.clone();
     let sharded = ShardedJson {
         count,
         merged: by_index.keys().copied().collect(),

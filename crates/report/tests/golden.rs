@@ -172,7 +172,7 @@ fn full_doc() -> BenchJson {
     doc.shard = Some(ShardJson {
         index: 1,
         count: 2,
-        plan: json::OptionsJson::from(&plan),
+        plan,
         slice: SliceJson {
             clients: 2,
             lanes: 3,

@@ -277,7 +277,7 @@ fn shard_and_sharded_objects_validate() {
     doc.shard = Some(ShardJson {
         index: 0,
         count: 1,
-        plan: json::OptionsJson::from(&opts),
+        plan: opts.clone(),
         slice: SliceJson {
             clients: 2,
             lanes: 2,

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use h2lab_report::json::{self, BenchJson, OptionsJson};
+use h2lab_report::json::{self, BenchJson};
 use h2lab_report::model::{
     empty_result, IntervalHistograms, IntervalLatency, IntervalRow, LoadOptions, RequestCounts,
     StatusCounts,
@@ -108,7 +108,7 @@ fn shard_doc(i: u32, count: u32, v: &[u64], start: f64) -> (String, BenchJson) {
     doc.shard = Some(ShardJson {
         index: i,
         count,
-        plan: OptionsJson::from(&options()),
+        plan: options(),
         slice: SliceJson {
             clients: 3,
             lanes: 12,
@@ -180,11 +180,7 @@ fn merged_histograms_report_exactly_the_statistics_of_one_histogram() {
     assert_eq!(m.result.requests, one.requests);
     assert_eq!(m.result.status, one.status);
     assert_eq!(m.result.traffic, one.traffic);
-    assert_eq!(
-        m.doc.options,
-        OptionsJson::from(&options()),
-        "the whole plan"
-    );
+    assert_eq!(m.doc.options, options(), "the whole plan");
     assert_eq!(m.sharded.merged, [0, 1, 2, 3]);
 }
 

@@ -9,92 +9,14 @@ use super::histogram::{decode_histogram, encode_histogram};
 use super::schema::*;
 use super::{JsonError, HISTOGRAM_ENCODING, HISTOGRAM_ENCODING_PLAIN, SCHEMA_VERSION};
 use crate::model::{
-    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, LoadOptions,
-    PacingCounts, RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic,
-    HISTOGRAM_SIGFIG,
+    h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, PacingCounts,
+    RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
 };
 use crate::stats::{requests_per_second, Summary};
 use crate::timeseries::IntervalJson;
 
-pub(super) fn secs(d: Option<Duration>) -> Option<f64> {
-    d.map(|d| d.as_secs_f64())
-}
-
-pub(super) fn from_secs(s: Option<f64>) -> Option<Duration> {
+fn from_secs(s: Option<f64>) -> Option<Duration> {
     s.and_then(|s| Duration::try_from_secs_f64(s).ok())
-}
-
-impl From<&RunOptions> for OptionsJson {
-    fn from(o: &RunOptions) -> Self {
-        OptionsJson {
-            uris: o.uris.clone(),
-            requests: o.requests,
-            clients: o.clients,
-            max_concurrent_streams: o.max_concurrent_streams,
-            threads: o.threads,
-            duration_seconds: secs(o.duration),
-            warm_up_seconds: secs(o.warm_up),
-            headers: o
-                .headers
-                .iter()
-                .map(|(name, value)| HeaderJson {
-                    name: name.clone(),
-                    value: value.clone(),
-                })
-                .collect(),
-            body_bytes: o.body_bytes,
-            protocol: o.protocol.clone(),
-            alpn_list: o.alpn_list.clone(),
-            base_uri: o.base_uri.clone(),
-            connect_to: o.connect_to.clone(),
-            sni: o.sni.clone(),
-            window_bits: o.window_bits,
-            connection_window_bits: o.connection_window_bits,
-            header_table_size: o.header_table_size,
-            encoder_header_table_size: o.encoder_header_table_size,
-            connection_active_timeout_seconds: secs(o.connection_active_timeout),
-            connection_inactivity_timeout_seconds: secs(o.connection_inactivity_timeout),
-            require_protocol: o.require_protocol.clone(),
-            coalesce_hold_seconds: secs(o.coalesce_hold),
-            read_wait_seconds: secs(o.read_wait),
-            load: o.load.as_ref().map(LoadOptionsJson::from),
-        }
-    }
-}
-
-impl From<&OptionsJson> for RunOptions {
-    fn from(o: &OptionsJson) -> Self {
-        RunOptions {
-            uris: o.uris.clone(),
-            requests: o.requests,
-            clients: o.clients,
-            max_concurrent_streams: o.max_concurrent_streams,
-            threads: o.threads,
-            duration: from_secs(o.duration_seconds),
-            warm_up: from_secs(o.warm_up_seconds),
-            headers: o
-                .headers
-                .iter()
-                .map(|h| (h.name.clone(), h.value.clone()))
-                .collect(),
-            body_bytes: o.body_bytes,
-            protocol: o.protocol.clone(),
-            alpn_list: o.alpn_list.clone(),
-            base_uri: o.base_uri.clone(),
-            connect_to: o.connect_to.clone(),
-            sni: o.sni.clone(),
-            window_bits: o.window_bits,
-            connection_window_bits: o.connection_window_bits,
-            header_table_size: o.header_table_size,
-            encoder_header_table_size: o.encoder_header_table_size,
-            connection_active_timeout: from_secs(o.connection_active_timeout_seconds),
-            connection_inactivity_timeout: from_secs(o.connection_inactivity_timeout_seconds),
-            require_protocol: o.require_protocol.clone(),
-            coalesce_hold: from_secs(o.coalesce_hold_seconds),
-            read_wait: from_secs(o.read_wait_seconds),
-            load: o.load.as_ref().map(LoadOptions::from),
-        }
-    }
 }
 
 fn errors_json(e: &ErrorCounts) -> ErrorsJson {
@@ -182,7 +104,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
             version: env!("CARGO_PKG_VERSION").to_string(),
         },
         runs: 1,
-        options: OptionsJson::from(options),
+        options: options.clone(),
         interrupted: r.interrupted,
         elapsed_seconds: secs,
         protocol: ProtocolJson {
@@ -362,5 +284,5 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         pushed_streams: doc.push.map_or(0, |p| p.streams),
         pushed_bytes: doc.push.map_or(0, |p| p.bytes),
     };
-    Ok((r, RunOptions::from(&doc.options)))
+    Ok((r, doc.options.clone()))
 }

@@ -2,12 +2,10 @@
 //! `schemas/bench-result.v1.json`, serialised by serde in field order.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::convert::{from_secs, secs};
-use crate::model::LoadOptions;
+use crate::options::RunOptions;
 use crate::threshold::Outcome;
 use crate::timeseries::IntervalJson;
 
@@ -21,7 +19,7 @@ pub struct BenchJson {
     /// How many runs this document covers (1, or more after [`merge`](super::merge)).
     pub runs: u64,
     /// The options of the (first) run.
-    pub options: OptionsJson,
+    pub options: RunOptions,
     /// The run was stopped early by a signal.
     pub interrupted: bool,
     /// Measurement period in seconds (after warm-up).
@@ -133,151 +131,6 @@ pub struct ToolJson {
     pub name: String,
     /// Crate version.
     pub version: String,
-}
-
-/// A request header of the options.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HeaderJson {
-    /// Name (lower case).
-    pub name: String,
-    /// Value.
-    pub value: String,
-}
-
-/// `options` object: the options of the run. Durations are in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OptionsJson {
-    /// URIs as given.
-    pub uris: Vec<String>,
-    /// `-n`.
-    pub requests: u64,
-    /// `-c`.
-    pub clients: u32,
-    /// `-m`.
-    pub max_concurrent_streams: u32,
-    /// `-t`.
-    pub threads: u32,
-    /// `-D`, seconds.
-    pub duration_seconds: Option<f64>,
-    /// `--warm-up-time`, seconds.
-    pub warm_up_seconds: Option<f64>,
-    /// `-H`.
-    pub headers: Vec<HeaderJson>,
-    /// `-d` body size in bytes.
-    pub body_bytes: Option<u64>,
-    /// Protocol choice.
-    pub protocol: String,
-    /// ALPN list offered for TLS.
-    pub alpn_list: Vec<String>,
-    /// `-B`.
-    pub base_uri: Option<String>,
-    /// `--connect-to`.
-    pub connect_to: Option<String>,
-    /// `--sni`.
-    pub sni: Option<String>,
-    /// `-w`.
-    pub window_bits: u8,
-    /// `-W`.
-    pub connection_window_bits: u8,
-    /// `--header-table-size`.
-    pub header_table_size: u32,
-    /// `--encoder-header-table-size`.
-    pub encoder_header_table_size: u32,
-    /// `-T`, seconds.
-    pub connection_active_timeout_seconds: Option<f64>,
-    /// `-N`, seconds.
-    pub connection_inactivity_timeout_seconds: Option<f64>,
-    /// `--require-protocol`.
-    pub require_protocol: Option<String>,
-    /// Longest hold of request coalescing in seconds; null unless `--coalesce` was given (and
-    /// in results written before coalescing existed, which sent requests at once).
-    #[serde(default)]
-    pub coalesce_hold_seconds: Option<f64>,
-    /// Longest read wait in seconds; null with `--read-wait 0` (and in results written
-    /// before read waiting existed, which read at once).
-    #[serde(default)]
-    pub read_wait_seconds: Option<f64>,
-    /// Load-shape options (absent when none was used).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<LoadOptionsJson>,
-}
-
-/// `options.load` object. Durations are in seconds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LoadOptionsJson {
-    /// `--arrival-rate`.
-    pub arrival_rate: Option<f64>,
-    /// `--stages`.
-    pub stages: Vec<StageJson>,
-    /// `--queue-limit`.
-    pub queue_limit: Option<u64>,
-    /// `--rps`.
-    pub rps: Option<f64>,
-    /// `-r`.
-    pub rate: Option<u32>,
-    /// `--rate-period` (with `-r`).
-    pub rate_period_seconds: Option<f64>,
-    /// `--timing-script-file`: number of lines.
-    pub timing_script_lines: Option<u64>,
-    /// Time-series interval.
-    pub interval_seconds: Option<f64>,
-}
-
-/// One `--stages` entry.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct StageJson {
-    /// Length of the ramp.
-    pub seconds: f64,
-    /// Level at its end.
-    pub target: f64,
-}
-
-impl From<&LoadOptions> for LoadOptionsJson {
-    fn from(l: &LoadOptions) -> Self {
-        LoadOptionsJson {
-            arrival_rate: l.arrival_rate,
-            stages: l
-                .stages
-                .iter()
-                .map(|(d, t)| StageJson {
-                    seconds: d.as_secs_f64(),
-                    target: *t,
-                })
-                .collect(),
-            queue_limit: l.queue_limit,
-            rps: l.rps,
-            rate: l.connection_rate.map(|(r, _)| r),
-            rate_period_seconds: l.connection_rate.map(|(_, p)| p.as_secs_f64()),
-            timing_script_lines: l.timing_script_lines,
-            interval_seconds: secs(l.interval),
-        }
-    }
-}
-
-impl From<&LoadOptionsJson> for LoadOptions {
-    fn from(l: &LoadOptionsJson) -> Self {
-        LoadOptions {
-            arrival_rate: l.arrival_rate,
-            stages: l
-                .stages
-                .iter()
-                .map(|s| {
-                    (
-                        from_secs(Some(s.seconds)).unwrap_or(Duration::ZERO),
-                        s.target,
-                    )
-                })
-                .collect(),
-            queue_limit: l.queue_limit,
-            rps: l.rps,
-            connection_rate: l.rate.map(|r| {
-                let p = from_secs(l.rate_period_seconds).unwrap_or(Duration::from_secs(1));
-                (r, p)
-            }),
-            timing_script_lines: l.timing_script_lines,
-            interval: from_secs(l.interval_seconds),
-        }
-    }
 }
 
 /// `protocol` object.
