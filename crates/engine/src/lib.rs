@@ -63,6 +63,7 @@ pub mod fetch;
 pub mod fuzzing;
 pub mod h1;
 pub mod h2;
+pub mod load;
 mod pacing;
 pub mod plan;
 pub mod priority;
@@ -73,6 +74,7 @@ pub mod samples;
 pub mod schedule;
 pub mod session;
 mod stats;
+pub mod target;
 mod timer;
 pub mod timeseries;
 pub mod tls_opts;
@@ -84,7 +86,7 @@ pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
-pub use plan::{LoadShape, ShardLanes};
+pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
 pub use result::{
     new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,

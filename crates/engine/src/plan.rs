@@ -21,11 +21,10 @@
 //! | connection ramp   | `-r`/`--rate-period` (h2load)               |
 //! | virtual users     | `--stages` without `--arrival-rate`         |
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{BenchConfig, ConfigError};
-use crate::schedule::{ArrivalSchedule, ClientSchedule, Lanes, Profile, Stage};
+use crate::config::BenchConfig;
+use crate::schedule::{ArrivalSchedule, ClientSchedule, Lanes, Profile};
 
 /// How often the active-client count of `--stages` (closed model) is re-evaluated.
 pub(crate) const GATE_STEP: Duration = Duration::from_millis(10);
@@ -35,186 +34,6 @@ pub(crate) const GATE_STEP: Duration = Duration::from_millis(10);
 const DEFAULT_QUEUE_SECONDS: f64 = 5.0;
 /// Largest default queue (entries over the whole run; 16 bytes each).
 const MAX_QUEUE: u64 = 1 << 20;
-
-/// Load-shape options (h2lab's open model and stages, h2load's pacing flags, time series).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LoadShape {
-    /// `--arrival-rate`: open model, requests per second across the run, each request due at
-    /// its own computed time. With `stages`, the starting rate of the first ramp.
-    pub arrival_rate: Option<f64>,
-    /// `--stages`: linear ramps of the request rate (open model) or of the number of active
-    /// connections (closed model, starting from 0). The stages set the run's duration.
-    pub stages: Vec<Stage>,
-    /// `--queue-limit`: most due requests (over the whole run) waiting for a free slot in the
-    /// open model; more are dropped and reported as not sent on time. `None`: enough for 5 s at
-    /// the peak rate (at least `-c × -m`).
-    pub queue_limit: Option<u64>,
-    /// `--rps` (h2load): requests per second of each client.
-    pub rps: Option<f64>,
-    /// `-r` and `--rate-period` (h2load): start this many clients per period (the first batch at
-    /// once) until `-c` are started.
-    pub connection_rate: Option<(u32, Duration)>,
-    /// `--timing-script-file` (h2load): per-client request offsets from the client's first
-    /// connection, one per URI (the URIs are the script's, in order). `-n` then counts requests
-    /// per client.
-    pub timing_script: Option<Arc<[Duration]>>,
-    /// Record a time series with this interval (rows go to
-    /// [`Observer::interval`](crate::Observer::interval) and into the result).
-    pub interval: Option<Duration>,
-    /// Keep each interval's latency histograms in the time-series rows
-    /// ([`IntervalRow::histograms`](crate::IntervalRow::histograms)), so that the series of
-    /// several processes can be merged exactly later (sharded runs).
-    pub interval_histograms: bool,
-    /// This process runs one shard of a larger run (`h2lab bench --shard i/N`); `None` for a
-    /// whole run.
-    pub shard: Option<ShardLanes>,
-}
-
-/// Where one shard's connections sit in the whole run of a sharded benchmark.
-///
-/// The whole run has `whole_clients` connection lanes; shard `index` of `count` owns the lanes
-/// `index, index + count, index + 2·count, …` (its `-c` share, the remainder going to the first
-/// shards). Arrivals of the open model and levels of closed-model stages are dealt to lanes of
-/// the *whole* run, so each shard takes exactly the arrivals (and active connections) of the
-/// whole schedule that fall on its lanes: the shards add up to the whole schedule, and a ramp
-/// stays a ramp in every shard. A whole run is the shard `0/1`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardLanes {
-    /// This shard, from 0.
-    pub index: u32,
-    /// Number of shards.
-    pub count: u32,
-    /// Connections of the whole run (`-c`, or the top stage level for closed-model stages).
-    pub whole_clients: u32,
-}
-
-impl ShardLanes {
-    /// Connections of shard `index` of `count` for `whole` connections in all (remainder to the
-    /// first shards).
-    pub fn clients_of(whole: u32, index: u32, count: u32) -> u32 {
-        let n = count.max(1);
-        whole / n + u32::from(index < whole % n)
-    }
-}
-
-impl LoadShape {
-    /// Checks the combinations (h2load's wording where h2load has the rule).
-    pub(crate) fn validate(&self, cfg: &BenchConfig) -> Result<(), ConfigError> {
-        let err = |m: &str| Err(ConfigError::Invalid(m.to_owned()));
-        if let Some(r) = self.arrival_rate {
-            if !r.is_finite() || r < 0.0 || (r == 0.0 && self.stages.is_empty()) {
-                return err("--arrival-rate: the rate must be a positive number of requests per second (0 only as the start of --stages).");
-            }
-            if self.rps.is_some() || self.timing_script.is_some() {
-                return err(
-                    "--arrival-rate, --rps, --timing-script-file: they are mutually exclusive.",
-                );
-            }
-        }
-        if !self.stages.is_empty() {
-            if cfg.duration.is_some() {
-                return err(
-                    "--stages, -D: they are mutually exclusive (the stages set the duration).",
-                );
-            }
-            if cfg.warm_up.is_some() {
-                return err("--stages, --warm-up-time: they are mutually exclusive.");
-            }
-            if self.rps.is_some() || self.timing_script.is_some() {
-                return err("--stages, --rps, --timing-script-file: they are mutually exclusive.");
-            }
-            if self
-                .stages
-                .iter()
-                .any(|s| s.duration.is_zero() || !s.target.is_finite() || s.target < 0.0)
-            {
-                return err("--stages: every stage needs a positive duration and a level >= 0.");
-            }
-            if self.arrival_rate.is_none() && self.max_level() < 1.0 {
-                return err("--stages: the number of connections never reaches 1.");
-            }
-        }
-        if let Some(r) = self.rps {
-            // h2load: "1. / v < 1e-6" is rejected.
-            if !r.is_finite() || r <= 0.0 || 1.0 / r < 1e-6 {
-                return err("--rps: Invalid value (a positive number up to 1000000).");
-            }
-            if self.timing_script.is_some() {
-                return err("--timing-script-file, --rps: they are mutually exclusive.");
-            }
-        }
-        if let Some((rate, period)) = self.connection_rate {
-            if rate == 0 {
-                return err("-r: the rate must be a positive integer.");
-            }
-            if period.is_zero() {
-                return err("--rate-period: the period must be a positive duration.");
-            }
-            if cfg.duration.is_some() {
-                return err("-r, -D: they are mutually exclusive.");
-            }
-            if !self.stages.is_empty() {
-                return err("-r, --stages: they are mutually exclusive.");
-            }
-            if rate < cfg.threads {
-                return err("-r, -t: the connection rate must be greater than or equal to the number of threads.");
-            }
-            if rate > cfg.clients {
-                return err("-r, -c: the connection rate must be smaller than or equal to the number of clients.");
-            }
-        }
-        if let Some(s) = &self.timing_script {
-            if s.is_empty() {
-                return err("--timing-script-file: the script has no lines.");
-            }
-            if s.len() != cfg.uris.len() {
-                return err("--timing-script-file: one URI per script line is expected.");
-            }
-        }
-        if let Some(q) = self.queue_limit {
-            if q == 0 {
-                return err("--queue-limit: the limit must be at least 1.");
-            }
-        }
-        if let Some(i) = self.interval {
-            if i < Duration::from_millis(10) {
-                return err("--interval: the interval must be at least 10ms.");
-            }
-        }
-        Ok(())
-    }
-
-    /// The open model is in use (`--arrival-rate`).
-    pub fn is_open(&self) -> bool {
-        self.arrival_rate.is_some()
-    }
-
-    /// Requests are paced on a schedule (open model, `--rps`, timing script): latency is then
-    /// also measured from each request's intended start.
-    pub fn is_paced(&self) -> bool {
-        self.arrival_rate.is_some() || self.rps.is_some() || self.timing_script.is_some()
-    }
-
-    /// The run's length is set by time (`-D` or stages), not by a request count.
-    pub fn is_timed(&self, cfg: &BenchConfig) -> bool {
-        cfg.duration.is_some() || !self.stages.is_empty()
-    }
-
-    fn max_level(&self) -> f64 {
-        Profile::stages(self.arrival_rate.unwrap_or(0.0), &self.stages).max_level()
-    }
-
-    /// The number of clients a run allocates: `-c`, raised to the highest stage level for
-    /// closed-model stages (a shard's `-c` is already its share of the whole run's).
-    pub fn clients(&self, cfg: &BenchConfig) -> u32 {
-        if self.shard.is_none() && self.arrival_rate.is_none() && !self.stages.is_empty() {
-            let top = self.max_level().round().min(f64::from(u32::MAX)) as u32;
-            cfg.clients.max(top)
-        } else {
-            cfg.clients
-        }
-    }
-}
 
 /// Per-run decisions shared by every worker (see the module docs).
 #[derive(Debug, Clone)]
@@ -463,6 +282,8 @@ impl Gate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::ShardLanes;
+    use crate::schedule::Stage;
 
     fn cfg() -> BenchConfig {
         BenchConfig::from_uris(&["http://127.0.0.1/"], None).unwrap()
