@@ -63,6 +63,7 @@ pub mod fetch;
 pub mod fuzzing;
 pub mod h1;
 pub mod h2;
+pub mod interval;
 pub mod load;
 mod pacing;
 pub mod plan;
@@ -86,6 +87,7 @@ pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
+pub use interval::{IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow};
 pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
 pub use result::{
@@ -94,7 +96,6 @@ pub use result::{
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};
-pub use timeseries::{IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow};
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,

@@ -243,7 +243,7 @@ pub struct RunResult {
     /// Open-model request accounting (`None` for other runs).
     pub pacing: Option<PacingCounts>,
     /// The time series (one row per interval), when one was recorded.
-    pub timeseries: Vec<crate::timeseries::IntervalRow>,
+    pub timeseries: Vec<crate::interval::IntervalRow>,
     /// Raw samples (bounded reservoirs), only when
     /// [`BenchConfig::max_samples`](crate::BenchConfig::max_samples) was set.
     pub samples: Option<crate::samples::Samples>,
