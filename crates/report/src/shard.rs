@@ -15,7 +15,6 @@ use std::fmt;
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
 use crate::json::{
     decode_histogram, encode_histogram, from_json, merge_results, to_json, BenchJson, JsonError,
@@ -23,75 +22,7 @@ use crate::json::{
 };
 use crate::model::{IntervalHistograms, IntervalLatency, IntervalRow, RunOptions, RunResult};
 
-/// `shard` object: what one shard of a sharded run was and did.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardJson {
-    /// This shard, from 0.
-    pub index: u32,
-    /// Number of shards of the run.
-    pub count: u32,
-    /// The options of the whole run (identical in every shard of one run).
-    pub plan: RunOptions,
-    /// This shard's part of the plan.
-    pub slice: SliceJson,
-    /// `--start-at`, seconds since the Unix epoch (null without it).
-    pub start_at_unix: Option<f64>,
-    /// When the measurement started (after any warm-up), seconds since the Unix epoch.
-    pub started_unix: f64,
-    /// How late the shard started after `--start-at`, in seconds (0 when on time or without
-    /// it).
-    pub late_seconds: f64,
-    /// The latency histograms of each time-series interval (for an exact merge of the series).
-    #[serde(default)]
-    pub interval_histograms: Vec<IntervalHistogramsJson>,
-}
-
-/// `shard.slice` object: the shard's share of the whole run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SliceJson {
-    /// Connections of this shard; they are the lanes `index + k·count` of the whole run's
-    /// `lanes` (open-model arrivals and stage levels are dealt to those lanes).
-    pub clients: u32,
-    /// Connection lanes of the whole run.
-    pub lanes: u32,
-    /// `-n` of this shard (per connection with a timing script; 0 for timed runs).
-    pub requests: u64,
-    /// Worker threads of this shard.
-    pub threads: u32,
-    /// `-r` of this shard.
-    pub rate: Option<u32>,
-    /// `--queue-limit` share of this shard.
-    pub queue_limit: Option<u64>,
-    /// URIs of this shard (`-i` and timing-script lines are dealt round-robin to shards).
-    pub uris: u64,
-}
-
-/// One interval's histograms in a shard's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct IntervalHistogramsJson {
-    /// The interval (`timeseries[].index`).
-    pub index: u64,
-    /// Latency (corrected in paced runs), encoded like `histograms.request_time`.
-    pub latency: String,
-    /// Latency from the send, paced runs only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uncorrected: Option<String>,
-}
-
-/// `sharded` object of a merged document: which shards it holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardedJson {
-    /// Number of shards of the run.
-    pub count: u32,
-    /// The shards merged.
-    pub merged: Vec<u32>,
-    /// The shards missing (only with `--allow-partial`).
-    pub missing: Vec<u32>,
-    /// The common start: the earliest measurement start, seconds since the Unix epoch.
-    pub started_unix: f64,
-    /// Latest start minus earliest start, seconds.
-    pub start_spread_seconds: f64,
-}
+pub use crate::json::{IntervalHistogramsJson, ShardJson, ShardedJson, SliceJson};
 
 /// Encodes the kept interval histograms of a run's time series.
 pub fn interval_histograms(rows: &[IntervalRow]) -> Result<Vec<IntervalHistogramsJson>, JsonError> {
