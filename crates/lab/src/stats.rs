@@ -4,9 +4,12 @@ pub mod ci;
 
 use serde::Serialize;
 
+/// The nearest-rank quantile, shared with the run reports.
+pub use h2lab_report::stats::quantile;
+
 /// The median and spread of repeated measurements of one quantity.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Summary {
+pub struct MedianSpread {
     /// Median of the runs.
     pub median: f64,
     /// Smallest run.
@@ -17,15 +20,15 @@ pub struct Summary {
     pub n: usize,
 }
 
-impl Summary {
+impl MedianSpread {
     /// Summarises `values` (non-finite values are ignored); `None` when nothing is left.
-    pub fn of(values: &[f64]) -> Option<Summary> {
+    pub fn of(values: &[f64]) -> Option<MedianSpread> {
         let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
         if v.is_empty() {
             return None;
         }
         v.sort_by(f64::total_cmp);
-        Some(Summary {
+        Some(MedianSpread {
             median: median_sorted(&v),
             min: v[0],
             max: v[v.len() - 1],
@@ -46,17 +49,6 @@ pub fn median_sorted(v: &[f64]) -> f64 {
         n if n % 2 == 1 => v[n / 2],
         n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
-}
-
-/// The `q` quantile (0..=1) of `values` by the nearest-rank method.
-pub fn quantile(values: &[f64], q: f64) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let rank = (q.clamp(0.0, 1.0) * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
 }
 
 /// Whether a larger or a smaller value is better.
@@ -86,11 +78,11 @@ pub struct Verdict<K> {
 
 /// Picks the best of `candidates` by median and decides whether its lead over the runner-up
 /// is a win (larger than either candidate's spread). `None` with fewer than two candidates.
-pub fn decide<K: Clone>(candidates: &[(K, Summary)], better: Better) -> Option<Verdict<K>> {
+pub fn decide<K: Clone>(candidates: &[(K, MedianSpread)], better: Better) -> Option<Verdict<K>> {
     if candidates.len() < 2 {
         return None;
     }
-    let mut v: Vec<&(K, Summary)> = candidates.iter().collect();
+    let mut v: Vec<&(K, MedianSpread)> = candidates.iter().collect();
     v.sort_by(|a, b| match better {
         Better::Higher => b.1.median.total_cmp(&a.1.median),
         Better::Lower => a.1.median.total_cmp(&b.1.median),
@@ -118,7 +110,7 @@ fn ratio_margin(a: f64, b: f64) -> f64 {
 }
 
 /// Whether the medians of `a` and `b` differ by more than the larger of their spreads.
-pub fn beats(a: &Summary, b: &Summary) -> bool {
+pub fn beats(a: &MedianSpread, b: &MedianSpread) -> bool {
     (a.median - b.median).abs() > a.spread().max(b.spread())
 }
 
@@ -140,8 +132,8 @@ pub fn plus_scale(margin: f64) -> &'static str {
 mod tests {
     use super::*;
 
-    fn s(v: &[f64]) -> Summary {
-        Summary::of(v).unwrap()
+    fn s(v: &[f64]) -> MedianSpread {
+        MedianSpread::of(v).unwrap()
     }
 
     #[test]
@@ -149,7 +141,7 @@ mod tests {
         let x = s(&[3.0, 1.0, 2.0, f64::NAN]);
         assert_eq!((x.median, x.min, x.max, x.n), (2.0, 1.0, 3.0, 3));
         assert_eq!(s(&[1.0, 2.0, 3.0, 4.0]).median, 2.5);
-        assert!(Summary::of(&[]).is_none());
+        assert!(MedianSpread::of(&[]).is_none());
         let v: Vec<f64> = (1..=100).map(f64::from).collect();
         assert_eq!(quantile(&v, 0.5), 50.0);
         assert_eq!(quantile(&v, 0.9), 90.0);

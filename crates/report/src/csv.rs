@@ -10,7 +10,7 @@ use std::io;
 use std::path::Path;
 
 use crate::model::{RunOptions, RunResult};
-use crate::stats::{bytes_per_second, requests_per_second, Summary};
+use crate::stats::{bytes_per_second, requests_per_second, DistributionSummary};
 
 /// Column names, in order.
 pub const COLUMNS: &[&str] = &[
@@ -89,10 +89,10 @@ fn us(ns: f64) -> String {
 
 /// The run's row (with trailing newline).
 pub fn row(r: &RunResult, o: &RunOptions) -> String {
-    let req = Summary::from_histogram(&r.request_time);
-    let con = Summary::from_histogram(&r.connect_time);
-    let ttfb = Summary::from_histogram(&r.ttfb);
-    let rps = Summary::from_samples(&r.client_rps);
+    let req = DistributionSummary::from_histogram(&r.request_time);
+    let con = DistributionSummary::from_histogram(&r.connect_time);
+    let ttfb = DistributionSummary::from_histogram(&r.ttfb);
+    let rps = DistributionSummary::from_samples(&r.client_rps);
     let q = &r.requests;
     let st = &r.status;
     let t = &r.traffic;

@@ -85,7 +85,7 @@ pub struct Stat {
 impl Stat {
     /// From a latency histogram (nanoseconds; values are bucket middles, 3 significant figures).
     pub fn from_histogram(h: &Histogram<u64>) -> Stat {
-        let s = crate::stats::Summary::from_histogram(h);
+        let s = crate::stats::DistributionSummary::from_histogram(h);
         if s.count == 0 {
             return Stat::default();
         }
@@ -104,7 +104,7 @@ impl Stat {
 
     /// From raw samples, exactly as h2load computes it.
     pub fn from_samples(samples: &[f64]) -> Stat {
-        let s = crate::stats::Summary::from_samples(samples);
+        let s = crate::stats::DistributionSummary::from_samples(samples);
         let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
         if sorted.is_empty() {
             return Stat::default();

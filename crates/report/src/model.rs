@@ -9,6 +9,7 @@
 
 use std::time::Duration;
 
+use h2lab_wire::frame::ErrorCode;
 use hdrhistogram::Histogram;
 
 pub use crate::options::{LoadOptions, RunOptions};
@@ -36,26 +37,12 @@ pub fn parse_app_protocol(s: &str) -> Option<AppProtocol> {
     }
 }
 
-/// The name of an HTTP/2 error code (RFC 9113 §7), or `0x..` for unknown codes.
+/// The name of an HTTP/2 error code (RFC 9113 §7, wire's table), or `0x..` for unknown codes.
 pub fn h2_error_name(code: u32) -> String {
-    let name = match code {
-        0x0 => "NO_ERROR",
-        0x1 => "PROTOCOL_ERROR",
-        0x2 => "INTERNAL_ERROR",
-        0x3 => "FLOW_CONTROL_ERROR",
-        0x4 => "SETTINGS_TIMEOUT",
-        0x5 => "STREAM_CLOSED",
-        0x6 => "FRAME_SIZE_ERROR",
-        0x7 => "REFUSED_STREAM",
-        0x8 => "CANCEL",
-        0x9 => "COMPRESSION_ERROR",
-        0xa => "CONNECT_ERROR",
-        0xb => "ENHANCE_YOUR_CALM",
-        0xc => "INADEQUATE_SECURITY",
-        0xd => "HTTP_1_1_REQUIRED",
-        _ => return format!("0x{code:x}"),
-    };
-    name.to_string()
+    match ErrorCode(code).name() {
+        Some(name) => name.to_string(),
+        None => format!("0x{code:x}"),
+    }
 }
 
 /// The code of an HTTP/2 error name as printed by [`h2_error_name`].
@@ -63,7 +50,8 @@ pub fn h2_error_code(name: &str) -> Option<u32> {
     if let Some(hex) = name.strip_prefix("0x") {
         return u32::from_str_radix(hex, 16).ok();
     }
-    (0..=0xdu32).find(|c| h2_error_name(*c) == name)
+    // The registered codes are small; wire's table names them.
+    (0..=0xffu32).find(|c| ErrorCode(*c).name() == Some(name))
 }
 
 /// A result with nothing recorded: zero counters, empty histograms.

@@ -39,7 +39,7 @@ pub const QUANTILE_LABELS: [&str; 4] = ["p50", "p90", "p99", "p99.9"];
 /// Summary of one distribution. Units are those of the samples (nanoseconds for latencies,
 /// requests per second for the per-client rates).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Summary {
+pub struct DistributionSummary {
     /// Number of samples.
     pub count: u64,
     /// Smallest sample.
@@ -56,12 +56,12 @@ pub struct Summary {
     pub percentiles: [f64; 4],
 }
 
-impl Summary {
+impl DistributionSummary {
     /// Summarises a latency histogram.
-    pub fn from_histogram(h: &Histogram<u64>) -> Summary {
+    pub fn from_histogram(h: &Histogram<u64>) -> DistributionSummary {
         let count = h.len();
         if count == 0 {
-            return Summary::default();
+            return DistributionSummary::default();
         }
         let mean = h.mean();
         let mut dev2 = 0.0f64;
@@ -86,7 +86,7 @@ impl Summary {
         for (p, q) in percentiles.iter_mut().zip(QUANTILES) {
             *p = mid(h.value_at_quantile(q));
         }
-        Summary {
+        DistributionSummary {
             count,
             min: mid(h.min()),
             max: mid(h.max()),
@@ -99,10 +99,10 @@ impl Summary {
 
     /// Summarises raw samples exactly (used for the per-client req/s values). Non-finite samples
     /// are ignored.
-    pub fn from_samples(samples: &[f64]) -> Summary {
+    pub fn from_samples(samples: &[f64]) -> DistributionSummary {
         let mut sorted: Vec<f64> = samples.iter().copied().filter(|v| v.is_finite()).collect();
         if sorted.is_empty() {
-            return Summary::default();
+            return DistributionSummary::default();
         }
         sorted.sort_by(f64::total_cmp);
         let n = sorted.len() as f64;
@@ -118,7 +118,7 @@ impl Summary {
         for (p, q) in percentiles.iter_mut().zip(QUANTILES) {
             *p = nearest_rank(&sorted, q);
         }
-        Summary {
+        DistributionSummary {
             count: sorted.len() as u64,
             min: sorted.first().copied().unwrap_or(0.0),
             max: sorted.last().copied().unwrap_or(0.0),
@@ -140,13 +140,25 @@ fn sample_sd(dev2: f64, n: u64) -> f64 {
     }
 }
 
-/// The smallest sample such that at least `q` of the samples are less than or equal to it.
-/// `sorted` must be sorted ascending and non-empty.
-fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+/// The `q` quantile (0..=1) of `sorted` by the nearest-rank method: the smallest sample such
+/// that at least `q` of the samples are less than or equal to it. `sorted` must be sorted
+/// ascending; 0 when it is empty.
+pub fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     let n = sorted.len();
     let rank = (q * n as f64).ceil() as usize; // 1-based; saturating conversion
-    let idx = rank.clamp(1, n) - 1;
+    let idx = rank.clamp(1, n.max(1)) - 1;
     sorted.get(idx).copied().unwrap_or(0.0)
+}
+
+/// The `q` quantile (0..=1) of `values` by the nearest-rank method ([`nearest_rank`]);
+/// non-finite values are ignored, NaN when nothing is left.
+pub fn quantile(values: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    nearest_rank(&v, q.clamp(0.0, 1.0))
 }
 
 #[cfg(test)]
@@ -157,15 +169,18 @@ mod tests {
     #[test]
     fn empty_is_all_zero() {
         assert_eq!(
-            Summary::from_histogram(&new_histogram()),
-            Summary::default()
+            DistributionSummary::from_histogram(&new_histogram()),
+            DistributionSummary::default()
         );
-        assert_eq!(Summary::from_samples(&[]), Summary::default());
+        assert_eq!(
+            DistributionSummary::from_samples(&[]),
+            DistributionSummary::default()
+        );
     }
 
     #[test]
     fn samples_match_h2load_definitions() {
-        let s = Summary::from_samples(&[1.0, 2.0, 3.0, 4.0]);
+        let s = DistributionSummary::from_samples(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(s.count, 4);
         assert_eq!(s.min, 1.0);
         assert_eq!(s.max, 4.0);
@@ -176,7 +191,7 @@ mod tests {
         assert_eq!(s.within_sd, 50.0);
         assert_eq!(s.percentiles, [2.0, 4.0, 4.0, 4.0]);
         // All equal: sd 0, everything within.
-        let z = Summary::from_samples(&[0.0, 0.0]);
+        let z = DistributionSummary::from_samples(&[0.0, 0.0]);
         assert_eq!(z.within_sd, 100.0);
     }
 
@@ -186,7 +201,7 @@ mod tests {
         for v in 1..=1000u64 {
             h.record(v * 1000).unwrap();
         }
-        let s = Summary::from_histogram(&h);
+        let s = DistributionSummary::from_histogram(&h);
         assert_eq!(s.count, 1000);
         assert_eq!(s.min, 1000.0);
         assert!((s.max - 1_000_000.0).abs() <= 500.0);
@@ -198,13 +213,30 @@ mod tests {
         let mut two = new_histogram();
         two.record(99_000).unwrap();
         two.record(249_000).unwrap();
-        let t = Summary::from_histogram(&two);
+        let t = DistributionSummary::from_histogram(&two);
         assert!((t.sd - 106_066.0).abs() < 100.0, "{}", t.sd);
         assert_eq!(crate::units::format_duration_ns(t.sd), "106us");
         assert_eq!(t.within_sd, 100.0);
         // A single sample: sd 0.
-        assert_eq!(Summary::from_samples(&[5.0]).sd, 0.0);
+        assert_eq!(DistributionSummary::from_samples(&[5.0]).sd, 0.0);
         // Uniform distribution: about 57.7% within one sd.
         assert!((s.within_sd - 57.7).abs() < 0.5, "{}", s.within_sd);
+    }
+
+    #[test]
+    fn nearest_rank_quantiles() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(quantile(&v, 0.5), 50.0);
+        assert_eq!(quantile(&v, 0.9), 90.0);
+        assert_eq!(quantile(&v, 0.999), 100.0);
+        assert_eq!(quantile(&v, 1.0), 100.0);
+        // Out-of-range q clamps; non-finite values are ignored; nothing left is NaN.
+        assert_eq!(quantile(&v, -1.0), 1.0);
+        assert_eq!(quantile(&v, 2.0), 100.0);
+        assert_eq!(quantile(&[f64::NAN, 3.0, 1.0, 2.0], 0.5), 2.0);
+        assert!(quantile(&[], 0.5).is_nan());
+        assert!(quantile(&[f64::INFINITY], 0.5).is_nan());
+        assert_eq!(nearest_rank(&[], 0.5), 0.0);
+        assert_eq!(nearest_rank(&[1.0, 2.0, 3.0], 0.34), 2.0);
     }
 }

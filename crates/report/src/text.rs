@@ -12,7 +12,7 @@ use h2lab_engine::Phase;
 
 use crate::layout::OutputFormat;
 use crate::model::{h2_error_name, is_paced, AppProtocol, ErrorCounts, RunResult, TlsInfo};
-use crate::stats::{bytes_per_second, requests_per_second, Summary, QUANTILE_LABELS};
+use crate::stats::{bytes_per_second, requests_per_second, DistributionSummary, QUANTILE_LABELS};
 use crate::units::{dtos, format_duration_ns, format_duration_us, utos_funit};
 
 /// h2load's latency table header line (its columns only).
@@ -214,13 +214,13 @@ pub fn latency_table_with(r: &RunResult, histogram: bool) -> String {
     rows.push(("time for connect: ", &r.connect_time));
     rows.push(("time to 1st byte: ", &r.ttfb));
     for (label, h) in rows {
-        let sum = Summary::from_histogram(h);
+        let sum = DistributionSummary::from_histogram(h);
         row(&mut s, label, &sum, &format_duration_ns);
         if histogram {
             crate::layout::histogram_of(h, &mut s, &format_duration_ns, false);
         }
     }
-    let rps = Summary::from_samples(&r.client_rps);
+    let rps = DistributionSummary::from_samples(&r.client_rps);
     row(&mut s, "req/s           : ", &rps, &|v| format!("{v:.2}"));
     if histogram {
         crate::layout::plot_samples(&mut s, &r.client_rps, &dtos, false);
@@ -231,7 +231,7 @@ pub fn latency_table_with(r: &RunResult, histogram: bool) -> String {
 /// One table row: label, then min, max, mean, sd right-aligned in 10 columns separated by two
 /// spaces, then `+/- sd` right-aligned in 9 columns followed by `%` (h2load's layout), then the
 /// percentile columns, each two spaces and 10 columns wide.
-fn row(s: &mut String, label: &str, sum: &Summary, fmt: &dyn Fn(f64) -> String) {
+fn row(s: &mut String, label: &str, sum: &DistributionSummary, fmt: &dyn Fn(f64) -> String) {
     let _ = write!(
         s,
         "{label}{:>10}  {:>10}  {:>10}  {:>10}{:>9}%",
@@ -572,7 +572,7 @@ mod tests {
     /// unchanged and the percentile columns appended.
     #[test]
     fn rows_match_real_h2load_output() {
-        let req = Summary {
+        let req = DistributionSummary {
             count: 1000,
             min: 39_000.0,
             max: 4_310_000.0,
@@ -590,7 +590,7 @@ mod tests {
                 "       120us      3.90ms      4.25ms      4.30ms\n"
             )
         );
-        let rps = Summary {
+        let rps = DistributionSummary {
             count: 10,
             min: 11723.01,
             max: 12947.89,

@@ -7,7 +7,7 @@ use super::run::{CellResult, Progress};
 use super::CompareReport;
 use crate::fmt;
 use crate::stats::ci::Estimate;
-use crate::stats::Summary;
+use crate::stats::MedianSpread;
 
 /// `41,234 (40,100–42,011)`: a median and its 95% CI.
 fn with_ci(e: &Option<Estimate>, f: fn(f64) -> String) -> String {
@@ -35,7 +35,7 @@ fn opt(v: Option<f64>, f: fn(f64) -> String) -> String {
 }
 
 /// `41,234 (40,100–42,011)`.
-fn with_range(s: &Option<Summary>, f: fn(f64) -> String) -> String {
+fn with_range(s: &Option<MedianSpread>, f: fn(f64) -> String) -> String {
     match s {
         Some(s) if s.n > 1 => format!("{} ({}–{})", f(s.median), f(s.min), f(s.max)),
         Some(s) => f(s.median),
@@ -234,7 +234,8 @@ pub fn csv(r: &CompareReport) -> String {
     );
     for c in &r.cells {
         let k = &c.key;
-        let s = |x: &Option<Summary>, f: fn(&Summary) -> f64| x.as_ref().map_or(f64::NAN, f);
+        let s =
+            |x: &Option<MedianSpread>, f: fn(&MedianSpread) -> f64| x.as_ref().map_or(f64::NAN, f);
         let e = |x: &Option<Estimate>, f: fn(&Estimate) -> f64| x.as_ref().map_or(f64::NAN, f);
         let failed: u64 = c.runs.iter().map(|r| r.failed).sum();
         let row = [

@@ -13,7 +13,7 @@ use crate::env::Origin;
 use crate::host::MachineLoad;
 use crate::proto::Proto;
 use crate::stats::ci::{self, Estimate};
-use crate::stats::Summary;
+use crate::stats::MedianSpread;
 
 /// How long and how often each cell is measured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -94,13 +94,13 @@ pub struct CellResult {
     /// Every run.
     pub runs: Vec<RunSample>,
     /// Throughput over the runs (req/s).
-    pub rps: Option<Summary>,
+    pub rps: Option<MedianSpread>,
     /// 99th percentile latency over the runs (ms).
-    pub p99_ms: Option<Summary>,
+    pub p99_ms: Option<MedianSpread>,
     /// Median latency over the runs (ms).
-    pub p50_ms: Option<Summary>,
+    pub p50_ms: Option<MedianSpread>,
     /// Received MB/s over the runs.
-    pub mb_per_sec: Option<Summary>,
+    pub mb_per_sec: Option<MedianSpread>,
     /// Throughput: median of the runs with its 95% bootstrap CI.
     pub rps_ci: Option<Estimate>,
     /// p99 latency (ms): median with its 95% bootstrap CI.
@@ -335,14 +335,14 @@ impl CellResult {
         };
         let seed = ci::seed_for(&format!("{:?}", self.key));
         let mut rng = ci::Rng::new(seed);
-        self.rps = Summary::of(&col(|r| r.rps));
-        self.p99_ms = Summary::of(&col(|r| r.p99_ms));
-        self.p50_ms = Summary::of(&col(|r| r.p50_ms));
-        self.mb_per_sec = Summary::of(&col(|r| r.bytes_per_sec / 1e6));
+        self.rps = MedianSpread::of(&col(|r| r.rps));
+        self.p99_ms = MedianSpread::of(&col(|r| r.p99_ms));
+        self.p50_ms = MedianSpread::of(&col(|r| r.p50_ms));
+        self.mb_per_sec = MedianSpread::of(&col(|r| r.bytes_per_sec / 1e6));
         self.rps_ci = ci::median_ci(&col(|r| r.rps), &mut rng);
         self.p99_ci = ci::median_ci(&col(|r| r.p99_ms), &mut rng);
         self.server_cpu_us = ci::median_ci(&col(|r| r.server_cpu_us.unwrap_or(f64::NAN)), &mut rng);
-        let med = |v: Vec<f64>| Summary::of(&v).map(|s| s.median);
+        let med = |v: Vec<f64>| MedianSpread::of(&v).map(|s| s.median);
         self.client_cpu_us = med(col(|r| r.client_cpu_us.unwrap_or(f64::NAN)));
         self.bytes_in_per_req = med(col(|r| r.bytes_in_per_req));
         self.bytes_out_per_req = med(col(|r| r.bytes_out_per_req.unwrap_or(f64::NAN)));

@@ -28,7 +28,7 @@ use crate::compare::Machine;
 use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
 use crate::link::Profile;
 use crate::proto::Proto;
-use crate::stats::{quantile, Summary};
+use crate::stats::{quantile, MedianSpread};
 use load::{PageLoad, PoolSpec};
 use users::{LoadTestConfig, LoadTestResult};
 
@@ -140,7 +140,7 @@ pub struct ProtoPage {
     /// Every load.
     pub loads: Vec<LoadBrief>,
     /// Page load time over the loads (ms).
-    pub page_ms: Option<Summary>,
+    pub page_ms: Option<MedianSpread>,
     /// 90th percentile page load time (ms).
     pub page_p90_ms: f64,
     /// The load closest to the median, in full (waterfall, bytes).
@@ -259,7 +259,7 @@ pub fn proto_page(
     error: Option<String>,
 ) -> ProtoPage {
     let times: Vec<f64> = loads.iter().map(|l| l.page_ms).collect();
-    let summary = Summary::of(&times);
+    let summary = MedianSpread::of(&times);
     let median_load = summary.and_then(|s| {
         loads
             .iter()

@@ -41,7 +41,7 @@ use crate::link::{self, LinkConfig, Profile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
 use crate::proto::Proto;
-use crate::stats::{decide, Better, Summary};
+use crate::stats::{decide, Better, MedianSpread};
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
 /// 4 scripts of ~64 KiB in the head.
@@ -165,9 +165,9 @@ pub struct ArmResult {
     /// Which arm.
     pub arm: Arm,
     /// Time until every render-blocking CSS/JS response is complete, ms.
-    pub render_ms: Option<Summary>,
+    pub render_ms: Option<MedianSpread>,
     /// Time until the page is complete, ms.
-    pub page_ms: Option<Summary>,
+    pub page_ms: Option<MedianSpread>,
     /// Each load: (render ms, page ms).
     pub loads: Vec<(f64, f64)>,
     /// Pushed body bytes per load (mean over the loads; 0 without push).
@@ -305,7 +305,7 @@ pub fn render_ms(load: &PageLoad, paths: &[String]) -> f64 {
 }
 
 fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<RenderVerdict> {
-    let cands: Vec<(Arm, Summary)> = arms
+    let cands: Vec<(Arm, MedianSpread)> = arms
         .iter()
         .filter(|a| pick.contains(&a.arm))
         .filter_map(|a| {
@@ -463,8 +463,8 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                 let n = (pu.len() as u64).max(1);
                 ArmResult {
                     arm: *arm,
-                    render_ms: Summary::of(&r),
-                    page_ms: Summary::of(&p),
+                    render_ms: MedianSpread::of(&r),
+                    page_ms: MedianSpread::of(&p),
                     loads: l,
                     pushed_bytes: pu.iter().map(|x| x.0).sum::<u64>() / n,
                     pushed_wasted_bytes: pu.iter().map(|x| x.1).sum::<u64>() / n,
@@ -529,7 +529,7 @@ pub fn render_text(r: &RenderReport) -> String {
             "{:<13} {:>22} {:>22} {:>7} {:>7}",
             "arm", "render (median, range)", "page (median, range)", "pushed", "wasted"
         );
-        let cell = |x: Option<Summary>| match x {
+        let cell = |x: Option<MedianSpread>| match x {
             Some(v) => format!(
                 "{} ({}-{})",
                 crate::fmt::ms(v.median),

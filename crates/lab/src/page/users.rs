@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::load::{load_page, PoolSpec};
 use crate::fmt::parse_dur;
-use crate::stats::{quantile, Summary};
+use crate::stats::{quantile, MedianSpread};
 
 /// One stage: move linearly to `users` over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -141,7 +141,7 @@ pub struct LoadTestResult {
     /// The time series.
     pub samples: Vec<Sample>,
     /// Page time over all loads (ms).
-    pub page_ms: Option<Summary>,
+    pub page_ms: Option<MedianSpread>,
     /// 90th percentile page time (ms).
     pub page_p90_ms: f64,
     /// Most connections open at once.
@@ -243,7 +243,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
     let pages = pages.lock().map(|p| p.clone()).unwrap_or_default();
     let times: Vec<f64> = pages.iter().map(|p| p.1).collect();
     LoadTestResult {
-        page_ms: Summary::of(&times),
+        page_ms: MedianSpread::of(&times),
         page_p90_ms: quantile(&times, 0.9),
         peak_connections: samples.iter().map(|s| s.connections).max().unwrap_or(0),
         failed_pages: failed.load(Ordering::Relaxed),

@@ -11,9 +11,9 @@ use crate::compare::run::CellResult;
 use crate::compare::CompareReport;
 use crate::fmt;
 use crate::proto::Proto;
-use crate::stats::Summary;
+use crate::stats::MedianSpread;
 
-fn bar(s: &Option<Summary>) -> Option<Bar> {
+fn bar(s: &Option<MedianSpread>) -> Option<Bar> {
     s.map(|s| Bar {
         value: s.median,
         lo: s.min,
@@ -239,7 +239,7 @@ fn cells_table(r: &CompareReport) -> String {
     ]];
     for c in &r.cells {
         let k = &c.key;
-        let range = |s: &Option<Summary>, f: fn(f64) -> String| {
+        let range = |s: &Option<MedianSpread>, f: fn(f64) -> String| {
             s.map_or_else(|| "-".into(), |s| format!("{}–{}", f(s.min), f(s.max)))
         };
         t.push(vec![
@@ -316,7 +316,7 @@ fn ms_fmt(v: f64) -> String {
 pub fn render(r: &CompareReport) -> String {
     let protos = r.protocols();
     let mut body = String::new();
-    // Summary.
+    // MedianSpread.
     let b = &r.plan.base;
     let mut intro = String::new();
     let _ = write!(

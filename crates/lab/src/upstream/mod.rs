@@ -27,7 +27,7 @@ use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::compare::axes::{HeaderSet, Payload};
 use crate::link::{LinkConfig, RunningLink};
-use crate::stats::Summary;
+use crate::stats::MedianSpread;
 
 /// Which proxy sits in the middle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,9 +120,9 @@ pub struct ArmResult {
     /// The arm.
     pub arm: UpstreamProtocol,
     /// Requests per second over the runs.
-    pub rps: Option<Summary>,
+    pub rps: Option<MedianSpread>,
     /// p99 latency (ms) over the runs.
-    pub p99_ms: Option<Summary>,
+    pub p99_ms: Option<MedianSpread>,
     /// Failed requests over the runs.
     pub failed: u64,
     /// Why the arm was not measured (not supported, failed to start).
@@ -294,8 +294,8 @@ pub fn run(
                     .zip(&samples)
                     .map(|(e, s)| ArmResult {
                         arm: e.arm,
-                        rps: Summary::of(&s.0),
-                        p99_ms: Summary::of(&s.1),
+                        rps: MedianSpread::of(&s.0),
+                        p99_ms: MedianSpread::of(&s.1),
                         failed: s.2,
                         skipped: e.skipped.clone(),
                     })
@@ -377,8 +377,8 @@ pub fn band(p: &Payload) -> usize {
 /// Relative advantage of `alt` over `base` (positive: `alt` better) and whether it is
 /// decided (the medians differ by more than both spreads).
 fn advantage(
-    base: Option<Summary>,
-    alt: Option<Summary>,
+    base: Option<MedianSpread>,
+    alt: Option<MedianSpread>,
     higher_better: bool,
 ) -> Option<(f64, bool)> {
     let (b, a) = (base?, alt?);

@@ -12,7 +12,7 @@ use crate::model::{
     h2_error_code, h2_error_name, is_paced, parse_app_protocol, ErrorCounts, PacingCounts,
     RequestCounts, RunOptions, RunResult, StatusCounts, TlsInfo, Traffic, HISTOGRAM_SIGFIG,
 };
-use crate::stats::{requests_per_second, Summary};
+use crate::stats::{requests_per_second, DistributionSummary};
 use crate::timeseries::IntervalJson;
 
 fn from_secs(s: Option<f64>) -> Option<Duration> {
@@ -62,8 +62,8 @@ fn error_counts(e: &ErrorsJson) -> Result<ErrorCounts, JsonError> {
 }
 
 fn latency_stats(h: &Histogram<u64>) -> LatencyStatsJson {
-    let s = Summary::from_histogram(h);
-    // Summary values of a histogram are whole bucket values (except mean and sd).
+    let s = DistributionSummary::from_histogram(h);
+    // DistributionSummary values of a histogram are whole bucket values (except mean and sd).
     LatencyStatsJson {
         count: s.count,
         min_ns: s.min as u64,
@@ -79,7 +79,7 @@ fn latency_stats(h: &Histogram<u64>) -> LatencyStatsJson {
 }
 
 fn rps_stats(values: &[f64]) -> RpsStatsJson {
-    let s = Summary::from_samples(values);
+    let s = DistributionSummary::from_samples(values);
     RpsStatsJson {
         count: s.count,
         min: s.min,
