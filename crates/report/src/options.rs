@@ -350,4 +350,30 @@ mod tests {
         assert!(o.alpn_list.is_empty());
         assert_eq!(o.base_uri.as_deref(), Some("unix:/tmp/s"));
     }
+
+    /// Reading is as lenient as it was with the hand-written conversion: optional durations may
+    /// be missing, a negative one reads as absent, `-r` without a period reads as 1 s.
+    #[test]
+    fn reads_lenient_documents() {
+        let o: RunOptions = serde_json::from_value(serde_json::json!({
+            "uris": [], "requests": 1, "clients": 1, "max_concurrent_streams": 1, "threads": 1,
+            "headers": [{"name": "a", "value": "b"}], "body_bytes": null, "protocol": "h2c",
+            "alpn_list": [], "base_uri": null, "connect_to": null, "sni": null,
+            "window_bits": 30, "connection_window_bits": 30, "header_table_size": 4096,
+            "encoder_header_table_size": 4096, "require_protocol": null,
+            "duration_seconds": -1.0,
+            "load": {"arrival_rate": null, "stages": [{"seconds": -2.0, "target": 3.0}],
+                     "queue_limit": null, "rps": null, "rate": 4,
+                     "timing_script_lines": null, "interval_seconds": 0.5}
+        }))
+        .unwrap();
+        assert_eq!(o.duration, None);
+        assert_eq!(o.warm_up, None);
+        assert_eq!(o.read_wait, None);
+        assert_eq!(o.headers, vec![("a".to_string(), "b".to_string())]);
+        let l = o.load.unwrap();
+        assert_eq!(l.stages, vec![(Duration::ZERO, 3.0)]);
+        assert_eq!(l.connection_rate, Some((4, Duration::from_secs(1))));
+        assert_eq!(l.interval, Some(Duration::from_millis(500)));
+    }
 }
