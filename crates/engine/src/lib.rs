@@ -39,8 +39,8 @@
 //!   0.5 ms, nor while reads already carry more than four responses each
 //!   (`--read-wait 0` turns it off).
 //!
-//! Load shapes ([`LoadShape`], module [`plan`]): the open model (`--arrival-rate`, each request
-//! due at an exactly computed time, latency also measured from that time — corrected for
+//! Load shapes ([`LoadShape`], modules [`load`] and [`plan`]): the open model (`--arrival-rate`,
+//! each request due at an exactly computed time, latency also measured from that time — corrected for
 //! coordinated omission), linear `--stages`, h2load's `--rps`, `-r`/`--rate-period` and
 //! `--timing-script-file`, and a per-interval time series ([`timeseries`]).
 //!

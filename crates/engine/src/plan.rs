@@ -1,6 +1,6 @@
 //! The shape of a run: stop condition × pacing × which clients are active when.
 //!
-//! [`LoadShape`] holds the options (part of [`BenchConfig`]); `Plan`
+//! [`LoadShape`](crate::load::LoadShape) holds the options (part of [`BenchConfig`]); `Plan`
 //! turns them, once per run, into what the workers follow:
 //!
 //! | stop              | from                                        |
