@@ -40,9 +40,10 @@
 //!   (`--read-wait 0` turns it off).
 //!
 //! Load shapes ([`LoadShape`], modules [`load`] and [`plan`]): the open model (`--arrival-rate`,
-//! each request due at an exactly computed time, latency also measured from that time — corrected for
-//! coordinated omission), linear `--stages`, h2load's `--rps`, `-r`/`--rate-period` and
-//! `--timing-script-file`, and a per-interval time series ([`timeseries`]).
+//! each request due at an exactly computed time, latency also measured from that time —
+//! corrected for coordinated omission), linear `--stages`, h2load's `--rps`,
+//! `-r`/`--rate-period` and `--timing-script-file`, and a per-interval time series
+//! ([`timeseries`]).
 //!
 //! Flag mapping (h2load → [`BenchConfig`]): `-n` requests, `-c` clients,
 //! `-m` max_concurrent_streams, `-t` threads, `-D` duration,
