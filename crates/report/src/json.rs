@@ -37,6 +37,7 @@ pub const HISTOGRAM_ENCODING: &str = "hdrhistogram-v2-deflate-base64";
 
 /// The `histograms.encoding` value of uncompressed V2 histograms (accepted on input).
 pub const HISTOGRAM_ENCODING_PLAIN: &str = "hdrhistogram-v2-base64";
+
 /// Errors reading, writing or merging result documents.
 #[derive(Debug)]
 pub enum JsonError {
