@@ -58,6 +58,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
+pub mod duration;
 pub mod fetch;
 #[doc(hidden)]
 pub mod fuzzing;
