@@ -12,7 +12,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use h2lab_engine::StopFlag;
@@ -26,8 +25,7 @@ use h2lab_lab::report;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
-/// Exit status when SIGINT/SIGTERM stopped the run.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use crate::signals::EXIT_INTERRUPTED;
 
 const PREFIX: &str = "h2lab compare: error:";
 
@@ -327,20 +325,6 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     Ok(cfg)
 }
 
-/// SIGINT/SIGTERM set the stop flag; a second signal exits at once.
-pub fn install_signal_handlers(stop: &StopFlag) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(EXIT_INTERRUPTED),
-            Arc::clone(&stop.0),
-        )?;
-        signal_hook::flag::register(sig, Arc::clone(&stop.0))?;
-    }
-    Ok(())
-}
-
 /// Writes `text` to `path`, creating parent directories.
 pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -360,7 +344,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
         }
     };
     let stop = StopFlag::new();
-    if let Err(e) = install_signal_handlers(&stop) {
+    if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");
         return ExitCode::from(EXIT_FAILURE);
     }

@@ -13,6 +13,7 @@ mod page;
 mod proxy;
 mod serve;
 mod shard;
+mod signals;
 mod upstream;
 mod yaml;
 

@@ -4,7 +4,6 @@
 //! counters on exit with `--stats`; SIGUSR1 prints them at any time (stderr). Errors are one
 //! line on stderr and exit status 1.
 
-use std::io::{self, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,9 +12,11 @@ use std::time::Duration;
 use clap::builder::TypedValueParser;
 use clap::Args;
 use h2lab_proxy::{ProxyConfig, UpstreamAddr, UpstreamProtocol};
+use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 
 use crate::args::parse_duration;
 use crate::serve::parse_addr;
+use crate::signals::SignalPipe;
 
 const EXIT_FAILURE: u8 = 1;
 const PREFIX: &str = "h2lab proxy:";
@@ -122,7 +123,10 @@ pub fn main(args: ProxyArgs) -> ExitCode {
     if let Err(m) = config.validate() {
         return fail(&format!("invalid configuration: {m}"));
     }
-    let (stop_rx, usr1_rx) = match install_signals() {
+    // SIGINT/SIGTERM stop, SIGUSR1 prints the counters.
+    let signals =
+        SignalPipe::on(&[SIGINT, SIGTERM]).and_then(|stop| Ok((stop, SignalPipe::on(&[SIGUSR1])?)));
+    let (stop_rx, mut usr1_rx) = match signals {
         Ok(p) => p,
         Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
     };
@@ -148,7 +152,7 @@ pub fn main(args: ProxyArgs) -> ExitCode {
     let spawned = std::thread::Builder::new()
         .name("h2lab-signals".into())
         .spawn(move || {
-            wait_byte(stop_rx);
+            stop_rx.wait();
             stop.trigger();
         });
     if let Err(e) = spawned {
@@ -158,17 +162,9 @@ pub fn main(args: ProxyArgs) -> ExitCode {
     let _ = std::thread::Builder::new()
         .name("h2lab-usr1".into())
         .spawn(move || {
-            let mut rx = usr1_rx;
-            let mut b = [0u8; 1];
-            loop {
-                match rx.read(&mut b) {
-                    Ok(1) => {
-                        let s = handle.snapshot(Duration::from_secs(1));
-                        eprintln!("{PREFIX} counters\n{s}");
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    _ => return,
-                }
+            while usr1_rx.next() {
+                let s = handle.snapshot(Duration::from_secs(1));
+                eprintln!("{PREFIX} counters\n{s}");
             }
         });
     match proxy.join() {
@@ -185,33 +181,6 @@ pub fn main(args: ProxyArgs) -> ExitCode {
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{PREFIX} {msg}");
     ExitCode::from(EXIT_FAILURE)
-}
-
-type Pipes = (
-    std::os::unix::net::UnixStream,
-    std::os::unix::net::UnixStream,
-);
-
-/// SIGINT/SIGTERM write to the first pipe, SIGUSR1 to the second.
-fn install_signals() -> io::Result<Pipes> {
-    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
-    let (stop_rx, stop_tx) = std::os::unix::net::UnixStream::pair()?;
-    let (usr_rx, usr_tx) = std::os::unix::net::UnixStream::pair()?;
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::low_level::pipe::register(sig, stop_tx.try_clone()?)?;
-    }
-    signal_hook::low_level::pipe::register(SIGUSR1, usr_tx)?;
-    Ok((stop_rx, usr_rx))
-}
-
-fn wait_byte(mut rx: std::os::unix::net::UnixStream) {
-    let mut b = [0u8; 1];
-    loop {
-        match rx.read(&mut b) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            _ => return,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 //! clients, closes every connection and exits 0. Errors (bad flags, a port in use, an unusable
 //! certificate) are one line on stderr and exit status 1.
 
-use std::io::{self, Read};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,6 +21,7 @@ use clap::Args;
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::args::{parse_duration, parse_size};
+use crate::signals::SignalPipe;
 
 /// Exit status of failed starts and usage errors.
 const EXIT_FAILURE: u8 = 1;
@@ -241,7 +241,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
     }
     // Before the server starts: a signal that arrives as soon as the addresses are printed
     // must already stop it cleanly.
-    let signals = match SignalPipe::install() {
+    let signals = match SignalPipe::stop_signals() {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
     };
@@ -317,42 +317,6 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
         );
     }
     println!("{PREFIX} endpoints: / /ping /json /data?size=N /compute?work=N /info /delay?ms=N /status/N /page?n=N; SIGINT or SIGTERM stops");
-}
-
-/// SIGINT and SIGTERM write a byte to a socket pair; [`SignalPipe::wait`] blocks on the
-/// other end. A second signal while the first is being handled exits at once (status 130).
-struct SignalPipe {
-    rx: std::os::unix::net::UnixStream,
-}
-
-impl SignalPipe {
-    fn install() -> io::Result<SignalPipe> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Arc;
-        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
-        let seen = Arc::new(AtomicBool::new(false));
-        for sig in [SIGINT, SIGTERM] {
-            // Registration order is run order: the exit check sees the flag of an earlier
-            // signal only.
-            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&seen))?;
-            signal_hook::flag::register(sig, Arc::clone(&seen))?;
-            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
-        }
-        Ok(SignalPipe { rx })
-    }
-
-    /// Blocks until a signal arrives.
-    fn wait(mut self) {
-        let mut b = [0u8; 1];
-        loop {
-            match self.rx.read(&mut b) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // A byte (a signal) or an error: stop either way.
-                _ => return,
-            }
-        }
-    }
 }
 
 #[cfg(test)]
