@@ -20,8 +20,8 @@ use h2lab_lab::compare::{output, CompareConfig, Preset};
 use h2lab_lab::env::{Pinning, Targets};
 use h2lab_lab::fmt::{dur, parse_dur};
 use h2lab_lab::host::parse_cpu_list;
+use h2lab_lab::html;
 use h2lab_lab::proto::{self, Proto};
-use h2lab_lab::report;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
@@ -395,7 +395,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
         writes.push((p.clone(), csv.clone()));
     }
     if !args.no_report {
-        let html = report::compare::render(&r);
+        let html = html::compare::render(&r);
         writes.push((args.report.join("index.html"), html));
         writes.push((args.report.join("results.json"), json));
         writes.push((args.report.join("results.csv"), csv));

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin_cmd;
+use h2lab_lab::html::check;
 use h2lab_lab::proto::Proto;
-use h2lab_lab::report::check;
 
 fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")

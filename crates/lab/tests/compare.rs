@@ -256,7 +256,7 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
             .unwrap()
             > 0.0
     );
-    let html = h2lab_lab::report::compare::render(&r);
+    let html = h2lab_lab::html::compare::render(&r);
     assert!(html.contains("forest-throughput") && html.contains("forest-server-cost"));
 }
 

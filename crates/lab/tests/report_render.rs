@@ -9,11 +9,11 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::HeaderSet;
 use h2lab_lab::compare::{CompareConfig, Preset};
+use h2lab_lab::html::{self, check};
 use h2lab_lab::link::Profile;
 use h2lab_lab::page::users::{parse_stages, LoadTestConfig};
 use h2lab_lab::page::{PageConfig, SlowConfig};
 use h2lab_lab::proto::Proto;
-use h2lab_lab::report::{self, check};
 
 fn chromium_available() -> bool {
     if check::find_chromium().is_some() {
@@ -42,7 +42,7 @@ fn compare_report_shows_its_charts_in_chromium() {
     cfg.timing.duration = Duration::from_millis(150);
     let r =
         h2lab_lab::compare::run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
-    let html = report::compare::render(&r);
+    let html = html::compare::render(&r);
     assert!(!html.contains("<script"), "the report has no scripts");
     assert!(!html.contains("src=\"http"), "the report loads nothing");
     let n_charts = html.matches("<svg xmlns").count();
@@ -95,7 +95,7 @@ fn page_report_shows_its_charts_in_chromium() {
     )
     .unwrap();
     r.slow = slow.slow;
-    let html = report::page::render(&r);
+    let html = html::page::render(&r);
     assert!(!html.contains("<script"));
     let n_charts = html.matches("<svg xmlns").count();
     // time, connections, header bytes, 2 waterfalls, slow bars, 2 slow waterfalls, 4 lines.

@@ -5,7 +5,7 @@
 //! emulated links ([`matrix`] decides which cells), repeats every cell ([`run`](mod@run)), and
 //! decides per condition which protocol wins on throughput and on p99 latency, only when
 //! the difference is larger than the run-to-run spread ([`decision`]). [`output`] renders
-//! the terminal tables, JSON and CSV; [`crate::report`] the HTML report.
+//! the terminal tables, JSON and CSV; [`crate::html`] the HTML report.
 //!
 //! With no target it starts the built-in server and the links in-process
 //! ([`crate::env::LabEnv`]).

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::forest::{ForestPlot, ForestRow};
-use super::html::{document, figure, section, table, utc};
+use super::shell::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
 use crate::compare::decision::{pair_text, verdict_text, DecisionRow, Metric};
 use crate::compare::matrix::Section;
