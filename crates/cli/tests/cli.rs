@@ -46,7 +46,8 @@ fn usage_errors_exit_1_with_one_line() {
         1,
         "--requests",
     );
-    expect_one_line_error(&["bench", "-D", "1.5s", "http://127.0.0.1/"], 1, "duration");
+    // A decimal (`1.5s`) is valid since the one duration syntax (h2lab_engine::duration).
+    expect_one_line_error(&["bench", "-D", "1.5x", "http://127.0.0.1/"], 1, "duration");
     expect_one_line_error(
         &["bench", "-w", "31", "http://127.0.0.1/"],
         1,
