@@ -21,7 +21,7 @@ use h2lab_lab::env::{Pinning, Targets};
 use h2lab_lab::fmt::{dur, parse_dur};
 use h2lab_lab::host::parse_cpu_list;
 use h2lab_lab::html;
-use h2lab_lab::proto::{self, Proto};
+use h2lab_lab::proto::{self, LabProtocol};
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
@@ -229,9 +229,13 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         None => None,
     };
     for (flag, url, protos) in [
-        ("--h1-url", &args.h1_url, &[Proto::H1][..]),
-        ("--h2-url", &args.h2_url, &[Proto::H2, Proto::H1Tls][..]),
-        ("--h2c-url", &args.h2c_url, &[Proto::H2c][..]),
+        ("--h1-url", &args.h1_url, &[LabProtocol::H1][..]),
+        (
+            "--h2-url",
+            &args.h2_url,
+            &[LabProtocol::H2, LabProtocol::H1Tls][..],
+        ),
+        ("--h2c-url", &args.h2c_url, &[LabProtocol::H2c][..]),
     ] {
         if let Some(u) = url {
             let t = targets.get_or_insert_with(Targets::default);
@@ -244,8 +248,8 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         // Default protocols: what the given URLs can serve, HTTP/1.1-over-TLS only when
         // there is no cleartext HTTP/1.1.
         let mut v = t.available();
-        if v.contains(&Proto::H1) {
-            v.retain(|p| *p != Proto::H1Tls);
+        if v.contains(&LabProtocol::H1) {
+            v.retain(|p| *p != LabProtocol::H1Tls);
         }
         cfg.axes.protocols = v;
     }
@@ -349,7 +353,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILURE);
     }
     let mut on_start =
-        |plan: &h2lab_lab::compare::matrix::Plan, eta: std::time::Duration, env: &str| {
+        |plan: &h2lab_lab::compare::matrix::MatrixPlan, eta: std::time::Duration, env: &str| {
             eprintln!("server: {env}");
             eprintln!(
                 "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",

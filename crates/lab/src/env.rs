@@ -17,8 +17,8 @@ use serde::Serialize;
 use crate::host;
 use h2lab_server::{RunningServer, ServerConfig};
 
-use crate::link::{self, LinkConfig, Profile, RunningLink};
-use crate::proto::Proto;
+use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
+use crate::proto::LabProtocol;
 
 /// Where one protocol's requests go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,17 +84,17 @@ impl Targets {
     }
 
     /// The target for `proto`, if there is one.
-    pub fn get(&self, proto: Proto) -> Option<&Target> {
+    pub fn get(&self, proto: LabProtocol) -> Option<&Target> {
         match proto {
-            Proto::H1 | Proto::H1Close => self.h1.as_ref(),
-            Proto::H1Tls => self.h1_tls.as_ref(),
-            Proto::H2 => self.h2.as_ref(),
-            Proto::H2c => self.h2c.as_ref(),
+            LabProtocol::H1 | LabProtocol::H1Close => self.h1.as_ref(),
+            LabProtocol::H1Tls => self.h1_tls.as_ref(),
+            LabProtocol::H2 => self.h2.as_ref(),
+            LabProtocol::H2c => self.h2c.as_ref(),
         }
     }
 
     /// Sets the target of `proto`'s kind from a URL, checking the scheme fits.
-    pub fn set(&mut self, proto: Proto, url: &str) -> Result<(), String> {
+    pub fn set(&mut self, proto: LabProtocol, url: &str) -> Result<(), String> {
         let t = Target::parse(url).map_err(|e| e.to_string())?;
         let want = if proto.tls() {
             Scheme::Https
@@ -109,17 +109,17 @@ impl Targets {
             ));
         }
         match proto {
-            Proto::H1 | Proto::H1Close => self.h1 = Some(t),
-            Proto::H1Tls => self.h1_tls = Some(t),
-            Proto::H2 => self.h2 = Some(t),
-            Proto::H2c => self.h2c = Some(t),
+            LabProtocol::H1 | LabProtocol::H1Close => self.h1 = Some(t),
+            LabProtocol::H1Tls => self.h1_tls = Some(t),
+            LabProtocol::H2 => self.h2 = Some(t),
+            LabProtocol::H2c => self.h2c = Some(t),
         }
         Ok(())
     }
 
-    /// The protocols these targets can serve, in [`Proto::ALL`] order.
-    pub fn available(&self) -> Vec<Proto> {
-        Proto::ALL
+    /// The protocols these targets can serve, in [`LabProtocol::ALL`] order.
+    pub fn available(&self) -> Vec<LabProtocol> {
+        LabProtocol::ALL
             .into_iter()
             .filter(|p| self.get(*p).is_some())
             .collect()
@@ -190,7 +190,7 @@ pub fn default_split(allowed: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
 /// built-in server.
 pub struct LabEnv {
     targets: Targets,
-    links: Vec<(Profile, SocketAddr, RunningLink)>,
+    links: Vec<(LinkProfile, SocketAddr, RunningLink)>,
     server: Option<RunningServer>,
     cert_dir: Option<PathBuf>,
     description: String,
@@ -319,7 +319,7 @@ impl LabEnv {
     /// Uses servers given by URL.
     pub fn external(targets: Targets) -> LabEnv {
         let mut parts = Vec::new();
-        for p in Proto::ALL {
+        for p in LabProtocol::ALL {
             if let Some(t) = targets.get(p) {
                 parts.push(format!("{} {}://{}", p.name(), t.scheme, host_port(t)));
             }
@@ -368,13 +368,13 @@ impl LabEnv {
 
     /// Where `proto`'s requests go over `profile` (`loopback` connects directly; other
     /// profiles go through an in-process link started on first use).
-    pub fn origin(&mut self, proto: Proto, profile: Profile) -> Result<Origin, String> {
+    pub fn origin(&mut self, proto: LabProtocol, profile: LinkProfile) -> Result<Origin, String> {
         let target = self
             .targets
             .get(proto)
             .cloned()
             .ok_or_else(|| format!("no target for {}", proto.label()))?;
-        if profile == Profile::Loopback {
+        if profile == LinkProfile::Loopback {
             return Ok(Origin {
                 target,
                 connect_to: None,
@@ -407,7 +407,7 @@ impl LabEnv {
 
     /// The link serving `profile` for `proto`, if one was started (its counters show the
     /// connections open through it).
-    pub fn link(&self, proto: Proto, profile: Profile) -> Option<&RunningLink> {
+    pub fn link(&self, proto: LabProtocol, profile: LinkProfile) -> Option<&RunningLink> {
         let t = self.targets.get(proto)?;
         let upstream = (t.host.as_str(), t.port).to_socket_addrs().ok()?.next()?;
         self.links
@@ -436,8 +436,8 @@ impl Drop for LabEnv {
 }
 
 /// One line describing a link profile (`wan: rtt 40ms, down 50mbit, up 50mbit`).
-pub fn describe_profile(p: Profile) -> String {
-    if p == Profile::Loopback {
+pub fn describe_profile(p: LinkProfile) -> String {
+    if p == LinkProfile::Loopback {
         return "loopback: direct connection, no added delay".into();
     }
     let any = SocketAddr::from(([127, 0, 0, 1], 0));

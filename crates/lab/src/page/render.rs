@@ -37,10 +37,10 @@ use h2lab_server::{RunningServer, ServerConfig};
 use serde::Serialize;
 
 use crate::env::Origin;
-use crate::link::{self, LinkConfig, Profile, RunningLink};
+use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 use crate::stats::{decide, Better, Summary};
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
@@ -61,7 +61,7 @@ pub struct RenderLink {
     pub name: String,
     /// RTT, rates and loss.
     #[serde(skip)]
-    pub profile: Profile,
+    pub profile: LinkProfile,
     /// Segment loss probability added to the profile.
     pub loss: f64,
 }
@@ -73,12 +73,12 @@ impl RenderLink {
         vec![
             RenderLink {
                 name: "wan".into(),
-                profile: Profile::Wan,
+                profile: LinkProfile::Wan,
                 loss: 0.0,
             },
             RenderLink {
                 name: "lossy".into(),
-                profile: Profile::Wan,
+                profile: LinkProfile::Wan,
                 loss: 0.02,
             },
         ]
@@ -274,7 +274,12 @@ fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
     Ok(Server { server, tls, dir })
 }
 
-fn pool(proto: Proto, upstream: SocketAddr, link: &RunningLink, timeout: Duration) -> PoolSpec {
+fn pool(
+    proto: LabProtocol,
+    upstream: SocketAddr,
+    link: &RunningLink,
+    timeout: Duration,
+) -> PoolSpec {
     PoolSpec {
         proto,
         origin: Origin {
@@ -360,7 +365,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let link_on = mk(on.tls)?;
         let link_off = mk(off.tls)?;
         let link_push = mk(pushing.tls)?;
-        let first = pool(Proto::H1Tls, on.tls, &link_on, cfg.timeout);
+        let first = pool(LabProtocol::H1Tls, on.tls, &link_on, cfg.timeout);
         let found = load::discover(&first, &html_path)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths.iter().cloned());
@@ -386,19 +391,19 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             (Arm::H1x6, first, &paths),
             (
                 Arm::H2PrioOff,
-                pool(Proto::H2, off.tls, &link_off, cfg.timeout),
+                pool(LabProtocol::H2, off.tls, &link_off, cfg.timeout),
                 &paths,
             ),
             (
                 Arm::H2PrioOn,
-                pool(Proto::H2, on.tls, &link_on, cfg.timeout),
+                pool(LabProtocol::H2, on.tls, &link_on, cfg.timeout),
                 &paths,
             ),
             (
                 Arm::H2Push,
                 PoolSpec {
                     push: true,
-                    ..pool(Proto::H2, pushing.tls, &link_push, cfg.timeout)
+                    ..pool(LabProtocol::H2, pushing.tls, &link_push, cfg.timeout)
                 },
                 &paths,
             ),
@@ -408,7 +413,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                 *arm,
                 PoolSpec {
                     push: *push,
-                    ..pool(Proto::H2, n.addr, l, cfg.timeout)
+                    ..pool(LabProtocol::H2, n.addr, l, cfg.timeout)
                 },
                 &ng_paths,
             ));

@@ -18,8 +18,8 @@ use crate::stats::{quantile, Summary};
 
 /// One stage: move linearly to `users` over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Stage {
-    /// Stage length.
+pub struct UserStage {
+    /// UserStage length.
     #[serde(serialize_with = "ser_secs")]
     pub duration: Duration,
     /// Users at the end of the stage.
@@ -31,7 +31,7 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
 }
 
 /// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users).
-pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
+pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (d, u) = part
@@ -45,7 +45,7 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
         if users > 1000 {
             return Err(format!("stage {part:?}: at most 1000 users"));
         }
-        v.push(Stage { duration, users });
+        v.push(UserStage { duration, users });
     }
     if v.is_empty() {
         return Err("no stages".into());
@@ -58,17 +58,17 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
 
 /// The seed's shape scaled: ramp to `users` over `ramp`, hold for `hold`, ramp down in a
 /// tenth of the ramp (at least 1 s).
-pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<Stage> {
+pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<UserStage> {
     vec![
-        Stage {
+        UserStage {
             duration: ramp,
             users,
         },
-        Stage {
+        UserStage {
             duration: hold,
             users,
         },
-        Stage {
+        UserStage {
             duration: (ramp / 10).max(Duration::from_secs(1)),
             users: 0,
         },
@@ -76,7 +76,7 @@ pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<Stage> {
 }
 
 /// Target users at time `t` (linear within each stage, starting from 0).
-pub fn users_at(stages: &[Stage], t: Duration) -> f64 {
+pub fn users_at(stages: &[UserStage], t: Duration) -> f64 {
     let mut from = 0.0f64;
     let mut start = Duration::ZERO;
     for s in stages {
@@ -97,7 +97,7 @@ pub fn users_at(stages: &[Stage], t: Duration) -> f64 {
 }
 
 /// Total length of the stages.
-pub fn total(stages: &[Stage]) -> Duration {
+pub fn total(stages: &[UserStage]) -> Duration {
     stages.iter().map(|s| s.duration).sum()
 }
 
@@ -105,7 +105,7 @@ pub fn total(stages: &[Stage]) -> Duration {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadTestConfig {
     /// The stages.
-    pub stages: Vec<Stage>,
+    pub stages: Vec<UserStage>,
     /// Pause between a user's page loads.
     #[serde(serialize_with = "ser_secs")]
     pub think: Duration,
@@ -163,7 +163,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
     let error: Arc<Mutex<Option<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let paths: Arc<[String]> = paths.into();
-    let stages: Arc<[Stage]> = cfg.stages.clone().into();
+    let stages: Arc<[UserStage]> = cfg.stages.clone().into();
     let mut samples = Vec::new();
     std::thread::scope(|sc| {
         for i in 0..max_users {
