@@ -22,8 +22,9 @@ use std::time::{Duration, SystemTime};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 
-use crate::args::{parse_duration, Cli, Command};
+use crate::args::{Cli, Command};
 use crate::shard::{self, parse_start_at};
+use crate::values::parse_duration;
 use crate::yaml::to_yaml;
 
 /// `h2lab deploy` options.

@@ -7,6 +7,7 @@ mod compare;
 mod compat;
 mod deploy;
 mod link;
+mod listen;
 mod load;
 mod merge;
 mod page;
@@ -15,6 +16,7 @@ mod serve;
 mod shard;
 mod signals;
 mod upstream;
+mod values;
 mod yaml;
 
 use std::process::ExitCode;
