@@ -173,8 +173,12 @@ pub struct BenchArgs {
     #[arg(long = "log-file", value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
-    /// Connect to HOST[:PORT] instead of the URI's authority (which is still sent).
-    #[arg(long = "connect-to", value_name = "HOST[:PORT]")]
+    /// Connect to `HOST[:PORT]` instead of the URI's authority (which is still sent).
+    #[arg(
+        long = "connect-to",
+        value_name = "HOST[:PORT]",
+        help = "Connect to HOST[:PORT] instead of the URI's authority (which is still sent)"
+    )]
     pub connect_to: Option<String>,
 
     /// TLS server name (SNI) to send instead of the URI host.
@@ -302,9 +306,15 @@ pub struct LoadArgs {
           value_parser = parse_duration)]
     pub rate_period: Duration,
 
-    /// Lines "OFFSET-MS<TAB>URI": each client requests the URIs in order, each at its offset
+    /// Lines `"OFFSET-MS<TAB>URI"`: each client requests the URIs in order, each at its offset
     /// from the client's start ('-' for stdin; h2load's format). -n then counts per client.
-    #[arg(long = "timing-script-file", value_name = "PATH")]
+    #[arg(
+        long = "timing-script-file",
+        value_name = "PATH",
+        help = "Lines \"OFFSET-MS<TAB>URI\": each client requests the URIs in order, each at its \
+                  offset from the client's start ('-' for stdin; h2load's format). -n then counts \
+                  per client"
+    )]
     pub timing_script_file: Option<PathBuf>,
 
     /// Write one row per interval to PATH: CSV, or JSON lines for .jsonl/.ndjson.
