@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use h2lab_engine::{Scheme, Target};
 use serde::Serialize;
 
+use crate::error::LabError;
 use crate::host;
 use h2lab_server::{RunningServer, ServerConfig};
 
@@ -67,8 +68,8 @@ pub struct Targets {
 impl Targets {
     /// Targets from one URL: `http://` serves `h1`, `h1.0` and `h2c`; `https://` serves
     /// `h1-tls` and `h2`.
-    pub fn from_url(url: &str) -> Result<Targets, String> {
-        let t = Target::parse(url).map_err(|e| e.to_string())?;
+    pub fn from_url(url: &str) -> Result<Targets, LabError> {
+        let t = Target::parse(url)?;
         Ok(match t.scheme {
             Scheme::Http => Targets {
                 h1: Some(t.clone()),
@@ -94,19 +95,19 @@ impl Targets {
     }
 
     /// Sets the target of `proto`'s kind from a URL, checking the scheme fits.
-    pub fn set(&mut self, proto: LabProtocol, url: &str) -> Result<(), String> {
-        let t = Target::parse(url).map_err(|e| e.to_string())?;
+    pub fn set(&mut self, proto: LabProtocol, url: &str) -> Result<(), LabError> {
+        let t = Target::parse(url)?;
         let want = if proto.tls() {
             Scheme::Https
         } else {
             Scheme::Http
         };
         if t.scheme != want {
-            return Err(format!(
-                "{} needs an {}:// URL, got {url}",
-                proto.label(),
-                want
-            ));
+            return Err(LabError::SchemeMismatch {
+                proto,
+                want,
+                url: url.to_owned(),
+            });
         }
         match proto {
             LabProtocol::H1 | LabProtocol::H1Close => self.h1 = Some(t),
@@ -215,7 +216,7 @@ impl LabEnv {
     /// Starts the built-in server on 127.0.0.1 (cleartext and TLS ports, chosen by the OS).
     /// Pins the server's threads and the calling thread (whose later threads, the client's
     /// workers and the links, inherit the set) as `opts.pinning` says; see [`Isolation`].
-    pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, String> {
+    pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, LabError> {
         let cert_dir = std::env::temp_dir().join(format!(
             "h2lab-lab-{}-{}",
             std::process::id(),
@@ -262,7 +263,10 @@ impl LabEnv {
                 pinned = Some((tid, allowed.clone()));
             }
         }
-        let server = server.map_err(|e| format!("built-in server: {e}"))?;
+        let server = server.map_err(|source| LabError::Server {
+            role: "built-in server",
+            source,
+        })?;
         // Wait (bounded) until every server thread has registered its id, so that their
         // CPU clocks can be read.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
@@ -286,7 +290,7 @@ impl LabEnv {
             );
         }
         let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
-            return Err("built-in server: no listening address".into());
+            return Err(LabError::NoAddress("built-in server: no listening address"));
         };
         let mk = |scheme: Scheme, a: SocketAddr| Target {
             scheme,
@@ -368,12 +372,12 @@ impl LabEnv {
 
     /// Where `proto`'s requests go over `profile` (`loopback` connects directly; other
     /// profiles go through an in-process link started on first use).
-    pub fn origin(&mut self, proto: LabProtocol, profile: LinkProfile) -> Result<Origin, String> {
+    pub fn origin(&mut self, proto: LabProtocol, profile: LinkProfile) -> Result<Origin, LabError> {
         let target = self
             .targets
             .get(proto)
             .cloned()
-            .ok_or_else(|| format!("no target for {}", proto.label()))?;
+            .ok_or(LabError::NoTarget(proto))?;
         if profile == LinkProfile::Loopback {
             return Ok(Origin {
                 target,
@@ -382,9 +386,15 @@ impl LabEnv {
         }
         let upstream = (target.host.as_str(), target.port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
+            .map_err(|e| LabError::Resolve {
+                host: target.host.clone(),
+                source: Some(e),
+            })?
             .next()
-            .ok_or_else(|| format!("{} resolves to no address", target.host))?;
+            .ok_or_else(|| LabError::Resolve {
+                host: target.host.clone(),
+                source: None,
+            })?;
         if let Some((_, _, l)) = self
             .links
             .iter()
@@ -396,7 +406,10 @@ impl LabEnv {
             });
         }
         let cfg = LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
-        let l = link::spawn(cfg).map_err(|e| format!("link {profile}: {e}"))?;
+        let l = link::spawn(cfg).map_err(|source| LabError::Link {
+            name: Some(profile.to_string()),
+            source,
+        })?;
         let addr = l.addr();
         self.links.push((profile, upstream, l));
         Ok(Origin {

@@ -15,6 +15,7 @@
 
 pub mod compare;
 pub mod env;
+pub mod error;
 pub mod fmt;
 pub mod host;
 pub mod html;

@@ -202,14 +202,14 @@ impl<'a> Measurer<'a> {
         let origin = match self.env.origin(key.proto, key.cond.link) {
             Ok(o) => o,
             Err(e) => {
-                cell.error.get_or_insert(e);
+                cell.error.get_or_insert(e.to_string());
                 return None;
             }
         };
         let cfg = match bench_config(&key, &origin, &timing) {
             Ok(c) => c,
             Err(e) => {
-                cell.error.get_or_insert(e);
+                cell.error.get_or_insert(e.to_string());
                 return None;
             }
         };

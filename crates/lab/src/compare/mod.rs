@@ -24,6 +24,7 @@ use h2lab_engine::StopFlag;
 use serde::Serialize;
 
 use crate::env::{describe_profile, BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
+use crate::error::LabError;
 use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
 use axes::{HeaderSet, Payload};
@@ -253,7 +254,7 @@ pub fn run(
     stop: &StopFlag,
     on_start: &mut dyn FnMut(&MatrixPlan, Duration, &str),
     on_cell: &mut dyn FnMut(Progress<'_>),
-) -> Result<CompareReport, String> {
+) -> Result<CompareReport, LabError> {
     let started_unix = run::unix_now();
     let start = std::time::Instant::now();
     let mut env = match &cfg.targets {
@@ -282,7 +283,9 @@ pub fn run(
     }
     axes.protocols.retain(|p| available.contains(p));
     if axes.protocols.is_empty() {
-        return Err("none of the requested protocols can be measured against the target".into());
+        return Err(LabError::NothingToMeasure(
+            "none of the requested protocols can be measured against the target",
+        ));
     }
     if !env.is_builtin() {
         notes.push(

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::matrix::{CellKey, MatrixPlan};
 use crate::env::Origin;
+use crate::error::LabError;
 use crate::host::MachineLoad;
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate};
@@ -186,9 +187,9 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
 }
 
 /// The engine configuration for one run of `key` against `origin`.
-pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, String> {
+pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, LabError> {
     let url = origin.url(&key.cond.payload.path);
-    let mut cfg = BenchConfig::from_uris(&[url], None).map_err(|e| e.to_string())?;
+    let mut cfg = BenchConfig::from_uris(&[url], None)?;
     let streams = if key.proto.is_h2() {
         key.cond.streams.max(1)
     } else {

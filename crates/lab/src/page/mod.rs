@@ -26,6 +26,7 @@ use serde::Serialize;
 
 use crate::compare::Machine;
 use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::error::LabError;
 use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
 use crate::stats::{quantile, Summary};
@@ -294,7 +295,7 @@ fn pools(
     env: &mut LabEnv,
     cfg: &PageConfig,
     protos: &[LabProtocol],
-) -> Result<Vec<PoolSpec>, String> {
+) -> Result<Vec<PoolSpec>, LabError> {
     protos
         .iter()
         .map(|&p| {
@@ -316,7 +317,7 @@ fn pools(
 }
 
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
-pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, String> {
+pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
     let started_unix = crate::compare::run::unix_now();
     let (mut env, html_path) = match &cfg.url {
@@ -329,7 +330,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
             format!("/page?{}", cfg.page_query),
         ),
         Some(u) => {
-            let t = h2lab_engine::Target::parse(u).map_err(|e| e.to_string())?;
+            let t = h2lab_engine::Target::parse(u)?;
             (LabEnv::external(Targets::from_url(u)?), t.path)
         }
     };
@@ -351,7 +352,9 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         .filter(|p| available.contains(p))
         .collect();
     if protos.is_empty() {
-        return Err("no protocol to measure against this target".into());
+        return Err(LabError::NothingToMeasure(
+            "no protocol to measure against this target",
+        ));
     }
     let pools = pools(&mut env, cfg, &protos)?;
     let link = describe_profile(cfg.link);
@@ -380,8 +383,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
-    let first = pools.first().ok_or("no protocol")?;
-    let found = load::discover(first, &html_path)?;
+    let first = pools
+        .first()
+        .ok_or(LabError::NothingToMeasure("no protocol"))?;
+    let found = load::discover(first, &html_path).map_err(LabError::Page)?;
     log(&format!(
         "page {}{html_path}: {} same-origin sub-resources{}",
         first.origin_prefix(),

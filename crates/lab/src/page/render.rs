@@ -37,6 +37,7 @@ use h2lab_server::{RunningServer, ServerConfig};
 use serde::Serialize;
 
 use crate::env::Origin;
+use crate::error::LabError;
 use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
@@ -243,7 +244,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
+fn start_server(mode: PriorityMode, push: bool) -> Result<Server, LabError> {
     let dir = std::env::temp_dir().join(format!(
         "h2lab-render-{}-{}",
         std::process::id(),
@@ -269,8 +270,13 @@ fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
         push,
         ..ServerConfig::local()
     };
-    let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
-    let tls = server.tls_addr().ok_or("built-in server: no TLS address")?;
+    let server = h2lab_server::spawn(cfg).map_err(|source| LabError::Server {
+        role: "built-in server",
+        source,
+    })?;
+    let tls = server
+        .tls_addr()
+        .ok_or(LabError::NoAddress("built-in server: no TLS address"))?;
     Ok(Server { server, tls, dir })
 }
 
@@ -341,7 +347,7 @@ fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<Ren
 }
 
 /// Runs the experiment; `log` receives progress lines.
-pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, String> {
+pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, LabError> {
     let start = Instant::now();
     let on = start_server(PriorityMode::Rfc9218, false)?;
     let off = start_server(PriorityMode::Off, false)?;
@@ -360,13 +366,16 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let mk = |up: SocketAddr| {
             let mut c = LinkConfig::profile(rl.profile, SocketAddr::from(([127, 0, 0, 1], 0)), up);
             c.loss = rl.loss;
-            link::spawn(c).map_err(|e| format!("link {}: {e}", rl.name))
+            link::spawn(c).map_err(|source| LabError::Link {
+                name: Some(rl.name.clone()),
+                source,
+            })
         };
         let link_on = mk(on.tls)?;
         let link_off = mk(off.tls)?;
         let link_push = mk(pushing.tls)?;
         let first = pool(LabProtocol::H1Tls, on.tls, &link_on, cfg.timeout);
-        let found = load::discover(&first, &html_path)?;
+        let found = load::discover(&first, &html_path).map_err(LabError::Page)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths.iter().cloned());
         let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
