@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use h2lab_engine::schedule::Profile;
+use h2lab_engine::Stage;
 use serde::Serialize;
 
 use super::load::{load_page, PoolSpec};
@@ -75,25 +77,42 @@ pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<UserStage> {
     ]
 }
 
-/// Target users at time `t` (linear within each stage, starting from 0).
+/// Target users at time `t`: the engine's stage profile ([`Profile::stages`], linear within
+/// each stage, starting from 0), holding the last stage's users once the stages are over.
 pub fn users_at(stages: &[UserStage], t: Duration) -> f64 {
-    let mut from = 0.0f64;
-    let mut start = Duration::ZERO;
-    for s in stages {
-        let end = start + s.duration;
-        let to = f64::from(s.users);
-        if t < end {
-            let frac = if s.duration.is_zero() {
-                1.0
-            } else {
-                (t - start).as_secs_f64() / s.duration.as_secs_f64()
-            };
-            return from + (to - from) * frac;
+    UserProfile::new(stages).at(t)
+}
+
+/// [`users_at`] with the profile built once (for the user threads and the sampler).
+#[derive(Debug, Clone)]
+struct UserProfile {
+    profile: Profile,
+    end: Duration,
+    last: f64,
+}
+
+impl UserProfile {
+    fn new(stages: &[UserStage]) -> UserProfile {
+        let engine: Vec<Stage> = stages
+            .iter()
+            .map(|s| Stage {
+                duration: s.duration,
+                target: f64::from(s.users),
+            })
+            .collect();
+        UserProfile {
+            profile: Profile::stages(0.0, &engine),
+            end: total(stages),
+            last: stages.last().map_or(0.0, |s| f64::from(s.users)),
         }
-        from = to;
-        start = end;
     }
-    from
+
+    fn at(&self, t: Duration) -> f64 {
+        if t >= self.end {
+            return self.last;
+        }
+        self.profile.level_at(t.as_secs_f64())
+    }
 }
 
 /// Total length of the stages.
@@ -163,11 +182,11 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
     let error: Arc<Mutex<Option<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let paths: Arc<[String]> = paths.into();
-    let stages: Arc<[UserStage]> = cfg.stages.clone().into();
+    let users = Arc::new(UserProfile::new(&cfg.stages));
     let mut samples = Vec::new();
     std::thread::scope(|sc| {
         for i in 0..max_users {
-            let (pool, pages, requests, failed, error, stop, paths, stages) = (
+            let (pool, pages, requests, failed, error, stop, paths, users) = (
                 pool.clone(),
                 Arc::clone(&pages),
                 Arc::clone(&requests),
@@ -175,7 +194,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
                 Arc::clone(&error),
                 Arc::clone(&stop),
                 Arc::clone(&paths),
-                Arc::clone(&stages),
+                Arc::clone(&users),
             );
             let think = cfg.think;
             sc.spawn(move || loop {
@@ -183,7 +202,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
                 if t >= end || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if f64::from(i) >= users_at(&stages, t).floor() {
+                if f64::from(i) >= users.at(t).floor() {
                     std::thread::sleep(Duration::from_millis(20));
                     continue;
                 }
@@ -225,7 +244,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
             let dt = (t - last_t).max(1e-3);
             samples.push(Sample {
                 t,
-                users: users_at(&cfg.stages, now).floor() as u32,
+                users: users.at(now).floor() as u32,
                 connections: gauge.load(Ordering::Relaxed),
                 req_per_sec: (req - last_req) as f64 / dt,
                 pages_per_sec: (np - last_pages) as f64 / dt,
@@ -266,6 +285,13 @@ mod tests {
         assert_eq!(users_at(&s, Duration::from_secs(15)), 10.0);
         assert_eq!(users_at(&s, Duration::from_secs(21)), 5.0);
         assert_eq!(users_at(&s, Duration::from_secs(30)), 0.0);
+        // A zero-length stage jumps; after the last stage its users hold.
+        let s = parse_stages("10s:10, 0:20, 10s:0").unwrap();
+        assert_eq!(users_at(&s, Duration::from_secs(10)), 20.0);
+        assert_eq!(users_at(&s, Duration::from_secs(15)), 10.0);
+        let s = parse_stages("1s:5").unwrap();
+        assert_eq!(users_at(&s, Duration::from_millis(500)), 2.5);
+        assert_eq!(users_at(&s, Duration::from_secs(2)), 5.0);
         assert!(parse_stages("10s").is_err());
         assert!(parse_stages("10s:x").is_err());
         assert!(parse_stages("10s:0").is_err());
