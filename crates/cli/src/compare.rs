@@ -329,6 +329,23 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     Ok(cfg)
 }
 
+/// Writes each `(path, text)` (a failure is one line on stderr, the others are still written),
+/// then names the report's `index.html` when there is a `report` directory. `false` when a
+/// write failed.
+pub fn write_outputs(prefix: &str, writes: Vec<(PathBuf, String)>, report: Option<&Path>) -> bool {
+    let mut ok = true;
+    for (path, text) in writes {
+        if let Err(e) = write_file(&path, &text) {
+            eprintln!("{prefix} {e}");
+            ok = false;
+        }
+    }
+    if let Some(dir) = report {
+        println!("report: {}", dir.join("index.html").display());
+    }
+    ok
+}
+
 /// Writes `text` to `path`, creating parent directories.
 pub fn write_file(path: &Path, text: &str) -> Result<(), String> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -404,14 +421,12 @@ pub fn main(args: CompareArgs) -> ExitCode {
         writes.push((args.report.join("results.json"), json));
         writes.push((args.report.join("results.csv"), csv));
     }
-    for (path, text) in writes {
-        if let Err(e) = write_file(&path, &text) {
-            eprintln!("{PREFIX} {e}");
-            status = EXIT_FAILURE;
-        }
-    }
-    if !args.no_report {
-        println!("report: {}", args.report.join("index.html").display());
+    if !write_outputs(
+        PREFIX,
+        writes,
+        (!args.no_report).then_some(args.report.as_path()),
+    ) {
+        status = EXIT_FAILURE;
     }
     ExitCode::from(status)
 }
