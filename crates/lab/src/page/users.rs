@@ -21,7 +21,7 @@ use crate::stats::{quantile, Summary};
 /// One stage: move linearly to `users` over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct UserStage {
-    /// UserStage length.
+    /// Stage length.
     #[serde(serialize_with = "ser_secs")]
     pub duration: Duration,
     /// Users at the end of the stage.
