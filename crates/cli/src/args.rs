@@ -15,6 +15,7 @@ use h2lab_report::layout::OutputFormat;
 use h2lab_report::threshold::Threshold;
 
 use crate::values::{parse_duration, parse_table_size};
+use h2lab_engine::syntax::{self, BareNumber};
 
 /// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
 #[derive(Debug, Parser)]
@@ -335,26 +336,24 @@ pub struct LoadArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stages(pub Vec<Stage>);
 
-/// Parses `--stages`: `DURATION:LEVEL` pairs separated by commas (h2load durations).
+/// Parses `--stages`: `DURATION:LEVEL` pairs separated by commas (h2load durations; the
+/// workspace's one stage syntax, [`h2lab_engine::syntax::parse_stage`]); each stage lasts
+/// more than 0.
 pub fn parse_stages(s: &str) -> Result<Stages, String> {
     let mut out = Vec::new();
-    for part in s.split(',') {
+    for part in syntax::stage_parts(s) {
         let bad = |why: String| format!("invalid stage {part:?} in --stages: {why}");
-        let (d, level) = part
-            .trim()
-            .split_once(':')
-            .ok_or_else(|| bad("expected DURATION:LEVEL, e.g. 30s:100".into()))?;
-        let duration = parse_duration(d.trim()).map_err(|e| bad(e.to_string()))?;
-        if duration.is_zero() {
+        let stage =
+            syntax::parse_stage(part, BareNumber::Seconds).map_err(|e| bad(e.to_string()))?;
+        if stage.duration.is_zero() {
             return Err(bad("the duration must be positive".into()));
         }
-        let target: f64 = level
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad("the level must be a number >= 0".into()))?;
-        out.push(Stage { duration, target });
+        out.push(stage);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "invalid --stages {s:?}: expected DURATION:LEVEL pairs, e.g. 30s:100"
+        ));
     }
     Ok(Stages(out))
 }
@@ -496,11 +495,11 @@ mod tests {
         assert_eq!(s[1].target, 100.0);
         assert_eq!(s[2].target, 0.0);
         assert_eq!(parse_stages("500ms:2.5").unwrap().0[0].target, 2.5);
-        for bad in [
-            "", "30s", "30s:", "0s:10", "x:1", "1s:-1", "1s:nan", "1s:1,",
-        ] {
+        for bad in ["", " , ", "30s", "30s:", "0s:10", "x:1", "1s:-1", "1s:nan"] {
             assert!(parse_stages(bad).is_err(), "{bad:?}");
         }
+        // The one stage syntax (shared with `page --stages`) skips empty parts.
+        assert_eq!(parse_stages("1s:1,").unwrap().0.len(), 1);
         assert!(parse_rate("2000").is_ok());
         assert!(parse_rate("-1").is_err());
         assert!(parse_rate("inf").is_err());

@@ -5,12 +5,12 @@
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use h2lab_engine::duration::{self, BareNumber, DurationError};
+use h2lab_engine::syntax::{self, BareNumber, DurationError};
 
 /// Parses h2load's `<DURATION>`: a number with an optional unit `h`, `m`, `s`, `ms`, or (additions)
-/// `us`, `ns`, seconds when omitted (the workspace's one syntax, [`h2lab_engine::duration`]).
+/// `us`, `ns`, seconds when omitted (the workspace's one syntax, [`h2lab_engine::syntax`]).
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
-    duration::parse_duration(s, BareNumber::Seconds)
+    syntax::parse_duration(s, BareNumber::Seconds)
 }
 
 /// Parses h2load's `<SIZE>`: an integer with an optional unit `K`, `M` or `G` (powers of 1024,

@@ -47,7 +47,7 @@ fn usage_errors_exit_1_with_one_line() {
         1,
         "--requests",
     );
-    // A decimal (`1.5s`) is valid since the one duration syntax (h2lab_engine::duration).
+    // A decimal (`1.5s`) is valid since the one duration syntax (h2lab_engine::syntax).
     expect_one_line_error(&["bench", "-D", "1.5x", "http://127.0.0.1/"], 1, "duration");
     expect_one_line_error(
         &["bench", "-w", "31", "http://127.0.0.1/"],

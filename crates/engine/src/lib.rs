@@ -58,7 +58,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
-pub mod duration;
 pub mod fetch;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -74,6 +73,7 @@ pub mod samples;
 pub mod schedule;
 pub mod session;
 mod stats;
+pub mod syntax;
 mod timer;
 pub mod timeseries;
 pub mod tls_opts;

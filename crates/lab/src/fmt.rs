@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use h2lab_engine::duration::{self, BareNumber};
+use h2lab_engine::syntax::{self, BareNumber};
 
 /// `12345.6` → `12,346`; below 100 one decimal (`42.5`), below 10 two (`3.25`).
 pub fn num(v: f64) -> String {
@@ -171,10 +171,10 @@ pub fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// Parses a duration for the lab's flags: a number with a unit `ms`, `s`, `m` or `h`
-/// (`250ms`, `1.5s`, `5m`), or `0` (the workspace's one syntax, [`h2lab_engine::duration`],
+/// (`250ms`, `1.5s`, `5m`), or `0` (the workspace's one syntax, [`h2lab_engine::syntax`],
 /// without bare numbers), at most 24 hours.
 pub fn parse_dur(s: &str) -> Result<Duration, String> {
-    let d = duration::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| e.to_string())?;
+    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| e.to_string())?;
     if d > Duration::from_secs(86_400) {
         return Err(format!("{s:?}: at most 24h"));
     }

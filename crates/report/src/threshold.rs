@@ -16,7 +16,7 @@
 
 use std::fmt;
 
-use h2lab_engine::duration::{parse_nanos_f64, BareNumber};
+use h2lab_engine::syntax::{parse_nanos_f64, BareNumber};
 use hdrhistogram::Histogram;
 
 use crate::model::{is_paced, RunResult};

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use h2lab_engine::duration::{self, BareNumber, DurationErrorKind};
+use h2lab_engine::syntax::{self, BareNumber, DurationErrorKind};
 
 /// A value given on the command line could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,9 +51,9 @@ fn parse_number(s: &str) -> Option<f64> {
 const DURATION_HINT: &str = "expected a number with a unit: ns, us, ms, s, m, h (e.g. 20ms, 1.5s)";
 
 /// Parses a duration such as `20ms`, `1.5s`, `250us`, `0` (the workspace's one syntax,
-/// [`h2lab_engine::duration`]). A bare number other than 0 is rejected (ambiguous).
+/// [`h2lab_engine::syntax`]). A bare number other than 0 is rejected (ambiguous).
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
-    let d = duration::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| match e.kind {
+    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| match e.kind {
         DurationErrorKind::Invalid => ParseError::new("duration", s, DURATION_HINT),
         DurationErrorKind::TooLarge => ParseError::new("duration", s, "too large"),
     })?;

@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use h2lab_engine::schedule::Profile;
+use h2lab_engine::syntax::{self, BareNumber, StageErrorKind};
 use h2lab_engine::Stage;
 use serde::Serialize;
 
 use super::load::{load_page, PoolSpec};
-use crate::fmt::parse_dur;
 use crate::stats::{quantile, Summary};
 
 /// One stage: move linearly to `users` over `duration`.
@@ -32,22 +32,39 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users).
+/// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users; the workspace's one stage
+/// syntax, [`h2lab_engine::syntax::parse_stage`], with the lab's durations): whole users, at
+/// most 1000, stages of at most 24 hours.
 pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, String> {
     let mut v = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (d, u) = part
-            .split_once(':')
-            .ok_or_else(|| format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10"))?;
-        let duration = parse_dur(d).map_err(|e| format!("stage {part:?}: {e}"))?;
-        let users = u
-            .trim()
-            .parse::<u32>()
-            .map_err(|_| format!("stage {part:?}: {u:?} is not a number of users"))?;
-        if users > 1000 {
+    for part in syntax::stage_parts(s) {
+        let stage = syntax::parse_stage(part, BareNumber::ZeroOnly).map_err(|e| match e.kind {
+            StageErrorKind::Shape => {
+                format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10")
+            }
+            StageErrorKind::Duration(d) => format!("stage {part:?}: {d}"),
+            StageErrorKind::Level => format!(
+                "stage {part:?}: {:?} is not a number of users",
+                part.split_once(':').map_or("", |(_, u)| u)
+            ),
+        })?;
+        let duration = stage.duration;
+        if duration > Duration::from_secs(86_400) {
+            return Err(format!("stage {part:?}: at most 24h"));
+        }
+        if stage.target.fract() != 0.0 {
+            return Err(format!(
+                "stage {part:?}: {} is not a number of users",
+                stage.target
+            ));
+        }
+        if stage.target > 1000.0 {
             return Err(format!("stage {part:?}: at most 1000 users"));
         }
-        v.push(UserStage { duration, users });
+        v.push(UserStage {
+            duration,
+            users: stage.target as u32,
+        });
     }
     if v.is_empty() {
         return Err("no stages".into());

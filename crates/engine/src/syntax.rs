@@ -1,18 +1,26 @@
-//! The one parser for durations given on the command line, used by every crate above the
-//! engine (the `bench`/`serve`/`proxy` flags, the lab's flags, `link`'s flags and `--threshold`).
+//! The value syntaxes of the command line shared by every crate above the engine: durations
+//! (the `bench`/`serve`/`proxy` flags, the lab's flags, `link`'s flags and `--threshold`) and
+//! stage lists (`bench --stages`, `page --stages`).
 //!
-//! The syntax is one for all of them: a non-negative decimal number (`20`, `1.5`, `.5`), optional
-//! white space, and a unit, case-insensitive: `ns`, `us` (`µs`), `ms`, `s` (`sec`), `m` (`min`),
-//! `h`. Surrounding white space is ignored. What a number *without* a unit means is the one thing
-//! callers choose ([`BareNumber`]): seconds for h2load's flags (`-D 10`), milliseconds for
-//! thresholds (`p99<50`), and nothing but zero for the lab's flags, where a bare number is
-//! ambiguous.
+//! A duration is one syntax for all of them: a non-negative decimal number (`20`, `1.5`, `.5`),
+//! optional white space, and a unit, case-insensitive: `ns`, `us` (`µs`), `ms`, `s` (`sec`),
+//! `m` (`min`), `h`. Surrounding white space is ignored. What a number *without* a unit means is
+//! the one thing callers choose ([`BareNumber`]): seconds for h2load's flags (`-D 10`),
+//! milliseconds for thresholds (`p99<50`), and nothing but zero for the lab's flags, where a
+//! bare number is ambiguous.
 //!
 //! Integers are converted exactly (`18446744073709551615s` is a valid [`Duration`]); decimals
 //! are rounded to the nearest nanosecond.
+//!
+//! A stage list is `DURATION:LEVEL` pairs separated by commas (`30s:100,1m:100,10s:0`; empty
+//! parts are skipped), the level a finite number >= 0 ([`stage_parts`], [`parse_stage`]).
+//! What a level may be beyond that (whole users, a limit) and whether a stage may last 0 is
+//! the caller's rule.
 
 use std::fmt;
 use std::time::Duration;
+
+use crate::schedule::Stage;
 
 /// What a number without a unit means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +157,64 @@ pub fn parse_duration(s: &str, bare: BareNumber) -> Result<Duration, DurationErr
     }
 }
 
+/// Why one stage of a list could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StageErrorKind {
+    /// Not `DURATION:LEVEL`.
+    Shape,
+    /// The duration is not one.
+    Duration(DurationError),
+    /// The level is not a finite number >= 0.
+    Level,
+}
+
+/// A stage (`DURATION:LEVEL`) could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageError {
+    /// The stage as given.
+    pub part: String,
+    /// What is wrong with it.
+    pub kind: StageErrorKind,
+}
+
+impl fmt::Display for StageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            StageErrorKind::Shape => f.write_str("expected DURATION:LEVEL, e.g. 30s:100"),
+            StageErrorKind::Duration(e) => write!(f, "{e}"),
+            StageErrorKind::Level => f.write_str("the level must be a number >= 0"),
+        }
+    }
+}
+
+impl std::error::Error for StageError {}
+
+/// The stages of a list: its comma-separated parts, trimmed, empty ones skipped.
+pub fn stage_parts(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|p| !p.is_empty())
+}
+
+/// Parses one stage, `DURATION:LEVEL` (`30s:100`); `bare` is what a duration without a unit
+/// means.
+pub fn parse_stage(part: &str, bare: BareNumber) -> Result<Stage, StageError> {
+    let err = |kind| StageError {
+        part: part.to_owned(),
+        kind,
+    };
+    let (d, level) = part
+        .trim()
+        .split_once(':')
+        .ok_or_else(|| err(StageErrorKind::Shape))?;
+    let duration = parse_duration(d.trim(), bare).map_err(|e| err(StageErrorKind::Duration(e)))?;
+    let target: f64 = level
+        .trim()
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
+        .ok_or_else(|| err(StageErrorKind::Level))?;
+    Ok(Stage { duration, target })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +308,41 @@ mod tests {
         assert_eq!(parse_nanos_f64("1.5ns", BareNumber::Millis), Ok(1.5));
         assert_eq!(parse_nanos_f64("2", BareNumber::Millis), Ok(2e6));
         assert_eq!(parse_nanos_f64("1m", BareNumber::Millis), Ok(60e9));
+    }
+
+    #[test]
+    fn stages() {
+        let parts: Vec<&str> = stage_parts(" 30s:100,1m:100, ,10s:0,").collect();
+        assert_eq!(parts, ["30s:100", "1m:100", "10s:0"]);
+        let st = parse_stage("1m:100", BareNumber::Seconds).unwrap();
+        assert_eq!(st.duration, Duration::from_secs(60));
+        assert_eq!(st.target, 100.0);
+        assert_eq!(
+            parse_stage("500ms: 2.5", BareNumber::Seconds)
+                .unwrap()
+                .target,
+            2.5
+        );
+        assert_eq!(
+            parse_stage("10:1", BareNumber::Seconds).unwrap().duration,
+            Duration::from_secs(10)
+        );
+        let kind = |p: &str, bare| parse_stage(p, bare).map_err(|e| e.kind);
+        assert_eq!(kind("30s", BareNumber::Seconds), Err(StageErrorKind::Shape));
+        assert!(matches!(
+            kind("10:1", BareNumber::ZeroOnly),
+            Err(StageErrorKind::Duration(_))
+        ));
+        assert!(matches!(
+            kind("x:1", BareNumber::Seconds),
+            Err(StageErrorKind::Duration(_))
+        ));
+        for bad in ["30s:", "1s:-1", "1s:nan", "1s:inf", "1s:x"] {
+            assert_eq!(
+                kind(bad, BareNumber::Seconds),
+                Err(StageErrorKind::Level),
+                "{bad}"
+            );
+        }
     }
 }
