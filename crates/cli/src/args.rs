@@ -2,8 +2,8 @@
 //!
 //! `h2lab bench` accepts h2load's options with h2load's meanings and defaults, so that
 //! `h2load -n100000 -c100 -m10 https://host/` becomes `h2lab bench -n100000 -c100 -m10
-//! https://host/`. Values use h2load's syntaxes: `<DURATION>` is an integer with an optional unit
-//! `h`, `m`, `s` or `ms` (seconds when omitted); `<SIZE>` is an integer with an optional unit
+//! https://host/`. Values use h2load's syntaxes: `<DURATION>` is a number with an optional unit
+//! `h`, `m`, `s` or `ms` (seconds when omitted; also `us`, `ns` and decimals); `<SIZE>` is an integer with an optional unit
 //! `K`, `M` or `G` (powers of 1024).
 
 use std::path::PathBuf;
@@ -13,6 +13,9 @@ use clap::{Args, Parser, Subcommand};
 use h2lab_engine::Stage;
 use h2lab_report::layout::OutputFormat;
 use h2lab_report::threshold::Threshold;
+
+use crate::values::{parse_duration, parse_table_size};
+use h2lab_engine::syntax::{self, BareNumber};
 
 /// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
 #[derive(Debug, Parser)]
@@ -52,8 +55,8 @@ pub enum Command {
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "<DURATION> is an integer with an optional unit h, m, s, ms or us (seconds when \
-                  omitted), e.g. 10, 10s, 500ms, 1m.\n<SIZE> is an integer with an optional unit \
+    after_help = "<DURATION> is a number with an optional unit h, m, s, ms, us or ns (seconds when \
+                  omitted), e.g. 10, 10s, 1.5s, 500ms, 1m.\n<SIZE> is an integer with an optional unit \
                   K, M or G (powers of 1024), e.g. 4K."
 )]
 pub struct BenchArgs {
@@ -171,8 +174,12 @@ pub struct BenchArgs {
     #[arg(long = "log-file", value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
-    /// Connect to HOST[:PORT] instead of the URI's authority (which is still sent).
-    #[arg(long = "connect-to", value_name = "HOST[:PORT]")]
+    /// Connect to `HOST[:PORT]` instead of the URI's authority (which is still sent).
+    #[arg(
+        long = "connect-to",
+        value_name = "HOST[:PORT]",
+        help = "Connect to HOST[:PORT] instead of the URI's authority (which is still sent)"
+    )]
     pub connect_to: Option<String>,
 
     /// TLS server name (SNI) to send instead of the URI host.
@@ -300,9 +307,15 @@ pub struct LoadArgs {
           value_parser = parse_duration)]
     pub rate_period: Duration,
 
-    /// Lines "OFFSET-MS<TAB>URI": each client requests the URIs in order, each at its offset
+    /// Lines `"OFFSET-MS<TAB>URI"`: each client requests the URIs in order, each at its offset
     /// from the client's start ('-' for stdin; h2load's format). -n then counts per client.
-    #[arg(long = "timing-script-file", value_name = "PATH")]
+    #[arg(
+        long = "timing-script-file",
+        value_name = "PATH",
+        help = "Lines \"OFFSET-MS<TAB>URI\": each client requests the URIs in order, each at its \
+                  offset from the client's start ('-' for stdin; h2load's format). -n then counts \
+                  per client"
+    )]
     pub timing_script_file: Option<PathBuf>,
 
     /// Write one row per interval to PATH: CSV, or JSON lines for .jsonl/.ndjson.
@@ -323,26 +336,24 @@ pub struct LoadArgs {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stages(pub Vec<Stage>);
 
-/// Parses `--stages`: `DURATION:LEVEL` pairs separated by commas (h2load durations).
+/// Parses `--stages`: `DURATION:LEVEL` pairs separated by commas (h2load durations; the
+/// workspace's one stage syntax, [`h2lab_engine::syntax::parse_stage`]); each stage lasts
+/// more than 0.
 pub fn parse_stages(s: &str) -> Result<Stages, String> {
     let mut out = Vec::new();
-    for part in s.split(',') {
+    for part in syntax::stage_parts(s) {
         let bad = |why: String| format!("invalid stage {part:?} in --stages: {why}");
-        let (d, level) = part
-            .trim()
-            .split_once(':')
-            .ok_or_else(|| bad("expected DURATION:LEVEL, e.g. 30s:100".into()))?;
-        let duration = parse_duration(d.trim()).map_err(bad)?;
-        if duration.is_zero() {
+        let stage =
+            syntax::parse_stage(part, BareNumber::Seconds).map_err(|e| bad(e.to_string()))?;
+        if stage.duration.is_zero() {
             return Err(bad("the duration must be positive".into()));
         }
-        let target: f64 = level
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-            .ok_or_else(|| bad("the level must be a number >= 0".into()))?;
-        out.push(Stage { duration, target });
+        out.push(stage);
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "invalid --stages {s:?}: expected DURATION:LEVEL pairs, e.g. 30s:100"
+        ));
     }
     Ok(Stages(out))
 }
@@ -361,62 +372,6 @@ fn parse_output_format(s: &str) -> Result<OutputFormat, String> {
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {
     Threshold::parse(s)
-}
-
-/// Parses h2load's `<DURATION>`: an integer with an optional unit `h`, `m`, `s`, `ms` or (an addition) `us`
-/// (seconds when omitted).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let digits_end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(digits_end);
-    let bad = || {
-        format!(
-            "invalid duration {s:?}: expected an integer with an optional unit h, m, s, ms or us"
-        )
-    };
-    if num.is_empty() {
-        return Err(bad());
-    }
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    let secs_per = match unit {
-        "" | "s" | "S" => 1,
-        "m" | "M" => 60,
-        "h" | "H" => 3600,
-        "ms" | "MS" | "mS" | "Ms" => return Ok(Duration::from_millis(n)),
-        // Not in h2load (whose durations are at least milliseconds): for --read-wait.
-        "us" | "US" | "µs" => return Ok(Duration::from_micros(n)),
-        _ => return Err(bad()),
-    };
-    n.checked_mul(secs_per)
-        .map(Duration::from_secs)
-        .ok_or_else(|| format!("duration {s:?} is too large"))
-}
-
-/// Parses h2load's `<SIZE>`: an integer with an optional unit `K`, `M` or `G` (powers of 1024,
-/// either case).
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let bad = || format!("invalid size {s:?}: expected an integer with an optional unit K, M or G");
-    let (num, shift) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 10),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 20),
-        Some(b'g' | b'G') => (&s[..s.len() - 1], 30),
-        _ => (s, 0),
-    };
-    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let n: u64 = num.parse().map_err(|_| bad())?;
-    n.checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("size {s:?} is too large"))
-}
-
-fn parse_table_size(s: &str) -> Result<u32, String> {
-    let n = parse_size(s)?;
-    u32::try_from(n).map_err(|_| {
-        format!(
-            "value too large; it must be less than or equal to {}",
-            u32::MAX
-        )
-    })
 }
 
 /// Parses `--priority` as a `priority` field value (RFC 9218 §4: a Structured Fields
@@ -503,37 +458,6 @@ mod tests {
     }
 
     #[test]
-    fn durations_like_h2load() {
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("50us"), Ok(Duration::from_micros(50)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert_eq!(parse_duration("2h"), Ok(Duration::from_secs(7200)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        for bad in ["", "s", "1.5s", "-1", "10x", "10 s", "ms", "us", "1ns"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?}");
-        }
-        assert!(parse_duration("99999999999999999999").is_err());
-        assert!(parse_duration(&format!("{}h", u64::MAX / 2)).is_err());
-    }
-
-    #[test]
-    fn sizes_like_h2load() {
-        assert_eq!(parse_size("0"), Ok(0));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("4K"), Ok(4096));
-        assert_eq!(parse_size("1k"), Ok(1024));
-        assert_eq!(parse_size("2M"), Ok(2 << 20));
-        assert_eq!(parse_size("1G"), Ok(1 << 30));
-        for bad in ["", "K", "1KB", "-1", "1.5K", " 1"] {
-            assert!(parse_size(bad).is_err(), "{bad:?}");
-        }
-        assert!(parse_table_size("4G").is_err());
-        assert_eq!(parse_table_size("64K"), Ok(65536));
-    }
-
-    #[test]
     fn priorities() {
         use h2lab_wire::priority::ExtPriority;
         assert_eq!(parse_priority("u=0"), Ok(ExtPriority::new(0, false)));
@@ -571,11 +495,11 @@ mod tests {
         assert_eq!(s[1].target, 100.0);
         assert_eq!(s[2].target, 0.0);
         assert_eq!(parse_stages("500ms:2.5").unwrap().0[0].target, 2.5);
-        for bad in [
-            "", "30s", "30s:", "0s:10", "x:1", "1s:-1", "1s:nan", "1s:1,",
-        ] {
+        for bad in ["", " , ", "30s", "30s:", "0s:10", "x:1", "1s:-1", "1s:nan"] {
             assert!(parse_stages(bad).is_err(), "{bad:?}");
         }
+        // The one stage syntax (shared with `page --stages`) skips empty parts.
+        assert_eq!(parse_stages("1s:1,").unwrap().0.len(), 1);
         assert!(parse_rate("2000").is_ok());
         assert!(parse_rate("-1").is_err());
         assert!(parse_rate("inf").is_err());

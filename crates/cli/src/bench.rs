@@ -33,8 +33,7 @@ use crate::shard;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
-/// Exit status of runs stopped by SIGINT/SIGTERM (128 + SIGINT).
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use crate::signals::EXIT_INTERRUPTED;
 
 /// Most raw samples of each kind kept for `--output-file` (h2load's limit).
 const MAX_SAMPLES: usize = 1_000_000;
@@ -98,7 +97,7 @@ pub fn main(args: BenchArgs) -> ExitCode {
     }
 
     let stop = StopFlag::new();
-    if let Err(e) = install_signal_handlers(&stop) {
+    if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");
         return ExitCode::from(EXIT_FAILURE);
     }
@@ -301,20 +300,6 @@ fn print_stdout(s: &str) {
     let mut out = io::stdout().lock();
     let _ = out.write_all(s.as_bytes());
     let _ = out.flush();
-}
-
-/// SIGINT/SIGTERM set the stop flag; a second signal while the flag is set exits at once.
-fn install_signal_handlers(stop: &StopFlag) -> io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(EXIT_INTERRUPTED),
-            Arc::clone(&stop.0),
-        )?;
-        signal_hook::flag::register(sig, Arc::clone(&stop.0))?;
-    }
-    Ok(())
 }
 
 /// Clients and requests per thread, as h2load splits them (remainders to the lowest ids).

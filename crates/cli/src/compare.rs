@@ -12,7 +12,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use h2lab_engine::StopFlag;
@@ -21,13 +20,12 @@ use h2lab_lab::compare::{output, CompareConfig, Preset};
 use h2lab_lab::env::{Pinning, Targets};
 use h2lab_lab::fmt::{dur, parse_dur};
 use h2lab_lab::host::parse_cpu_list;
-use h2lab_lab::proto::{self, Proto};
-use h2lab_lab::report;
+use h2lab_lab::html;
+use h2lab_lab::proto::{self, LabProtocol};
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
-/// Exit status when SIGINT/SIGTERM stopped the run.
-pub const EXIT_INTERRUPTED: u8 = 130;
+pub use crate::signals::EXIT_INTERRUPTED;
 
 const PREFIX: &str = "h2lab compare: error:";
 
@@ -231,9 +229,13 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         None => None,
     };
     for (flag, url, protos) in [
-        ("--h1-url", &args.h1_url, &[Proto::H1][..]),
-        ("--h2-url", &args.h2_url, &[Proto::H2, Proto::H1Tls][..]),
-        ("--h2c-url", &args.h2c_url, &[Proto::H2c][..]),
+        ("--h1-url", &args.h1_url, &[LabProtocol::H1][..]),
+        (
+            "--h2-url",
+            &args.h2_url,
+            &[LabProtocol::H2, LabProtocol::H1Tls][..],
+        ),
+        ("--h2c-url", &args.h2c_url, &[LabProtocol::H2c][..]),
     ] {
         if let Some(u) = url {
             let t = targets.get_or_insert_with(Targets::default);
@@ -246,8 +248,8 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         // Default protocols: what the given URLs can serve, HTTP/1.1-over-TLS only when
         // there is no cleartext HTTP/1.1.
         let mut v = t.available();
-        if v.contains(&Proto::H1) {
-            v.retain(|p| *p != Proto::H1Tls);
+        if v.contains(&LabProtocol::H1) {
+            v.retain(|p| *p != LabProtocol::H1Tls);
         }
         cfg.axes.protocols = v;
     }
@@ -327,18 +329,21 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     Ok(cfg)
 }
 
-/// SIGINT/SIGTERM set the stop flag; a second signal exits at once.
-pub fn install_signal_handlers(stop: &StopFlag) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(EXIT_INTERRUPTED),
-            Arc::clone(&stop.0),
-        )?;
-        signal_hook::flag::register(sig, Arc::clone(&stop.0))?;
+/// Writes each `(path, text)` (a failure is one line on stderr, the others are still written),
+/// then names the report's `index.html` when there is a `report` directory. `false` when a
+/// write failed.
+pub fn write_outputs(prefix: &str, writes: Vec<(PathBuf, String)>, report: Option<&Path>) -> bool {
+    let mut ok = true;
+    for (path, text) in writes {
+        if let Err(e) = write_file(&path, &text) {
+            eprintln!("{prefix} {e}");
+            ok = false;
+        }
     }
-    Ok(())
+    if let Some(dir) = report {
+        println!("report: {}", dir.join("index.html").display());
+    }
+    ok
 }
 
 /// Writes `text` to `path`, creating parent directories.
@@ -360,12 +365,12 @@ pub fn main(args: CompareArgs) -> ExitCode {
         }
     };
     let stop = StopFlag::new();
-    if let Err(e) = install_signal_handlers(&stop) {
+    if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");
         return ExitCode::from(EXIT_FAILURE);
     }
     let mut on_start =
-        |plan: &h2lab_lab::compare::matrix::Plan, eta: std::time::Duration, env: &str| {
+        |plan: &h2lab_lab::compare::matrix::MatrixPlan, eta: std::time::Duration, env: &str| {
             eprintln!("server: {env}");
             eprintln!(
                 "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
@@ -411,19 +416,17 @@ pub fn main(args: CompareArgs) -> ExitCode {
         writes.push((p.clone(), csv.clone()));
     }
     if !args.no_report {
-        let html = report::compare::render(&r);
+        let html = html::compare::render(&r);
         writes.push((args.report.join("index.html"), html));
         writes.push((args.report.join("results.json"), json));
         writes.push((args.report.join("results.csv"), csv));
     }
-    for (path, text) in writes {
-        if let Err(e) = write_file(&path, &text) {
-            eprintln!("{PREFIX} {e}");
-            status = EXIT_FAILURE;
-        }
-    }
-    if !args.no_report {
-        println!("report: {}", args.report.join("index.html").display());
+    if !write_outputs(
+        PREFIX,
+        writes,
+        (!args.no_report).then_some(args.report.as_path()),
+    ) {
+        status = EXIT_FAILURE;
     }
     ExitCode::from(status)
 }

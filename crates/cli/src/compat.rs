@@ -9,7 +9,7 @@ use clap::Args;
 use h2lab_engine::tls_opts::{self, TlsOptions};
 use h2lab_engine::BenchConfig;
 
-use crate::args::parse_size;
+use crate::values::parse_size;
 
 /// The options of this module (flattened into `h2lab bench`).
 #[derive(Debug, Clone, Default, Args)]

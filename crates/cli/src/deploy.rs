@@ -22,8 +22,9 @@ use std::time::{Duration, SystemTime};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{json, Value};
 
-use crate::args::{parse_duration, Cli, Command};
+use crate::args::BenchArgs;
 use crate::shard::{self, parse_start_at};
+use crate::values::parse_duration;
 use crate::yaml::to_yaml;
 
 /// `h2lab deploy` options.
@@ -127,6 +128,14 @@ struct Sized {
     clients: u32,
 }
 
+/// The arguments of `h2lab bench` alone (what a deployment's `bench:` list holds).
+#[derive(Parser)]
+#[command(name = "h2lab bench", no_binary_name = true)]
+struct BenchLine {
+    #[command(flatten)]
+    bench: BenchArgs,
+}
+
 /// Checks the bench arguments (every shard's slice must be valid) and sizes the largest shard.
 fn check(k: &KubernetesArgs) -> Result<Sized, String> {
     for a in &k.bench {
@@ -137,19 +146,14 @@ fn check(k: &KubernetesArgs) -> Result<Sized, String> {
             ));
         }
     }
-    let argv = ["h2lab", "bench"]
-        .into_iter()
-        .map(str::to_string)
-        .chain(k.bench.iter().cloned());
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
-        format!(
-            "bench arguments: {}",
-            e.to_string().lines().next().unwrap_or("invalid")
-        )
-    })?;
-    let Command::Bench(b) = cli.command else {
-        return Err("bench arguments: not a bench command line".into());
-    };
+    let b = BenchLine::try_parse_from(&k.bench)
+        .map_err(|e| {
+            format!(
+                "bench arguments: {}",
+                e.to_string().lines().next().unwrap_or("invalid")
+            )
+        })?
+        .bench;
     let whole = crate::bench::build_config(&b)?;
     let mut sized = Sized {
         threads: 1,

@@ -111,7 +111,7 @@ pub fn main(a: LinkArgs) -> ExitCode {
     };
     let stats = l.stats();
     let stop = StopFlag::new();
-    if let Err(e) = crate::compare::install_signal_handlers(&stop) {
+    if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");
         return ExitCode::from(EXIT_FAILURE);
     }

@@ -7,13 +7,16 @@ mod compare;
 mod compat;
 mod deploy;
 mod link;
+mod listen;
 mod load;
 mod merge;
 mod page;
 mod proxy;
 mod serve;
 mod shard;
+mod signals;
 mod upstream;
+mod values;
 mod yaml;
 
 use std::process::ExitCode;

@@ -14,12 +14,12 @@ use std::time::Duration;
 use clap::Args;
 use h2lab_lab::compare::axes::parse_profile;
 use h2lab_lab::fmt::parse_dur;
+use h2lab_lab::html;
 use h2lab_lab::page::users::{parse_stages, ramp_hold, LoadTestConfig};
 use h2lab_lab::page::{output, PageConfig, SlowConfig};
 use h2lab_lab::proto;
-use h2lab_lab::report;
 
-use crate::compare::{write_file, EXIT_FAILURE};
+use crate::compare::{write_file, write_outputs, EXIT_FAILURE};
 
 const PREFIX: &str = "h2lab page: error:";
 
@@ -270,17 +270,15 @@ pub fn main(args: PageArgs) -> ExitCode {
         writes.push((p.clone(), json.clone()));
     }
     if !args.no_report {
-        writes.push((args.report.join("index.html"), report::page::render(&r)));
+        writes.push((args.report.join("index.html"), html::page::render(&r)));
         writes.push((args.report.join("results.json"), json));
     }
-    for (path, text) in writes {
-        if let Err(e) = write_file(&path, &text) {
-            eprintln!("{PREFIX} {e}");
-            status = EXIT_FAILURE;
-        }
-    }
-    if !args.no_report {
-        println!("report: {}", args.report.join("index.html").display());
+    if !write_outputs(
+        PREFIX,
+        writes,
+        (!args.no_report).then_some(args.report.as_path()),
+    ) {
+        status = EXIT_FAILURE;
     }
     ExitCode::from(status)
 }

@@ -4,18 +4,17 @@
 //! counters on exit with `--stats`; SIGUSR1 prints them at any time (stderr). Errors are one
 //! line on stderr and exit status 1.
 
-use std::io::{self, Read};
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::builder::TypedValueParser;
 use clap::Args;
 use h2lab_proxy::{ProxyConfig, UpstreamAddr, UpstreamProtocol};
+use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 
-use crate::args::parse_duration;
-use crate::serve::parse_addr;
+use crate::listen::{print_listening, stop_on_signal, ListenArgs};
+use crate::signals::SignalPipe;
+use crate::values::parse_duration;
 
 const EXIT_FAILURE: u8 = 1;
 const PREFIX: &str = "h2lab proxy:";
@@ -24,29 +23,13 @@ const PREFIX: &str = "h2lab proxy:";
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "ADDR is HOST:PORT or a bare PORT on 127.0.0.1 (port 0 picks a free port, \
-                  printed). An --upstream is HOST:PORT or unix:/path. <DURATION> is an integer \
-                  with an optional unit h, m, s or ms."
+                  printed). An --upstream is HOST:PORT or unix:/path. <DURATION> is a number \
+                  with an optional unit h, m, s, ms, us or ns (seconds when omitted)."
 )]
 pub struct ProxyArgs {
-    /// Cleartext address (HTTP/1.1 and h2c with prior knowledge) [default: 127.0.0.1:8080].
-    #[arg(short = 'l', long = "listen", value_name = "ADDR", value_parser = parse_addr)]
-    pub listen: Option<SocketAddr>,
-
-    /// Also serve HTTP/2 and HTTP/1.1 (ALPN) over TLS on ADDR.
-    #[arg(long = "tls-listen", value_name = "ADDR", value_parser = parse_addr)]
-    pub tls_listen: Option<SocketAddr>,
-
-    /// Certificate chain (PEM) for TLS (default: a generated self-signed one).
-    #[arg(long = "cert", value_name = "PATH", requires = "key")]
-    pub cert: Option<PathBuf>,
-
-    /// Private key (PEM) for --cert.
-    #[arg(long = "key", value_name = "PATH", requires = "cert")]
-    pub key: Option<PathBuf>,
-
-    /// Where the self-signed certificate is kept [default: $TMPDIR/h2lab].
-    #[arg(long = "cert-dir", value_name = "DIR")]
-    pub cert_dir: Option<PathBuf>,
+    /// The listening and certificate flags.
+    #[command(flatten)]
+    pub listener: ListenArgs,
 
     /// Worker threads (each with its own event loop, client and upstream connections).
     #[arg(short = 't', long = "threads", value_name = "N", default_value_t = 1,
@@ -98,13 +81,14 @@ pub struct ProxyArgs {
 /// The library configuration for `args`.
 pub fn build_config(args: &ProxyArgs) -> ProxyConfig {
     let mut c = ProxyConfig::default();
-    if let Some(l) = args.listen {
-        c.listen = Some(l);
+    let l = &args.listener;
+    if let Some(a) = l.listen {
+        c.listen = Some(a);
     }
-    c.tls_listen = args.tls_listen;
-    c.front.cert = args.cert.clone();
-    c.front.key = args.key.clone();
-    c.front.cert_dir = args.cert_dir.clone();
+    c.tls_listen = l.tls_listen;
+    c.front.cert = l.cert.clone();
+    c.front.key = l.key.clone();
+    c.front.cert_dir = l.cert_dir.clone();
     c.front.threads = args.threads;
     c.front.idle_timeout = args.idle_timeout;
     c.front.quiet = args.quiet;
@@ -122,7 +106,10 @@ pub fn main(args: ProxyArgs) -> ExitCode {
     if let Err(m) = config.validate() {
         return fail(&format!("invalid configuration: {m}"));
     }
-    let (stop_rx, usr1_rx) = match install_signals() {
+    // SIGINT/SIGTERM stop, SIGUSR1 prints the counters.
+    let signals =
+        SignalPipe::on(&[SIGINT, SIGTERM]).and_then(|stop| Ok((stop, SignalPipe::on(&[SIGUSR1])?)));
+    let (stop_rx, mut usr1_rx) = match signals {
         Ok(p) => p,
         Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
     };
@@ -130,12 +117,7 @@ pub fn main(args: ProxyArgs) -> ExitCode {
         Ok(p) => p,
         Err(e) => return fail(&e.to_string()),
     };
-    if let Some(a) = proxy.addr() {
-        println!("{PREFIX} listening on http://{a}/ (HTTP/1.1, h2c)");
-    }
-    if let Some(a) = proxy.tls_addr() {
-        println!("{PREFIX} listening on https://{a}/ (HTTP/2 and HTTP/1.1 over TLS)");
-    }
+    print_listening(PREFIX, proxy.addr(), proxy.tls_addr());
     if !args.quiet {
         let ups: Vec<String> = args.upstreams.iter().map(ToString::to_string).collect();
         println!(
@@ -144,31 +126,16 @@ pub fn main(args: ProxyArgs) -> ExitCode {
             args.protocol.name()
         );
     }
-    let stop = proxy.shutdown_handle();
-    let spawned = std::thread::Builder::new()
-        .name("h2lab-signals".into())
-        .spawn(move || {
-            wait_byte(stop_rx);
-            stop.trigger();
-        });
-    if let Err(e) = spawned {
+    if let Err(e) = stop_on_signal(stop_rx, proxy.shutdown_handle()) {
         return fail(&format!("cannot start the signal thread: {e}"));
     }
     let handle = proxy.stats().clone();
     let _ = std::thread::Builder::new()
         .name("h2lab-usr1".into())
         .spawn(move || {
-            let mut rx = usr1_rx;
-            let mut b = [0u8; 1];
-            loop {
-                match rx.read(&mut b) {
-                    Ok(1) => {
-                        let s = handle.snapshot(Duration::from_secs(1));
-                        eprintln!("{PREFIX} counters\n{s}");
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    _ => return,
-                }
+            while usr1_rx.next() {
+                let s = handle.snapshot(Duration::from_secs(1));
+                eprintln!("{PREFIX} counters\n{s}");
             }
         });
     match proxy.join() {
@@ -185,33 +152,6 @@ pub fn main(args: ProxyArgs) -> ExitCode {
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{PREFIX} {msg}");
     ExitCode::from(EXIT_FAILURE)
-}
-
-type Pipes = (
-    std::os::unix::net::UnixStream,
-    std::os::unix::net::UnixStream,
-);
-
-/// SIGINT/SIGTERM write to the first pipe, SIGUSR1 to the second.
-fn install_signals() -> io::Result<Pipes> {
-    use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
-    let (stop_rx, stop_tx) = std::os::unix::net::UnixStream::pair()?;
-    let (usr_rx, usr_tx) = std::os::unix::net::UnixStream::pair()?;
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::low_level::pipe::register(sig, stop_tx.try_clone()?)?;
-    }
-    signal_hook::low_level::pipe::register(SIGUSR1, usr_tx)?;
-    Ok((stop_rx, usr_rx))
-}
-
-fn wait_byte(mut rx: std::os::unix::net::UnixStream) {
-    let mut b = [0u8; 1];
-    loop {
-        match rx.read(&mut b) {
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            _ => return,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,7 @@
 //! clients, closes every connection and exits 0. Errors (bad flags, a port in use, an unusable
 //! certificate) are one line on stderr and exit status 1.
 
-use std::io::{self, Read};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -21,7 +20,9 @@ use clap::builder::TypedValueParser;
 use clap::Args;
 use h2lab_server::{RunningServer, ServerConfig};
 
-use crate::args::{parse_duration, parse_size};
+use crate::listen::{print_listening, stop_on_signal, ListenArgs};
+use crate::signals::SignalPipe;
+use crate::values::{parse_duration, parse_size};
 
 /// Exit status of failed starts and usage errors.
 const EXIT_FAILURE: u8 = 1;
@@ -37,36 +38,21 @@ fn defaults() -> ServerConfig {
 #[command(
     after_help = "ADDR is HOST:PORT (e.g. 127.0.0.1:8080, [::1]:8080, localhost:0) or a \
                         bare PORT on 127.0.0.1; port 0 picks a free port (printed).\n<SIZE> is an \
-                        integer with an optional unit K, M or G (powers of 1024); <DURATION> an \
-                        integer with an optional unit h, m, s or ms."
+                        integer with an optional unit K, M or G (powers of 1024); <DURATION> a \
+                        number with an optional unit h, m, s, ms, us or ns (seconds when omitted).",
+    mut_arg("listen", |a| a.help(
+        "Address to serve on: HTTP/1.1 and h2c (cleartext), or TLS with --tls \
+         [default: 127.0.0.1:8080, with --tls 127.0.0.1:8443]")),
 )]
 pub struct ServeArgs {
-    /// Address to serve on: HTTP/1.1 and h2c (cleartext), or TLS with --tls
-    /// [default: 127.0.0.1:8080, with --tls 127.0.0.1:8443].
-    #[arg(short = 'l', long = "listen", value_name = "ADDR", value_parser = parse_addr)]
-    pub listen: Option<SocketAddr>,
+    /// The listening and certificate flags.
+    #[command(flatten)]
+    pub listener: ListenArgs,
 
     /// Serve TLS (HTTP/2 and HTTP/1.1 chosen by ALPN) on the --listen address instead of
     /// cleartext.
     #[arg(long = "tls", conflicts_with = "tls_listen")]
     pub tls: bool,
-
-    /// Also serve TLS (HTTP/2 and HTTP/1.1 by ALPN) on ADDR, next to the cleartext port.
-    #[arg(long = "tls-listen", value_name = "ADDR", value_parser = parse_addr)]
-    pub tls_listen: Option<SocketAddr>,
-
-    /// Certificate chain (PEM) for TLS; without --cert/--key a self-signed certificate for
-    /// localhost, 127.0.0.1 and ::1 is generated (or reused) in --cert-dir.
-    #[arg(long = "cert", value_name = "PATH", requires = "key")]
-    pub cert: Option<PathBuf>,
-
-    /// Private key (PEM: PKCS#8, PKCS#1 or SEC1) for --cert.
-    #[arg(long = "key", value_name = "PATH", requires = "cert")]
-    pub key: Option<PathBuf>,
-
-    /// Where the self-signed certificate is kept (cert.pem, key.pem) [default: $TMPDIR/h2lab].
-    #[arg(long = "cert-dir", value_name = "DIR")]
-    pub cert_dir: Option<PathBuf>,
 
     /// Worker threads (each with its own event loop; connections stay on one thread).
     #[arg(short = 't', long = "threads", value_name = "N", default_value_t = defaults().threads,
@@ -157,25 +143,6 @@ pub struct ServeArgs {
     pub quiet: bool,
 }
 
-/// Parses `--listen`/`--tls-listen`: `HOST:PORT` (IPv6 in brackets; a name is resolved, the
-/// first address wins) or a bare port on 127.0.0.1.
-pub fn parse_addr(s: &str) -> Result<SocketAddr, String> {
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if let Ok(port) = s.parse::<u16>() {
-        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    let bad = || format!("invalid address {s:?}: expected HOST:PORT or PORT");
-    if !s.contains(':') {
-        return Err(bad());
-    }
-    s.to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {s:?}: {e}"))?
-        .next()
-        .ok_or_else(bad)
-}
-
 fn parse_u32_size(s: &str) -> Result<u32, String> {
     let n = parse_size(s)?;
     u32::try_from(n).map_err(|_| format!("{s:?} is too large (at most {})", u32::MAX))
@@ -193,20 +160,21 @@ fn parse_on_off(s: &str) -> Result<bool, String> {
 pub fn build_config(args: &ServeArgs) -> ServerConfig {
     let tls_default = SocketAddr::from(([127, 0, 0, 1], 8443));
     let d = defaults();
+    let l = &args.listener;
     let (listen, tls_listen) = if args.tls {
-        (None, Some(args.listen.unwrap_or(tls_default)))
+        (None, Some(l.listen.unwrap_or(tls_default)))
     } else {
         (
-            Some(args.listen.or(d.listen).unwrap_or(tls_default)),
-            args.tls_listen,
+            Some(l.listen.or(d.listen).unwrap_or(tls_default)),
+            l.tls_listen,
         )
     };
     ServerConfig {
         listen,
         tls_listen,
-        cert: args.cert.clone(),
-        key: args.key.clone(),
-        cert_dir: args.cert_dir.clone(),
+        cert: l.cert.clone(),
+        key: l.key.clone(),
+        cert_dir: l.cert_dir.clone(),
         threads: args.threads,
         max_concurrent_streams: args.max_concurrent_streams,
         initial_stream_window: args.initial_window_size,
@@ -241,7 +209,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
     }
     // Before the server starts: a signal that arrives as soon as the addresses are printed
     // must already stop it cleanly.
-    let signals = match SignalPipe::install() {
+    let signals = match SignalPipe::stop_signals() {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot install signal handlers: {e}")),
     };
@@ -250,16 +218,7 @@ pub fn main(args: ServeArgs) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     print_banner(&server, &args);
-    let stop = server.shutdown_handle();
-    // Waits for SIGINT/SIGTERM, then stops the server; the thread ends with the process
-    // if the server stops by itself.
-    let waiter = std::thread::Builder::new()
-        .name("h2lab-signals".into())
-        .spawn(move || {
-            signals.wait();
-            stop.trigger();
-        });
-    if let Err(e) = waiter {
+    if let Err(e) = stop_on_signal(signals, server.shutdown_handle()) {
         server.shutdown();
         let _ = server.join();
         return fail(&format!("cannot start the signal thread: {e}"));
@@ -282,14 +241,9 @@ fn fail(msg: &str) -> ExitCode {
 
 /// The lines a user (or a script, or a test) needs: where to connect and what to trust.
 fn print_banner(server: &RunningServer, args: &ServeArgs) {
-    if let Some(a) = server.addr() {
-        println!("{PREFIX} listening on http://{a}/ (HTTP/1.1, h2c)");
-    }
-    if let Some(a) = server.tls_addr() {
-        println!("{PREFIX} listening on https://{a}/ (HTTP/2 and HTTP/1.1 over TLS)");
-    }
+    print_listening(PREFIX, server.addr(), server.tls_addr());
     if let (Some(cert), Some(key)) = (server.cert_path(), server.key_path()) {
-        if args.cert.is_some() {
+        if args.listener.cert.is_some() {
             println!(
                 "{PREFIX} certificate {} (key {})",
                 cert.display(),
@@ -317,42 +271,6 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
         );
     }
     println!("{PREFIX} endpoints: / /ping /json /data?size=N /compute?work=N /info /delay?ms=N /status/N /page?n=N; SIGINT or SIGTERM stops");
-}
-
-/// SIGINT and SIGTERM write a byte to a socket pair; [`SignalPipe::wait`] blocks on the
-/// other end. A second signal while the first is being handled exits at once (status 130).
-struct SignalPipe {
-    rx: std::os::unix::net::UnixStream,
-}
-
-impl SignalPipe {
-    fn install() -> io::Result<SignalPipe> {
-        use signal_hook::consts::{SIGINT, SIGTERM};
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Arc;
-        let (rx, tx) = std::os::unix::net::UnixStream::pair()?;
-        let seen = Arc::new(AtomicBool::new(false));
-        for sig in [SIGINT, SIGTERM] {
-            // Registration order is run order: the exit check sees the flag of an earlier
-            // signal only.
-            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&seen))?;
-            signal_hook::flag::register(sig, Arc::clone(&seen))?;
-            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
-        }
-        Ok(SignalPipe { rx })
-    }
-
-    /// Blocks until a signal arrives.
-    fn wait(mut self) {
-        let mut b = [0u8; 1];
-        loop {
-            match self.rx.read(&mut b) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // A byte (a signal) or an error: stop either way.
-                _ => return,
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -468,7 +386,7 @@ mod tests {
             v.extend_from_slice(bad);
             assert!(Cli::try_parse_from(&v).is_err(), "{bad:?}");
         }
-        assert!(parse_addr("localhost:0").is_ok());
+        assert!(crate::values::parse_addr("localhost:0").is_ok());
         assert!(build_config(&parse(&["--max-frame-size", "1K"]))
             .validate()
             .is_err());

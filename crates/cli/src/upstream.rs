@@ -7,7 +7,7 @@ use clap::Args;
 use h2lab_engine::StopFlag;
 use h2lab_lab::upstream::{self, ProxyKind, UpstreamConfig};
 
-use crate::args::parse_duration;
+use crate::values::parse_duration;
 
 /// `h2lab upstream` options.
 #[derive(Debug, Clone, Args)]

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `h2lab` binary: exit statuses and one-line errors for bad input,
 //! h2load's output format, the JSON (validated against the schema) and CSV results, the protocol
-//! fallback warning and `--require-protocol`, and SIGINT handling.
+//! fallback warning and `--require-protocol`. The behaviour tests run over every protocol
+//! (counts, statuses, bodies, GOAWAY, reconnect, SIGINT) are in `protocols.rs`.
 
 mod common;
 
@@ -46,7 +47,8 @@ fn usage_errors_exit_1_with_one_line() {
         1,
         "--requests",
     );
-    expect_one_line_error(&["bench", "-D", "1.5s", "http://127.0.0.1/"], 1, "duration");
+    // A decimal (`1.5s`) is valid since the one duration syntax (h2lab_engine::syntax).
+    expect_one_line_error(&["bench", "-D", "1.5x", "http://127.0.0.1/"], 1, "duration");
     expect_one_line_error(
         &["bench", "-w", "31", "http://127.0.0.1/"],
         1,
@@ -146,67 +148,6 @@ fn refused_connection_exits_1_with_the_reason() {
     assert!(stdout_of(&out).starts_with("starting benchmark...\n"));
 }
 
-/// The lines h2load prints for a `-n` run, in h2load's order and formats.
-fn assert_h2load_shape(stdout: &str, protocol: &str, n: u64, body: u64) {
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines[0], "starting benchmark...");
-    assert!(lines[1].starts_with("spawning thread #0: "), "{stdout}");
-    let proto_at = lines
-        .iter()
-        .position(|l| *l == format!("Application protocol: {protocol}"))
-        .unwrap_or_else(|| panic!("no protocol line in {stdout}"));
-    let progress: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|l| l.starts_with("progress: "))
-        .collect();
-    let expected: Vec<String> = (1..=10)
-        .map(|d| format!("progress: {}% done", d * 10))
-        .collect();
-    assert_eq!(progress, expected, "{stdout}");
-    let fin = lines
-        .iter()
-        .position(|l| l.starts_with("finished in "))
-        .unwrap();
-    assert!(fin > proto_at);
-    assert_eq!(lines[fin - 1], "");
-    assert!(lines[fin].contains(" req/s, ") && lines[fin].ends_with("B/s"));
-    assert_eq!(
-        lines[fin + 1],
-        format!(
-            "requests: {n} total, {n} started, {n} done, {n} succeeded, 0 failed, 0 errored, \
-             0 timeout"
-        )
-    );
-    assert_eq!(
-        lines[fin + 2],
-        format!("status codes: {n} 2xx, 0 3xx, 0 4xx, 0 5xx")
-    );
-    assert!(
-        lines[fin + 3].ends_with(&format!("({}) data", n * body)),
-        "{}",
-        lines[fin + 3]
-    );
-    assert_eq!(
-        lines[fin + 4],
-        "                     min         max         mean         sd        +/- sd         p50         p90         p99       p99.9"
-    );
-    for (i, label) in [
-        "time for request: ",
-        "time for connect: ",
-        "time to 1st byte: ",
-        "req/s           : ",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let row = lines[fin + 5 + i];
-        assert!(row.starts_with(label), "{row}");
-        assert_eq!(row.len(), lines[fin + 4].len(), "{row}");
-        assert_eq!(&row[73..74], "%", "{row}");
-    }
-}
-
 #[test]
 fn h1_run_prints_h2load_report_and_writes_json_and_csv() {
     let (addr, counters) = common::tcp_server(653);
@@ -228,7 +169,7 @@ fn h1_run_prints_h2load_report_and_writes_json_and_csv() {
     let stdout = stdout_of(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", stderr_of(&out));
     assert_eq!(stderr_of(&out), "");
-    assert_h2load_shape(&stdout, "http/1.1", 200, 653);
+    common::assert_h2load_shape(&stdout, "http/1.1", 200, 653);
     assert_eq!(counters.requests.load(Ordering::SeqCst), 200);
 
     // JSON: valid against the schema, same numbers as the text.
@@ -325,23 +266,6 @@ fn tls_fallback_to_http11_is_reported_and_can_be_required_away() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout_of(&out));
     assert_eq!(err.lines().count(), 1, "{err:?}");
     assert!(err.contains("--require-protocol h2"), "{err:?}");
-}
-
-#[test]
-fn sigint_prints_the_report_and_writes_the_json() {
-    let (addr, _) = common::tcp_server(10);
-    let dir = common::scratch_dir("sigint");
-    let json_path = dir.join("r.json");
-    // Once the first connection is up, interrupt the run.
-    let (status, all) = common::interrupt_bench(addr, &json_path, "-INT");
-    assert_eq!(status.code(), Some(130), "{all}");
-    assert!(all.contains("\nfinished in "), "{all}");
-    assert!(all.contains("\ninterrupted: "), "{all}");
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
-    assert_eq!(doc["interrupted"], true);
-    assert_eq!(doc["options"]["duration_seconds"], 600.0);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use h2lab_lab::proto::Proto;
-use h2lab_lab::report::check;
+use h2lab_lab::html::check;
+use h2lab_lab::proto::LabProtocol;
 
 fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")
@@ -103,11 +103,11 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
     render_check(
         &index,
         &[
-            Proto::H1.color(),
-            Proto::H1Close.color(),
-            Proto::H1Tls.color(),
-            Proto::H2.color(),
-            Proto::H2c.color(),
+            LabProtocol::H1.color(),
+            LabProtocol::H1Close.color(),
+            LabProtocol::H1Tls.color(),
+            LabProtocol::H2.color(),
+            LabProtocol::H2c.color(),
         ],
         10,
     );
@@ -135,7 +135,11 @@ fn page_defaults_show_six_http11_connections_one_http2_connection_and_the_ratio(
     assert!(stdout.contains("HTML + 300 sub-resources"), "{stdout}");
     assert!(stderr.contains("link wan: rtt 40ms"), "{stderr}");
     let index = dir.join("h2lab-page-report").join("index.html");
-    render_check(&index, &[Proto::H1Tls.color(), Proto::H2.color()], 5);
+    render_check(
+        &index,
+        &[LabProtocol::H1Tls.color(), LabProtocol::H2.color()],
+        5,
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -76,6 +76,7 @@ pub mod samples;
 pub mod schedule;
 pub mod session;
 mod stats;
+pub mod syntax;
 pub mod target;
 mod timer;
 pub mod timeseries;

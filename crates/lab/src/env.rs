@@ -14,11 +14,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use h2lab_engine::{Scheme, Target};
 use serde::Serialize;
 
+use crate::error::LabError;
 use crate::host;
 use h2lab_server::{RunningServer, ServerConfig};
 
-use crate::link::{self, LinkConfig, Profile, RunningLink};
-use crate::proto::Proto;
+use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
+use crate::proto::LabProtocol;
 
 /// Where one protocol's requests go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,8 +68,8 @@ pub struct Targets {
 impl Targets {
     /// Targets from one URL: `http://` serves `h1`, `h1.0` and `h2c`; `https://` serves
     /// `h1-tls` and `h2`.
-    pub fn from_url(url: &str) -> Result<Targets, String> {
-        let t = Target::parse(url).map_err(|e| e.to_string())?;
+    pub fn from_url(url: &str) -> Result<Targets, LabError> {
+        let t = Target::parse(url)?;
         Ok(match t.scheme {
             Scheme::Http => Targets {
                 h1: Some(t.clone()),
@@ -84,42 +85,42 @@ impl Targets {
     }
 
     /// The target for `proto`, if there is one.
-    pub fn get(&self, proto: Proto) -> Option<&Target> {
+    pub fn get(&self, proto: LabProtocol) -> Option<&Target> {
         match proto {
-            Proto::H1 | Proto::H1Close => self.h1.as_ref(),
-            Proto::H1Tls => self.h1_tls.as_ref(),
-            Proto::H2 => self.h2.as_ref(),
-            Proto::H2c => self.h2c.as_ref(),
+            LabProtocol::H1 | LabProtocol::H1Close => self.h1.as_ref(),
+            LabProtocol::H1Tls => self.h1_tls.as_ref(),
+            LabProtocol::H2 => self.h2.as_ref(),
+            LabProtocol::H2c => self.h2c.as_ref(),
         }
     }
 
     /// Sets the target of `proto`'s kind from a URL, checking the scheme fits.
-    pub fn set(&mut self, proto: Proto, url: &str) -> Result<(), String> {
-        let t = Target::parse(url).map_err(|e| e.to_string())?;
+    pub fn set(&mut self, proto: LabProtocol, url: &str) -> Result<(), LabError> {
+        let t = Target::parse(url)?;
         let want = if proto.tls() {
             Scheme::Https
         } else {
             Scheme::Http
         };
         if t.scheme != want {
-            return Err(format!(
-                "{} needs an {}:// URL, got {url}",
-                proto.label(),
-                want
-            ));
+            return Err(LabError::SchemeMismatch {
+                proto,
+                want,
+                url: url.to_owned(),
+            });
         }
         match proto {
-            Proto::H1 | Proto::H1Close => self.h1 = Some(t),
-            Proto::H1Tls => self.h1_tls = Some(t),
-            Proto::H2 => self.h2 = Some(t),
-            Proto::H2c => self.h2c = Some(t),
+            LabProtocol::H1 | LabProtocol::H1Close => self.h1 = Some(t),
+            LabProtocol::H1Tls => self.h1_tls = Some(t),
+            LabProtocol::H2 => self.h2 = Some(t),
+            LabProtocol::H2c => self.h2c = Some(t),
         }
         Ok(())
     }
 
-    /// The protocols these targets can serve, in [`Proto::ALL`] order.
-    pub fn available(&self) -> Vec<Proto> {
-        Proto::ALL
+    /// The protocols these targets can serve, in [`LabProtocol::ALL`] order.
+    pub fn available(&self) -> Vec<LabProtocol> {
+        LabProtocol::ALL
             .into_iter()
             .filter(|p| self.get(*p).is_some())
             .collect()
@@ -190,7 +191,7 @@ pub fn default_split(allowed: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
 /// built-in server.
 pub struct LabEnv {
     targets: Targets,
-    links: Vec<(Profile, SocketAddr, RunningLink)>,
+    links: Vec<(LinkProfile, SocketAddr, RunningLink)>,
     server: Option<RunningServer>,
     cert_dir: Option<PathBuf>,
     description: String,
@@ -215,7 +216,7 @@ impl LabEnv {
     /// Starts the built-in server on 127.0.0.1 (cleartext and TLS ports, chosen by the OS).
     /// Pins the server's threads and the calling thread (whose later threads, the client's
     /// workers and the links, inherit the set) as `opts.pinning` says; see [`Isolation`].
-    pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, String> {
+    pub fn builtin(opts: &BuiltinOptions) -> Result<LabEnv, LabError> {
         let cert_dir = std::env::temp_dir().join(format!(
             "h2lab-lab-{}-{}",
             std::process::id(),
@@ -262,7 +263,10 @@ impl LabEnv {
                 pinned = Some((tid, allowed.clone()));
             }
         }
-        let server = server.map_err(|e| format!("built-in server: {e}"))?;
+        let server = server.map_err(|source| LabError::Server {
+            role: "built-in server",
+            source,
+        })?;
         // Wait (bounded) until every server thread has registered its id, so that their
         // CPU clocks can be read.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
@@ -286,7 +290,7 @@ impl LabEnv {
             );
         }
         let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
-            return Err("built-in server: no listening address".into());
+            return Err(LabError::NoAddress("built-in server: no listening address"));
         };
         let mk = |scheme: Scheme, a: SocketAddr| Target {
             scheme,
@@ -319,7 +323,7 @@ impl LabEnv {
     /// Uses servers given by URL.
     pub fn external(targets: Targets) -> LabEnv {
         let mut parts = Vec::new();
-        for p in Proto::ALL {
+        for p in LabProtocol::ALL {
             if let Some(t) = targets.get(p) {
                 parts.push(format!("{} {}://{}", p.name(), t.scheme, host_port(t)));
             }
@@ -368,13 +372,13 @@ impl LabEnv {
 
     /// Where `proto`'s requests go over `profile` (`loopback` connects directly; other
     /// profiles go through an in-process link started on first use).
-    pub fn origin(&mut self, proto: Proto, profile: Profile) -> Result<Origin, String> {
+    pub fn origin(&mut self, proto: LabProtocol, profile: LinkProfile) -> Result<Origin, LabError> {
         let target = self
             .targets
             .get(proto)
             .cloned()
-            .ok_or_else(|| format!("no target for {}", proto.label()))?;
-        if profile == Profile::Loopback {
+            .ok_or(LabError::NoTarget(proto))?;
+        if profile == LinkProfile::Loopback {
             return Ok(Origin {
                 target,
                 connect_to: None,
@@ -382,9 +386,15 @@ impl LabEnv {
         }
         let upstream = (target.host.as_str(), target.port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve {}: {e}", target.host))?
+            .map_err(|e| LabError::Resolve {
+                host: target.host.clone(),
+                source: Some(e),
+            })?
             .next()
-            .ok_or_else(|| format!("{} resolves to no address", target.host))?;
+            .ok_or_else(|| LabError::Resolve {
+                host: target.host.clone(),
+                source: None,
+            })?;
         if let Some((_, _, l)) = self
             .links
             .iter()
@@ -396,7 +406,10 @@ impl LabEnv {
             });
         }
         let cfg = LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
-        let l = link::spawn(cfg).map_err(|e| format!("link {profile}: {e}"))?;
+        let l = link::spawn(cfg).map_err(|source| LabError::Link {
+            name: Some(profile.to_string()),
+            source,
+        })?;
         let addr = l.addr();
         self.links.push((profile, upstream, l));
         Ok(Origin {
@@ -407,7 +420,7 @@ impl LabEnv {
 
     /// The link serving `profile` for `proto`, if one was started (its counters show the
     /// connections open through it).
-    pub fn link(&self, proto: Proto, profile: Profile) -> Option<&RunningLink> {
+    pub fn link(&self, proto: LabProtocol, profile: LinkProfile) -> Option<&RunningLink> {
         let t = self.targets.get(proto)?;
         let upstream = (t.host.as_str(), t.port).to_socket_addrs().ok()?.next()?;
         self.links
@@ -436,8 +449,8 @@ impl Drop for LabEnv {
 }
 
 /// One line describing a link profile (`wan: rtt 40ms, down 50mbit, up 50mbit`).
-pub fn describe_profile(p: Profile) -> String {
-    if p == Profile::Loopback {
+pub fn describe_profile(p: LinkProfile) -> String {
+    if p == LinkProfile::Loopback {
         return "loopback: direct connection, no added delay".into();
     }
     let any = SocketAddr::from(([127, 0, 0, 1], 0));

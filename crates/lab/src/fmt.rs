@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use h2lab_engine::syntax::{self, BareNumber};
+
 /// `12345.6` → `12,346`; below 100 one decimal (`42.5`), below 10 two (`3.25`).
 pub fn num(v: f64) -> String {
     if !v.is_finite() {
@@ -169,30 +171,14 @@ pub fn table(rows: &[Vec<String>]) -> String {
 }
 
 /// Parses a duration for the lab's flags: a number with a unit `ms`, `s`, `m` or `h`
-/// (`250ms`, `1.5s`, `5m`), or `0`.
+/// (`250ms`, `1.5s`, `5m`), or `0` (the workspace's one syntax, [`h2lab_engine::syntax`],
+/// without bare numbers), at most 24 hours.
 pub fn parse_dur(s: &str) -> Result<Duration, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .ok()
-        .filter(|v: &f64| v.is_finite() && *v >= 0.0)
-        .ok_or_else(|| format!("{s:?} is not a duration (e.g. 500ms, 2s, 5m)"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        "" if v == 0.0 => 0.0,
-        _ => return Err(format!("{s:?} is not a duration (e.g. 500ms, 2s, 5m)")),
-    };
-    if secs > 86_400.0 {
+    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| e.to_string())?;
+    if d > Duration::from_secs(86_400) {
         return Err(format!("{s:?}: at most 24h"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 #[cfg(test)]

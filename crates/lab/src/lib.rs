@@ -7,18 +7,20 @@
 //!   concurrency × streams × link), repeated runs, medians and spreads, and a decision table.
 //! - [`page`]: `h2lab page`, browser-like page loads (6 HTTP/1.1 connections vs one HTTP/2
 //!   connection), the slow-endpoint case and a virtual-user load test.
-//! - [`report`]: the self-contained HTML report with SVG charts drawn here.
+//! - [`html`]: the self-contained HTML reports with SVG charts drawn here (the `h2lab-report`
+//!   crate formats `bench` results: text, JSON, CSV).
 //! - [`env`](mod@env): the in-process lab environment (built-in server and links) both commands use.
 //! - [`host`]: CPU pinning, per-thread CPU clocks and machine load from `/proc`.
 //! - [`stats`]: medians, bootstrap confidence intervals and the win/parity/undecided rule.
 
 pub mod compare;
 pub mod env;
+pub mod error;
 pub mod fmt;
 pub mod host;
+pub mod html;
 pub mod link;
 pub mod page;
 pub mod proto;
-pub mod report;
 pub mod stats;
 pub mod upstream;

@@ -8,7 +8,7 @@ use serde::Serialize;
 /// One way of speaking HTTP to a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Proto {
+pub enum LabProtocol {
     /// `h1`: HTTP/1.1 with keep-alive, cleartext.
     H1,
     /// `h1.0`: HTTP/1.0-style, no keep-alive: every request on a new connection
@@ -22,87 +22,87 @@ pub enum Proto {
     H2c,
 }
 
-impl Proto {
+impl LabProtocol {
     /// Every variant, in display order.
-    pub const ALL: [Proto; 5] = [
-        Proto::H1,
-        Proto::H1Close,
-        Proto::H1Tls,
-        Proto::H2,
-        Proto::H2c,
+    pub const ALL: [LabProtocol; 5] = [
+        LabProtocol::H1,
+        LabProtocol::H1Close,
+        LabProtocol::H1Tls,
+        LabProtocol::H2,
+        LabProtocol::H2c,
     ];
 
     /// The command-line name (`h1`, `h1.0`, `h1-tls`, `h2`, `h2c`).
     pub fn name(self) -> &'static str {
         match self {
-            Proto::H1 => "h1",
-            Proto::H1Close => "h1.0",
-            Proto::H1Tls => "h1-tls",
-            Proto::H2 => "h2",
-            Proto::H2c => "h2c",
+            LabProtocol::H1 => "h1",
+            LabProtocol::H1Close => "h1.0",
+            LabProtocol::H1Tls => "h1-tls",
+            LabProtocol::H2 => "h2",
+            LabProtocol::H2c => "h2c",
         }
     }
 
     /// A human label for tables and charts.
     pub fn label(self) -> &'static str {
         match self {
-            Proto::H1 => "HTTP/1.1",
-            Proto::H1Close => "HTTP/1.0 (no keep-alive)",
-            Proto::H1Tls => "HTTP/1.1 (TLS)",
-            Proto::H2 => "HTTP/2 (TLS)",
-            Proto::H2c => "HTTP/2 (h2c)",
+            LabProtocol::H1 => "HTTP/1.1",
+            LabProtocol::H1Close => "HTTP/1.0 (no keep-alive)",
+            LabProtocol::H1Tls => "HTTP/1.1 (TLS)",
+            LabProtocol::H2 => "HTTP/2 (TLS)",
+            LabProtocol::H2c => "HTTP/2 (h2c)",
         }
     }
 
     /// A short label for narrow table columns.
     pub fn short(self) -> &'static str {
         match self {
-            Proto::H1 => "http/1.1",
-            Proto::H1Close => "http/1.0",
-            Proto::H1Tls => "http/1.1+tls",
-            Proto::H2 => "h2",
-            Proto::H2c => "h2c",
+            LabProtocol::H1 => "http/1.1",
+            LabProtocol::H1Close => "http/1.0",
+            LabProtocol::H1Tls => "http/1.1+tls",
+            LabProtocol::H2 => "h2",
+            LabProtocol::H2c => "h2c",
         }
     }
 
     /// Whether the connection runs TLS.
     pub fn tls(self) -> bool {
-        matches!(self, Proto::H1Tls | Proto::H2)
+        matches!(self, LabProtocol::H1Tls | LabProtocol::H2)
     }
 
     /// Whether this is HTTP/2 (streams can be multiplexed).
     pub fn is_h2(self) -> bool {
-        matches!(self, Proto::H2 | Proto::H2c)
+        matches!(self, LabProtocol::H2 | LabProtocol::H2c)
     }
 
     /// The chart colour (HTTP/2 is red, as in the seed article's graphs).
     pub fn color(self) -> &'static str {
         match self {
-            Proto::H1 => "#1f77b4",
-            Proto::H1Close => "#8c6bb1",
-            Proto::H1Tls => "#17a2b8",
-            Proto::H2 => "#d62728",
-            Proto::H2c => "#ff7f0e",
+            LabProtocol::H1 => "#1f77b4",
+            LabProtocol::H1Close => "#8c6bb1",
+            LabProtocol::H1Tls => "#17a2b8",
+            LabProtocol::H2 => "#d62728",
+            LabProtocol::H2c => "#ff7f0e",
         }
     }
 }
 
-impl fmt::Display for Proto {
+impl fmt::Display for LabProtocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl FromStr for Proto {
+impl FromStr for LabProtocol {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
-            "h1" | "http/1.1" | "h1.1" | "http1" => Ok(Proto::H1),
-            "h1.0" | "http/1.0" | "h1-close" | "h10" => Ok(Proto::H1Close),
-            "h1-tls" | "h1s" | "https/1.1" => Ok(Proto::H1Tls),
-            "h2" | "http/2" => Ok(Proto::H2),
-            "h2c" => Ok(Proto::H2c),
+            "h1" | "http/1.1" | "h1.1" | "http1" => Ok(LabProtocol::H1),
+            "h1.0" | "http/1.0" | "h1-close" | "h10" => Ok(LabProtocol::H1Close),
+            "h1-tls" | "h1s" | "https/1.1" => Ok(LabProtocol::H1Tls),
+            "h2" | "http/2" => Ok(LabProtocol::H2),
+            "h2c" => Ok(LabProtocol::H2c),
             other => Err(format!(
                 "unknown protocol {other:?} (expected h1, h1.0, h1-tls, h2 or h2c)"
             )),
@@ -111,10 +111,10 @@ impl FromStr for Proto {
 }
 
 /// Parses a comma-separated protocol list (`h1,h2c`), without duplicates.
-pub fn parse_list(s: &str) -> Result<Vec<Proto>, String> {
-    let mut v: Vec<Proto> = Vec::new();
+pub fn parse_list(s: &str) -> Result<Vec<LabProtocol>, String> {
+    let mut v: Vec<LabProtocol> = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let p: Proto = part.parse()?;
+        let p: LabProtocol = part.parse()?;
         if !v.contains(&p) {
             v.push(p);
         }
@@ -127,8 +127,8 @@ pub fn parse_list(s: &str) -> Result<Vec<Proto>, String> {
 
 /// Parses a comma-separated list of arms (`h1,h2c` or the A/A control `h2c,h2c`): like
 /// [`parse_list`] but a protocol listed twice is kept twice (measured as two arms).
-pub fn parse_arms(s: &str) -> Result<Vec<Proto>, String> {
-    let v: Vec<Proto> = s
+pub fn parse_arms(s: &str) -> Result<Vec<LabProtocol>, String> {
+    let v: Vec<LabProtocol> = s
         .split(',')
         .filter(|p| !p.trim().is_empty())
         .map(str::parse)
@@ -136,7 +136,7 @@ pub fn parse_arms(s: &str) -> Result<Vec<Proto>, String> {
     if v.is_empty() {
         return Err("empty protocol list".into());
     }
-    if Proto::ALL
+    if LabProtocol::ALL
         .iter()
         .any(|p| v.iter().filter(|&&q| q == *p).count() > 2)
     {
@@ -151,16 +151,19 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for p in Proto::ALL {
-            assert_eq!(p.name().parse::<Proto>().unwrap(), p);
+        for p in LabProtocol::ALL {
+            assert_eq!(p.name().parse::<LabProtocol>().unwrap(), p);
         }
         assert_eq!(
             parse_list("h1, h2c,h1").unwrap(),
-            vec![Proto::H1, Proto::H2c]
+            vec![LabProtocol::H1, LabProtocol::H2c]
         );
         assert!(parse_list("h3").unwrap_err().contains("unknown protocol"));
         assert!(parse_list(",").is_err());
-        assert_eq!(parse_arms("h2c,h2c").unwrap(), vec![Proto::H2c, Proto::H2c]);
+        assert_eq!(
+            parse_arms("h2c,h2c").unwrap(),
+            vec![LabProtocol::H2c, LabProtocol::H2c]
+        );
         assert!(parse_arms("h2c,h2c,h2c").is_err());
     }
 }

@@ -6,8 +6,8 @@ use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::HeaderSet;
 use h2lab_lab::compare::matrix::Section;
 use h2lab_lab::compare::{output, run, CompareConfig, Preset};
-use h2lab_lab::link::Profile;
-use h2lab_lab::proto::Proto;
+use h2lab_lab::link::LinkProfile;
+use h2lab_lab::proto::LabProtocol;
 
 fn tiny() -> CompareConfig {
     CompareConfig::preset(Preset::Tiny)
@@ -57,27 +57,27 @@ fn protocols_behave_as_labelled() {
     // HTTP/1.0 style opens a connection per request; h2 runs over TLS; 4 KiB headers are
     // accepted; multiplexed cells use fewer connections; the WAN link slows requests down.
     let mut cfg = tiny();
-    cfg.axes.protocols = vec![Proto::H1Close, Proto::H2, Proto::H2c];
+    cfg.axes.protocols = vec![LabProtocol::H1Close, LabProtocol::H2, LabProtocol::H2c];
     cfg.axes.payloads = vec!["1k".parse().unwrap()];
     cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
     cfg.axes.headers = vec![HeaderSet::None, HeaderSet::Large(4)];
     cfg.axes.streams = vec![1, 5];
-    cfg.axes.links = vec![Profile::Loopback, Profile::Wan];
+    cfg.axes.links = vec![LinkProfile::Loopback, LinkProfile::Wan];
     cfg.timing.runs = 1;
     cfg.timing.duration = Duration::from_millis(300);
     cfg.timing.warm_up = Duration::from_millis(150);
     let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
     assert!(r.notes.is_empty(), "{:?}", r.notes);
-    let find = |proto: Proto, f: &dyn Fn(&h2lab_lab::compare::matrix::Condition) -> bool| {
+    let find = |proto: LabProtocol, f: &dyn Fn(&h2lab_lab::compare::matrix::Condition) -> bool| {
         r.cells
             .iter()
             .find(|c| c.key.proto == proto && f(&c.key.cond))
             .unwrap()
     };
     let base = |c: &h2lab_lab::compare::matrix::Condition| {
-        c.headers == HeaderSet::None && c.streams == 1 && c.link == Profile::Loopback
+        c.headers == HeaderSet::None && c.streams == 1 && c.link == LinkProfile::Loopback
     };
-    let close = find(Proto::H1Close, &base);
+    let close = find(LabProtocol::H1Close, &base);
     let s = &close.runs[0];
     assert!(
         s.reconnects + 10 >= s.completed,
@@ -85,13 +85,13 @@ fn protocols_behave_as_labelled() {
         s.reconnects,
         s.completed
     );
-    let h2 = find(Proto::H2, &base);
+    let h2 = find(LabProtocol::H2, &base);
     assert_eq!(h2.runs[0].reconnects, 0);
-    let big = find(Proto::H2c, &|c| c.headers == HeaderSet::Large(4));
+    let big = find(LabProtocol::H2c, &|c| c.headers == HeaderSet::Large(4));
     assert!(big.runs[0].completed > 0 && big.runs[0].failed == 0);
-    let mux = find(Proto::H2c, &|c| c.streams == 5);
+    let mux = find(LabProtocol::H2c, &|c| c.streams == 5);
     assert_eq!(mux.connections, 2);
-    let wan = find(Proto::H2c, &|c| c.link == Profile::Wan);
+    let wan = find(LabProtocol::H2c, &|c| c.link == LinkProfile::Wan);
     // 40 ms RTT: no request completes faster than a round trip.
     assert!(wan.p50_ms.unwrap().median >= 38.0, "{:?}", wan.p50_ms);
     let sections: Vec<Section> = r.decisions.iter().map(|d| d.section).collect();
@@ -113,7 +113,7 @@ fn unreachable_target_reports_failed_cells() {
     let mut cfg = tiny();
     cfg.targets =
         Some(h2lab_lab::env::Targets::from_url(&format!("http://127.0.0.1:{port}/")).unwrap());
-    cfg.axes.protocols = vec![Proto::H1, Proto::H2c, Proto::H2];
+    cfg.axes.protocols = vec![LabProtocol::H1, LabProtocol::H2c, LabProtocol::H2];
     let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
     assert!(r.cells.iter().all(|c| c.rps.is_none() && c.error.is_some()));
     assert!(r.notes.iter().any(|n| n.contains("HTTP/2 (TLS) skipped")));
@@ -132,11 +132,11 @@ fn external_targets_by_url() {
     for (url, want) in [
         (
             format!("http://127.0.0.1:{}/", server.addr().unwrap().port()),
-            vec![Proto::H1, Proto::H2c],
+            vec![LabProtocol::H1, LabProtocol::H2c],
         ),
         (
             format!("https://127.0.0.1:{}/", server.tls_addr().unwrap().port()),
-            vec![Proto::H1Tls, Proto::H2],
+            vec![LabProtocol::H1Tls, LabProtocol::H2],
         ),
     ] {
         let mut cfg = tiny();
@@ -165,7 +165,7 @@ fn external_targets_by_url() {
 fn a_a_control_is_two_arms_and_never_a_winner() {
     // `--protocols h2c,h2c`: the same protocol measured as two arms, in the same rounds.
     let mut cfg = tiny();
-    cfg.axes.protocols = vec![Proto::H2c, Proto::H2c];
+    cfg.axes.protocols = vec![LabProtocol::H2c, LabProtocol::H2c];
     cfg.axes.payloads = vec!["ping".parse().unwrap()];
     cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
     cfg.timing.runs = 3;
@@ -202,7 +202,12 @@ fn a_a_control_is_two_arms_and_never_a_winner() {
 #[test]
 fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
     let mut cfg = tiny();
-    cfg.axes.protocols = vec![Proto::H1, Proto::H1Tls, Proto::H2, Proto::H2c];
+    cfg.axes.protocols = vec![
+        LabProtocol::H1,
+        LabProtocol::H1Tls,
+        LabProtocol::H2,
+        LabProtocol::H2c,
+    ];
     cfg.axes.payloads = vec!["1k".parse().unwrap()];
     cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
     let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
@@ -222,10 +227,14 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
         assert!(c.rps_ci.is_some() && c.p99_ci.is_some());
     }
     let row = &r.decisions[0];
-    let pairs: Vec<(Proto, Proto)> = row.h2_vs_h1.iter().map(|p| (p.h2, p.h1)).collect();
+    let pairs: Vec<(LabProtocol, LabProtocol)> =
+        row.h2_vs_h1.iter().map(|p| (p.h2, p.h1)).collect();
     assert_eq!(
         pairs,
-        vec![(Proto::H2, Proto::H1Tls), (Proto::H2c, Proto::H1)]
+        vec![
+            (LabProtocol::H2, LabProtocol::H1Tls),
+            (LabProtocol::H2c, LabProtocol::H1)
+        ]
     );
     assert_eq!(row.verdicts.len(), 3, "throughput, p99 and server cost");
     for d in row.all() {
@@ -256,7 +265,7 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
             .unwrap()
             > 0.0
     );
-    let html = h2lab_lab::report::compare::render(&r);
+    let html = h2lab_lab::html::compare::render(&r);
     assert!(html.contains("forest-throughput") && html.contains("forest-server-cost"));
 }
 

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use h2lab_lab::link::{self, LinkConfig, Profile};
+use h2lab_lab::link::{self, LinkConfig, LinkProfile};
 
 fn any() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -303,7 +303,7 @@ fn jitter_varies_round_trips_within_bounds() {
 #[test]
 fn profiles_run() {
     let upstream = serve(echo);
-    for p in Profile::ALL {
+    for p in LinkProfile::ALL {
         let link = link::spawn(LinkConfig::profile(p, any(), upstream)).unwrap();
         let mut s = connect(link.addr());
         round_trip(&mut s, p.name().as_bytes()).unwrap();

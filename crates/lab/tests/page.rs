@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use h2lab_lab::link::Profile;
+use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::users::{parse_stages, LoadTestConfig};
 use h2lab_lab::page::{output, run, PageConfig, SlowConfig};
-use h2lab_lab::proto::Proto;
+use h2lab_lab::proto::LabProtocol;
 
 #[test]
 fn defaults_use_six_http11_connections_and_one_http2_connection() {
@@ -14,14 +14,14 @@ fn defaults_use_six_http11_connections_and_one_http2_connection() {
         repeat: 2,
         ..PageConfig::default()
     };
-    assert_eq!(cfg.link, Profile::Wan);
+    assert_eq!(cfg.link, LinkProfile::Wan);
     let r = run(&cfg, &mut |_| {}).unwrap();
     let page = r.page.as_ref().unwrap();
     assert_eq!(page.resources, 300);
     assert_eq!(r.protocols.len(), 2);
     let h1 = &r.protocols[0];
     let h2 = &r.protocols[1];
-    assert_eq!((h1.proto, h2.proto), (Proto::H1Tls, Proto::H2));
+    assert_eq!((h1.proto, h2.proto), (LabProtocol::H1Tls, LabProtocol::H2));
     for p in [h1, h2] {
         assert!(p.error.is_none(), "{:?}", p.error);
         assert_eq!(p.loads.len(), 2);
@@ -39,7 +39,10 @@ fn defaults_use_six_http11_connections_and_one_http2_connection() {
     );
     let ratio = r.ratio.as_ref().unwrap();
     // 300 requests over 6 connections need 50 round trips of 40 ms; HTTP/2 a few.
-    assert_eq!((ratio.faster, ratio.slower), (Proto::H2, Proto::H1Tls));
+    assert_eq!(
+        (ratio.faster, ratio.slower),
+        (LabProtocol::H2, LabProtocol::H1Tls)
+    );
     assert!(ratio.ratio > 2.0, "{ratio:?}");
     assert!(h1.page_ms.unwrap().median >= 50.0 * 40.0);
     // Header compression is visible: HPACK sends far fewer request header bytes.
@@ -80,7 +83,7 @@ fn slow_endpoint_ratio_is_near_the_seeds_15x() {
         .collect();
     assert_eq!(conns, vec![6, 1]);
     let ratio = s.ratio.as_ref().unwrap();
-    assert_eq!(ratio.faster, Proto::H2);
+    assert_eq!(ratio.faster, LabProtocol::H2);
     assert!(
         (10.0..=20.0).contains(&ratio.ratio),
         "ratio {:.1} ({} vs {} ms)",
@@ -100,7 +103,7 @@ fn slow_endpoint_ratio_is_near_the_seeds_15x() {
 fn load_test_records_page_time_and_connections_over_time() {
     let cfg = PageConfig {
         page_query: "n=30&min=1k&max=2k&seed=3".into(),
-        link: Profile::Lan,
+        link: LinkProfile::Lan,
         repeat: 1,
         load_test: Some(LoadTestConfig {
             stages: parse_stages("1s:3,1s:3,500ms:0").unwrap(),
@@ -133,13 +136,13 @@ fn external_page_url_is_scanned_for_resources() {
     let a = server.addr().unwrap();
     let cfg = PageConfig {
         url: Some(format!("http://127.0.0.1:{}/page?n=12&seed=9", a.port())),
-        link: Profile::Loopback,
+        link: LinkProfile::Loopback,
         repeat: 1,
         ..PageConfig::default()
     };
     let r = run(&cfg, &mut |_| {}).unwrap();
     assert_eq!(r.page.as_ref().unwrap().resources, 12);
-    let protos: Vec<Proto> = r.protocols.iter().map(|p| p.proto).collect();
-    assert_eq!(protos, vec![Proto::H1, Proto::H2c]);
+    let protos: Vec<LabProtocol> = r.protocols.iter().map(|p| p.proto).collect();
+    assert_eq!(protos, vec![LabProtocol::H1, LabProtocol::H2c]);
     assert!(r.protocols.iter().all(|p| p.loads[0].requests == 13));
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use h2lab_lab::link::Profile;
+use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::render::{self, Arm, RenderConfig, RenderLink};
 
 #[test]
@@ -16,7 +16,7 @@ fn every_arm_loads_the_page_with_css_and_js() {
         )],
         links: vec![RenderLink {
             name: "loopback".into(),
-            profile: Profile::Loopback,
+            profile: LinkProfile::Loopback,
             loss: 0.0,
         }],
         repeat: 1,

@@ -9,11 +9,11 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::HeaderSet;
 use h2lab_lab::compare::{CompareConfig, Preset};
-use h2lab_lab::link::Profile;
+use h2lab_lab::html::{self, check};
+use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::users::{parse_stages, LoadTestConfig};
 use h2lab_lab::page::{PageConfig, SlowConfig};
-use h2lab_lab::proto::Proto;
-use h2lab_lab::report::{self, check};
+use h2lab_lab::proto::LabProtocol;
 
 fn chromium_available() -> bool {
     if check::find_chromium().is_some() {
@@ -35,14 +35,14 @@ fn write(dir: &Path, html: &str) -> std::path::PathBuf {
 #[test]
 fn compare_report_shows_its_charts_in_chromium() {
     let mut cfg = CompareConfig::preset(Preset::Tiny);
-    cfg.axes.protocols = vec![Proto::H1, Proto::H2, Proto::H2c];
+    cfg.axes.protocols = vec![LabProtocol::H1, LabProtocol::H2, LabProtocol::H2c];
     cfg.axes.headers = vec![HeaderSet::None, HeaderSet::Large(4)];
     cfg.axes.concurrency = vec![10, 20];
     cfg.timing.runs = 2;
     cfg.timing.duration = Duration::from_millis(150);
     let r =
         h2lab_lab::compare::run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
-    let html = report::compare::render(&r);
+    let html = html::compare::render(&r);
     assert!(!html.contains("<script"), "the report has no scripts");
     assert!(!html.contains("src=\"http"), "the report loads nothing");
     let n_charts = html.matches("<svg xmlns").count();
@@ -52,7 +52,11 @@ fn compare_report_shows_its_charts_in_chromium() {
     }
     let dir = tempfile::tempdir().unwrap();
     let index = write(dir.path(), &html);
-    let colors = [Proto::H1.color(), Proto::H2.color(), Proto::H2c.color()];
+    let colors = [
+        LabProtocol::H1.color(),
+        LabProtocol::H2.color(),
+        LabProtocol::H2c.color(),
+    ];
     let c = check::check(&index, &colors, 2400).unwrap();
     eprintln!("{c:?}");
     assert_eq!(c.charts, n_charts, "{c:?}");
@@ -71,7 +75,7 @@ fn compare_report_shows_its_charts_in_chromium() {
 fn page_report_shows_its_charts_in_chromium() {
     let cfg = PageConfig {
         page_query: "n=45&min=1k&max=4k&seed=2".into(),
-        link: Profile::Lan,
+        link: LinkProfile::Lan,
         repeat: 2,
         load_test: Some(LoadTestConfig {
             stages: parse_stages("1s:2,500ms:2,500ms:0").unwrap(),
@@ -83,7 +87,7 @@ fn page_report_shows_its_charts_in_chromium() {
     let mut r = h2lab_lab::page::run(&cfg, &mut |_| {}).unwrap();
     let slow = h2lab_lab::page::run(
         &PageConfig {
-            link: Profile::Loopback,
+            link: LinkProfile::Loopback,
             repeat: 1,
             slow: Some(SlowConfig {
                 requests: 14,
@@ -95,7 +99,7 @@ fn page_report_shows_its_charts_in_chromium() {
     )
     .unwrap();
     r.slow = slow.slow;
-    let html = report::page::render(&r);
+    let html = html::page::render(&r);
     assert!(!html.contains("<script"));
     let n_charts = html.matches("<svg xmlns").count();
     // time, connections, header bytes, 2 waterfalls, slow bars, 2 slow waterfalls, 4 lines.
@@ -105,7 +109,7 @@ fn page_report_shows_its_charts_in_chromium() {
     }
     let dir = tempfile::tempdir().unwrap();
     let index = write(dir.path(), &html);
-    let colors = [Proto::H1Tls.color(), Proto::H2.color()];
+    let colors = [LabProtocol::H1Tls.color(), LabProtocol::H2.color()];
     let c = check::check(&index, &colors, 3000).unwrap();
     eprintln!("{c:?}");
     assert_eq!(c.charts, n_charts, "{c:?}");

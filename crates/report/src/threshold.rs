@@ -16,6 +16,7 @@
 
 use std::fmt;
 
+use h2lab_engine::syntax::{parse_nanos_f64, BareNumber};
 use hdrhistogram::Histogram;
 
 use crate::model::{is_paced, RunResult};
@@ -102,24 +103,6 @@ impl fmt::Display for Threshold {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.expr)
     }
-}
-
-fn parse_duration_ns(v: &str) -> Option<f64> {
-    let v = v.trim();
-    let end = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, unit) = v.split_at(end);
-    let n: f64 = num.parse().ok()?;
-    let scale = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "" | "ms" => 1e6,
-        "s" => 1e9,
-        "m" => 60e9,
-        _ => return None,
-    };
-    (n.is_finite() && n >= 0.0).then_some(n * scale)
 }
 
 /// `(fraction, true)` for `0.1%`, `(count, false)` for `10`.
@@ -225,8 +208,8 @@ impl Threshold {
                 let stat = parse_stat(stat).ok_or_else(|| {
                     bad("unknown metric (p99, p99.9, median, mean, min, max, errors, rps, not_sent)")
                 })?;
-                let ns = parse_duration_ns(rhs)
-                    .ok_or_else(|| bad("expected a duration like 50ms, 250us or 1s"))?;
+                let ns = parse_nanos_f64(rhs, BareNumber::Millis)
+                    .map_err(|_| bad("expected a duration like 50ms, 250us or 1s"))?;
                 (Metric::Latency(dist, stat), ns)
             }
         };

@@ -124,12 +124,24 @@ pub fn interrupt_bench(
     json: &std::path::Path,
     signal: &str,
 ) -> (std::process::ExitStatus, String) {
+    interrupt_bench_with(&["--h1"], &format!("http://{addr}/"), json, signal)
+}
+
+/// [`interrupt_bench`] with the protocol flags `flags` (e.g. `--h1`, or none) against `url`.
+pub fn interrupt_bench_with(
+    flags: &[&str],
+    url: &str,
+    json: &std::path::Path,
+    signal: &str,
+) -> (std::process::ExitStatus, String) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
-        .args(["bench", "-D", "10m", "-c", "2", "--h1", "--json"])
+        .args(["bench", "-D", "10m", "-c", "2"])
+        .args(flags)
+        .arg("--json")
         .arg(json)
-        .arg(format!("http://{addr}/"))
+        .arg(url)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -160,4 +172,65 @@ pub fn interrupt_bench(
     assert!(status.success());
     let all = reader.join().unwrap();
     (child.wait().unwrap(), all)
+}
+
+/// The lines h2load prints for a `-n` run, in h2load's order and formats.
+pub fn assert_h2load_shape(stdout: &str, protocol: &str, n: u64, body: u64) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "starting benchmark...");
+    assert!(lines[1].starts_with("spawning thread #0: "), "{stdout}");
+    let proto_at = lines
+        .iter()
+        .position(|l| *l == format!("Application protocol: {protocol}"))
+        .unwrap_or_else(|| panic!("no protocol line in {stdout}"));
+    let progress: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("progress: "))
+        .collect();
+    let expected: Vec<String> = (1..=10)
+        .map(|d| format!("progress: {}% done", d * 10))
+        .collect();
+    assert_eq!(progress, expected, "{stdout}");
+    let fin = lines
+        .iter()
+        .position(|l| l.starts_with("finished in "))
+        .unwrap();
+    assert!(fin > proto_at);
+    assert_eq!(lines[fin - 1], "");
+    assert!(lines[fin].contains(" req/s, ") && lines[fin].ends_with("B/s"));
+    assert_eq!(
+        lines[fin + 1],
+        format!(
+            "requests: {n} total, {n} started, {n} done, {n} succeeded, 0 failed, 0 errored, \
+             0 timeout"
+        )
+    );
+    assert_eq!(
+        lines[fin + 2],
+        format!("status codes: {n} 2xx, 0 3xx, 0 4xx, 0 5xx")
+    );
+    assert!(
+        lines[fin + 3].ends_with(&format!("({}) data", n * body)),
+        "{}",
+        lines[fin + 3]
+    );
+    assert_eq!(
+        lines[fin + 4],
+        "                     min         max         mean         sd        +/- sd         p50         p90         p99       p99.9"
+    );
+    for (i, label) in [
+        "time for request: ",
+        "time for connect: ",
+        "time to 1st byte: ",
+        "req/s           : ",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let row = lines[fin + 5 + i];
+        assert!(row.starts_with(label), "{row}");
+        assert_eq!(row.len(), lines[fin + 4].len(), "{row}");
+        assert_eq!(&row[73..74], "%", "{row}");
+    }
 }

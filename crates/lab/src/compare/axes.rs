@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use serde::{Serialize, Serializer};
 
-use crate::link::Profile;
+use crate::link::LinkProfile;
 
 /// A response payload: a name for tables and the request path on the target.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -168,7 +168,7 @@ impl FromStr for HeaderSet {
 }
 
 /// Serialises a link profile by name.
-pub fn profile_name<S: Serializer>(p: &Profile, s: S) -> Result<S::Ok, S::Error> {
+pub fn profile_name<S: Serializer>(p: &LinkProfile, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(p.name())
 }
 
@@ -200,8 +200,8 @@ pub fn parse_count(s: &str) -> Result<u32, String> {
 }
 
 /// Parses a link profile name.
-pub fn parse_profile(s: &str) -> Result<Profile, String> {
-    s.parse::<Profile>().map_err(|e| e.to_string())
+pub fn parse_profile(s: &str) -> Result<LinkProfile, String> {
+    s.parse::<LinkProfile>().map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -247,7 +247,7 @@ mod tests {
         assert!(parse_list("", "c", parse_count).is_err());
         assert_eq!(
             parse_list("wan,lan", "link", parse_profile).unwrap(),
-            vec![Profile::Wan, Profile::Lan]
+            vec![LinkProfile::Wan, LinkProfile::Lan]
         );
     }
 }

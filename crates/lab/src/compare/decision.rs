@@ -15,10 +15,10 @@
 
 use serde::Serialize;
 
-use super::matrix::{arm_label, Condition, Plan, Section};
+use super::matrix::{arm_label, Condition, MatrixPlan, Section};
 use super::run::{CellResult, RunSample};
 use crate::fmt;
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
 use crate::stats::{plus_scale, Better};
 
@@ -79,7 +79,7 @@ impl Metric {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct Arm {
     /// The protocol.
-    pub proto: Proto,
+    pub proto: LabProtocol,
     /// Which listing of it (0; 1 for the second arm of an A/A control).
     pub arm: u32,
 }
@@ -154,9 +154,9 @@ pub fn decide_pair(
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairDecisions {
     /// `h2` or `h2c`.
-    pub h2: Proto,
+    pub h2: LabProtocol,
     /// `h1-tls` or `h1`.
-    pub h1: Proto,
+    pub h1: LabProtocol,
     /// One decision per metric (`a` is HTTP/2), in [`Metric::ALL`] order (metrics with no
     /// data are left out).
     pub decisions: Vec<Decision>,
@@ -164,7 +164,10 @@ pub struct PairDecisions {
 
 /// The like-for-like pairs: HTTP/2 over TLS against HTTP/1.1 over TLS, h2c against
 /// cleartext HTTP/1.1.
-pub const PAIRS: [(Proto, Proto); 2] = [(Proto::H2, Proto::H1Tls), (Proto::H2c, Proto::H1)];
+pub const PAIRS: [(LabProtocol, LabProtocol); 2] = [
+    (LabProtocol::H2, LabProtocol::H1Tls),
+    (LabProtocol::H2c, LabProtocol::H1),
+];
 
 /// One row of the decision table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -213,7 +216,7 @@ pub fn row_label(cond: &Condition, section: Section) -> String {
 }
 
 /// Builds the decision rows of every condition with at least two measured arms.
-pub fn decide_all(plan: &Plan, cells: &[CellResult], equivalence: f64) -> Vec<DecisionRow> {
+pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> Vec<DecisionRow> {
     let mut rows = Vec::new();
     for pc in &plan.conditions {
         let arms: Vec<(Arm, &CellResult)> = pc
@@ -263,7 +266,7 @@ pub fn decide_all(plan: &Plan, cells: &[CellResult], equivalence: f64) -> Vec<De
                 &label,
             ));
         }
-        let find = |p: Proto| firsts.iter().find(|(a, _)| a.proto == p).copied();
+        let find = |p: LabProtocol| firsts.iter().find(|(a, _)| a.proto == p).copied();
         let mut h2_vs_h1 = Vec::new();
         for (h2, h1) in PAIRS {
             if let (Some(a), Some(b)) = (find(h2), find(h1)) {
@@ -348,7 +351,7 @@ pub fn pair_text(d: &Decision) -> String {
 
 /// The decision table as text, one block per section, then the HTTP/2-vs-HTTP/1.1 table
 /// and the A/A controls; `rounds` is the most rounds any condition was measured in.
-pub fn render(rows: &[DecisionRow], plan: &Plan, rounds: u32, equivalence: f64) -> String {
+pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence: f64) -> String {
     let mut out = String::new();
     let b = &plan.base;
     out.push_str(&format!(
@@ -445,7 +448,14 @@ fn capitalize(s: &str) -> String {
 mod tests {
     use super::*;
 
-    fn d(a: Proto, b: Proto, metric: Metric, lo: f64, hi: f64, outcome: Outcome) -> Decision {
+    fn d(
+        a: LabProtocol,
+        b: LabProtocol,
+        metric: Metric,
+        lo: f64,
+        hi: f64,
+        outcome: Outcome,
+    ) -> Decision {
         let (a, b) = (
             Arm { proto: a, arm: 0 },
             Arm {
@@ -472,8 +482,8 @@ mod tests {
     #[test]
     fn texts() {
         let v = d(
-            Proto::H1,
-            Proto::H2c,
+            LabProtocol::H1,
+            LabProtocol::H2c,
             Metric::Throughput,
             1.12,
             1.24,
@@ -483,14 +493,21 @@ mod tests {
             verdict_text(&v),
             "http/1.1 ++ (http/1.1 +18% (+12%…+24%) vs h2c)"
         );
-        let v = d(Proto::H2, Proto::H1, Metric::P99, 0.2, 0.3, Outcome::Win);
+        let v = d(
+            LabProtocol::H2,
+            LabProtocol::H1,
+            Metric::P99,
+            0.2,
+            0.3,
+            Outcome::Win,
+        );
         assert_eq!(
             verdict_text(&v),
             "h2 ++++ (h2 -75% (-80%…-70%) vs http/1.1)"
         );
         let v = d(
-            Proto::H2c,
-            Proto::H1,
+            LabProtocol::H2c,
+            LabProtocol::H1,
             Metric::P99,
             0.99,
             1.01,
@@ -501,8 +518,8 @@ mod tests {
             "≈ parity (h2c +0.0% (-1.0%…+1.0%) vs http/1.1)"
         );
         let v = d(
-            Proto::H2c,
-            Proto::H1,
+            LabProtocol::H2c,
+            LabProtocol::H1,
             Metric::Throughput,
             0.8,
             1.2,
@@ -515,8 +532,8 @@ mod tests {
     #[test]
     fn an_a_a_control_never_names_a_winner() {
         let v = d(
-            Proto::H2c,
-            Proto::H2c,
+            LabProtocol::H2c,
+            LabProtocol::H2c,
             Metric::Throughput,
             1.05,
             1.10,

@@ -16,14 +16,14 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::axes::{profile_name, HeaderSet, Payload};
-use crate::link::Profile;
-use crate::proto::Proto;
+use crate::link::LinkProfile;
+use crate::proto::LabProtocol;
 
 /// The axes a compare run spans.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Axes {
     /// Protocols compared in every condition.
-    pub protocols: Vec<Proto>,
+    pub protocols: Vec<LabProtocol>,
     /// Payloads of the base sweep.
     pub payloads: Vec<Payload>,
     /// Payloads measured when another axis varies.
@@ -35,7 +35,7 @@ pub struct Axes {
     /// Streams per connection for HTTP/2 (the base is 1 if listed, else the first).
     pub streams: Vec<u32>,
     /// Link profiles (the first is the base).
-    pub links: Vec<Profile>,
+    pub links: Vec<LinkProfile>,
     /// Measure the full cross product instead of base + one-axis sweeps.
     pub full: bool,
 }
@@ -85,18 +85,18 @@ pub struct Condition {
     pub streams: u32,
     /// Link profile.
     #[serde(serialize_with = "profile_name")]
-    pub link: Profile,
+    pub link: LinkProfile,
 }
 
 impl Condition {
     /// The settings `proto` really runs with under this condition.
-    pub fn effective(&self, proto: Proto) -> CellKey {
+    pub fn effective(&self, proto: LabProtocol) -> CellKey {
         self.effective_arm(proto, 0)
     }
 
     /// [`Condition::effective`] for the `arm`-th listing of `proto` (an A/A control lists
     /// a protocol twice: two arms, measured separately).
-    pub fn effective_arm(&self, proto: Proto, arm: u32) -> CellKey {
+    pub fn effective_arm(&self, proto: LabProtocol, arm: u32) -> CellKey {
         let streams = if proto.is_h2() { self.streams } else { 1 };
         CellKey {
             cond: Condition {
@@ -133,7 +133,7 @@ pub struct CellKey {
     #[serde(flatten)]
     pub cond: Condition,
     /// The protocol.
-    pub proto: Proto,
+    pub proto: LabProtocol,
     /// Which listing of the protocol (0; 1 for the second arm of an A/A control).
     #[serde(skip_serializing_if = "is_zero")]
     pub arm: u32,
@@ -151,7 +151,7 @@ impl CellKey {
 }
 
 /// `h2c`, or `h2c#2` for the second arm of `h2c`.
-pub fn arm_label(proto: Proto, arm: u32) -> String {
+pub fn arm_label(proto: LabProtocol, arm: u32) -> String {
     if arm == 0 {
         proto.short().to_owned()
     } else {
@@ -166,14 +166,14 @@ pub struct PlannedCondition {
     pub cond: Condition,
     /// Which axis it varies.
     pub section: Section,
-    /// `(protocol, index into Plan::cells)`, one per arm (a protocol listed twice has two
+    /// `(protocol, index into MatrixPlan::cells)`, one per arm (a protocol listed twice has two
     /// entries; the cells' keys tell the arms apart).
-    pub cells: Vec<(Proto, usize)>,
+    pub cells: Vec<(LabProtocol, usize)>,
 }
 
 /// The cells to measure and the conditions comparing them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Plan {
+pub struct MatrixPlan {
     /// Unique cells in measuring order.
     pub cells: Vec<CellKey>,
     /// Conditions in report order.
@@ -200,7 +200,7 @@ impl Axes {
     }
 
     /// Builds the plan (see the module docs).
-    pub fn plan(&self) -> Plan {
+    pub fn plan(&self) -> MatrixPlan {
         let base_payload = self.payloads.first().cloned().unwrap_or(Payload {
             name: "ping".into(),
             path: "/ping".into(),
@@ -210,7 +210,7 @@ impl Axes {
             headers: self.headers.first().copied().unwrap_or(HeaderSet::None),
             concurrency: self.base_concurrency(),
             streams: self.base_streams(),
-            link: self.links.first().copied().unwrap_or(Profile::Loopback),
+            link: self.links.first().copied().unwrap_or(LinkProfile::Loopback),
         };
         let mut conds: Vec<(Condition, Section)> = Vec::new();
         let mut push = |c: Condition, s: Section| {
@@ -316,7 +316,7 @@ impl Axes {
                 cells: v,
             });
         }
-        Plan {
+        MatrixPlan {
             cells,
             conditions,
             base,
@@ -351,13 +351,18 @@ mod tests {
 
     fn default_axes() -> Axes {
         Axes {
-            protocols: vec![Proto::H1, Proto::H1Close, Proto::H2, Proto::H2c],
+            protocols: vec![
+                LabProtocol::H1,
+                LabProtocol::H1Close,
+                LabProtocol::H2,
+                LabProtocol::H2c,
+            ],
             payloads: pl(&["ping", "json", "1k", "10k", "50k", "100k", "compute"]),
             sweep_payloads: pl(&["json", "100k"]),
             headers: vec![HeaderSet::None, HeaderSet::Large(4)],
             concurrency: vec![10, 50, 200],
             streams: vec![1, 10],
-            links: vec![Profile::Loopback, Profile::Lan, Profile::Wan],
+            links: vec![LinkProfile::Loopback, LinkProfile::Lan, LinkProfile::Wan],
             full: false,
         }
     }
@@ -382,9 +387,19 @@ mod tests {
             .iter()
             .find(|c| c.section == Section::Streams)
             .unwrap();
-        let h1 = s.cells.iter().find(|(p, _)| *p == Proto::H1).unwrap().1;
+        let h1 = s
+            .cells
+            .iter()
+            .find(|(p, _)| *p == LabProtocol::H1)
+            .unwrap()
+            .1;
         assert_eq!(plan.cells[h1].cond.streams, 1);
-        let h2 = s.cells.iter().find(|(p, _)| *p == Proto::H2).unwrap().1;
+        let h2 = s
+            .cells
+            .iter()
+            .find(|(p, _)| *p == LabProtocol::H2)
+            .unwrap()
+            .1;
         assert_eq!(plan.cells[h2].cond.streams, 10);
         assert_eq!(plan.cells[h2].cond.connections(), 5);
         // Base first.
@@ -396,7 +411,7 @@ mod tests {
         let mut a = default_axes();
         a.full = true;
         a.payloads = pl(&["ping", "1k"]);
-        a.protocols = vec![Proto::H1, Proto::H2c];
+        a.protocols = vec![LabProtocol::H1, LabProtocol::H2c];
         let plan = a.plan();
         assert_eq!(plan.conditions.len(), 2 * 2 * 3 * 2 * 3);
         assert!(plan.conditions.iter().any(|c| c.section == Section::Grid));

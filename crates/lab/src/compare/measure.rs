@@ -22,7 +22,7 @@ use h2lab_engine::{
 };
 use hdrhistogram::Histogram;
 
-use super::matrix::Plan;
+use super::matrix::MatrixPlan;
 use super::run::{
     bench_config, cell_timing, rounds_for, sample, CellResult, Progress, RunSample, Timing,
 };
@@ -202,14 +202,14 @@ impl<'a> Measurer<'a> {
         let origin = match self.env.origin(key.proto, key.cond.link) {
             Ok(o) => o,
             Err(e) => {
-                cell.error.get_or_insert(e);
+                cell.error.get_or_insert(e.to_string());
                 return None;
             }
         };
         let cfg = match bench_config(&key, &origin, &timing) {
             Ok(c) => c,
             Err(e) => {
-                cell.error.get_or_insert(e);
+                cell.error.get_or_insert(e.to_string());
                 return None;
             }
         };
@@ -304,7 +304,7 @@ impl<'a> Measurer<'a> {
 /// unmeasured (with an error).
 pub fn run_plan(
     m: &mut Measurer<'_>,
-    plan: &Plan,
+    plan: &MatrixPlan,
     on_cell: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<CellResult> {
     let t = m.timing().clone();

@@ -5,7 +5,7 @@
 //! emulated links ([`matrix`] decides which cells), repeats every cell ([`run`](mod@run)), and
 //! decides per condition which protocol wins on throughput and on p99 latency, only when
 //! the difference is larger than the run-to-run spread ([`decision`]). [`output`] renders
-//! the terminal tables, JSON and CSV; [`crate::report`] the HTML report.
+//! the terminal tables, JSON and CSV; [`crate::html`] the HTML report.
 //!
 //! With no target it starts the built-in server and the links in-process
 //! ([`crate::env::LabEnv`]).
@@ -24,11 +24,12 @@ use h2lab_engine::StopFlag;
 use serde::Serialize;
 
 use crate::env::{describe_profile, BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
-use crate::link::Profile;
-use crate::proto::Proto;
+use crate::error::LabError;
+use crate::link::LinkProfile;
+use crate::proto::LabProtocol;
 use axes::{HeaderSet, Payload};
 use decision::DecisionRow;
-use matrix::{Axes, Plan};
+use matrix::{Axes, MatrixPlan};
 use run::{CellResult, Progress, Timing};
 
 /// A predefined size of the matrix.
@@ -82,11 +83,11 @@ impl CompareConfig {
     pub fn preset(preset: Preset) -> CompareConfig {
         // Like for like: h2 against h1-tls, h2c against h1; HTTP/1.0 as seed 004's baseline.
         let all5 = vec![
-            Proto::H1,
-            Proto::H1Close,
-            Proto::H1Tls,
-            Proto::H2,
-            Proto::H2c,
+            LabProtocol::H1,
+            LabProtocol::H1Close,
+            LabProtocol::H1Tls,
+            LabProtocol::H2,
+            LabProtocol::H2c,
         ];
         let (axes, timing) = match preset {
             Preset::Default => (
@@ -97,7 +98,7 @@ impl CompareConfig {
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
                     concurrency: vec![10, 50, 200],
                     streams: vec![1, 10],
-                    links: vec![Profile::Loopback, Profile::Lan, Profile::Wan],
+                    links: vec![LinkProfile::Loopback, LinkProfile::Lan, LinkProfile::Wan],
                     full: false,
                 },
                 Timing {
@@ -115,7 +116,7 @@ impl CompareConfig {
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
                     concurrency: vec![50],
                     streams: vec![1],
-                    links: vec![Profile::Loopback, Profile::Wan],
+                    links: vec![LinkProfile::Loopback, LinkProfile::Wan],
                     full: false,
                 },
                 Timing {
@@ -127,13 +128,13 @@ impl CompareConfig {
             ),
             Preset::Tiny => (
                 Axes {
-                    protocols: vec![Proto::H1, Proto::H2c],
+                    protocols: vec![LabProtocol::H1, LabProtocol::H2c],
                     payloads: payloads(&["ping", "10k"]),
                     sweep_payloads: payloads(&["10k"]),
                     headers: vec![HeaderSet::None],
                     concurrency: vec![10],
                     streams: vec![1],
-                    links: vec![Profile::Loopback],
+                    links: vec![LinkProfile::Loopback],
                     full: false,
                 },
                 Timing {
@@ -212,7 +213,7 @@ pub struct CompareReport {
     /// Runs measured while the machine was busy, of all runs.
     pub busy_runs: (usize, usize),
     /// The cells and conditions.
-    pub plan: Plan,
+    pub plan: MatrixPlan,
     /// Every measured cell, in `plan.cells` order.
     pub cells: Vec<CellResult>,
     /// The decision table.
@@ -223,15 +224,15 @@ pub struct CompareReport {
 
 impl CompareReport {
     /// The cell for `proto` at condition index `cond` of the plan.
-    pub fn cell(&self, cond: usize, proto: Proto) -> Option<&CellResult> {
+    pub fn cell(&self, cond: usize, proto: LabProtocol) -> Option<&CellResult> {
         let pc = self.plan.conditions.get(cond)?;
         let (_, i) = pc.cells.iter().find(|(p, _)| *p == proto)?;
         self.cells.get(*i)
     }
 
     /// The protocols compared.
-    pub fn protocols(&self) -> Vec<Proto> {
-        let mut v: Vec<Proto> = self
+    pub fn protocols(&self) -> Vec<LabProtocol> {
+        let mut v: Vec<LabProtocol> = self
             .plan
             .conditions
             .iter()
@@ -251,9 +252,9 @@ impl CompareReport {
 pub fn run(
     cfg: &CompareConfig,
     stop: &StopFlag,
-    on_start: &mut dyn FnMut(&Plan, Duration, &str),
+    on_start: &mut dyn FnMut(&MatrixPlan, Duration, &str),
     on_cell: &mut dyn FnMut(Progress<'_>),
-) -> Result<CompareReport, String> {
+) -> Result<CompareReport, LabError> {
     let started_unix = run::unix_now();
     let start = std::time::Instant::now();
     let mut env = match &cfg.targets {
@@ -267,7 +268,7 @@ pub fn run(
     let mut notes = Vec::new();
     let mut axes = cfg.axes.clone();
     let available = env.targets().available();
-    let skipped: Vec<Proto> = axes
+    let skipped: Vec<LabProtocol> = axes
         .protocols
         .iter()
         .copied()
@@ -282,7 +283,9 @@ pub fn run(
     }
     axes.protocols.retain(|p| available.contains(p));
     if axes.protocols.is_empty() {
-        return Err("none of the requested protocols can be measured against the target".into());
+        return Err(LabError::NothingToMeasure(
+            "none of the requested protocols can be measured against the target",
+        ));
     }
     if !env.is_builtin() {
         notes.push(
@@ -363,7 +366,7 @@ fn undecided(row: &DecisionRow) -> bool {
 /// pass) until none is left or `limit` is spent; returns how many rounds were added.
 fn until_decided(
     m: &mut measure::Measurer<'_>,
-    plan: &Plan,
+    plan: &MatrixPlan,
     cells: &mut [CellResult],
     decisions: &mut Vec<DecisionRow>,
     cfg: &CompareConfig,

@@ -8,10 +8,11 @@ use h2lab_engine::{AppProtocol, BenchConfig, ProtocolChoice, RunResult};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::matrix::{CellKey, Plan};
+use super::matrix::{CellKey, MatrixPlan};
 use crate::env::Origin;
+use crate::error::LabError;
 use crate::host::MachineLoad;
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate};
 use crate::stats::MedianSpread;
 
@@ -186,9 +187,9 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
 }
 
 /// The engine configuration for one run of `key` against `origin`.
-pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, String> {
+pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, LabError> {
     let url = origin.url(&key.cond.payload.path);
-    let mut cfg = BenchConfig::from_uris(&[url], None).map_err(|e| e.to_string())?;
+    let mut cfg = BenchConfig::from_uris(&[url], None)?;
     let streams = if key.proto.is_h2() {
         key.cond.streams.max(1)
     } else {
@@ -201,17 +202,17 @@ pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchC
     cfg.duration = Some(duration);
     cfg.warm_up = Some(warm_up);
     cfg.protocol = match key.proto {
-        Proto::H1 | Proto::H1Close | Proto::H1Tls => ProtocolChoice::H1,
-        Proto::H2 => ProtocolChoice::Alpn(vec!["h2".into()]),
-        Proto::H2c => ProtocolChoice::H2,
+        LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => ProtocolChoice::H1,
+        LabProtocol::H2 => ProtocolChoice::Alpn(vec!["h2".into()]),
+        LabProtocol::H2c => ProtocolChoice::H2,
     };
     cfg.require_protocol = Some(match key.proto {
-        Proto::H1 | Proto::H1Close | Proto::H1Tls => AppProtocol::Http11,
-        Proto::H2 => AppProtocol::H2,
-        Proto::H2c => AppProtocol::H2c,
+        LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => AppProtocol::Http11,
+        LabProtocol::H2 => AppProtocol::H2,
+        LabProtocol::H2c => AppProtocol::H2c,
     });
     cfg.headers = key.cond.headers.fields();
-    if key.proto == Proto::H1Close {
+    if key.proto == LabProtocol::H1Close {
         // RFC 9112 §9.6: "close" ends the connection after this response.
         cfg.headers.push(("connection".into(), "close".into()));
     }
@@ -384,7 +385,7 @@ impl CellResult {
         let req = self
             .bytes_out_per_req
             .unwrap_or(super::headers::size(&self.key.cond.headers.fields()) as f64 + 100.0);
-        let rtts = if self.key.proto == Proto::H1Close {
+        let rtts = if self.key.proto == LabProtocol::H1Close {
             2.0
         } else {
             1.0
@@ -416,7 +417,7 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
 }
 
 /// Estimated wall time of a plan.
-pub fn estimate(plan: &Plan, t: &Timing) -> Duration {
+pub fn estimate(plan: &MatrixPlan, t: &Timing) -> Duration {
     plan.cells
         .iter()
         .map(|k| {
@@ -445,9 +446,9 @@ mod tests {
     use super::*;
     use crate::compare::axes::HeaderSet;
     use crate::compare::matrix::Condition;
-    use crate::link::Profile;
+    use crate::link::LinkProfile;
 
-    fn key(payload: &str, link: Profile) -> CellKey {
+    fn key(payload: &str, link: LinkProfile) -> CellKey {
         CellKey {
             cond: Condition {
                 payload: payload.parse().unwrap(),
@@ -456,7 +457,7 @@ mod tests {
                 streams: 1,
                 link,
             },
-            proto: Proto::H1,
+            proto: LabProtocol::H1,
             arm: 0,
         }
     }
@@ -469,18 +470,18 @@ mod tests {
             duration: Duration::from_millis(400),
             client_threads: 1,
         };
-        let (w, d) = cell_timing(&key("100k", Profile::Loopback), &t);
+        let (w, d) = cell_timing(&key("100k", LinkProfile::Loopback), &t);
         assert_eq!((w, d), (t.warm_up, t.duration));
         // 50 × 100 KiB through 50 Mbit/s is 0.84 s per round, plus 40 ms: 3 rounds.
-        let (w, d) = cell_timing(&key("100k", Profile::Wan), &t);
+        let (w, d) = cell_timing(&key("100k", LinkProfile::Wan), &t);
         assert_eq!(w, Duration::from_millis(160));
         assert!(
             d > Duration::from_millis(2580) && d < Duration::from_millis(2700),
             "{d:?}"
         );
-        let (_, d) = cell_timing(&key("ping", Profile::Wan), &t);
+        let (_, d) = cell_timing(&key("ping", LinkProfile::Wan), &t);
         assert_eq!(d, t.duration);
-        let (_, d) = cell_timing(&key("100m", Profile::Mobile), &t);
+        let (_, d) = cell_timing(&key("100m", LinkProfile::Mobile), &t);
         assert_eq!(d, MAX_RUN);
     }
 }

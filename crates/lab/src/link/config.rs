@@ -1,4 +1,4 @@
-//! [`LinkConfig`]: what the emulated path looks like, and the named [`Profile`]s.
+//! [`LinkConfig`]: what the emulated path looks like, and the named [`LinkProfile`]s.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -111,7 +111,7 @@ impl LinkConfig {
     }
 
     /// A link shaped like `profile`.
-    pub fn profile(profile: Profile, listen: SocketAddr, upstream: SocketAddr) -> Self {
+    pub fn profile(profile: LinkProfile, listen: SocketAddr, upstream: SocketAddr) -> Self {
         let mut c = LinkConfig::new(listen, upstream);
         profile.apply(&mut c);
         c
@@ -213,7 +213,7 @@ impl LinkConfig {
 
 /// Named link shapes for the lab commands and `h2lab link --profile`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Profile {
+pub enum LinkProfile {
     /// No added delay or rate limit: a plain relay.
     Loopback,
     /// A local network: 1 ms RTT, 1 Gbit/s each way.
@@ -227,31 +227,31 @@ pub enum Profile {
     Lossy,
 }
 
-impl Profile {
+impl LinkProfile {
     /// Every profile, in increasing order of distance.
-    pub const ALL: [Profile; 5] = [
-        Profile::Loopback,
-        Profile::Lan,
-        Profile::Wan,
-        Profile::Mobile,
-        Profile::Lossy,
+    pub const ALL: [LinkProfile; 5] = [
+        LinkProfile::Loopback,
+        LinkProfile::Lan,
+        LinkProfile::Wan,
+        LinkProfile::Mobile,
+        LinkProfile::Lossy,
     ];
 
     /// The profile's name as accepted by [`FromStr`].
     pub fn name(self) -> &'static str {
         match self {
-            Profile::Loopback => "loopback",
-            Profile::Lan => "lan",
-            Profile::Wan => "wan",
-            Profile::Mobile => "mobile",
-            Profile::Lossy => "lossy",
+            LinkProfile::Loopback => "loopback",
+            LinkProfile::Lan => "lan",
+            LinkProfile::Wan => "wan",
+            LinkProfile::Mobile => "mobile",
+            LinkProfile::Lossy => "lossy",
         }
     }
 
     /// Segment loss of the profile (0 except `lossy`: 1%).
     pub fn loss(self) -> f64 {
         match self {
-            Profile::Lossy => 0.01,
+            LinkProfile::Lossy => 0.01,
             _ => 0.0,
         }
     }
@@ -260,16 +260,16 @@ impl Profile {
     pub fn shape(self) -> (Duration, Option<u64>, Option<u64>) {
         const MBIT: u64 = 1_000_000;
         match self {
-            Profile::Loopback => (Duration::ZERO, None, None),
-            Profile::Lan => (
+            LinkProfile::Loopback => (Duration::ZERO, None, None),
+            LinkProfile::Lan => (
                 Duration::from_millis(1),
                 Some(1000 * MBIT),
                 Some(1000 * MBIT),
             ),
-            Profile::Wan | Profile::Lossy => {
+            LinkProfile::Wan | LinkProfile::Lossy => {
                 (Duration::from_millis(40), Some(50 * MBIT), Some(50 * MBIT))
             }
-            Profile::Mobile => (Duration::from_millis(80), Some(12 * MBIT), Some(3 * MBIT)),
+            LinkProfile::Mobile => (Duration::from_millis(80), Some(12 * MBIT), Some(3 * MBIT)),
         }
     }
 
@@ -286,18 +286,18 @@ impl Profile {
     }
 }
 
-impl fmt::Display for Profile {
+impl fmt::Display for LinkProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
 }
 
-impl FromStr for Profile {
+impl FromStr for LinkProfile {
     type Err = ConfigError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim().to_ascii_lowercase();
-        Profile::ALL
+        LinkProfile::ALL
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
@@ -321,13 +321,13 @@ mod tests {
         let c = LinkConfig::profile("WAN".parse().unwrap(), addr(), addr());
         assert_eq!(c.rtt, Duration::from_millis(40));
         assert_eq!(c.describe(), "rtt 40ms, down 50mbit, up 50mbit");
-        let m = LinkConfig::profile(Profile::Mobile, addr(), addr());
+        let m = LinkConfig::profile(LinkProfile::Mobile, addr(), addr());
         assert_eq!((m.down_bps, m.up_bps), (Some(12_000_000), Some(3_000_000)));
-        assert!("dialup".parse::<Profile>().is_err());
-        let l = LinkConfig::profile(Profile::Lossy, addr(), addr());
+        assert!("dialup".parse::<LinkProfile>().is_err());
+        let l = LinkConfig::profile(LinkProfile::Lossy, addr(), addr());
         assert_eq!(l.describe(), "rtt 40ms, down 50mbit, up 50mbit, loss 1%");
-        for p in Profile::ALL {
-            assert_eq!(p.name().parse::<Profile>().unwrap(), p);
+        for p in LinkProfile::ALL {
+            assert_eq!(p.name().parse::<LinkProfile>().unwrap(), p);
             LinkConfig::profile(p, addr(), addr()).validate().unwrap();
         }
     }
@@ -346,7 +346,7 @@ mod tests {
 
     #[test]
     fn direction_params_split_the_rtt() {
-        let mut c = LinkConfig::profile(Profile::Mobile, addr(), addr());
+        let mut c = LinkConfig::profile(LinkProfile::Mobile, addr(), addr());
         c.jitter = Duration::from_millis(2);
         let up = c.direction_params(Direction::Up);
         assert_eq!(up.one_way, 40_000_000);

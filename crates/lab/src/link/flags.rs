@@ -5,7 +5,7 @@
 use std::fmt;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use super::config::{LinkConfig, Profile};
+use super::config::{LinkConfig, LinkProfile};
 use super::parse::{parse_bytes, parse_duration, parse_loss, parse_rate, ParseError};
 
 /// The flags of `h2lab link`:
@@ -89,7 +89,7 @@ impl LinkFlags {
         })?;
         let mut c = LinkConfig::new(listen, upstream);
         if let Some(p) = &self.profile {
-            let profile: Profile = p.parse().map_err(|e: super::ConfigError| FlagError {
+            let profile: LinkProfile = p.parse().map_err(|e: super::ConfigError| FlagError {
                 flag: "profile",
                 message: e.to_string(),
             })?;

@@ -28,10 +28,10 @@
 //! Start it in-process on port 0 and point a client at [`RunningLink::addr`]:
 //!
 //! ```no_run
-//! use h2lab_lab::link::{self, LinkConfig, Profile};
+//! use h2lab_lab::link::{self, LinkConfig, LinkProfile};
 //! # fn main() -> std::io::Result<()> {
 //! let server: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
-//! let config = LinkConfig::profile(Profile::Wan, "127.0.0.1:0".parse().unwrap(), server);
+//! let config = LinkConfig::profile(LinkProfile::Wan, "127.0.0.1:0".parse().unwrap(), server);
 //! let link = link::spawn(config)?;
 //! println!("WAN link to {server} on {}", link.addr());
 //! // ... run the client against link.addr() ...
@@ -55,7 +55,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 pub use config::{
-    ConfigError, Direction, LinkConfig, Profile, DEFAULT_MAX_IN_FLIGHT, PRE_QUEUE_BYTES,
+    ConfigError, Direction, LinkConfig, LinkProfile, DEFAULT_MAX_IN_FLIGHT, PRE_QUEUE_BYTES,
 };
 pub use flags::{resolve, FlagError, LinkFlags};
 pub use parse::{

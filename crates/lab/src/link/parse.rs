@@ -4,6 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use h2lab_engine::syntax::{self, BareNumber, DurationErrorKind};
+
 /// A value given on the command line could not be understood.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
@@ -46,27 +48,19 @@ fn parse_number(s: &str) -> Option<f64> {
     s.parse::<f64>().ok().filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-const DURATION_HINT: &str = "expected a number with a unit: ns, us, ms, s (e.g. 20ms, 1.5s)";
+const DURATION_HINT: &str = "expected a number with a unit: ns, us, ms, s, m, h (e.g. 20ms, 1.5s)";
 
-/// Parses a duration such as `20ms`, `1.5s`, `250us`, `0`. A bare number other than 0 is
-/// rejected (ambiguous).
+/// Parses a duration such as `20ms`, `1.5s`, `250us`, `0` (the workspace's one syntax,
+/// [`h2lab_engine::syntax`]). A bare number other than 0 is rejected (ambiguous).
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, unit) = split_number(&t);
-    let value = parse_number(num).ok_or_else(|| ParseError::new("duration", s, DURATION_HINT))?;
-    let nanos_per_unit = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" | "sec" => 1e9,
-        "" if value == 0.0 => 0.0,
-        _ => return Err(ParseError::new("duration", s, DURATION_HINT)),
-    };
-    let nanos = (value * nanos_per_unit).round();
-    if nanos > 1e18 {
+    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| match e.kind {
+        DurationErrorKind::Invalid => ParseError::new("duration", s, DURATION_HINT),
+        DurationErrorKind::TooLarge => ParseError::new("duration", s, "too large"),
+    })?;
+    if d.as_nanos() > 1_000_000_000_000_000_000 {
         return Err(ParseError::new("duration", s, "too large"));
     }
-    Ok(Duration::from_nanos(nanos as u64))
+    Ok(d)
 }
 
 const RATE_HINT: &str = "expected bits per second with a unit: bit, kbit, mbit, gbit \

@@ -13,13 +13,13 @@ use serde::Serialize;
 
 use super::html;
 use crate::env::{host_port, Origin};
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 
 /// How one protocol's connection pool is set up.
 #[derive(Debug, Clone)]
 pub struct PoolSpec {
     /// Protocol.
-    pub proto: Proto,
+    pub proto: LabProtocol,
     /// Where requests go.
     pub origin: Origin,
     /// Most connections (browsers: 6 for HTTP/1.1, 1 for HTTP/2).
@@ -51,7 +51,7 @@ impl PoolSpec {
         } else {
             1
         };
-        if self.proto == Proto::H1Close {
+        if self.proto == LabProtocol::H1Close {
             c.headers.push(("connection".into(), "close".into()));
         }
         c.open_gauge = self.gauge.clone();

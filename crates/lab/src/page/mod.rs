@@ -26,8 +26,9 @@ use serde::Serialize;
 
 use crate::compare::Machine;
 use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
-use crate::link::Profile;
-use crate::proto::Proto;
+use crate::error::LabError;
+use crate::link::LinkProfile;
+use crate::proto::LabProtocol;
 use crate::stats::{quantile, MedianSpread};
 use load::{PageLoad, PoolSpec};
 use users::{LoadTestConfig, LoadTestResult};
@@ -67,9 +68,9 @@ pub struct PageConfig {
     pub page_query: String,
     /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (or h1 and h2c for an
     /// `http://` URL).
-    pub protocols: Option<Vec<Proto>>,
+    pub protocols: Option<Vec<LabProtocol>>,
     /// Emulated link.
-    pub link: Profile,
+    pub link: LinkProfile,
     /// HTTP/1.x connections per host.
     pub h1_connections: u32,
     /// HTTP/2 connections per host.
@@ -100,7 +101,7 @@ impl Default for PageConfig {
             url: None,
             page_query: DEFAULT_PAGE_QUERY.into(),
             protocols: None,
-            link: Profile::Wan,
+            link: LinkProfile::Wan,
             h1_connections: 6,
             h2_connections: 1,
             h2_streams: 100,
@@ -132,7 +133,7 @@ pub struct LoadBrief {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProtoPage {
     /// Protocol.
-    pub proto: Proto,
+    pub proto: LabProtocol,
     /// Most connections allowed.
     pub connections_limit: u32,
     /// Streams per connection allowed.
@@ -153,9 +154,9 @@ pub struct ProtoPage {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Ratio {
     /// The faster protocol.
-    pub faster: Proto,
+    pub faster: LabProtocol,
     /// The slower protocol.
-    pub slower: Proto,
+    pub slower: LabProtocol,
     /// Slower median / faster median.
     pub ratio: f64,
     /// The faster median (ms).
@@ -166,8 +167,8 @@ pub struct Ratio {
 
 impl Ratio {
     /// The ratio of the slowest to the fastest median among `items`.
-    pub fn of(items: &[(Proto, f64)]) -> Option<Ratio> {
-        let ok: Vec<&(Proto, f64)> = items.iter().filter(|x| x.1 > 0.0).collect();
+    pub fn of(items: &[(LabProtocol, f64)]) -> Option<Ratio> {
+        let ok: Vec<&(LabProtocol, f64)> = items.iter().filter(|x| x.1 > 0.0).collect();
         let fast = ok.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
         let slow = ok.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
         if fast.0 == slow.0 {
@@ -213,7 +214,7 @@ pub struct LoadTestReport {
     /// Settings.
     pub config: LoadTestConfig,
     /// One entry per protocol.
-    pub results: Vec<(Proto, LoadTestResult)>,
+    pub results: Vec<(LabProtocol, LoadTestResult)>,
 }
 
 /// Everything `h2lab page` produced (serialised as `results.json`).
@@ -253,7 +254,7 @@ pub struct PageReport {
 
 /// Summarises repeated loads of one protocol.
 pub fn proto_page(
-    proto: Proto,
+    proto: LabProtocol,
     pool: &PoolSpec,
     loads: Vec<PageLoad>,
     error: Option<String>,
@@ -290,7 +291,11 @@ pub fn proto_page(
     }
 }
 
-fn pools(env: &mut LabEnv, cfg: &PageConfig, protos: &[Proto]) -> Result<Vec<PoolSpec>, String> {
+fn pools(
+    env: &mut LabEnv,
+    cfg: &PageConfig,
+    protos: &[LabProtocol],
+) -> Result<Vec<PoolSpec>, LabError> {
     protos
         .iter()
         .map(|&p| {
@@ -312,7 +317,7 @@ fn pools(env: &mut LabEnv, cfg: &PageConfig, protos: &[Proto]) -> Result<Vec<Poo
 }
 
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
-pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, String> {
+pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
     let started_unix = crate::compare::run::unix_now();
     let (mut env, html_path) = match &cfg.url {
@@ -325,15 +330,15 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
             format!("/page?{}", cfg.page_query),
         ),
         Some(u) => {
-            let t = h2lab_engine::Target::parse(u).map_err(|e| e.to_string())?;
+            let t = h2lab_engine::Target::parse(u)?;
             (LabEnv::external(Targets::from_url(u)?), t.path)
         }
     };
     let available = env.targets().available();
-    let protos: Vec<Proto> = match &cfg.protocols {
+    let protos: Vec<LabProtocol> = match &cfg.protocols {
         Some(v) => v.clone(),
-        None if available.contains(&Proto::H2) => vec![Proto::H1Tls, Proto::H2],
-        None => vec![Proto::H1, Proto::H2c],
+        None if available.contains(&LabProtocol::H2) => vec![LabProtocol::H1Tls, LabProtocol::H2],
+        None => vec![LabProtocol::H1, LabProtocol::H2c],
     };
     let mut notes = Vec::new();
     for p in protos.iter().filter(|p| !available.contains(p)) {
@@ -342,12 +347,14 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
             p.label()
         ));
     }
-    let protos: Vec<Proto> = protos
+    let protos: Vec<LabProtocol> = protos
         .into_iter()
         .filter(|p| available.contains(p))
         .collect();
     if protos.is_empty() {
-        return Err("no protocol to measure against this target".into());
+        return Err(LabError::NothingToMeasure(
+            "no protocol to measure against this target",
+        ));
     }
     let pools = pools(&mut env, cfg, &protos)?;
     let link = describe_profile(cfg.link);
@@ -376,8 +383,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
-    let first = pools.first().ok_or("no protocol")?;
-    let found = load::discover(first, &html_path)?;
+    let first = pools
+        .first()
+        .ok_or(LabError::NothingToMeasure("no protocol"))?;
+    let found = load::discover(first, &html_path).map_err(LabError::Page)?;
     log(&format!(
         "page {}{html_path}: {} same-origin sub-resources{}",
         first.origin_prefix(),
@@ -429,7 +438,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, St
     for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
         report.protocols.push(proto_page(pool.proto, pool, l, e));
     }
-    let medians: Vec<(Proto, f64)> = report
+    let medians: Vec<(LabProtocol, f64)> = report
         .protocols
         .iter()
         .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))

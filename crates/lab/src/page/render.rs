@@ -37,10 +37,11 @@ use h2lab_server::{RunningServer, ServerConfig};
 use serde::Serialize;
 
 use crate::env::Origin;
-use crate::link::{self, LinkConfig, Profile, RunningLink};
+use crate::error::LabError;
+use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 use crate::stats::{decide, Better, MedianSpread};
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
@@ -61,7 +62,7 @@ pub struct RenderLink {
     pub name: String,
     /// RTT, rates and loss.
     #[serde(skip)]
-    pub profile: Profile,
+    pub profile: LinkProfile,
     /// Segment loss probability added to the profile.
     pub loss: f64,
 }
@@ -73,12 +74,12 @@ impl RenderLink {
         vec![
             RenderLink {
                 name: "wan".into(),
-                profile: Profile::Wan,
+                profile: LinkProfile::Wan,
                 loss: 0.0,
             },
             RenderLink {
                 name: "lossy".into(),
-                profile: Profile::Wan,
+                profile: LinkProfile::Wan,
                 loss: 0.02,
             },
         ]
@@ -243,7 +244,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
+fn start_server(mode: PriorityMode, push: bool) -> Result<Server, LabError> {
     let dir = std::env::temp_dir().join(format!(
         "h2lab-render-{}-{}",
         std::process::id(),
@@ -269,12 +270,22 @@ fn start_server(mode: PriorityMode, push: bool) -> Result<Server, String> {
         push,
         ..ServerConfig::local()
     };
-    let server = h2lab_server::spawn(cfg).map_err(|e| format!("built-in server: {e}"))?;
-    let tls = server.tls_addr().ok_or("built-in server: no TLS address")?;
+    let server = h2lab_server::spawn(cfg).map_err(|source| LabError::Server {
+        role: "built-in server",
+        source,
+    })?;
+    let tls = server
+        .tls_addr()
+        .ok_or(LabError::NoAddress("built-in server: no TLS address"))?;
     Ok(Server { server, tls, dir })
 }
 
-fn pool(proto: Proto, upstream: SocketAddr, link: &RunningLink, timeout: Duration) -> PoolSpec {
+fn pool(
+    proto: LabProtocol,
+    upstream: SocketAddr,
+    link: &RunningLink,
+    timeout: Duration,
+) -> PoolSpec {
     PoolSpec {
         proto,
         origin: Origin {
@@ -336,7 +347,7 @@ fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<Ren
 }
 
 /// Runs the experiment; `log` receives progress lines.
-pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, String> {
+pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, LabError> {
     let start = Instant::now();
     let on = start_server(PriorityMode::Rfc9218, false)?;
     let off = start_server(PriorityMode::Off, false)?;
@@ -355,13 +366,16 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let mk = |up: SocketAddr| {
             let mut c = LinkConfig::profile(rl.profile, SocketAddr::from(([127, 0, 0, 1], 0)), up);
             c.loss = rl.loss;
-            link::spawn(c).map_err(|e| format!("link {}: {e}", rl.name))
+            link::spawn(c).map_err(|source| LabError::Link {
+                name: Some(rl.name.clone()),
+                source,
+            })
         };
         let link_on = mk(on.tls)?;
         let link_off = mk(off.tls)?;
         let link_push = mk(pushing.tls)?;
-        let first = pool(Proto::H1Tls, on.tls, &link_on, cfg.timeout);
-        let found = load::discover(&first, &html_path)?;
+        let first = pool(LabProtocol::H1Tls, on.tls, &link_on, cfg.timeout);
+        let found = load::discover(&first, &html_path).map_err(LabError::Page)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths.iter().cloned());
         let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
@@ -386,19 +400,19 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             (Arm::H1x6, first, &paths),
             (
                 Arm::H2PrioOff,
-                pool(Proto::H2, off.tls, &link_off, cfg.timeout),
+                pool(LabProtocol::H2, off.tls, &link_off, cfg.timeout),
                 &paths,
             ),
             (
                 Arm::H2PrioOn,
-                pool(Proto::H2, on.tls, &link_on, cfg.timeout),
+                pool(LabProtocol::H2, on.tls, &link_on, cfg.timeout),
                 &paths,
             ),
             (
                 Arm::H2Push,
                 PoolSpec {
                     push: true,
-                    ..pool(Proto::H2, pushing.tls, &link_push, cfg.timeout)
+                    ..pool(LabProtocol::H2, pushing.tls, &link_push, cfg.timeout)
                 },
                 &paths,
             ),
@@ -408,7 +422,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                 *arm,
                 PoolSpec {
                     push: *push,
-                    ..pool(Proto::H2, n.addr, l, cfg.timeout)
+                    ..pool(LabProtocol::H2, n.addr, l, cfg.timeout)
                 },
                 &ng_paths,
             ));

@@ -10,15 +10,17 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use h2lab_engine::schedule::Profile;
+use h2lab_engine::syntax::{self, BareNumber, StageErrorKind};
+use h2lab_engine::Stage;
 use serde::Serialize;
 
 use super::load::{load_page, PoolSpec};
-use crate::fmt::parse_dur;
 use crate::stats::{quantile, MedianSpread};
 
 /// One stage: move linearly to `users` over `duration`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Stage {
+pub struct UserStage {
     /// Stage length.
     #[serde(serialize_with = "ser_secs")]
     pub duration: Duration,
@@ -30,22 +32,39 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_f64(d.as_secs_f64())
 }
 
-/// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users).
-pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
+/// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users; the workspace's one stage
+/// syntax, [`h2lab_engine::syntax::parse_stage`], with the lab's durations): whole users, at
+/// most 1000, stages of at most 24 hours.
+pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, String> {
     let mut v = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (d, u) = part
-            .split_once(':')
-            .ok_or_else(|| format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10"))?;
-        let duration = parse_dur(d).map_err(|e| format!("stage {part:?}: {e}"))?;
-        let users = u
-            .trim()
-            .parse::<u32>()
-            .map_err(|_| format!("stage {part:?}: {u:?} is not a number of users"))?;
-        if users > 1000 {
+    for part in syntax::stage_parts(s) {
+        let stage = syntax::parse_stage(part, BareNumber::ZeroOnly).map_err(|e| match e.kind {
+            StageErrorKind::Shape => {
+                format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10")
+            }
+            StageErrorKind::Duration(d) => format!("stage {part:?}: {d}"),
+            StageErrorKind::Level => format!(
+                "stage {part:?}: {:?} is not a number of users",
+                part.split_once(':').map_or("", |(_, u)| u)
+            ),
+        })?;
+        let duration = stage.duration;
+        if duration > Duration::from_secs(86_400) {
+            return Err(format!("stage {part:?}: at most 24h"));
+        }
+        if stage.target.fract() != 0.0 {
+            return Err(format!(
+                "stage {part:?}: {} is not a number of users",
+                stage.target
+            ));
+        }
+        if stage.target > 1000.0 {
             return Err(format!("stage {part:?}: at most 1000 users"));
         }
-        v.push(Stage { duration, users });
+        v.push(UserStage {
+            duration,
+            users: stage.target as u32,
+        });
     }
     if v.is_empty() {
         return Err("no stages".into());
@@ -58,46 +77,63 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
 
 /// The seed's shape scaled: ramp to `users` over `ramp`, hold for `hold`, ramp down in a
 /// tenth of the ramp (at least 1 s).
-pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<Stage> {
+pub fn ramp_hold(users: u32, ramp: Duration, hold: Duration) -> Vec<UserStage> {
     vec![
-        Stage {
+        UserStage {
             duration: ramp,
             users,
         },
-        Stage {
+        UserStage {
             duration: hold,
             users,
         },
-        Stage {
+        UserStage {
             duration: (ramp / 10).max(Duration::from_secs(1)),
             users: 0,
         },
     ]
 }
 
-/// Target users at time `t` (linear within each stage, starting from 0).
-pub fn users_at(stages: &[Stage], t: Duration) -> f64 {
-    let mut from = 0.0f64;
-    let mut start = Duration::ZERO;
-    for s in stages {
-        let end = start + s.duration;
-        let to = f64::from(s.users);
-        if t < end {
-            let frac = if s.duration.is_zero() {
-                1.0
-            } else {
-                (t - start).as_secs_f64() / s.duration.as_secs_f64()
-            };
-            return from + (to - from) * frac;
+/// Target users at time `t`: the engine's stage profile ([`Profile::stages`], linear within
+/// each stage, starting from 0), holding the last stage's users once the stages are over.
+pub fn users_at(stages: &[UserStage], t: Duration) -> f64 {
+    UserProfile::new(stages).at(t)
+}
+
+/// [`users_at`] with the profile built once (for the user threads and the sampler).
+#[derive(Debug, Clone)]
+struct UserProfile {
+    profile: Profile,
+    end: Duration,
+    last: f64,
+}
+
+impl UserProfile {
+    fn new(stages: &[UserStage]) -> UserProfile {
+        let engine: Vec<Stage> = stages
+            .iter()
+            .map(|s| Stage {
+                duration: s.duration,
+                target: f64::from(s.users),
+            })
+            .collect();
+        UserProfile {
+            profile: Profile::stages(0.0, &engine),
+            end: total(stages),
+            last: stages.last().map_or(0.0, |s| f64::from(s.users)),
         }
-        from = to;
-        start = end;
     }
-    from
+
+    fn at(&self, t: Duration) -> f64 {
+        if t >= self.end {
+            return self.last;
+        }
+        self.profile.level_at(t.as_secs_f64())
+    }
 }
 
 /// Total length of the stages.
-pub fn total(stages: &[Stage]) -> Duration {
+pub fn total(stages: &[UserStage]) -> Duration {
     stages.iter().map(|s| s.duration).sum()
 }
 
@@ -105,7 +141,7 @@ pub fn total(stages: &[Stage]) -> Duration {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LoadTestConfig {
     /// The stages.
-    pub stages: Vec<Stage>,
+    pub stages: Vec<UserStage>,
     /// Pause between a user's page loads.
     #[serde(serialize_with = "ser_secs")]
     pub think: Duration,
@@ -163,11 +199,11 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
     let error: Arc<Mutex<Option<String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
     let paths: Arc<[String]> = paths.into();
-    let stages: Arc<[Stage]> = cfg.stages.clone().into();
+    let users = Arc::new(UserProfile::new(&cfg.stages));
     let mut samples = Vec::new();
     std::thread::scope(|sc| {
         for i in 0..max_users {
-            let (pool, pages, requests, failed, error, stop, paths, stages) = (
+            let (pool, pages, requests, failed, error, stop, paths, users) = (
                 pool.clone(),
                 Arc::clone(&pages),
                 Arc::clone(&requests),
@@ -175,7 +211,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
                 Arc::clone(&error),
                 Arc::clone(&stop),
                 Arc::clone(&paths),
-                Arc::clone(&stages),
+                Arc::clone(&users),
             );
             let think = cfg.think;
             sc.spawn(move || loop {
@@ -183,7 +219,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
                 if t >= end || stop.load(Ordering::Relaxed) {
                     break;
                 }
-                if f64::from(i) >= users_at(&stages, t).floor() {
+                if f64::from(i) >= users.at(t).floor() {
                     std::thread::sleep(Duration::from_millis(20));
                     continue;
                 }
@@ -225,7 +261,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
             let dt = (t - last_t).max(1e-3);
             samples.push(Sample {
                 t,
-                users: users_at(&cfg.stages, now).floor() as u32,
+                users: users.at(now).floor() as u32,
                 connections: gauge.load(Ordering::Relaxed),
                 req_per_sec: (req - last_req) as f64 / dt,
                 pages_per_sec: (np - last_pages) as f64 / dt,
@@ -266,6 +302,13 @@ mod tests {
         assert_eq!(users_at(&s, Duration::from_secs(15)), 10.0);
         assert_eq!(users_at(&s, Duration::from_secs(21)), 5.0);
         assert_eq!(users_at(&s, Duration::from_secs(30)), 0.0);
+        // A zero-length stage jumps; after the last stage its users hold.
+        let s = parse_stages("10s:10, 0:20, 10s:0").unwrap();
+        assert_eq!(users_at(&s, Duration::from_secs(10)), 20.0);
+        assert_eq!(users_at(&s, Duration::from_secs(15)), 10.0);
+        let s = parse_stages("1s:5").unwrap();
+        assert_eq!(users_at(&s, Duration::from_millis(500)), 2.5);
+        assert_eq!(users_at(&s, Duration::from_secs(2)), 5.0);
         assert!(parse_stages("10s").is_err());
         assert!(parse_stages("10s:x").is_err());
         assert!(parse_stages("10s:0").is_err());

@@ -26,6 +26,7 @@ use h2lab_proxy::{ProxyConfig, RunningProxy, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::compare::axes::{HeaderSet, Payload};
+use crate::error::LabError;
 use crate::link::{LinkConfig, RunningLink};
 use crate::stats::MedianSpread;
 
@@ -187,7 +188,7 @@ pub fn run(
     cfg: &UpstreamConfig,
     stop: &StopFlag,
     progress: &mut dyn FnMut(&str),
-) -> Result<UpstreamReport, String> {
+) -> Result<UpstreamReport, LabError> {
     let backends: Vec<RunningServer> = (0..cfg.backends.max(1))
         .map(|_| {
             h2lab_server::spawn(ServerConfig {
@@ -197,7 +198,10 @@ pub fn run(
                 max_concurrent_streams: cfg.streams.max(100),
                 ..ServerConfig::local()
             })
-            .map_err(|e| format!("backend: {e}"))
+            .map_err(|source| LabError::Server {
+                role: "backend",
+                source,
+            })
         })
         .collect::<Result<_, _>>()?;
     let mut nginx_proc = None;
@@ -206,12 +210,14 @@ pub fn run(
         let links = backends
             .iter()
             .map(|b| {
-                let up = b.addr().ok_or("backend without address")?;
+                let up = b
+                    .addr()
+                    .ok_or(LabError::NoAddress("backend without address"))?;
                 let mut lc = LinkConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), up);
                 lc.rtt = cfg.rtt;
-                crate::link::spawn(lc).map_err(|e| format!("link: {e}"))
+                crate::link::spawn(lc).map_err(|source| LabError::Link { name: None, source })
             })
-            .collect::<Result<Vec<_>, String>>()?;
+            .collect::<Result<Vec<_>, LabError>>()?;
         let ups: Vec<UpstreamAddr> = links.iter().map(|l| UpstreamAddr::Tcp(l.addr())).collect();
         let mut env = ArmEnv {
             arm,
@@ -239,7 +245,9 @@ pub fn run(
                 match nginx::arm_block(arm, &addrs, cfg.pool) {
                     Ok(block) => {
                         let n = nginx_proc.get_or_insert_with(nginx::Config::default);
-                        let port = n.add(block).map_err(|e| format!("nginx: {e}"))?;
+                        let port = n
+                            .add(block)
+                            .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
                         env.proxy = Some(ArmProxy::Nginx(SocketAddr::from(([127, 0, 0, 1], port))));
                     }
                     Err(why) => env.skipped = Some(why),
@@ -249,7 +257,7 @@ pub fn run(
         arms.push(env);
     }
     let _nginx = match nginx_proc {
-        Some(c) => Some(c.start()?),
+        Some(c) => Some(c.start().map_err(LabError::Anchor)?),
         None => None,
     };
     let proxy_name = match cfg.proxy {
@@ -282,7 +290,12 @@ pub fn run(
                             s.2 += r.requests.failed;
                             arms[a].completed += r.requests.completed;
                         }
-                        Err(e) => return Err(format!("{}: {e}", arms[a].arm.name())),
+                        Err(source) => {
+                            return Err(LabError::Run {
+                                what: arms[a].arm.name().to_string(),
+                                source,
+                            })
+                        }
                     }
                 }
             }
@@ -328,9 +341,9 @@ fn bench_config(
     payload: &Payload,
     c: u32,
     cfg: &UpstreamConfig,
-) -> Result<BenchConfig, String> {
+) -> Result<BenchConfig, LabError> {
     let url = format!("http://{addr}{}", payload.path);
-    let mut bc = BenchConfig::from_uris(&[url], None).map_err(|e| e.to_string())?;
+    let mut bc = BenchConfig::from_uris(&[url], None)?;
     bc.clients = c.max(1);
     bc.max_concurrent_streams = 1;
     bc.threads = cfg.client_threads.clamp(1, bc.clients);

@@ -7,6 +7,6 @@
 pub mod check;
 pub mod compare;
 pub mod forest;
-pub mod html;
 pub mod page;
+pub mod shell;
 pub mod svg;

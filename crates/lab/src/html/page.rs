@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::{document, figure, section, table, utc};
+use super::shell::{document, figure, section, table, utc};
 use super::svg::{
     esc, Bar, BarChart, BarSeries, LineChart, LineSeries, Waterfall, WaterfallRow, XScale,
 };

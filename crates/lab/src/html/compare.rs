@@ -3,14 +3,14 @@
 use std::fmt::Write as _;
 
 use super::forest::{ForestPlot, ForestRow};
-use super::html::{document, figure, section, table, utc};
+use super::shell::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
 use crate::compare::decision::{pair_text, verdict_text, DecisionRow, Metric};
 use crate::compare::matrix::Section;
 use crate::compare::run::CellResult;
 use crate::compare::CompareReport;
 use crate::fmt;
-use crate::proto::Proto;
+use crate::proto::LabProtocol;
 use crate::stats::MedianSpread;
 
 fn bar(s: &Option<MedianSpread>) -> Option<Bar> {
@@ -35,7 +35,7 @@ fn conditions(r: &CompareReport, section: Section) -> Vec<(usize, String)> {
 fn bars_for(
     r: &CompareReport,
     conds: &[(usize, String)],
-    protos: &[Proto],
+    protos: &[LabProtocol],
     metric: fn(&CellResult) -> Option<Bar>,
 ) -> (Vec<String>, Vec<BarSeries>) {
     let cats = conds.iter().map(|(_, l)| l.clone()).collect();
@@ -57,7 +57,7 @@ fn bars_for(
 fn lines_for(
     r: &CompareReport,
     cond: usize,
-    protos: &[Proto],
+    protos: &[LabProtocol],
     points: fn(&CellResult) -> &Vec<(f64, f64)>,
 ) -> Vec<LineSeries> {
     protos
