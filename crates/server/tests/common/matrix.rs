@@ -139,7 +139,7 @@ impl Conn {
             Conn::H2(c) => {
                 let req = h2_request(method, path, headers);
                 let send = c.send.clone();
-                let body = body.map(|b| Bytes::copy_from_slice(b));
+                let body = body.map(Bytes::copy_from_slice);
                 c.rt.block_on(async move { h2_exchange(send, req, body).await })
             }
         }
