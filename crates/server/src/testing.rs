@@ -208,12 +208,82 @@ impl MemoryConn {
         while !self.out.is_empty() && self.written.len() < self.output_limit {
             let mut iov = [IoSlice::new(&[]); MAX_IOV];
             let k = self.out.io_slices(&mut iov);
-            let n: usize = iov[..k].iter().map(|s| s.len()).sum();
+            // A short write once the limit is reached, as from a full socket buffer.
+            let mut room = self.output_limit - self.written.len();
+            let mut n = 0;
             for s in &iov[..k] {
-                self.written.extend_from_slice(s);
+                let take = s.len().min(room);
+                self.written.extend_from_slice(&s[..take]);
+                room -= take;
+                n += take;
             }
             self.out.advance(n);
         }
         self.out.compact(OWNED_HIGH_WATER);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(transport: Transport) -> MemoryConn {
+        let mut config = ServerConfig::local();
+        config.quiet = true;
+        MemoryConn::new(config, transport).unwrap()
+    }
+
+    /// Frame types in `out`, in order.
+    fn frame_types(mut out: &[u8]) -> Vec<u8> {
+        let mut kinds = Vec::new();
+        while out.len() >= 9 {
+            let len =
+                (usize::from(out[0]) << 16) | (usize::from(out[1]) << 8) | usize::from(out[2]);
+            kinds.push(out[3]);
+            out = &out[(9 + len).min(out.len())..];
+        }
+        kinds
+    }
+
+    #[test]
+    fn http1_requests_are_answered_in_order_and_delays_wait_for_timers() {
+        let mut c = conn(Transport::Cleartext);
+        c.feed(
+            b"GET /ping HTTP/1.1\r\nhost: t\r\n\r\nGET /delay?ms=10 HTTP/1.1\r\nhost: t\r\n\r\n",
+        );
+        let text = String::from_utf8_lossy(c.output()).into_owned();
+        assert!(
+            text.starts_with("HTTP/1.1 200 OK\r\n") && text.ends_with("pong"),
+            "{text}"
+        );
+        c.fire_timers();
+        assert!(String::from_utf8_lossy(c.output()).ends_with("delayed 10 ms\n"));
+        c.feed(b"GET /nope HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+        assert!(c.is_closed());
+        assert!(String::from_utf8_lossy(c.output()).contains("HTTP/1.1 404 "));
+    }
+
+    #[test]
+    fn http2_by_preface_or_alpn_answers_and_says_goaway_on_shutdown() {
+        for transport in [Transport::Cleartext, Transport::TlsH2] {
+            let mut c = conn(transport);
+            let mut input = h2lab_wire::frame::PREFACE.to_vec();
+            input.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]); // empty SETTINGS
+            c.feed(&input);
+            assert_eq!(frame_types(c.output()), [4, 4], "SETTINGS and the ACK");
+            c.shutdown();
+            assert_eq!(frame_types(c.output()).last(), Some(&7), "GOAWAY");
+            assert!(c.is_closed());
+        }
+    }
+
+    #[test]
+    fn tls_without_h2_is_http1_and_output_limit_holds_large_bodies() {
+        let mut c = conn(Transport::TlsH1);
+        c.set_output_limit(1000);
+        c.feed(b"GET /data?size=10m HTTP/1.1\r\nhost: t\r\n\r\n");
+        assert!(c.output().starts_with(b"HTTP/1.1 200 OK\r\n"));
+        assert!(c.output().len() < 1 << 20);
+        assert!(!c.is_closed());
     }
 }
