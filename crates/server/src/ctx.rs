@@ -45,7 +45,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Arms a timer `delay` from now for the current connection;
-    /// [`crate::conn::Conn::on_timer`] gets `tag` back. "Now" is the clock read here, not
+    /// the connection's `on_timer` gets `tag` back. "Now" is the clock read here, not
     /// the loop turn's [`Ctx::now`]: a request read late in a busy turn may
     /// have arrived after that, and its `/delay` must not be cut short.
     pub fn arm(&mut self, delay: Duration, tag: u32) {

@@ -1,7 +1,7 @@
 //! The protocol running on one connection, without its transport: detection (the HTTP/2
 //! preface, `Upgrade: h2c`, or ALPN after a TLS handshake) and dispatch to the HTTP/1.1
 //! ([`H1`]) or HTTP/2 ([`H2`]) half. Sans-IO: bytes come in through [`Io`], output goes to
-//! its queue; [`crate::conn::Conn`] owns the socket and TLS around it.
+//! its queue; `Conn` (`conn.rs`) owns the socket and TLS around it.
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Test support: the server's per-connection processing (protocol detection, the HTTP/1.1
 //! and HTTP/2 halves, the endpoint router, `/delay` timers, timeouts and shutdown) over
 //! in-memory bytes, without sockets or TLS. The fuzz target `server_conn` drives it; the
-//! worker loop drives the same [`Protocol`] through [`crate::conn::Conn`].
+//! worker loop drives the same protocol code through `Conn` (`conn.rs`).
 //!
 //! ```
 //! use h2lab_server::testing::{MemoryConn, Transport};
