@@ -272,7 +272,7 @@ fn delay_does_not_block_other_connections() {
 }
 
 /// Keep-alive: one connection serves request after request; when it goes idle the server
-/// ends it cleanly (HTTP/2: GOAWAY NO_ERROR), and the client reconnects and carries on.
+/// ends it cleanly (no error), and the client reconnects and carries on.
 #[test]
 fn keep_alive_idle_close_and_reconnect() {
     each_protocol(
@@ -290,7 +290,7 @@ fn keep_alive_idle_close_and_reconnect() {
 }
 
 /// Graceful stop: `run` on given listeners returns once shut down, open connections end
-/// cleanly (HTTP/2: GOAWAY NO_ERROR) after their answered requests, and the ports close.
+/// cleanly after their answered requests, and the ports close.
 #[test]
 fn graceful_stop() {
     for proto in Proto::ALL {

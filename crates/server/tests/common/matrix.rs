@@ -98,8 +98,9 @@ pub struct H2Conn {
 /// How the server ended a connection.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ended {
-    /// HTTP/1.1: EOF after complete responses. HTTP/2: the connection finished without
-    /// error (the server's GOAWAY said NO_ERROR, then it closed).
+    /// HTTP/1.1: EOF after complete responses. HTTP/2: the `h2` crate's connection finished
+    /// without error (no error GOAWAY, no reset; the GOAWAY frames themselves are checked in
+    /// `h2_raw.rs`).
     Clean,
     /// Anything else (the text says what).
     Other(String),
