@@ -7,133 +7,16 @@ use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
 
-use crate::http1::H1;
-use crate::http2::H2;
+use crate::ctx::{Ctx, InBuf, Io, Next};
 use crate::log::warn;
 use crate::out::{Out, MAX_IOV, OWNED_HIGH_WATER};
-use crate::worker::Ctx;
+use crate::proto::{Handshake, Protocol};
 
 /// Buffer limit of a TLS connection's encrypted output (records not yet written).
 const TLS_BUFFER_LIMIT: usize = 128 * 1024;
-/// Read granularity.
-const READ_CHUNK: usize = 16 * 1024;
 /// How long a closing connection keeps reading (and discarding) before the socket is
 /// dropped, so a late request does not turn into a RST that destroys the response.
 const LINGER: Duration = Duration::from_secs(2);
-
-/// The client connection preface (RFC 9113 §3.4).
-const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Input buffer: initialised bytes `buf[start..end]` are unread input.
-#[derive(Debug, Default)]
-pub struct InBuf {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    max: usize,
-    /// Bytes consumed so far (input progress, for the stalled-input check).
-    consumed: u64,
-}
-
-impl InBuf {
-    /// An empty buffer that never grows beyond `max` bytes.
-    pub fn new(max: usize) -> Self {
-        InBuf {
-            buf: Vec::new(),
-            start: 0,
-            end: 0,
-            max: max.max(READ_CHUNK),
-            consumed: 0,
-        }
-    }
-
-    /// Unread input.
-    pub fn data(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
-    /// Marks `n` bytes as read.
-    pub fn consume(&mut self, n: usize) {
-        self.consumed += n.min(self.len()) as u64;
-        self.start = (self.start + n).min(self.end);
-        if self.start == self.end {
-            self.start = 0;
-            self.end = 0;
-        }
-    }
-
-    /// Unread byte count.
-    pub fn len(&self) -> usize {
-        self.end - self.start
-    }
-
-    /// Whether there is no unread input.
-    pub fn is_empty(&self) -> bool {
-        self.end == self.start
-    }
-
-    /// Whether no more input fits (the protocol must consume first).
-    pub fn is_full(&self) -> bool {
-        self.len() >= self.max
-    }
-
-    /// Free space to read into (compacting or growing as needed); empty when full.
-    pub fn spare(&mut self) -> &mut [u8] {
-        if self.buf.len() - self.end < READ_CHUNK / 2 && self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.buf.len() - self.end < READ_CHUNK / 2 && self.buf.len() < self.max {
-            let new = (self.buf.len() * 2).clamp(READ_CHUNK, self.max);
-            self.buf.resize(new, 0);
-        }
-        let end = self.end;
-        &mut self.buf[end..]
-    }
-
-    /// Marks `n` bytes of [`InBuf::spare`] as filled.
-    pub fn commit(&mut self, n: usize) {
-        self.end = (self.end + n).min(self.buf.len());
-    }
-}
-
-/// What the protocol layer sees of the connection.
-pub struct Io<'a> {
-    /// Unread input.
-    pub inbuf: &'a mut InBuf,
-    /// Output queue (written at the end of the loop turn).
-    pub out: &'a mut Out,
-    /// The peer closed its sending side (no more input will come).
-    pub read_eof: bool,
-    /// The connection is TLS.
-    pub tls: bool,
-    /// Peer address (for logs).
-    pub peer: SocketAddr,
-}
-
-/// What the protocol asks the connection to do after processing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Keep going.
-    Continue,
-    /// Send what is queued, then close (lingering).
-    CloseAfterFlush,
-    /// Drop the connection now.
-    CloseNow,
-}
-
-/// The protocol running on a connection.
-#[allow(clippy::large_enum_variant)] // one per connection; boxing would add a pointer chase per event
-pub enum Protocol {
-    /// Cleartext: waiting for enough bytes to tell the HTTP/2 preface from HTTP/1.1.
-    /// TLS: waiting for the handshake (ALPN) to finish.
-    Detect,
-    /// HTTP/1.1 (and 1.0).
-    H1(H1),
-    /// HTTP/2.
-    H2(Box<H2>),
-}
 
 /// Connection life cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -356,72 +239,34 @@ impl Conn {
         }
     }
 
-    /// Runs the protocol over the buffered input.
-    fn process(&mut self, ctx: &mut Ctx<'_>) -> Next {
-        if let Protocol::Detect = self.proto {
-            match &self.tls {
-                Some(tls) => {
-                    if tls.is_handshaking() {
-                        return if self.read_eof {
-                            Next::CloseNow
-                        } else {
-                            Next::Continue
-                        };
-                    }
-                    if tls.alpn_protocol() == Some(b"h2") {
-                        self.start_h2(ctx, None);
-                    } else {
-                        self.proto = Protocol::H1(H1::new(ctx.shared));
-                    }
-                }
-                None => {
-                    let data = self.inbuf.data();
-                    let n = data.len().min(PREFACE.len());
-                    if data[..n] != PREFACE[..n] {
-                        self.proto = Protocol::H1(H1::new(ctx.shared));
-                    } else if n == PREFACE.len() {
-                        self.start_h2(ctx, None);
-                    } else {
-                        return if self.read_eof {
-                            Next::CloseAfterFlush
-                        } else {
-                            Next::Continue
-                        };
-                    }
-                }
-            }
-        }
-        let tls = self.tls.is_some();
-        let mut io = Io {
+    /// What protocol code sees of this connection.
+    fn io(&mut self) -> (Io<'_>, &mut Protocol) {
+        let io = Io {
             inbuf: &mut self.inbuf,
             out: &mut self.out,
             read_eof: self.read_eof,
-            tls,
+            tls: self.tls.is_some(),
             peer: self.peer,
         };
-        match &mut self.proto {
-            Protocol::Detect => Next::Continue,
-            Protocol::H1(h1) => match h1.process(&mut io, ctx) {
-                crate::http1::Step::Next(n) => n,
-                crate::http1::Step::Upgrade(up) => {
-                    self.start_h2(ctx, Some(up));
-                    self.process(ctx)
-                }
-            },
-            Protocol::H2(h2) => {
-                let next = h2.process(&mut io, ctx);
-                if let Some(lowat) = h2.take_lowat() {
-                    // Best effort: priorities still work without it, on less data.
-                    let _ = socket2::SockRef::from(&self.sock).set_tcp_notsent_lowat(lowat);
-                }
-                next
-            }
-        }
+        (io, &mut self.proto)
     }
 
-    fn start_h2(&mut self, ctx: &mut Ctx<'_>, upgrade: Option<Box<crate::http1::Upgrade>>) {
-        let h2 = H2::new(ctx, &mut self.out, upgrade);
-        self.proto = Protocol::H2(Box::new(h2));
+    /// Runs the protocol over the buffered input.
+    fn process(&mut self, ctx: &mut Ctx<'_>) -> Next {
+        let handshake = match &self.tls {
+            None => Handshake::Cleartext,
+            Some(tls) if tls.is_handshaking() => Handshake::TlsPending,
+            Some(tls) => Handshake::TlsDone {
+                h2: tls.alpn_protocol() == Some(b"h2"),
+            },
+        };
+        let (mut io, proto) = self.io();
+        let next = proto.process(&mut io, ctx, handshake);
+        if let Some(lowat) = self.proto.take_lowat() {
+            // Best effort: priorities still work without it, on less data.
+            let _ = socket2::SockRef::from(&self.sock).set_tcp_notsent_lowat(lowat);
+        }
+        next
     }
 
     /// A timer armed through [`Ctx`] fired.
@@ -429,19 +274,8 @@ impl Conn {
         if self.life != Life::Open {
             return;
         }
-        let tls = self.tls.is_some();
-        let mut io = Io {
-            inbuf: &mut self.inbuf,
-            out: &mut self.out,
-            read_eof: self.read_eof,
-            tls,
-            peer: self.peer,
-        };
-        match &mut self.proto {
-            Protocol::H1(h1) => h1.on_timer(&mut io, ctx),
-            Protocol::H2(h2) => h2.on_timer(tag, &mut io, ctx),
-            Protocol::Detect => {}
-        }
+        let (mut io, proto) = self.io();
+        proto.on_timer(tag, &mut io, ctx);
         // The response may unblock pipelined input.
         self.drive(ctx);
     }
@@ -453,11 +287,7 @@ impl Conn {
             return false;
         }
         let input = self.want_read || !self.inbuf.is_empty();
-        match &self.proto {
-            Protocol::Detect => false,
-            Protocol::H1(h1) => h1.has_pending_work() || (input && h1.accepts_input()),
-            Protocol::H2(h2) => h2.has_pending_work() || input,
-        }
+        self.proto.has_pending_work(input)
     }
 
     /// Writes the queue (`writev`, or rustls write steps). Handles the closing states.
@@ -596,31 +426,10 @@ impl Conn {
             Life::Open => {}
             _ => return,
         }
-        let tls = self.tls.is_some();
         let stalled = input_stalled(&mut self.stall, &self.inbuf, ctx.now, idle);
-        let expired = match &mut self.proto {
-            Protocol::Detect => ctx.now.duration_since(self.last_active) >= idle,
-            Protocol::H1(h1) => h1.timed_out(ctx.now, self.last_active, idle),
-            Protocol::H2(h2) => {
-                // Slowloris over HTTP/2: a frame trickled in more slowly than it would take
-                // to time out, byte by byte, keeps the connection active but never
-                // completes. Like an HTTP/1.1 request head, unread input must be consumed
-                // within the idle timeout.
-                if stalled || h2.timed_out(ctx.now, self.last_active, idle) {
-                    let mut io = Io {
-                        inbuf: &mut self.inbuf,
-                        out: &mut self.out,
-                        read_eof: self.read_eof,
-                        tls,
-                        peer: self.peer,
-                    };
-                    h2.on_idle_timeout(&mut io);
-                    true
-                } else {
-                    false
-                }
-            }
-        };
+        let last_active = self.last_active;
+        let (mut io, proto) = self.io();
+        let expired = proto.check_timeout(&mut io, ctx.now, last_active, idle, stalled);
         if expired {
             self.life = Life::Closing;
             if let Some(tls) = &mut self.tls {
@@ -631,17 +440,8 @@ impl Conn {
 
     /// Server shutdown: a GOAWAY for HTTP/2, then close.
     pub fn on_shutdown(&mut self) {
-        if let Protocol::H2(h2) = &mut self.proto {
-            let tls = self.tls.is_some();
-            let mut io = Io {
-                inbuf: &mut self.inbuf,
-                out: &mut self.out,
-                read_eof: self.read_eof,
-                tls,
-                peer: self.peer,
-            };
-            h2.on_idle_timeout(&mut io);
-        }
+        let (mut io, proto) = self.io();
+        proto.on_shutdown(&mut io);
         if let Some(tls) = &mut self.tls {
             tls.send_close_notify();
         }

@@ -12,10 +12,9 @@ use h2lab_wire::h1::{
 };
 
 use crate::body::BodyCursor;
-use crate::conn::{Io, Next};
-use crate::endpoints::{reason, HeaderSource, Method, Proto, Request, Response};
+use crate::ctx::{Ctx, Io, Next, Shared};
+use crate::endpoints::{reason, HeaderSource, HttpVersion, Method, Request, Response};
 use crate::log::warn;
-use crate::worker::{Ctx, Shared};
 
 /// What [`H1::process`] asks of the connection.
 pub enum Step {
@@ -279,7 +278,11 @@ impl H1 {
             method: Method::parse(head.method.as_bytes()),
             method_raw: head.method.as_bytes(),
             target: head.target.as_bytes(),
-            proto: if http10 { Proto::Http10 } else { Proto::Http11 },
+            proto: if http10 {
+                HttpVersion::Http10
+            } else {
+                HttpVersion::Http11
+            },
             tls: io.tls,
             body_len,
             headers: &H1Fields(head.headers),

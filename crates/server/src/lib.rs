@@ -32,6 +32,7 @@
 pub mod body;
 pub mod config;
 mod conn;
+mod ctx;
 pub mod date;
 pub mod endpoints;
 mod h2head;
@@ -39,8 +40,10 @@ mod http1;
 mod http2;
 mod log;
 mod out;
+mod proto;
 pub mod sched;
 pub mod shutdown;
+pub mod testing;
 pub mod tls;
 mod worker;
 
@@ -216,7 +219,7 @@ pub fn run_with_ids(
     };
     let router = endpoints::Router::new(&config).map_err(io_err("--root"))?;
     let threads = config.threads;
-    let shared = Arc::new(worker::Shared {
+    let shared = Arc::new(ctx::Shared {
         config,
         router,
         tls,

@@ -1,8 +1,6 @@
 //! Worker threads (one mio event loop each, connections pinned to a worker), the acceptor
 //! that hands new connections to the least-loaded worker, and the per-loop timer heap.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,77 +13,11 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::config::ServerConfig;
 use crate::conn::Conn;
+use crate::ctx::Timers;
+pub(crate) use crate::ctx::{Ctx, Shared};
 use crate::date::DateCache;
-use crate::endpoints::Router;
 use crate::log::warn;
 use crate::shutdown::Shutdown;
-
-/// Read-only state shared by all workers.
-pub struct Shared {
-    /// The configuration.
-    pub config: ServerConfig,
-    /// Endpoint routing.
-    pub router: Router,
-    /// rustls configuration for TLS listeners.
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Stop handle.
-    pub shutdown: Shutdown,
-}
-
-/// What protocol code may touch besides its connection.
-pub struct Ctx<'a> {
-    /// Shared state.
-    pub shared: &'a Shared,
-    /// Loop-turn time.
-    pub now: Instant,
-    /// Cached `date` value.
-    pub date: &'a DateCache,
-    timers: &'a mut Timers,
-    slot: usize,
-    gen: u32,
-}
-
-impl Ctx<'_> {
-    /// Arms a timer `delay` from now for the current connection;
-    /// [`Conn::on_timer`] gets `tag` back. "Now" is the clock read here, not
-    /// the loop turn's [`Ctx::now`]: a request read late in a busy turn may
-    /// have arrived after that, and its `/delay` must not be cut short.
-    pub fn arm(&mut self, delay: Duration, tag: u32) {
-        self.timers
-            .push(Instant::now() + delay, self.slot, self.gen, tag);
-    }
-}
-
-/// A timer entry: (deadline, sequence, connection slot, generation, tag).
-type TimerEntry = (Instant, u64, usize, u32, u32);
-
-/// A min-heap of timers.
-#[derive(Default)]
-pub struct Timers {
-    heap: BinaryHeap<Reverse<TimerEntry>>,
-    seq: u64,
-}
-
-impl Timers {
-    fn push(&mut self, at: Instant, slot: usize, gen: u32, tag: u32) {
-        self.seq += 1;
-        self.heap.push(Reverse((at, self.seq, slot, gen, tag)));
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.heap.peek().map(|Reverse(t)| t.0)
-    }
-
-    fn pop_expired(&mut self, now: Instant) -> Option<(usize, u32, u32)> {
-        match self.heap.peek() {
-            Some(Reverse(t)) if t.0 <= now => {
-                let Reverse((_, _, slot, gen, tag)) = self.heap.pop()?;
-                Some((slot, gen, tag))
-            }
-            _ => None,
-        }
-    }
-}
 
 /// A connection handed from the acceptor to a worker.
 pub struct NewConn {

@@ -1,11 +1,11 @@
-//! HTTP/2 end to end with the `h2` crate as the client oracle: h2c prior knowledge and TLS
-//! (ALPN h2), every endpoint, concurrency, flow control, request bodies; plus curl, h2load
-//! and nghttp when installed.
+//! HTTP/2-specific end-to-end tests with the `h2` crate as the client oracle (advertised
+//! SETTINGS, request-body limit, flow control on static files) plus curl, h2load and nghttp
+//! when installed. The behaviour shared with HTTP/1.1 (every endpoint, counts, large bodies,
+//! concurrency, delays, keep-alive, graceful stop) is in `protocols.rs`.
 
 mod common;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{start, start_tls};
@@ -22,30 +22,12 @@ impl H2Resp {
     fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).map(|v| v.to_str().unwrap())
     }
-    fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap()
-    }
 }
 
 async fn h2c(addr: SocketAddr) -> SendRequest<Bytes> {
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     let (client, conn) = h2::client::Builder::new().handshake(tcp).await.unwrap();
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    client
-}
-
-async fn h2_tls(addr: SocketAddr, cert: &std::path::Path) -> SendRequest<Bytes> {
-    let cfg = common::tls_client_config(cert, &[b"h2"]);
-    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let tls = tokio_rustls::TlsConnector::from(cfg)
-        .connect("localhost".try_into().unwrap(), tcp)
-        .await
-        .unwrap();
-    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-    let (client, conn) = h2::client::Builder::new().handshake(tls).await.unwrap();
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -86,153 +68,6 @@ async fn request(
 
 async fn get(client: &SendRequest<Bytes>, path: &str) -> H2Resp {
     request(client, Method::GET, path, None).await
-}
-
-async fn check_all_endpoints(c: &SendRequest<Bytes>, tls: bool) {
-    let r = get(c, "/").await;
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
-    assert_eq!(r.header("server"), Some("h2lab"));
-    assert_eq!(r.header("cache-control"), Some("no-store"));
-    assert!(r.header("date").unwrap().ends_with(" GMT"));
-
-    let r = get(c, "/ping").await;
-    assert_eq!((r.status.as_u16(), r.body.as_slice()), (200, &b"pong"[..]));
-    assert_eq!(r.header("content-length"), Some("4"));
-    assert_eq!(get(c, "/json").await.json()["server"], "h2lab");
-    for (q, n) in [
-        ("0", 0usize),
-        ("653", 653),
-        ("100k", 102_400),
-        ("10m", 10 << 20),
-    ] {
-        let r = get(c, &format!("/data?size={q}")).await;
-        assert_eq!(r.body.len(), n, "size={q}");
-        assert_eq!(r.header("content-length"), Some(n.to_string().as_str()));
-        assert!(r
-            .body
-            .chunks(64)
-            .all(|ch| ch == &h2lab_server::body::filler()[..ch.len()]));
-    }
-    let r = get(c, "/compute?work=1000").await;
-    assert_eq!(r.json()["work"], 1000);
-    let v = get(c, "/info?a=b").await.json();
-    assert_eq!(v["protocol"], "HTTP/2");
-    assert_eq!(v["tls"], tls);
-    assert_eq!(v["target"], "/info?a=b");
-    let headers = v["headers"].as_array().unwrap();
-    assert!(headers.iter().any(|h| h[0] == ":method" && h[1] == "GET"));
-    assert!(headers.iter().any(|h| h[0] == "x-probe" && h[1] == "h2"));
-    let t = Instant::now();
-    assert_eq!(get(c, "/delay?ms=30").await.body, b"delayed 30 ms\n");
-    assert!(t.elapsed() >= Duration::from_millis(30));
-    assert_eq!(get(c, "/status/418").await.status, 418);
-    let r = get(c, "/status/204").await;
-    assert_eq!((r.status.as_u16(), r.header("content-length")), (204, None));
-    let r = get(c, "/page?n=20&seed=3").await;
-    let html = String::from_utf8(r.body).unwrap();
-    let srcs: Vec<&str> = html
-        .split("src=\"")
-        .skip(1)
-        .map(|s| &s[..s.find('"').unwrap()])
-        .collect();
-    assert_eq!(srcs.len(), 20);
-    // Fetch the assets concurrently, like a browser.
-    let tasks: Vec<_> = srcs
-        .iter()
-        .map(|s| {
-            let (c, s) = (c.clone(), s.to_string());
-            tokio::spawn(async move { get(&c, &s).await })
-        })
-        .collect();
-    for (src, t) in srcs.iter().zip(tasks) {
-        let r = t.await.unwrap();
-        let size: usize = src
-            .rsplit('-')
-            .next()
-            .unwrap()
-            .trim_end_matches(".png")
-            .parse()
-            .unwrap();
-        assert_eq!(r.body.len(), size);
-        assert_eq!(r.header("content-type"), Some("image/png"));
-    }
-    let r = request(c, Method::HEAD, "/data?size=5000", None).await;
-    assert_eq!(
-        (r.header("content-length"), r.body.len()),
-        (Some("5000"), 0)
-    );
-    assert_eq!(
-        get(c, "/json?cache=max-age=60")
-            .await
-            .header("cache-control"),
-        Some("max-age=60")
-    );
-    assert_eq!(get(c, "/nope").await.status, 404);
-    let r = request(c, Method::DELETE, "/ping", None).await;
-    assert_eq!(r.status, 405);
-    let r = request(c, Method::POST, "/info", Some(vec![7u8; 70_000])).await;
-    assert_eq!(r.json()["body_length"], 70_000);
-}
-
-#[tokio::test]
-async fn every_endpoint_over_h2c() {
-    let s = start(|_| {});
-    let c = h2c(s.addr().unwrap()).await;
-    check_all_endpoints(&c, false).await;
-}
-
-#[tokio::test]
-async fn every_endpoint_over_tls_h2() {
-    let (s, _dir) = start_tls(|_| {});
-    let c = h2_tls(s.tls_addr().unwrap(), s.cert_path().unwrap()).await;
-    check_all_endpoints(&c, true).await;
-}
-
-#[tokio::test]
-async fn many_concurrent_streams_with_small_windows() {
-    let s = start(|c| {
-        c.max_concurrent_streams = 16;
-        c.threads = 2;
-    });
-    let c = h2c(s.addr().unwrap()).await;
-    // One exchange first so the client has our SETTINGS (before them it may open more
-    // streams than we allow, which the server refuses with REFUSED_STREAM, as it should).
-    assert_eq!(get(&c, "/ping").await.body, b"pong");
-    let mut tasks = Vec::new();
-    for i in 0..64usize {
-        let c = c.clone();
-        tasks.push(tokio::spawn(async move {
-            let n = 30_000 + i * 997;
-            let r = get(&c, &format!("/data?size={n}")).await;
-            assert_eq!(r.body.len(), n);
-        }));
-    }
-    for t in tasks {
-        t.await.unwrap();
-    }
-}
-
-#[tokio::test]
-async fn delay_does_not_block_other_streams() {
-    let s = start(|c| c.threads = 1);
-    let c = h2c(s.addr().unwrap()).await;
-    let slow = {
-        let c = c.clone();
-        tokio::spawn(async move {
-            let r = get(&c, "/delay?ms=800").await;
-            (Instant::now(), r.body)
-        })
-    };
-    let c2 = h2c(s.addr().unwrap()).await;
-    for _ in 0..10 {
-        assert_eq!(get(&c, "/ping").await.body, b"pong");
-        assert_eq!(get(&c2, "/ping").await.body, b"pong");
-    }
-    let fast_done = Instant::now();
-    let (slow_done, body) = slow.await.unwrap();
-    assert_eq!(body, b"delayed 800 ms\n");
-    assert!(slow_done > fast_done);
 }
 
 #[tokio::test]

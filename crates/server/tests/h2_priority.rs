@@ -13,20 +13,18 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
+use common::h2_client::{H2Client, Sink};
 use common::start;
 use h2lab_server::sched::PriorityMode;
-use h2lab_wire::h2::{
-    Connection, Events, HeaderEncoder, HeadersDone, Limits, LocalSettings, Role, StreamId,
-};
+use h2lab_wire::h2::{Events, HeadersDone, LocalSettings, StreamId};
 
 const IMAGES: usize = 8;
 
 #[derive(Default)]
-struct Sink {
+struct Recorder {
     /// Bytes received per stream id.
     got: std::collections::HashMap<u32, usize>,
     /// Stream ids in the order their responses ended.
@@ -36,7 +34,7 @@ struct Sink {
     settings: bool,
 }
 
-impl Events for Sink {
+impl Events for Recorder {
     fn header(&mut self, _: StreamId, _: &[u8], _: &[u8]) {}
     fn headers_done(&mut self, _: StreamId, d: HeadersDone) {
         if let Some(s) = d.status {
@@ -54,88 +52,42 @@ impl Events for Sink {
     }
 }
 
-struct Client {
-    sock: TcpStream,
-    conn: Connection,
-    sink: Sink,
-    inbuf: Vec<u8>,
-    out: Vec<u8>,
+impl Sink for Recorder {
+    fn settings_seen(&self) -> bool {
+        self.settings
+    }
 }
 
-impl Client {
-    /// A connection whose receive buffer is small: the server can run ahead of what the
-    /// client read by that much only (plus what the server itself holds).
-    fn connect(addr: SocketAddr) -> Client {
-        let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-        s.set_recv_buffer_size(16 * 1024).unwrap();
-        s.connect(&addr.into()).unwrap();
-        let sock: TcpStream = s.into();
-        sock.set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        sock.set_nodelay(true).unwrap();
-        // Flow control out of the way: the socket is the bottleneck.
-        let local = LocalSettings {
-            initial_window_size: 16 << 20,
-            connection_window: 64 << 20,
-            ..LocalSettings::client()
-        };
-        let mut c = Client {
-            sock,
-            conn: Connection::new(Role::Client, local, Limits::new()),
-            sink: Sink::default(),
-            inbuf: Vec::new(),
-            out: Vec::new(),
-        };
-        c.conn.start(&mut c.out);
-        c.flush();
-        // Handshake first (as a browser's requests follow the server's SETTINGS on a long
-        // path): the server takes its RTT sample from our ACK before the requests arrive.
-        while !c.sink.settings {
-            c.read_once();
-        }
-        c
-    }
+type Client = H2Client<Recorder>;
 
-    fn request(&mut self, path: &str, priority: &str) -> u32 {
-        let fields: [(&[u8], &[u8]); 5] = [
-            (b":method", b"GET"),
-            (b":scheme", b"http"),
-            (b":authority", b"localhost"),
-            (b":path", path.as_bytes()),
-            (b"priority", priority.as_bytes()),
-        ];
-        let id = self
-            .conn
-            .send_request(
-                |enc, buf| enc.encoder().encode(fields.iter().copied(), buf),
-                true,
-                &mut self.out,
-            )
-            .unwrap();
-        self.flush();
-        id.get()
-    }
+/// A connection whose receive buffer is small: the server can run ahead of what the client
+/// read by that much only (plus what the server itself holds).
+fn connect(addr: SocketAddr) -> Client {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.set_recv_buffer_size(16 * 1024).unwrap();
+    s.connect(&addr.into()).unwrap();
+    let sock: TcpStream = s.into();
+    sock.set_nodelay(true).unwrap();
+    // Flow control out of the way: the socket is the bottleneck.
+    let local = LocalSettings {
+        initial_window_size: 16 << 20,
+        connection_window: 64 << 20,
+        ..LocalSettings::client()
+    };
+    // Handshake first (as a browser's requests follow the server's SETTINGS on a long
+    // path): the server takes its RTT sample from our ACK before the requests arrive.
+    H2Client::handshake(sock, local)
+}
 
-    fn flush(&mut self) {
-        self.sock.write_all(&self.out).unwrap();
-        self.out.clear();
-    }
-
-    /// One read, processed.
-    fn read_once(&mut self) {
-        let mut b = [0u8; 16 * 1024];
-        let n = self.sock.read(&mut b).expect("server answers");
-        assert!(n > 0, "server closed the connection");
-        self.inbuf.extend_from_slice(&b[..n]);
-        let used = self
-            .conn
-            .recv(&self.inbuf, &mut self.out, &mut self.sink)
-            .unwrap();
-        self.inbuf.drain(..used);
-        if !self.out.is_empty() {
-            self.flush();
-        }
-    }
+/// `GET path` with a `priority` header; returns the stream id.
+fn request(c: &mut Client, path: &str, priority: &str) -> u32 {
+    c.request(&[
+        (b":method", b"GET"),
+        (b":scheme", b"http"),
+        (b":authority", b"localhost"),
+        (b":path", path.as_bytes()),
+        (b"priority", priority.as_bytes()),
+    ])
 }
 
 /// How the urgent request signals its priority.
@@ -160,9 +112,9 @@ fn scenario_with(mode: PriorityMode, signal: Signal) -> (Vec<u32>, u32, Vec<u32>
         // slow link this client stands for.
         c.notsent_lowat_min_rtt = Duration::ZERO;
     });
-    let mut c = Client::connect(server.addr().unwrap());
+    let mut c = connect(server.addr().unwrap());
     let images: Vec<u32> = (0..IMAGES)
-        .map(|_| c.request("/data?size=256k", "u=5, i"))
+        .map(|_| request(&mut c, "/data?size=256k", "u=5, i"))
         .collect();
     // Read until every image is under way (has delivered some data).
     while !images.iter().all(|id| c.sink.got.contains_key(id)) {
@@ -170,7 +122,7 @@ fn scenario_with(mode: PriorityMode, signal: Signal) -> (Vec<u32>, u32, Vec<u32>
     }
     // The late, urgent request (a render-blocking script).
     let urgent = match signal {
-        Signal::Header => c.request("/data?size=1m", "u=0"),
+        Signal::Header => request(&mut c, "/data?size=1m", "u=0"),
         Signal::EarlyUpdate => {
             let next = images.last().unwrap() + 2;
             h2lab_wire::frame::PriorityUpdate {
@@ -178,7 +130,7 @@ fn scenario_with(mode: PriorityMode, signal: Signal) -> (Vec<u32>, u32, Vec<u32>
                 field_value: b"u=0",
             }
             .encode(&mut c.out);
-            let id = c.request("/data?size=1m", "");
+            let id = request(&mut c, "/data?size=1m", "");
             assert_eq!(id, next);
             id
         }

@@ -6,15 +6,11 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
 
+use common::h2_client::{H2Client, Sink};
 use common::start;
-use h2lab_wire::h2::{
-    Connection, ErrorCode, Events, HeaderEncoder, HeadersDone, Limits, LocalSettings, Role,
-    StreamId,
-};
+use h2lab_wire::h2::{ErrorCode, Events, HeadersDone, LocalSettings, StreamId};
 
 #[derive(Debug, PartialEq, Eq)]
 enum Ev {
@@ -23,7 +19,7 @@ enum Ev {
 }
 
 #[derive(Default)]
-struct Sink {
+struct Recorder {
     order: Vec<Ev>,
     promised_paths: HashMap<u32, String>,
     headers: HashMap<u32, Vec<(String, String)>>,
@@ -33,7 +29,7 @@ struct Sink {
     settings: bool,
 }
 
-impl Events for Sink {
+impl Events for Recorder {
     fn header(&mut self, s: StreamId, n: &[u8], v: &[u8]) {
         self.headers.entry(s.get()).or_default().push((
             String::from_utf8_lossy(n).into_owned(),
@@ -71,86 +67,20 @@ impl Events for Sink {
     }
 }
 
-struct Client {
-    sock: TcpStream,
-    conn: Connection,
-    sink: Sink,
-    inbuf: Vec<u8>,
-    out: Vec<u8>,
-    /// Raw bytes read from the socket.
-    read: usize,
+impl Sink for Recorder {
+    fn settings_seen(&self) -> bool {
+        self.settings
+    }
 }
 
-impl Client {
-    fn connect(addr: SocketAddr, enable_push: bool) -> Client {
-        let sock = TcpStream::connect(addr).unwrap();
-        sock.set_read_timeout(Some(Duration::from_secs(20)))
-            .unwrap();
-        let local = LocalSettings {
-            enable_push,
-            ..LocalSettings::client()
-        };
-        let mut c = Client {
-            sock,
-            conn: Connection::new(Role::Client, local, Limits::new()),
-            sink: Sink::default(),
-            inbuf: Vec::new(),
-            out: Vec::new(),
-            read: 0,
-        };
-        c.conn.start(&mut c.out);
-        c.flush();
-        while !c.sink.settings {
-            c.read_once();
-        }
-        c
-    }
+type Client = H2Client<Recorder>;
 
-    fn get(&mut self, path: &str) -> u32 {
-        let fields: [(&[u8], &[u8]); 4] = [
-            (b":method", b"GET"),
-            (b":scheme", b"http"),
-            (b":authority", b"localhost"),
-            (b":path", path.as_bytes()),
-        ];
-        let id = self
-            .conn
-            .send_request(
-                |enc, buf| enc.encoder().encode(fields.iter().copied(), buf),
-                true,
-                &mut self.out,
-            )
-            .unwrap();
-        self.flush();
-        id.get()
-    }
-
-    fn flush(&mut self) {
-        self.sock.write_all(&self.out).unwrap();
-        self.out.clear();
-    }
-
-    fn read_once(&mut self) {
-        let mut b = [0u8; 16 * 1024];
-        let n = self.sock.read(&mut b).expect("server answers");
-        assert!(n > 0, "server closed the connection");
-        self.read += n;
-        self.inbuf.extend_from_slice(&b[..n]);
-        let used = self
-            .conn
-            .recv(&self.inbuf, &mut self.out, &mut self.sink)
-            .expect("no connection error");
-        self.inbuf.drain(..used);
-        if !self.out.is_empty() {
-            self.flush();
-        }
-    }
-
-    fn until(&mut self, mut done: impl FnMut(&Sink) -> bool) {
-        while !done(&self.sink) {
-            self.read_once();
-        }
-    }
+fn connect(addr: SocketAddr, enable_push: bool) -> Client {
+    let local = LocalSettings {
+        enable_push,
+        ..LocalSettings::client()
+    };
+    H2Client::handshake(TcpStream::connect(addr).unwrap(), local)
 }
 
 const PAGE: &str = "/page?n=3&seed=5&css=2&js=1&css_size=4k&js_size=8k";
@@ -158,7 +88,7 @@ const PAGE: &str = "/page?n=3&seed=5&css=2&js=1&css_size=4k&js_size=8k";
 #[test]
 fn page_pushes_its_css_and_js_before_its_data() {
     let server = start(|c| c.push = true);
-    let mut c = Client::connect(server.addr().unwrap(), true);
+    let mut c = connect(server.addr().unwrap(), true);
     let page = c.get(PAGE);
     c.until(|s| s.ended.contains(&page) && s.ended.len() == 4);
     let s = &c.sink;
@@ -205,7 +135,7 @@ fn page_pushes_its_css_and_js_before_its_data() {
 #[test]
 fn client_refusing_push_never_receives_a_pushed_byte() {
     let server = start(|c| c.push = true);
-    let mut c = Client::connect(server.addr().unwrap(), false);
+    let mut c = connect(server.addr().unwrap(), false);
     let page = c.get(PAGE);
     c.until(|s| s.ended.contains(&page));
     // A PUSH_PROMISE would have been a connection error (the client's recv expects none).
@@ -225,7 +155,7 @@ fn client_refusing_push_never_receives_a_pushed_byte() {
 #[test]
 fn push_is_off_by_default() {
     let server = start(|_| {});
-    let mut c = Client::connect(server.addr().unwrap(), true);
+    let mut c = connect(server.addr().unwrap(), true);
     let page = c.get(PAGE);
     c.until(|s| s.ended.contains(&page));
     assert!(c.sink.order.iter().all(|e| *e == Ev::Data(page)));
@@ -235,7 +165,7 @@ fn push_is_off_by_default() {
 #[test]
 fn reset_push_is_cancelled_and_the_connection_goes_on() {
     let server = start(|c| c.push = true);
-    let mut c = Client::connect(server.addr().unwrap(), true);
+    let mut c = connect(server.addr().unwrap(), true);
     let page = c.get("/page?n=1&seed=5&js=1&js_size=2m");
     c.until(|s| s.order.iter().any(|e| matches!(e, Ev::Promise(..))));
     // Cancel the 1-3 MB script while at most a window (64 KiB) of it can be in flight.

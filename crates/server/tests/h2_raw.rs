@@ -376,6 +376,21 @@ fn idle_connection_gets_goaway_no_error() {
 }
 
 #[test]
+fn server_shutdown_sends_goaway_no_error() {
+    // The frame-level side of tests/protocols.rs's graceful stop (where the h2 crate only
+    // reports a clean end).
+    let s = start(|_| {});
+    let mut r = Raw::h2c(s.addr().unwrap());
+    assert_eq!(r.get(1, "/ping"), b"pong");
+    s.shutdown();
+    let g = r.goaway().expect("GOAWAY");
+    assert_eq!(g.error_code(), Some(ErrorCode::NO_ERROR));
+    assert_eq!(g.last_stream_id(), Some(1));
+    assert!(r.closed);
+    s.join().unwrap();
+}
+
+#[test]
 fn a_slow_delay_keeps_the_connection_past_the_idle_timeout() {
     let s = start(|c| c.idle_timeout = Duration::from_millis(300));
     let mut r = Raw::h2c(s.addr().unwrap());

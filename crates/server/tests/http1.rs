@@ -1,153 +1,23 @@
-//! HTTP/1.1 end to end over raw sockets (cleartext and TLS): every endpoint, keep-alive,
-//! pipelining, request bodies, 100-continue, limits, timeouts, static files.
+//! HTTP/1.1-specific end-to-end tests over raw sockets (cleartext and TLS): pipelining,
+//! keep-alive options, HTTP/1.0, request bodies, 100-continue, limits, timeouts, static
+//! files. The behaviour shared with HTTP/2 (every endpoint, counts, large bodies,
+//! concurrency, delays, keep-alive, graceful stop) is in `protocols.rs`.
 
 mod common;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{connect, connect_tls, start, start_tls, Client, Resp};
+use common::{connect, connect_tls, start, start_tls, Resp};
 
 fn json(r: &Resp) -> serde_json::Value {
     serde_json::from_slice(&r.body).unwrap_or_else(|e| panic!("{e}: {}", r.text()))
 }
 
-/// Checks every endpoint through `c` (which must be a fresh keep-alive connection).
-fn check_all_endpoints<S: Read + Write>(c: &mut Client<S>, tls: bool) {
-    let r = c.get("/");
-    assert_eq!(r.status, 200);
-    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
-    assert!(r.text().contains("h2lab"));
-    assert_eq!(r.header("server"), Some("h2lab"));
-    assert_eq!(r.header("cache-control"), Some("no-store"));
-    let date = r.header("date").unwrap();
-    assert!(date.ends_with(" GMT") && date.len() == 29, "{date}");
-
-    let r = c.get("/ping");
-    assert_eq!((r.status, r.body.as_slice()), (200, &b"pong"[..]));
-    assert_eq!(r.header("content-length"), Some("4"));
-
-    let r = c.get("/json");
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    let v = json(&r);
-    assert_eq!(v["server"], "h2lab");
-    assert!((150..=260).contains(&r.body.len()));
-
-    for (q, n) in [
-        ("0", 0usize),
-        ("653", 653),
-        ("10k", 10240),
-        ("100k", 102_400),
-        ("10m", 10 << 20),
-    ] {
-        let r = c.get(&format!("/data?size={q}"));
-        assert_eq!(r.status, 200);
-        assert_eq!(r.body.len(), n, "size={q}");
-        assert_eq!(r.header("content-type"), Some("application/octet-stream"));
-        assert!(r
-            .body
-            .chunks(64)
-            .all(|ch| ch == &h2lab_server::body::filler()[..ch.len()]));
-    }
-    let r = c.get("/data");
-    assert_eq!(r.body.len(), 653);
-
-    let r = c.get("/compute?work=100000");
-    assert_eq!(r.status, 200);
-    let v = json(&r);
-    assert_eq!(v["work"], 100000);
-    let again = json(&c.get("/compute?work=100000"));
-    assert_eq!(v["result"], again["result"], "deterministic");
-    assert!((100..=200).contains(&r.body.len()), "{}", r.body.len());
-
-    c.send(b"GET /info?x=1 HTTP/1.1\r\nhost: test\r\nx-probe: a\"b\\c\r\n\r\n");
-    let r = c.read_response(false);
-    let v = json(&r);
-    assert_eq!(v["method"], "GET");
-    assert_eq!(v["target"], "/info?x=1");
-    assert_eq!(v["protocol"], "HTTP/1.1");
-    assert_eq!(v["tls"], tls);
-    let headers = v["headers"].as_array().unwrap();
-    assert!(headers
-        .iter()
-        .any(|h| h[0] == "x-probe" && h[1] == "a\"b\\c"));
-
-    let t = Instant::now();
-    let r = c.get("/delay?ms=50");
-    assert_eq!(r.status, 200);
-    assert!(t.elapsed() >= Duration::from_millis(50));
-
-    let r = c.get("/status/418");
-    assert_eq!(r.status, 418);
-    let r = c.get("/status/204");
-    assert_eq!(r.status, 204);
-    assert_eq!(r.header("content-length"), None);
-    let r = c.get("/status/503");
-    assert_eq!(r.status, 503);
-    let r = c.get("/status/42");
-    assert_eq!(r.status, 400);
-
-    let r = c.get("/page?n=30&min=1k&max=2k&seed=5");
-    assert_eq!(r.status, 200);
-    let html = r.text();
-    let srcs: Vec<String> = html
-        .split("src=\"")
-        .skip(1)
-        .map(|s| s[..s.find('"').unwrap()].to_string())
-        .collect();
-    assert_eq!(srcs.len(), 30);
-    for src in &srcs {
-        let size: usize = src
-            .rsplit('-')
-            .next()
-            .unwrap()
-            .trim_end_matches(".png")
-            .parse()
-            .unwrap();
-        let a = c.get(src);
-        assert_eq!(a.status, 200);
-        assert_eq!(a.header("content-type"), Some("image/png"));
-        assert_eq!(a.body.len(), size);
-        assert!((1024..=2048).contains(&size));
-    }
-
-    // HEAD: same head, no body.
-    c.send(b"HEAD /data?size=5000 HTTP/1.1\r\nhost: t\r\n\r\n");
-    let r = c.read_response(true);
-    assert_eq!(r.header("content-length"), Some("5000"));
-    let r = c.get("/ping");
-    assert_eq!(r.body, b"pong", "the HEAD response had no body");
-
-    let r = c.get("/json?cache=max-age=60");
-    assert_eq!(r.header("cache-control"), Some("max-age=60"));
-
-    let r = c.get("/nope");
-    assert_eq!(r.status, 404);
-    c.send(b"DELETE /ping HTTP/1.1\r\nhost: t\r\n\r\n");
-    let r = c.read_response(false);
-    assert_eq!(r.status, 405);
-    assert!(r.header("allow").unwrap().contains("GET"));
-    // Still alive after all of that.
-    assert_eq!(c.get("/ping").body, b"pong");
-}
-
 #[test]
-fn every_endpoint_over_cleartext_http1() {
-    let s = start(|_| {});
-    let mut c = connect(s.addr().unwrap());
-    check_all_endpoints(&mut c, false);
-}
-
-#[test]
-fn every_endpoint_over_tls_http1() {
+fn tls_without_alpn_is_http1() {
+    // Every endpoint over TLS with ALPN http/1.1: tests/protocols.rs.
     let (s, _dir) = start_tls(|_| {});
-    let mut c = connect_tls(
-        s.tls_addr().unwrap(),
-        s.cert_path().unwrap(),
-        &[b"http/1.1"],
-    );
-    check_all_endpoints(&mut c, true);
     // No ALPN at all also means HTTP/1.1.
     let mut c = connect_tls(s.tls_addr().unwrap(), s.cert_path().unwrap(), &[]);
     assert_eq!(c.get("/ping").body, b"pong");
@@ -299,28 +169,6 @@ fn oversized_heads_get_431() {
 }
 
 #[test]
-fn delay_does_not_block_other_requests_on_the_same_worker() {
-    let s = start(|c| c.threads = 1);
-    let mut slow = connect(s.addr().unwrap());
-    slow.send(b"GET /delay?ms=1500 HTTP/1.1\r\nhost: t\r\n\r\n");
-    let t = Instant::now();
-    let mut fast = connect(s.addr().unwrap());
-    for _ in 0..20 {
-        assert_eq!(fast.get("/ping").body, b"pong");
-    }
-    // The fast requests were answered while the delayed one is still pending.
-    slow.stream.set_nonblocking(true).unwrap();
-    let mut b = [0u8; 1];
-    let pending =
-        matches!(slow.stream.peek(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock);
-    assert!(pending || t.elapsed() >= Duration::from_millis(1500));
-    slow.stream.set_nonblocking(false).unwrap();
-    let r = slow.read_response(false);
-    assert_eq!(r.text(), "delayed 1500 ms\n");
-    assert!(t.elapsed() >= Duration::from_millis(1500));
-}
-
-#[test]
 fn idle_and_slowloris_connections_are_closed() {
     let s = start(|c| c.idle_timeout = Duration::from_millis(400));
     // Idle: nothing sent.
@@ -374,23 +222,6 @@ fn multi_threaded_workers_serve_concurrent_clients() {
     for h in handles {
         h.join().unwrap();
     }
-}
-
-#[test]
-fn run_with_given_listener_stops_on_shutdown() {
-    let l = h2lab_server::Listener::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
-    let addr = l.local_addr().unwrap();
-    let sd = h2lab_server::Shutdown::new();
-    let sd2 = sd.clone();
-    let mut cfg = h2lab_server::ServerConfig::local();
-    cfg.threads = 2;
-    let t = std::thread::spawn(move || h2lab_server::run(vec![l], cfg, sd2));
-    let mut c = connect(addr);
-    assert_eq!(c.get("/ping").body, b"pong");
-    sd.trigger();
-    t.join().unwrap().unwrap();
-    c.expect_eof();
-    assert!(TcpStream::connect(addr).is_err());
 }
 
 #[test]

@@ -2,8 +2,7 @@
 //! responses, malformed input, and property tests.
 
 use h2lab_wire::h1::{
-    encode_chunk, encode_last_chunk, encode_response_head, Event, Framing, H1Error, ResponseLimits,
-    ResponseParser, Version,
+    encode_chunk, reason_phrase, Event, Framing, H1Error, ResponseLimits, ResponseParser, Version,
 };
 use proptest::prelude::*;
 
@@ -682,19 +681,37 @@ fn resp_strategy(last: bool) -> impl Strategy<Value = Resp> {
         )
 }
 
+/// A server's response head to an HTTP/1.1 request: status line, `headers`, the framing
+/// field and `Connection: close` when the connection ends with the response.
+fn encode_head(
+    out: &mut Vec<u8>,
+    status: u16,
+    headers: &[(String, String)],
+    framing: Framing,
+    keep_alive: bool,
+) {
+    out.extend_from_slice(format!("HTTP/1.1 {status} {}\r\n", reason_phrase(status)).as_bytes());
+    for (name, value) in headers {
+        out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+    }
+    match framing {
+        Framing::ContentLength(n) => {
+            out.extend_from_slice(format!("Content-Length: {n}\r\n").as_bytes())
+        }
+        Framing::Chunked => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::None | Framing::CloseDelimited => {}
+    }
+    if !keep_alive || framing == Framing::CloseDelimited {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Encodes `r`; returns the bytes and the body the client must see.
 fn encode(r: &Resp) -> (Vec<u8>, Vec<u8>) {
     let mut out = Vec::new();
     for s in &r.interim {
-        encode_response_head(
-            &mut out,
-            Version::Http11,
-            *s,
-            &[] as &[(&str, &str)],
-            Framing::None,
-            true,
-        )
-        .unwrap();
+        encode_head(&mut out, *s, &[], Framing::None, true);
     }
     let no_body = r.head_request || r.status == 204 || r.status == 304;
     let framing = match &r.kind {
@@ -703,7 +720,7 @@ fn encode(r: &Resp) -> (Vec<u8>, Vec<u8>) {
         BodyKind::Close => Framing::CloseDelimited,
     };
     let ka = !matches!(r.kind, BodyKind::Close);
-    encode_response_head(&mut out, Version::Http11, r.status, &r.headers, framing, ka).unwrap();
+    encode_head(&mut out, r.status, &r.headers, framing, ka);
     if no_body {
         return (out, Vec::new());
     }
@@ -732,7 +749,12 @@ fn encode(r: &Resp) -> (Vec<u8>, Vec<u8>) {
             } else {
                 &[]
             };
-            encode_last_chunk(&mut out, t).unwrap();
+            // RFC 9112 §7.1: last-chunk CRLF, trailer section, CRLF.
+            out.extend_from_slice(b"0\r\n");
+            for (name, value) in t {
+                out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+            }
+            out.extend_from_slice(b"\r\n");
         }
     }
     (out, r.body.clone())

@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use h2lab_server::{RunningServer, ServerConfig};
 
+pub mod h2_client;
+pub mod matrix;
+
 /// Starts a quiet server on 127.0.0.1:0 with `f` applied to the config.
 pub fn start(f: impl FnOnce(&mut ServerConfig)) -> RunningServer {
     let mut cfg = ServerConfig::local();

@@ -83,8 +83,6 @@ pub enum H1Error {
     /// An encoder was asked to write a framing field (Content-Length,
     /// Transfer-Encoding) or a pseudo-header it computes itself.
     ForbiddenHeader,
-    /// An encoder was asked to send a chunked body to an HTTP/1.0 peer.
-    ChunkedToHttp10,
 }
 
 impl H1Error {
@@ -103,7 +101,7 @@ impl H1Error {
             H1Error::InvalidStatus
             | H1Error::ClosedBeforeResponse
             | H1Error::UnexpectedResponseData => 502,
-            H1Error::ForbiddenHeader | H1Error::ChunkedToHttp10 => 500,
+            H1Error::ForbiddenHeader => 500,
             H1Error::InvalidStartLine
             | H1Error::InvalidHeaderName
             | H1Error::InvalidHeaderValue
@@ -156,7 +154,6 @@ impl H1Error {
             H1Error::UnexpectedResponseData => "bytes received while no response was expected",
             H1Error::InvalidHttp2Settings => "invalid HTTP2-Settings value",
             H1Error::ForbiddenHeader => "framing field supplied by the caller",
-            H1Error::ChunkedToHttp10 => "chunked body for an HTTP/1.0 peer",
         }
     }
 

@@ -8,8 +8,8 @@
 //! - Server side: [`RequestParser`] parses request heads on partial input under
 //!   [`Limits`] (request-line → 414, field section → 431, body → 413), decides
 //!   body framing, persistence, `Expect: 100-continue` and h2c upgrades;
-//!   [`encode_response_head`], [`encode_chunk`] and [`encode_last_chunk`]
-//!   write responses.
+//!   [`encode_chunk`] writes chunked bodies (the proxy's); `h2lab serve`
+//!   writes its fixed response heads itself (`crates/server/src/http1.rs`).
 //! - Both: [`BodyDecoder`] decodes Content-Length, chunked and close-delimited
 //!   bodies in place; [`Headers`] is a zero-copy view over a field section.
 //!
@@ -39,9 +39,7 @@ pub use body::{
 pub use error::H1Error;
 pub use headers::{Header, HeaderIter, Headers, Version};
 pub use request::{encode_request, RequestBytes};
-pub use respond::{
-    encode_chunk, encode_last_chunk, encode_response_head, reason_phrase, CONTINUE_100,
-};
+pub use respond::{encode_chunk, reason_phrase, CONTINUE_100};
 pub use response::{Event, ResponseHead, ResponseLimits, ResponseParser};
 pub use server::{Limits, Parsed, RequestHead, RequestParser, MAX_HEADERS};
 pub use upgrade::{decode_base64url, encode_http2_settings, H2cUpgrade, H2C_SWITCHING_PROTOCOLS};

@@ -61,6 +61,7 @@ pub(crate) mod fields;
 mod guard;
 mod push;
 mod recv;
+mod send;
 mod settings;
 mod store;
 pub mod testing;

@@ -3,8 +3,9 @@
 
 use crate::frame::StreamId;
 
-use super::conn::{write_block_as, Connection, HeaderEncoder, Role};
+use super::conn::{Connection, HeaderEncoder, Role};
 use super::error::SendError;
+use super::send::write_block_as;
 use super::store::flag;
 
 impl<E: HeaderEncoder> Connection<E> {

@@ -12,10 +12,10 @@ use std::io::Write as _;
 
 use h2lab_wire::frame::StreamId;
 
-use super::{Phase, H2};
+use super::{StreamPhase, H2};
+use crate::ctx::Ctx;
 use crate::endpoints::{split_target, PageParams};
 use crate::out::Out;
-use crate::worker::Ctx;
 
 impl H2 {
     /// Pushes the render-blocking assets of the `/page` requested by `target` on stream
@@ -69,7 +69,7 @@ impl H2 {
                 pack(&mut s.fields, name, value);
             }
             s.fields_done = true;
-            s.phase = Phase::Receiving;
+            s.phase = StreamPhase::Receiving;
             // The pushed response shares the page's priority.
             if let Some(prio) = self.app.slot(parent).map(|p| p.prio) {
                 if let Some(s) = self.app.slots.get_mut(slot) {
