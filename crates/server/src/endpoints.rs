@@ -47,6 +47,8 @@ pub enum Proto {
     Http11,
     /// HTTP/2
     H2,
+    /// HTTP/3
+    H3,
 }
 
 /// Visits request header fields in arrival order (for `/info`).
@@ -527,6 +529,7 @@ fn write_info(req: &Request<'_>, out: &mut Vec<u8>) {
         Proto::Http10 => b",\"protocol\":\"HTTP/1.0\"" as &[u8],
         Proto::Http11 => b",\"protocol\":\"HTTP/1.1\"",
         Proto::H2 => b",\"protocol\":\"HTTP/2\"",
+        Proto::H3 => b",\"protocol\":\"HTTP/3\"",
     });
     out.extend_from_slice(if req.tls {
         b",\"tls\":true" as &[u8]
