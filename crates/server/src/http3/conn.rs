@@ -194,8 +194,10 @@ impl H3Conn {
                 }
             }
             Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ctx, now),
-            Event::Stream(StreamEvent::Stopped { id, .. }) => {
-                // The client abandoned the response.
+            Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                // The client abandoned the response: the reset frees the stream (and gives
+                // the client its stream credit back).
+                let _ = conn.send_stream(id).reset(error_code);
                 if let Some(r) = self.reqs.remove(&id) {
                     let _ = conn.recv_stream(r.id).stop(h3_code(0x0100));
                     self.qdec.cancel_stream(u64::from(id));

@@ -166,8 +166,16 @@ impl Req {
 
     /// Writes what flow control allows; finishes the stream when everything is written.
     /// `scratch` is the loop's buffer for file reads. Returns `Err` when the peer stopped
-    /// the stream (it is gone: forget it).
+    /// the stream (it is reset: forget it).
     pub fn pump(&mut self, conn: &mut Connection, scratch: &mut Vec<u8>) -> Result<(), ()> {
+        let r = self.pump_inner(conn, scratch);
+        if r.is_err() {
+            let _ = conn.send_stream(self.id).reset(h3_code(REQUEST_CANCELLED));
+        }
+        r
+    }
+
+    fn pump_inner(&mut self, conn: &mut Connection, scratch: &mut Vec<u8>) -> Result<(), ()> {
         if self.phase != Phase::Sending {
             return Ok(());
         }
@@ -228,6 +236,9 @@ impl Req {
         Ok(())
     }
 }
+
+/// H3_REQUEST_CANCELLED.
+pub const REQUEST_CANCELLED: u64 = 0x010c;
 
 /// H3_INTERNAL_ERROR.
 pub const INTERNAL_ERROR: u64 = 0x0102;
