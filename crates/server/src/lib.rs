@@ -236,8 +236,14 @@ pub fn run_with_ids(
     };
     let router = endpoints::Router::new(&config).map_err(io_err("--root"))?;
     let mut h3_threads = Vec::new();
+    let mut alt_svc = None;
     if config.h3 {
         h3_threads = spawn_h3(&listeners, &config, &shutdown, ids)?;
+        // RFC 9114 §3.1.1: HTTP/3 on the same port number as the TLS port.
+        if let Some(a) = listeners.iter().find(|l| l.tls) {
+            let port = a.local_addr().map_err(io_err("local_addr"))?.port();
+            alt_svc = Some(format!("h3=\":{port}\"").into_bytes());
+        }
     }
     let threads = config.threads;
     let shared = Arc::new(worker::Shared {
@@ -245,6 +251,7 @@ pub fn run_with_ids(
         router,
         tls,
         shutdown: shutdown.clone(),
+        alt_svc,
     });
     let mut mio_listeners = Vec::with_capacity(listeners.len());
     for l in listeners {

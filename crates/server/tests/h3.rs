@@ -410,3 +410,62 @@ fn quic_go_client_gets_exact_bodies() {
     assert!(text.contains("Response Body: 653 bytes"), "{text}");
     assert!(text.contains("StatusCode:404"), "{text}");
 }
+
+// ---- Alt-Svc on the TCP side ----
+
+#[test]
+fn tls_responses_advertise_h3_and_cleartext_ones_do_not() {
+    let (server, _dir) = common::start_tls(|c| c.h3 = true);
+    let tls = server.tls_addr().unwrap();
+    let want = format!("h3=\":{}\"", tls.port());
+    assert_eq!(server.h3_addr(), Some(tls));
+    // HTTP/1.1 over TLS.
+    let mut c = common::connect_tls(tls, server.cert_path().unwrap(), &[b"http/1.1"]);
+    let r = c.get("/ping");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("alt-svc"), Some(want.as_str()));
+    // Cleartext: no HTTP/3 there to advertise.
+    let mut c = common::connect(server.addr().unwrap());
+    let r = c.get("/ping");
+    assert_eq!(r.header("alt-svc"), None);
+    // HTTP/2 over TLS, twice (the second head comes from the HPACK head cache).
+    rt().block_on(async {
+        let cfg = common::tls_client_config(server.cert_path().unwrap(), &[b"h2"]);
+        let tcp = tokio::net::TcpStream::connect(tls).await.unwrap();
+        let stream = tokio_rustls::TlsConnector::from(cfg)
+            .connect("localhost".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        let (client, conn) = h2::client::handshake(stream).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        for _ in 0..2 {
+            let mut client = client.clone().ready().await.unwrap();
+            let req = http::Request::get("https://localhost/ping")
+                .body(())
+                .unwrap();
+            let (fut, _) = client.send_request(req, true).unwrap();
+            let resp = fut.await.unwrap();
+            assert_eq!(resp.status(), 200);
+            assert_eq!(resp.headers()["alt-svc"], want.as_str());
+        }
+    });
+    // Without --h3 nothing is advertised.
+    let (plain, _dir2) = common::start_tls(|_| {});
+    let mut c = common::connect_tls(
+        plain.tls_addr().unwrap(),
+        plain.cert_path().unwrap(),
+        &[b"http/1.1"],
+    );
+    assert_eq!(c.get("/ping").header("alt-svc"), None);
+    assert_eq!(plain.h3_addr(), None);
+}
+
+#[test]
+fn h3_without_a_tls_port_is_a_configuration_error() {
+    let mut cfg = h2lab_server::ServerConfig::local();
+    cfg.h3 = true;
+    let err = h2lab_server::spawn(cfg).unwrap_err();
+    assert!(matches!(err, h2lab_server::ServerError::Config(_)), "{err}");
+}

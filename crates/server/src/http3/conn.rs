@@ -489,7 +489,7 @@ impl H3Conn {
         fields[n] = (b"cache-control", resp.cache.value());
         n += 1;
         if resp.allow {
-            fields[n] = (b"allow", b"GET, HEAD, POST");
+            fields[n] = (b"allow", b"GET, HEAD, POST, PUT");
             n += 1;
         }
         self.section.clear();
