@@ -23,6 +23,8 @@ use crate::endpoints::{Method, Proto, Request, Response};
 
 /// Our QPACK decoder's dynamic table (SETTINGS_QPACK_MAX_TABLE_CAPACITY).
 const QPACK_TABLE: u64 = 4096;
+/// Finished request streams kept for their buffers.
+const POOL: usize = 32;
 /// Streams that may wait for QPACK inserts (SETTINGS_QPACK_BLOCKED_STREAMS).
 const QPACK_BLOCKED: u64 = 16;
 
@@ -77,6 +79,8 @@ pub struct H3Conn {
     qdec: Decoder,
     qenc: Encoder,
     reqs: HashMap<StreamId, Req>,
+    /// Finished request streams whose buffers are reused.
+    pool: Vec<Req>,
     /// Request streams with a response being written.
     sending: Vec<StreamId>,
     /// Highest request stream accepted (for GOAWAY).
@@ -105,6 +109,7 @@ impl H3Conn {
                 max_table_capacity: 4096,
             }),
             reqs: HashMap::new(),
+            pool: Vec::new(),
             sending: Vec::new(),
             last_request: None,
             goaway: false,
@@ -166,7 +171,27 @@ impl H3Conn {
         let _ = conn.recv_stream(id).stop(h3_code(code.0));
         let _ = conn.send_stream(id).reset(h3_code(code.0));
         self.qdec.cancel_stream(u64::from(id));
-        self.reqs.remove(&id);
+        self.forget(id);
+    }
+
+    /// Drops request stream `id`, keeping its buffers for the next request.
+    fn forget(&mut self, id: StreamId) -> Option<()> {
+        let r = self.reqs.remove(&id)?;
+        if self.pool.len() < POOL {
+            self.pool.push(r);
+        }
+        Some(())
+    }
+
+    /// A request stream for `id`, reusing a finished one's buffers.
+    fn new_req(&mut self, id: StreamId) -> Req {
+        match self.pool.pop() {
+            Some(mut r) => {
+                r.reset(id);
+                r
+            }
+            None => Req::new(id),
+        }
     }
 
     fn on_event(&mut self, conn: &mut Connection, ev: Event, ctx: &mut Ctx, now: Instant) {
@@ -184,7 +209,8 @@ impl H3Conn {
                                 continue;
                             }
                             self.last_request = Some(u64::from(id));
-                            self.reqs.insert(id, Req::new(id));
+                            let r = self.new_req(id);
+                            self.reqs.insert(id, r);
                         }
                         Dir::Uni => {
                             self.uni.insert(id, Uni::Header(Vec::new()));
@@ -198,8 +224,8 @@ impl H3Conn {
                 // The client abandoned the response: the reset frees the stream (and gives
                 // the client its stream credit back).
                 let _ = conn.send_stream(id).reset(error_code);
-                if let Some(r) = self.reqs.remove(&id) {
-                    let _ = conn.recv_stream(r.id).stop(h3_code(0x0100));
+                if self.forget(id).is_some() {
+                    let _ = conn.recv_stream(id).stop(h3_code(0x0100));
                     self.qdec.cancel_stream(u64::from(id));
                 }
             }
@@ -251,8 +277,8 @@ impl H3Conn {
         if reset.is_some() {
             if bidi {
                 // An abandoned request: forget it (and any blocked section).
-                if let Some(r) = self.reqs.remove(&id) {
-                    let _ = conn.send_stream(r.id).reset(h3_code(0x010c));
+                if self.forget(id).is_some() {
+                    let _ = conn.send_stream(id).reset(h3_code(0x010c));
                     self.qdec.cancel_stream(u64::from(id));
                 }
             } else if self.uni.contains_key(&id) {
@@ -527,7 +553,7 @@ impl H3Conn {
                 Some(r) => match r.pump(conn, &mut ctx.scratch) {
                     Ok(()) => r.phase == Phase::Done,
                     Err(()) => {
-                        self.reqs.remove(&id);
+                        self.forget(id);
                         true
                     }
                 },
@@ -539,7 +565,7 @@ impl H3Conn {
                         if !r.fin {
                             let _ = conn.recv_stream(id).stop(h3_code(ErrorCode::H3_NO_ERROR.0));
                         }
-                        self.reqs.remove(&id);
+                        self.forget(id);
                     }
                 }
             } else {

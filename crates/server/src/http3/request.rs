@@ -157,6 +157,25 @@ impl Req {
         }
     }
 
+    /// Makes a finished request stream new for `id`, keeping its buffers' capacity.
+    pub fn reset(&mut self, id: StreamId) {
+        self.id = id;
+        self.recv = RequestStream::new(Role::Server, u64::from(id));
+        self.sink.fields.0.clear();
+        self.sink.in_trailers = false;
+        self.sink.body_len = 0;
+        self.sink.ended = false;
+        self.inbuf.clear();
+        self.fin = false;
+        self.phase = Phase::Receiving;
+        self.send = SendStream::new();
+        self.head.clear();
+        self.head_off = 0;
+        self.cursor = None;
+        self.dynamic.clear();
+        self.pending = None;
+    }
+
     /// Queues the response head (already framed in `self.head`) and the body.
     pub fn start_body(&mut self, cursor: Option<BodyCursor>) {
         self.head_off = 0;
