@@ -145,7 +145,11 @@ fn static_files_are_streamed() {
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(root.path().join("big.bin"), &data).unwrap();
     let r = root.path().to_path_buf();
-    let (server, _dir) = start_h3(move |c| c.root = Some(r));
+    // Two TCP workers (and the acceptor): HTTP/3 has its own thread either way.
+    let (server, _dir) = start_h3(move |c| {
+        c.root = Some(r);
+        c.threads = 2;
+    });
     rt().block_on(async {
         let (_ep, mut send) = h3_client(&server).await;
         let (st, _, body) = fetch(&mut send, "GET", "/big.bin").await;

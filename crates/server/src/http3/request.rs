@@ -266,3 +266,25 @@ pub const INTERNAL_ERROR: u64 = 0x0102;
 pub fn h3_code(code: u64) -> quinn_proto::VarInt {
     quinn_proto::VarInt::from_u64(code).unwrap_or(quinn_proto::VarInt::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_keep_order_and_find_the_first_value() {
+        let mut f = Fields::default();
+        f.push(b":method", b"GET");
+        f.push(b"x", b"1");
+        f.push(b"x", b"2");
+        f.push(b"empty", b"");
+        assert_eq!(f.get(b":method"), Some(&b"GET"[..]));
+        assert_eq!(f.get(b"x"), Some(&b"1"[..]));
+        assert_eq!(f.get(b"empty"), Some(&b""[..]));
+        assert_eq!(f.get(b"missing"), None);
+        let mut all = Vec::new();
+        f.for_each(&mut |n, v| all.push((n.to_vec(), v.to_vec())));
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[2], (b"x".to_vec(), b"2".to_vec()));
+    }
+}

@@ -190,7 +190,8 @@ impl<A: ConnApp> Shell<A> {
     /// The socket became writable: sends what was blocked, then lets every connection
     /// write again.
     pub fn on_writable(&mut self) {
-        if self.io.retry() {
+        // Writable edges also come when nothing was blocked: then there is nothing to resume.
+        if self.io.has_pending() && self.io.retry() {
             for i in 0..self.conns.len() {
                 if let Some(Some(e)) = self.conns.get_mut(i) {
                     mark(e, i, &mut self.dirty);
