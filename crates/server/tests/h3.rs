@@ -368,6 +368,124 @@ fn graceful_stop_sends_goaway() {
     });
 }
 
+#[test]
+fn responses_use_the_qpack_dynamic_table_the_client_allows() {
+    // Our own QPACK decoder (4096-byte table, 16 blocked streams) reads the server's encoder
+    // stream and the response sections; the server must insert and reference entries, and
+    // every section must decode to the right head.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let mut ctrl = conn.open_uni().await.unwrap();
+        let mut buf = Vec::new();
+        let settings = h2lab_wire::h3::frame::Settings {
+            qpack_max_table_capacity: 4096,
+            qpack_blocked_streams: 16,
+            ..Default::default()
+        };
+        h2lab_wire::h3::control::write_control_stream_start(settings, &mut buf);
+        ctrl.write_all(&buf).await.unwrap();
+        let mut dec_tx = conn.open_uni().await.unwrap();
+        buf.clear();
+        UniStreamType::QpackDecoder.write(&mut buf);
+        dec_tx.write_all(&buf).await.unwrap();
+        let mut qdec = h2lab_wire::qpack::Decoder::new(4096, 16);
+        // The server's encoder stream (type 0x02); its other streams are not needed here.
+        let mut enc_rx = None;
+        for _ in 0..3 {
+            let mut rx = conn.accept_uni().await.unwrap();
+            let mut first = [0u8; 1];
+            rx.read_exact(&mut first).await.unwrap();
+            if first[0] == 0x02 {
+                enc_rx = Some(rx);
+                break;
+            }
+            tokio::spawn(async move {
+                let _ = rx.read_to_end(1 << 20).await;
+            });
+        }
+        let mut enc_rx = enc_rx.expect("the server's QPACK encoder stream");
+        for (path, len) in [
+            ("/ping", "4"),
+            ("/ping", "4"),
+            ("/data?size=77", "77"),
+            ("/ping", "4"),
+        ] {
+            let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+            let sid = u64::from(tx.id());
+            tx.write_all(&get_frame(path)).await.unwrap();
+            tx.finish().unwrap();
+            let bytes = rx.read_to_end(1 << 20).await.unwrap();
+            let (ty, n) = h2lab_wire::h3::varint::decode(&bytes).unwrap();
+            assert_eq!(ty, 0x01, "HEADERS first");
+            let (flen, m) = h2lab_wire::h3::varint::decode(&bytes[n..]).unwrap();
+            let section = &bytes[n + m..n + m + flen as usize];
+            let mut fields = Vec::new();
+            let mut push =
+                |f: h2lab_wire::qpack::Field<'_>| fields.push((f.name.to_vec(), f.value.to_vec()));
+            let mut r = qdec.decode_section(sid, section, &mut push).unwrap();
+            while r == h2lab_wire::qpack::Decoded::Blocked {
+                let mut chunk = [0u8; 4096];
+                let k = enc_rx
+                    .read(&mut chunk)
+                    .await
+                    .unwrap()
+                    .expect("encoder stream open");
+                qdec.feed_encoder_stream(&chunk[..k]).unwrap();
+                r = qdec.decode_unblocked(sid, &mut push).unwrap();
+            }
+            let get = |name: &[u8]| {
+                fields
+                    .iter()
+                    .find(|(n, _)| n.as_slice() == name)
+                    .map(|(_, v)| v.clone())
+            };
+            assert_eq!(get(b":status").as_deref(), Some(&b"200"[..]), "{path}");
+            assert_eq!(
+                get(b"content-length").as_deref(),
+                Some(len.as_bytes()),
+                "{path}"
+            );
+            assert_eq!(get(b"server").as_deref(), Some(&b"h2lab"[..]));
+            buf.clear();
+            qdec.take_decoder_stream(&mut buf);
+            dec_tx.write_all(&buf).await.unwrap();
+        }
+        assert!(
+            qdec.table().insert_count() > 0,
+            "the server never used the dynamic table"
+        );
+    });
+}
+
+#[test]
+fn a_client_that_never_reads_does_not_stall_others() {
+    // Ten 50 MB responses nobody reads: QUIC flow control stops them at the client's
+    // window; the server's loop keeps serving this connection's other streams and other
+    // connections.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, slow) = quic_connect(&server).await;
+        let (_ctrl, _enc) = raw_setup(&slow).await;
+        let mut unread = Vec::new();
+        for _ in 0..10 {
+            let (mut tx, rx) = slow.open_bi().await.unwrap();
+            tx.write_all(&get_frame("/data?size=50m")).await.unwrap();
+            tx.finish().unwrap();
+            unread.push(rx);
+        }
+        let (_ep2, other) = quic_connect(&server).await;
+        let (_c2, _e2) = raw_setup(&other).await;
+        for conn in [&other, &slow] {
+            let body = tokio::time::timeout(Duration::from_secs(20), raw_get(conn, "/ping"))
+                .await
+                .expect("served while a reader stalls");
+            assert!(body.ends_with(b"pong"));
+        }
+        drop(unread);
+    });
+}
+
 // ---- independent client ----
 
 fn quic_go_client() -> Option<std::path::PathBuf> {
