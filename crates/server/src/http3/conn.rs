@@ -81,6 +81,8 @@ pub struct H3Conn {
     reqs: HashMap<StreamId, Req>,
     /// Finished request streams whose buffers are reused.
     pool: Vec<Req>,
+    /// `/delay` responses waiting: (when, stream).
+    delayed: Vec<(Instant, StreamId)>,
     /// Request streams with a response being written.
     sending: Vec<StreamId>,
     /// Highest request stream accepted (for GOAWAY).
@@ -110,6 +112,7 @@ impl H3Conn {
             }),
             reqs: HashMap::new(),
             pool: Vec::new(),
+            delayed: Vec::new(),
             sending: Vec::new(),
             last_request: None,
             goaway: false,
@@ -478,6 +481,7 @@ impl H3Conn {
             Some(d) if !d.is_zero() => {
                 r.phase = Phase::Delayed;
                 r.pending = Some((now + d, resp));
+                self.delayed.push((now + d, id));
             }
             _ => self.respond(conn, id, resp, ctx),
         }
@@ -575,13 +579,16 @@ impl H3Conn {
     }
 
     fn fire_timers(&mut self, conn: &mut Connection, ctx: &mut Ctx, now: Instant) {
-        let due: Vec<StreamId> = self
-            .reqs
-            .values()
-            .filter(|r| r.pending.as_ref().is_some_and(|(t, _)| *t <= now))
-            .map(|r| r.id)
-            .collect();
-        for id in due {
+        let mut i = 0;
+        while i < self.delayed.len() {
+            let (at, id) = self.delayed[i];
+            if at > now {
+                i += 1;
+                continue;
+            }
+            self.delayed.swap_remove(i);
+            // The stream may be gone (reset) or reused meanwhile: only a pending response
+            // fires.
             let Some(r) = self.reqs.get_mut(&id) else {
                 continue;
             };
@@ -633,10 +640,7 @@ impl crate::quic::ConnApp for H3Conn {
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.reqs
-            .values()
-            .filter_map(|r| r.pending.as_ref().map(|(t, _)| *t))
-            .min()
+        self.delayed.iter().map(|(t, _)| *t).min()
     }
 
     fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
