@@ -591,3 +591,37 @@ fn h3_without_a_tls_port_is_a_configuration_error() {
     let err = h2lab_server::spawn(cfg).unwrap_err();
     assert!(matches!(err, h2lab_server::ServerError::Config(_)), "{err}");
 }
+
+/// oha with HTTP/3 takes about 20 minutes to build (`INSTALL_OHA_H3=1
+/// .ci/install-anchors.sh`), so CI does not install it: this test runs only with
+/// `H2LAB_TEST_OHA_H3=1` (then a missing or HTTP/3-less oha fails it).
+#[test]
+fn oha_http3_gets_every_response() {
+    if std::env::var("H2LAB_TEST_OHA_H3").as_deref() != Ok("1") {
+        println!("skipped: set H2LAB_TEST_OHA_H3=1 to run oha over HTTP/3");
+        return;
+    }
+    let oha = h2lab_testkit::which("oha")
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            let p = std::path::Path::new(&home).join(".cargo/bin/oha");
+            p.exists().then_some(p)
+        })
+        .expect("H2LAB_TEST_OHA_H3=1 but oha is not installed");
+    let (server, _dir) = start_h3(|_| {});
+    let addr = server.h3_addr().unwrap();
+    let out = std::process::Command::new(oha)
+        .args(["--http-version", "3", "--insecure", "--no-tui"])
+        .args(["--output-format", "json", "-n", "2000", "-c", "10"])
+        .arg(format!("https://{addr}/data?size=653"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["statusCodeDistribution"],
+        serde_json::json!({"200": 2000}),
+        "{v}"
+    );
+    assert_eq!(v["errorDistribution"], serde_json::json!({}), "{v}");
+}
