@@ -105,6 +105,11 @@ fn small_responses_statuses_and_head() {
         assert_eq!((st, body.as_slice()), (200, &b"pong"[..]));
         assert_eq!(h["content-length"], "4");
         assert_eq!(h["server"], "h2lab");
+        // The same head again (reused section bytes) on another stream.
+        let (st, h2, body) = fetch(&mut send, "GET", "/ping").await;
+        assert_eq!((st, body.as_slice()), (200, &b"pong"[..]));
+        assert_eq!(h2["content-length"], "4");
+        assert_eq!(h2["content-type"], h["content-type"]);
         let (st, _, body) = fetch(&mut send, "GET", "/status/404").await;
         assert_eq!(st, 404);
         assert!(!body.is_empty());

@@ -90,6 +90,32 @@ pub struct H3Conn {
     goaway: bool,
     closed: bool,
     section: Vec<u8>,
+    /// What `section` encodes when it can be reused (see [`HeadKey`]).
+    head_key: Option<HeadKey>,
+}
+
+/// What a reusable response section depends on (the common heads: `cache-control:
+/// no-store`, no `allow`). The date is part of it, so a new section is encoded once a second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeadKey {
+    status: u16,
+    content_type: &'static str,
+    content_length: Option<u64>,
+    date: [u8; crate::date::DATE_LEN],
+}
+
+impl HeadKey {
+    fn of(resp: &Response, date: &[u8]) -> Option<HeadKey> {
+        if resp.allow || !matches!(resp.cache, crate::endpoints::CacheControl::NoStore) {
+            return None;
+        }
+        Some(HeadKey {
+            status: resp.status,
+            content_type: resp.content_type,
+            content_length: (!resp.no_content_length()).then(|| resp.body.len()),
+            date: date.try_into().ok()?,
+        })
+    }
 }
 
 impl H3Conn {
@@ -118,6 +144,7 @@ impl H3Conn {
             goaway: false,
             closed: false,
             section: Vec::new(),
+            head_key: None,
         }
     }
 
@@ -522,13 +549,24 @@ impl H3Conn {
             fields[n] = (b"allow", b"GET, HEAD, POST, PUT");
             n += 1;
         }
-        self.section.clear();
-        self.qenc.encode(
-            u64::from(id),
-            fields.iter().take(n).copied(),
-            &mut self.section,
-            &mut self.encoder_out.buf,
-        );
+        let key = HeadKey::of(&resp, date);
+        if key.is_none() || self.head_key != key {
+            self.head_key = None;
+            self.section.clear();
+            let before = self.encoder_out.buf.len();
+            self.qenc.encode(
+                u64::from(id),
+                fields.iter().take(n).copied(),
+                &mut self.section,
+                &mut self.encoder_out.buf,
+            );
+            // A section with Required Insert Count 0 and Base 0 that inserted nothing refers
+            // to the static table and literals only: the same head encodes to the same
+            // bytes on any stream, so the next one can reuse them.
+            if self.section.starts_with(&[0, 0]) && self.encoder_out.buf.len() == before {
+                self.head_key = key;
+            }
+        }
         r.head.clear();
         let declared = (!resp.no_content_length()).then(|| resp.body.len());
         let _ = r.send.headers(&self.section, false, declared, &mut r.head);
