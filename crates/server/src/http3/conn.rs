@@ -16,6 +16,7 @@ use h2lab_wire::h3::{ErrorCode, Role, Scope};
 use h2lab_wire::qpack::{Decoder, Encoder, EncoderConfig};
 use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, WriteError};
 
+use super::head::HeadEncoder;
 use super::request::{h3_code, Phase, Req};
 use super::Ctx;
 use crate::body::BodyCursor;
@@ -89,33 +90,7 @@ pub struct H3Conn {
     last_request: Option<u64>,
     goaway: bool,
     closed: bool,
-    section: Vec<u8>,
-    /// What `section` encodes when it can be reused (see [`HeadKey`]).
-    head_key: Option<HeadKey>,
-}
-
-/// What a reusable response section depends on (the common heads: `cache-control:
-/// no-store`, no `allow`). The date is part of it, so a new section is encoded once a second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HeadKey {
-    status: u16,
-    content_type: &'static str,
-    content_length: Option<u64>,
-    date: [u8; crate::date::DATE_LEN],
-}
-
-impl HeadKey {
-    fn of(resp: &Response, date: &[u8]) -> Option<HeadKey> {
-        if resp.allow || !matches!(resp.cache, crate::endpoints::CacheControl::NoStore) {
-            return None;
-        }
-        Some(HeadKey {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: (!resp.no_content_length()).then(|| resp.body.len()),
-            date: date.try_into().ok()?,
-        })
-    }
+    heads: HeadEncoder,
 }
 
 impl H3Conn {
@@ -143,8 +118,7 @@ impl H3Conn {
             last_request: None,
             goaway: false,
             closed: false,
-            section: Vec::new(),
-            head_key: None,
+            heads: HeadEncoder::default(),
         }
     }
 
@@ -520,56 +494,16 @@ impl H3Conn {
             return;
         };
         let no_body = resp.head_only || resp.body.is_empty() || resp.no_content_length();
-        let status = resp.status.clamp(100, 999);
-        let status_text = [
-            b'0' + (status / 100) as u8,
-            b'0' + (status / 10 % 10) as u8,
-            b'0' + (status % 10) as u8,
-        ];
-        let mut cl_digits = [0u8; 20];
-        let cl = digits(resp.body.len(), &mut cl_digits);
-        let date = ctx.date.get();
-        let mut fields: [(&[u8], &[u8]); 7] = [(b"", b""); 7];
-        let mut n = 0;
-        fields[n] = (b":status", &status_text);
-        n += 1;
-        fields[n] = (b"server", b"h2lab");
-        n += 1;
-        fields[n] = (b"date", date);
-        n += 1;
-        fields[n] = (b"content-type", resp.content_type.as_bytes());
-        n += 1;
-        if !resp.no_content_length() {
-            fields[n] = (b"content-length", cl);
-            n += 1;
-        }
-        fields[n] = (b"cache-control", resp.cache.value());
-        n += 1;
-        if resp.allow {
-            fields[n] = (b"allow", b"GET, HEAD, POST, PUT");
-            n += 1;
-        }
-        let key = HeadKey::of(&resp, date);
-        if key.is_none() || self.head_key != key {
-            self.head_key = None;
-            self.section.clear();
-            let before = self.encoder_out.buf.len();
-            self.qenc.encode(
-                u64::from(id),
-                fields.iter().take(n).copied(),
-                &mut self.section,
-                &mut self.encoder_out.buf,
-            );
-            // A section with Required Insert Count 0 and Base 0 that inserted nothing refers
-            // to the static table and literals only: the same head encodes to the same
-            // bytes on any stream, so the next one can reuse them.
-            if self.section.starts_with(&[0, 0]) && self.encoder_out.buf.len() == before {
-                self.head_key = key;
-            }
-        }
+        let section = self.heads.encode(
+            &mut self.qenc,
+            u64::from(id),
+            &resp,
+            ctx.date.get(),
+            &mut self.encoder_out.buf,
+        );
         r.head.clear();
         let declared = (!resp.no_content_length()).then(|| resp.body.len());
-        let _ = r.send.headers(&self.section, false, declared, &mut r.head);
+        let _ = r.send.headers(section, false, declared, &mut r.head);
         let body_len = resp.body.len();
         let cursor = if no_body {
             None
@@ -635,20 +569,6 @@ impl H3Conn {
             }
         }
     }
-}
-
-/// The decimal digits of `v` in `buf`.
-fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
 
 impl crate::quic::ConnApp for H3Conn {

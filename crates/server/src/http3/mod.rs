@@ -8,6 +8,7 @@
 //! recovery, TLS 1.3) is `quinn-proto`'s.
 
 pub mod conn;
+pub mod head;
 pub mod request;
 
 use std::io;
