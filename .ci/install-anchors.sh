@@ -8,6 +8,9 @@
 #   H2SPEC_VERSION  h2spec module version for `go install` (default v2.2.1+incompatible, what @latest resolves to)
 #   H2SPEC_BIN      where to put h2spec (default /usr/local/bin/h2spec)
 #   SKIP_H2SPEC=1   do not build h2spec
+#   QUIC_GO_VERSION quic-go version of the HTTP/3 example client (default v0.65.0),
+#   QUIC_GO_CLIENT_BIN where to put it (default /usr/local/bin/quic-go-client), SKIP_QUIC_GO=1 skips
+#   INSTALL_OHA_H3=1  also build oha with HTTP/3 (slow; only the benchmark uses it)
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -111,6 +114,34 @@ if [ "${SKIP_H2SPEC:-0}" != 1 ]; then
     rm -rf "$gobin"
   fi
   echo "h2spec: $H2SPEC_BIN"
+fi
+
+# quic-go's example HTTP/3 client (the server's HTTP/3 interop tests), installed as
+# quic-go-client (its own name, `client`, is too generic for PATH).
+QUIC_GO_VERSION=${QUIC_GO_VERSION:-v0.65.0}
+QUIC_GO_CLIENT_BIN=${QUIC_GO_CLIENT_BIN:-/usr/local/bin/quic-go-client}
+if [ "${SKIP_QUIC_GO:-0}" != 1 ]; then
+  if [ -x "$QUIC_GO_CLIENT_BIN" ]; then
+    log "quic-go client already at $QUIC_GO_CLIENT_BIN"
+  else
+    GO=$(command -v go || true)
+    [ -n "$GO" ] || GO=/usr/local/go/bin/go
+    [ -x "$GO" ] || { echo "go not found (looked in PATH and /usr/local/go/bin)" >&2; exit 1; }
+    gobin=$(mktemp -d)
+    log "go install github.com/quic-go/quic-go/example/client@$QUIC_GO_VERSION"
+    GOBIN="$gobin" GOFLAGS="${GOFLAGS:-} -p=1" "$GO" install \
+      "github.com/quic-go/quic-go/example/client@$QUIC_GO_VERSION"
+    "${SUDO[@]}" install -m 755 "$gobin/client" "$QUIC_GO_CLIENT_BIN"
+    rm -rf "$gobin"
+  fi
+  echo "quic-go client: $QUIC_GO_CLIENT_BIN"
+fi
+
+# Optional, slow (about 20 minutes to build): oha with HTTP/3, for bench/h3-vs-caddy.sh.
+# INSTALL_OHA_H3=1 turns it on; no test requires it.
+if [ "${INSTALL_OHA_H3:-0}" = 1 ]; then
+  log "cargo install oha --locked --features http3"
+  cargo install oha --locked --features http3
 fi
 
 log "anchors ready: $(h2load --version 2>&1 | head -n1); nginx $(nginx -v 2>&1 | sed 's/.*\///'); $(apache2 -v 2>/dev/null | head -n1 | sed 's/Server version: //'); $(h2o --version 2>&1 | head -n1); $(wrk -v 2>&1 | head -n1 | cut -d' ' -f1-2)"

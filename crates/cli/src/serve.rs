@@ -138,6 +138,17 @@ pub struct ServeArgs {
     #[arg(long = "root", value_name = "DIR")]
     pub root: Option<PathBuf>,
 
+    /// Also serve HTTP/3 (QUIC on UDP, ALPN h3) on the TLS port number with the same
+    /// certificate, and advertise it with `alt-svc: h3=":PORT"` on the TLS port. Off by
+    /// default: it adds a UDP socket and a thread, and alt-svc would move browsers (and the
+    /// page experiments) to HTTP/3 unasked. Needs --tls or --tls-listen.
+    #[arg(long = "h3")]
+    pub h3: bool,
+
+    /// With --h3: send without UDP GSO (one datagram per system call), to measure its effect.
+    #[arg(long = "no-udp-gso", requires = "h3")]
+    pub no_udp_gso: bool,
+
     /// Print only the listening addresses and the certificate (no hints).
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -190,6 +201,8 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         idle_timeout: args.idle_timeout,
         max_request_body: args.max_request_body,
         root: args.root.clone(),
+        h3: args.h3,
+        h3_gso: !args.no_udp_gso,
         // This command prints the certificate location itself (on stdout).
         quiet: true,
         ..d
@@ -242,6 +255,9 @@ fn fail(msg: &str) -> ExitCode {
 /// The lines a user (or a script, or a test) needs: where to connect and what to trust.
 fn print_banner(server: &RunningServer, args: &ServeArgs) {
     print_listening(PREFIX, server.addr(), server.tls_addr());
+    if let Some(a) = server.h3_addr() {
+        println!("{PREFIX} listening on https://{a}/ (HTTP/3 over QUIC, UDP)");
+    }
     if let (Some(cert), Some(key)) = (server.cert_path(), server.key_path()) {
         if args.listener.cert.is_some() {
             println!(

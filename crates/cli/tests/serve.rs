@@ -365,3 +365,36 @@ fn bad_input_is_one_line_and_exit_1() {
     expect_start_error(&["--no-such-flag"], "--no-such-flag");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn h3_flag_prints_the_quic_listener_and_needs_a_tls_port() {
+    let dir = scratch_dir("h3");
+    let s = Served::start(&[
+        "--tls",
+        "--listen",
+        "127.0.0.1:0",
+        "--h3",
+        "--cert-dir",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let tls = s.tls.unwrap();
+    let want = format!("h2lab serve: listening on https://{tls}/ (HTTP/3 over QUIC, UDP)");
+    assert!(s.stdout.contains(&want), "{:?}", s.stdout);
+    if h2lab_testkit::anchors_available(&["quic-go-client"]) {
+        let c = h2lab_testkit::which("quic-go-client").unwrap();
+        let o = run(
+            c.to_str().unwrap(),
+            &["-insecure", &format!("https://{tls}/ping")],
+        );
+        let out = text(&o);
+        assert!(o.status.success() && out.contains("pong"), "{out}");
+    }
+    s.signal("-TERM");
+    assert_eq!(s.wait_exit(), Some(0));
+    std::fs::remove_dir_all(&dir).unwrap();
+    expect_start_error(
+        &["--listen", "127.0.0.1:0", "--h3"],
+        "HTTP/3 (--h3) needs a TLS port",
+    );
+}

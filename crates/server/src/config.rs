@@ -80,6 +80,14 @@ pub struct ServerConfig {
     /// kernel's queue drains at once and a low-water mark would only cost system calls.
     /// h2o gates its latency optimisation the same way (`http2-latency-optimization-min-rtt`).
     pub notsent_lowat_min_rtt: Duration,
+    /// HTTP/3 (`--h3`, off by default): QUIC on UDP on the TLS port number, same certificate,
+    /// ALPN `h3`, and `alt-svc: h3=":PORT"` on the TLS port's responses. Needs a TLS port.
+    pub h3: bool,
+    /// HTTP/3: send with UDP GSO when the kernel supports it (`--no-udp-gso` turns it off).
+    pub h3_gso: bool,
+    /// HTTP/3: let the QPACK encoder use the dynamic table the client allows (`false`:
+    /// static table and literals only).
+    pub h3_qpack_dynamic_table: bool,
     /// Suppress the informational lines on stderr (certificate location); protocol-violation
     /// logging stays (rate-limited).
     pub quiet: bool,
@@ -114,6 +122,9 @@ impl Default for ServerConfig {
             push: false,
             notsent_lowat: 16 * 1024,
             notsent_lowat_min_rtt: Duration::from_millis(10),
+            h3: false,
+            h3_gso: true,
+            h3_qpack_dynamic_table: true,
             quiet: false,
         }
     }

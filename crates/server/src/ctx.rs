@@ -28,6 +28,8 @@ pub struct Shared {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// Stop handle.
     pub shutdown: Shutdown,
+    /// `alt-svc` value for responses on TLS connections (`h3=":PORT"`) when HTTP/3 is on.
+    pub alt_svc: Option<Vec<u8>>,
 }
 
 /// What protocol code may touch besides its connection.

@@ -374,7 +374,8 @@ impl H1 {
     }
 
     fn write_response(&mut self, resp: Response, io: &mut Io<'_>, ctx: &mut Ctx<'_>) {
-        write_head(io.out.bytes(), &resp, ctx.date.get(), self.persist);
+        let alt_svc = ctx.shared.alt_svc.as_deref().filter(|_| io.tls);
+        write_head(io.out.bytes(), &resp, ctx.date.get(), self.persist, alt_svc);
         if resp.head_only || resp.body.is_empty() || resp.no_content_length() {
             self.after_response();
         } else {
@@ -443,7 +444,14 @@ fn upgrade_fields(method: &str, target: &str, headers: Headers<'_>) -> Vec<(Vec<
 }
 
 /// Writes a response head. Every field is a static slice or a cached value: no allocation.
-fn write_head(out: &mut Vec<u8>, resp: &Response, date: &[u8], persist: Persist) {
+/// `alt_svc`: an `alt-svc` value to add (HTTP/3 advertised on TLS connections).
+fn write_head(
+    out: &mut Vec<u8>,
+    resp: &Response,
+    date: &[u8],
+    persist: Persist,
+    alt_svc: Option<&[u8]>,
+) {
     let status = resp.status.clamp(100, 999);
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(&[
@@ -465,6 +473,10 @@ fn write_head(out: &mut Vec<u8>, resp: &Response, date: &[u8], persist: Persist)
     out.extend_from_slice(resp.cache.value());
     if resp.allow {
         out.extend_from_slice(b"\r\nallow: GET, HEAD, POST, PUT");
+    }
+    if let Some(v) = alt_svc {
+        out.extend_from_slice(b"\r\nalt-svc: ");
+        out.extend_from_slice(v);
     }
     out.extend_from_slice(match persist {
         Persist::KeepAlive => b"\r\n\r\n" as &[u8],

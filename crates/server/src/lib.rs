@@ -38,9 +38,11 @@ pub mod endpoints;
 mod h2head;
 mod http1;
 mod http2;
+mod http3;
 mod log;
 mod out;
 mod proto;
+pub mod quic;
 pub mod sched;
 pub mod shutdown;
 pub mod testing;
@@ -121,6 +123,8 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerEr
 pub struct Listener {
     inner: std::net::TcpListener,
     tls: bool,
+    /// HTTP/3's UDP socket on the same address (TLS listeners, `config.h3`).
+    udp: Option<std::net::UdpSocket>,
 }
 
 impl Listener {
@@ -130,17 +134,26 @@ impl Listener {
         Ok(Listener {
             inner: std::net::TcpListener::bind(addr)?,
             tls,
+            udp: None,
         })
     }
 
     /// Wraps an already bound listener (cleartext).
     pub fn cleartext(inner: std::net::TcpListener) -> Self {
-        Listener { inner, tls: false }
+        Listener {
+            inner,
+            tls: false,
+            udp: None,
+        }
     }
 
     /// Wraps an already bound listener (TLS).
     pub fn tls(inner: std::net::TcpListener) -> Self {
-        Listener { inner, tls: true }
+        Listener {
+            inner,
+            tls: true,
+            udp: None,
+        }
     }
 
     /// The bound address.
@@ -151,6 +164,13 @@ impl Listener {
     /// Whether this listener serves TLS.
     pub fn is_tls(&self) -> bool {
         self.tls
+    }
+
+    /// Binds HTTP/3's UDP socket on this listener's address (same IP and port number), for
+    /// a server run with `config.h3`; [`run`] binds it itself when this was not called.
+    pub fn with_h3(mut self) -> std::io::Result<Self> {
+        self.udp = Some(http3::bind(self.inner.local_addr()?)?);
+        Ok(self)
     }
 
     /// The bound socket (for event loops other than the server's, e.g. `h2lab proxy`).
@@ -218,12 +238,23 @@ pub fn run_with_ids(
         None
     };
     let router = endpoints::Router::new(&config).map_err(io_err("--root"))?;
+    let mut h3_threads = Vec::new();
+    let mut alt_svc = None;
+    if config.h3 {
+        h3_threads = spawn_h3(&listeners, &config, &shutdown, ids)?;
+        // RFC 9114 §3.1.1: HTTP/3 on the same port number as the TLS port.
+        if let Some(a) = listeners.iter().find(|l| l.tls) {
+            let port = a.local_addr().map_err(io_err("local_addr"))?.port();
+            alt_svc = Some(format!("h3=\":{port}\"").into_bytes());
+        }
+    }
     let threads = config.threads;
     let shared = Arc::new(ctx::Shared {
         config,
         router,
         tls,
         shutdown: shutdown.clone(),
+        alt_svc,
     });
     let mut mio_listeners = Vec::with_capacity(listeners.len());
     for l in listeners {
@@ -288,7 +319,7 @@ pub fn run_with_ids(
             }
         }
     }
-    for t in threads_joined {
+    for t in h3_threads.into_iter().chain(threads_joined) {
         match t.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -311,11 +342,46 @@ pub fn run_with_ids(
     result
 }
 
+/// Starts the HTTP/3 thread of each TLS listener (binding its UDP socket if
+/// [`Listener::with_h3`] did not).
+fn spawn_h3(
+    listeners: &[Listener],
+    config: &ServerConfig,
+    shutdown: &Shutdown,
+    ids: &ThreadIds,
+) -> Result<Vec<JoinHandle<std::io::Result<()>>>, ServerError> {
+    let mut handles = Vec::new();
+    for l in listeners.iter().filter(|l| l.tls) {
+        let udp = match &l.udp {
+            Some(u) => u.try_clone().map_err(io_err("HTTP/3 socket"))?,
+            None => {
+                let addr = l.local_addr().map_err(io_err("local_addr"))?;
+                http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?
+            }
+        };
+        let quic = http3::quic_server_config(config)?;
+        let (config, shutdown, ids) = (config.clone(), shutdown.clone(), ids.clone());
+        let t = std::thread::Builder::new()
+            .name("h2lab-h3".into())
+            .spawn(move || {
+                ids.register_current();
+                http3::run(udp, &config, quic, &shutdown)
+            })
+            .map_err(io_err("spawning the HTTP/3 thread"))?;
+        handles.push(t);
+    }
+    if handles.is_empty() {
+        return Err(ServerError::Config("HTTP/3 needs a TLS port".into()));
+    }
+    Ok(handles)
+}
+
 /// A server started by [`spawn`].
 #[derive(Debug)]
 pub struct RunningServer {
     addr: Option<SocketAddr>,
     tls_addr: Option<SocketAddr>,
+    h3_addr: Option<SocketAddr>,
     cert_path: Option<PathBuf>,
     key_path: Option<PathBuf>,
     shutdown: Shutdown,
@@ -333,6 +399,11 @@ impl RunningServer {
     /// The TLS address, if any.
     pub fn tls_addr(&self) -> Option<SocketAddr> {
         self.tls_addr
+    }
+
+    /// The HTTP/3 (QUIC, UDP) address, if HTTP/3 is on: the TLS address's IP and port.
+    pub fn h3_addr(&self) -> Option<SocketAddr> {
+        self.h3_addr
     }
 
     /// The certificate (PEM) the TLS port presents (generated or configured).
@@ -354,7 +425,7 @@ impl RunningServer {
     /// How many threads the server runs: the server thread, its workers and, with more
     /// than one worker, the acceptor.
     pub fn expected_threads(&self) -> usize {
-        1 + self.threads + usize::from(self.threads > 1)
+        1 + self.threads + usize::from(self.threads > 1) + usize::from(self.h3_addr.is_some())
     }
 
     /// A clone of the stop handle.
@@ -402,6 +473,7 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     let mut listeners = Vec::new();
     let mut addr = None;
     let mut tls_addr = None;
+    let mut h3_addr = None;
     if let Some(a) = config.listen {
         let l =
             Listener::bind(a, false).map_err(|source| ServerError::Listen { addr: a, source })?;
@@ -417,10 +489,34 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.key = Some(paths.key.clone());
         cert_path = Some(paths.cert);
         key_path = Some(paths.key);
-        let l =
+        let mut l =
             Listener::bind(a, true).map_err(|source| ServerError::Listen { addr: a, source })?;
+        if config.h3 {
+            // The UDP port number must be the TCP one: with port 0 the kernel picked a TCP
+            // port whose UDP twin may be taken; try again with another.
+            let mut tries = 0;
+            l = loop {
+                match l.with_h3() {
+                    Ok(l) => break l,
+                    Err(source) if a.port() != 0 || tries >= 20 => {
+                        return Err(ServerError::Listen { addr: a, source })
+                    }
+                    Err(_) => {
+                        tries += 1;
+                        l = Listener::bind(a, true)
+                            .map_err(|source| ServerError::Listen { addr: a, source })?;
+                    }
+                }
+            };
+            h3_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
+        }
         tls_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
+    }
+    if config.h3 && h3_addr.is_none() {
+        return Err(ServerError::Config(
+            "HTTP/3 (--h3) needs a TLS port (--tls or --tls-listen)".into(),
+        ));
     }
     let shutdown = Shutdown::new();
     let sd = shutdown.clone();
@@ -434,6 +530,7 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     Ok(RunningServer {
         addr,
         tls_addr,
+        h3_addr,
         cert_path,
         key_path,
         shutdown,

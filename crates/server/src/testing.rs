@@ -68,6 +68,7 @@ impl MemoryConn {
                 router,
                 tls: None,
                 shutdown: Shutdown::new(),
+                alt_svc: None,
             },
             date,
             timers: Timers::default(),

@@ -14,6 +14,7 @@ pub(super) fn write_info(req: &Request<'_>, out: &mut Vec<u8>) {
         HttpVersion::Http10 => b",\"protocol\":\"HTTP/1.0\"" as &[u8],
         HttpVersion::Http11 => b",\"protocol\":\"HTTP/1.1\"",
         HttpVersion::H2 => b",\"protocol\":\"HTTP/2\"",
+        HttpVersion::H3 => b",\"protocol\":\"HTTP/3\"",
     });
     out.extend_from_slice(if req.tls {
         b",\"tls\":true" as &[u8]

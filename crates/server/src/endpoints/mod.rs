@@ -59,6 +59,8 @@ pub enum HttpVersion {
     Http11,
     /// HTTP/2
     H2,
+    /// HTTP/3
+    H3,
 }
 
 /// Visits request header fields in arrival order (for `/info`).

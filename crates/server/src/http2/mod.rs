@@ -325,6 +325,7 @@ impl H2 {
         let date = ctx.date.get();
         let heads = &mut self.heads;
         let link = std::mem::take(&mut self.link);
+        let alt_svc = ctx.shared.alt_svc.as_deref().filter(|_| self.tls);
         let result = self.conn.send_headers(
             id,
             |enc: &mut Encoder, buf: &mut Vec<u8>| {
@@ -333,6 +334,9 @@ impl H2 {
                 } else {
                     crate::h2head::encode_head(enc, buf, &resp, date);
                     enc.encode([(&b"link"[..], link.as_slice())], buf);
+                }
+                if let Some(v) = alt_svc {
+                    enc.encode([(&b"alt-svc"[..], v)], buf);
                 }
             },
             no_body,

@@ -1,0 +1,614 @@
+//! One HTTP/3 connection on the server (RFC 9114): our control stream (SETTINGS, GOAWAY on a
+//! graceful stop) and QPACK encoder/decoder streams, the peer's unidirectional streams read
+//! with the wire crate ([`PeerStreams`], [`ControlReader`], the QPACK [`Decoder`] and
+//! [`Encoder`]), and the request streams ([`Req`]) answered through the shared router.
+//!
+//! Errors follow their scope: a stream error resets that request stream (both directions)
+//! with its code; a connection error closes the QUIC connection with it.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use h2lab_wire::h3::control::{write_control_stream_start, ControlEvent, ControlReader};
+use h2lab_wire::h3::frame::{Frame, Settings};
+use h2lab_wire::h3::stream::{PeerStreams, UniAction, UniStreamType};
+use h2lab_wire::h3::{ErrorCode, Role, Scope};
+use h2lab_wire::qpack::{Decoder, Encoder, EncoderConfig};
+use quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, WriteError};
+
+use super::head::HeadEncoder;
+use super::request::{h3_code, Phase, Req};
+use super::Ctx;
+use crate::body::BodyCursor;
+use crate::endpoints::{HttpVersion, Method, Request, Response};
+
+/// Our QPACK decoder's dynamic table (SETTINGS_QPACK_MAX_TABLE_CAPACITY).
+const QPACK_TABLE: u64 = 4096;
+/// Finished request streams kept for their buffers.
+const POOL: usize = 32;
+/// Streams that may wait for QPACK inserts (SETTINGS_QPACK_BLOCKED_STREAMS).
+const QPACK_BLOCKED: u64 = 16;
+
+/// What a peer unidirectional stream is.
+enum Uni {
+    /// Its type is not read yet.
+    Header(Vec<u8>),
+    /// The peer's control stream, with the unparsed tail.
+    Control(Vec<u8>),
+    /// The QPACK encoder stream (feeds our decoder).
+    QpackEncoder,
+    /// The QPACK decoder stream (feeds our encoder).
+    QpackDecoder,
+    /// Unknown or reserved: discarded.
+    Ignored,
+}
+
+/// One of our unidirectional streams and what it still has to write.
+#[derive(Default)]
+struct OutStream {
+    id: Option<StreamId>,
+    buf: Vec<u8>,
+}
+
+impl OutStream {
+    fn flush(&mut self, conn: &mut Connection) -> Result<(), ()> {
+        let Some(id) = self.id else {
+            return Ok(());
+        };
+        while !self.buf.is_empty() {
+            match conn.send_stream(id).write(&self.buf) {
+                Ok(n) => {
+                    self.buf.drain(..n);
+                }
+                Err(WriteError::Blocked) => return Ok(()),
+                Err(_) => return Err(()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An HTTP/3 connection's state (see the module docs).
+pub struct H3Conn {
+    started: bool,
+    control: OutStream,
+    encoder_out: OutStream,
+    decoder_out: OutStream,
+    uni: HashMap<StreamId, Uni>,
+    peer_streams: PeerStreams,
+    control_in: ControlReader,
+    qdec: Decoder,
+    qenc: Encoder,
+    reqs: HashMap<StreamId, Req>,
+    /// Finished request streams whose buffers are reused.
+    pool: Vec<Req>,
+    /// `/delay` responses waiting: (when, stream).
+    delayed: Vec<(Instant, StreamId)>,
+    /// Request streams with a response being written.
+    sending: Vec<StreamId>,
+    /// Highest request stream accepted (for GOAWAY).
+    last_request: Option<u64>,
+    goaway: bool,
+    closed: bool,
+    heads: HeadEncoder,
+}
+
+impl H3Conn {
+    /// A connection; `max_field_section` bounds a decoded request header section.
+    pub fn new(max_field_section: usize, dynamic_table: bool) -> H3Conn {
+        let mut qdec = Decoder::new(QPACK_TABLE as usize, QPACK_BLOCKED as usize);
+        qdec.set_max_field_section_size(max_field_section);
+        H3Conn {
+            started: false,
+            control: OutStream::default(),
+            encoder_out: OutStream::default(),
+            decoder_out: OutStream::default(),
+            uni: HashMap::new(),
+            peer_streams: PeerStreams::new(Role::Server),
+            control_in: ControlReader::new(Role::Server),
+            qdec,
+            qenc: Encoder::new(EncoderConfig {
+                use_dynamic_table: dynamic_table,
+                max_table_capacity: 4096,
+            }),
+            reqs: HashMap::new(),
+            pool: Vec::new(),
+            delayed: Vec::new(),
+            sending: Vec::new(),
+            last_request: None,
+            goaway: false,
+            closed: false,
+            heads: HeadEncoder::default(),
+        }
+    }
+
+    fn start(&mut self, conn: &mut Connection, max_field_section: u64) {
+        // Streams can be opened once the handshake has the client's transport parameters.
+        if self.started || conn.is_handshaking() {
+            return;
+        }
+        let mut ids = [None; 3];
+        for id in ids.iter_mut() {
+            *id = conn.streams().open(Dir::Uni);
+        }
+        let [Some(c), Some(e), Some(d)] = ids else {
+            // The peer allows fewer than 3 unidirectional streams: RFC 9114 §6.2 requires
+            // at least 3 ("each endpoint needs to ... permit the peer to create at least
+            // one unidirectional stream for the HTTP control stream").
+            self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR, "");
+            return;
+        };
+        self.started = true;
+        self.control.id = Some(c);
+        self.encoder_out.id = Some(e);
+        self.decoder_out.id = Some(d);
+        let settings = Settings {
+            qpack_max_table_capacity: QPACK_TABLE,
+            qpack_blocked_streams: QPACK_BLOCKED,
+            max_field_section_size: Some(max_field_section),
+            ..Settings::default()
+        };
+        write_control_stream_start(settings, &mut self.control.buf);
+        UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
+        UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
+    }
+
+    fn close(&mut self, conn: &mut Connection, code: ErrorCode, reason: &str) {
+        if !self.closed {
+            self.closed = true;
+            crate::log::warn!(
+                "HTTP/3 connection error {} (0x{:x}){}{reason}",
+                code.name().unwrap_or("unknown"),
+                code.0,
+                if reason.is_empty() { "" } else { ": " }
+            );
+            conn.close(
+                Instant::now(),
+                h3_code(code.0),
+                bytes::Bytes::copy_from_slice(reason.as_bytes()),
+            );
+        }
+    }
+
+    /// Resets request stream `id` in both directions with `code` (a stream error).
+    fn reset_stream(&mut self, conn: &mut Connection, id: StreamId, code: ErrorCode) {
+        let _ = conn.recv_stream(id).stop(h3_code(code.0));
+        let _ = conn.send_stream(id).reset(h3_code(code.0));
+        self.qdec.cancel_stream(u64::from(id));
+        self.forget(id);
+    }
+
+    /// Drops request stream `id`, keeping its buffers for the next request.
+    fn forget(&mut self, id: StreamId) -> Option<()> {
+        let r = self.reqs.remove(&id)?;
+        if self.pool.len() < POOL {
+            self.pool.push(r);
+        }
+        Some(())
+    }
+
+    /// A request stream for `id`, reusing a finished one's buffers.
+    fn new_req(&mut self, id: StreamId) -> Req {
+        match self.pool.pop() {
+            Some(mut r) => {
+                r.reset(id);
+                r
+            }
+            None => Req::new(id),
+        }
+    }
+
+    fn on_event(&mut self, conn: &mut Connection, ev: Event, ctx: &mut Ctx, now: Instant) {
+        match ev {
+            Event::Stream(StreamEvent::Opened { dir }) => {
+                while let Some(id) = conn.streams().accept(dir) {
+                    match dir {
+                        Dir::Bi => {
+                            if self.goaway {
+                                // RFC 9114 §5.2: requests on streams at or above the GOAWAY
+                                // identifier are not processed.
+                                let code = h3_code(ErrorCode::H3_REQUEST_REJECTED.0);
+                                let _ = conn.recv_stream(id).stop(code);
+                                let _ = conn.send_stream(id).reset(code);
+                                continue;
+                            }
+                            self.last_request = Some(u64::from(id));
+                            let r = self.new_req(id);
+                            self.reqs.insert(id, r);
+                        }
+                        Dir::Uni => {
+                            self.uni.insert(id, Uni::Header(Vec::new()));
+                        }
+                    }
+                    self.read(conn, id, ctx, now);
+                }
+            }
+            Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ctx, now),
+            Event::Stream(StreamEvent::Stopped { id, error_code }) => {
+                // The client abandoned the response: the reset frees the stream (and gives
+                // the client its stream credit back).
+                let _ = conn.send_stream(id).reset(error_code);
+                if self.forget(id).is_some() {
+                    let _ = conn.recv_stream(id).stop(h3_code(0x0100));
+                    self.qdec.cancel_stream(u64::from(id));
+                }
+            }
+            Event::ConnectionLost { .. } => self.closed = true,
+            _ => {}
+        }
+    }
+
+    /// Reads what stream `id` has.
+    fn read(&mut self, conn: &mut Connection, id: StreamId, ctx: &mut Ctx, now: Instant) {
+        let bidi = id.dir() == Dir::Bi;
+        let mut rs = conn.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        let mut fin = false;
+        let mut reset = None;
+        let mut err: Option<(Scope, ErrorCode)> = None;
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    if err.is_none() {
+                        err = if bidi {
+                            self.feed_request(id, &chunk.bytes, false)
+                        } else {
+                            self.feed_uni(id, &chunk.bytes, false)
+                        };
+                    }
+                }
+                Ok(None) => {
+                    fin = true;
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(code)) => {
+                    reset = Some(code);
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        if err.is_none() && fin {
+            err = if bidi {
+                self.feed_request(id, &[], true)
+            } else {
+                self.feed_uni(id, &[], true)
+            };
+        }
+        if reset.is_some() {
+            if bidi {
+                // An abandoned request: forget it (and any blocked section).
+                if self.forget(id).is_some() {
+                    let _ = conn.send_stream(id).reset(h3_code(0x010c));
+                    self.qdec.cancel_stream(u64::from(id));
+                }
+            } else if self.uni.contains_key(&id) {
+                match self.peer_streams.closed(u64::from(id)) {
+                    Ok(()) => {
+                        self.uni.remove(&id);
+                    }
+                    Err(e) => err = Some((Scope::Connection, e.code)),
+                }
+            }
+        }
+        match err {
+            Some((Scope::Connection, code)) => self.close(conn, code, ""),
+            Some((Scope::Stream, code)) => self.reset_stream(conn, id, code),
+            None => {}
+        }
+        self.unblock(conn);
+        if bidi {
+            self.maybe_answer(conn, id, ctx, now);
+        }
+    }
+
+    /// Feeds request-stream bytes to the parser.
+    fn feed_request(
+        &mut self,
+        id: StreamId,
+        bytes: &[u8],
+        fin: bool,
+    ) -> Option<(Scope, ErrorCode)> {
+        let r = self.reqs.get_mut(&id)?;
+        if r.phase != Phase::Receiving || r.sink.ended {
+            return None;
+        }
+        r.fin |= fin;
+        let res = if r.inbuf.is_empty() {
+            r.recv
+                .recv(bytes, fin, &mut self.qdec, &mut r.sink)
+                .map(|p| {
+                    r.inbuf
+                        .extend_from_slice(bytes.get(p.consumed..).unwrap_or_default());
+                })
+        } else {
+            r.inbuf.extend_from_slice(bytes);
+            let input = std::mem::take(&mut r.inbuf);
+            let res = r.recv.recv(&input, fin, &mut self.qdec, &mut r.sink);
+            let used = res.as_ref().map_or(0, |p| p.consumed);
+            r.inbuf = input;
+            r.inbuf.drain(..used);
+            res.map(|_| ())
+        };
+        match res {
+            Ok(()) => None,
+            Err(e) => Some((e.scope(), e.code())),
+        }
+    }
+
+    /// Feeds unidirectional-stream bytes.
+    fn feed_uni(&mut self, id: StreamId, bytes: &[u8], fin: bool) -> Option<(Scope, ErrorCode)> {
+        let conn_err = |code: ErrorCode| Some((Scope::Connection, code));
+        let mut input: &[u8] = bytes;
+        let mut owned: Vec<u8>;
+        if let Some(Uni::Header(buf)) = self.uni.get_mut(&id) {
+            buf.extend_from_slice(bytes);
+            let (ty, n) = UniStreamType::parse(buf)?;
+            owned = std::mem::take(buf);
+            owned.drain(..n);
+            let next = match self.peer_streams.open(u64::from(id), ty) {
+                Ok(UniAction::Control) => Uni::Control(Vec::new()),
+                Ok(UniAction::QpackEncoder) => Uni::QpackEncoder,
+                Ok(UniAction::QpackDecoder) => Uni::QpackDecoder,
+                Ok(UniAction::Push(_) | UniAction::Ignore(_)) => Uni::Ignored,
+                Err(e) => return conn_err(e.code),
+            };
+            self.uni.insert(id, next);
+            input = &owned;
+            // The type and what followed it in this chunk go on below.
+        }
+        match self.uni.get_mut(&id)? {
+            Uni::Header(_) => None,
+            Uni::Control(tail) => {
+                let mut events = [None; 8];
+                let mut n_ev = 0;
+                let mut pending_settings = None;
+                let mut data = std::mem::take(tail);
+                data.extend_from_slice(input);
+                let res = self.control_in.recv(&data, fin, |ev| {
+                    if let ControlEvent::Settings(s) = ev {
+                        pending_settings = Some(s);
+                    } else if n_ev < events.len() {
+                        events[n_ev] = Some(ev);
+                        n_ev += 1;
+                    }
+                });
+                if let Some(s) = pending_settings {
+                    self.qenc.set_peer_settings(
+                        usize::try_from(s.qpack_max_table_capacity).unwrap_or(usize::MAX),
+                        usize::try_from(s.qpack_blocked_streams).unwrap_or(usize::MAX),
+                    );
+                }
+                match res {
+                    Ok(used) => {
+                        data.drain(..used);
+                        if let Some(Uni::Control(t)) = self.uni.get_mut(&id) {
+                            *t = data;
+                        }
+                        None
+                    }
+                    Err(e) => conn_err(e.code),
+                }
+            }
+            Uni::QpackEncoder => {
+                if fin {
+                    return conn_err(ErrorCode::H3_CLOSED_CRITICAL_STREAM);
+                }
+                match self.qdec.feed_encoder_stream(input) {
+                    Ok(()) => None,
+                    Err(e) => conn_err(ErrorCode::from_qpack(e.code())),
+                }
+            }
+            Uni::QpackDecoder => {
+                if fin {
+                    return conn_err(ErrorCode::H3_CLOSED_CRITICAL_STREAM);
+                }
+                match self.qenc.feed_decoder_stream(input) {
+                    Ok(()) => None,
+                    Err(e) => conn_err(ErrorCode::from_qpack(e.code())),
+                }
+            }
+            Uni::Ignored => None,
+        }
+    }
+
+    /// Decodes sections the encoder stream released, and the bytes queued behind them.
+    fn unblock(&mut self, conn: &mut Connection) {
+        while let Some(sid) = self.qdec.next_unblocked() {
+            let Ok(id) = quinn_proto::VarInt::from_u64(sid).map(StreamId::from) else {
+                self.qdec.cancel_stream(sid);
+                continue;
+            };
+            let Some(r) = self.reqs.get_mut(&id) else {
+                self.qdec.cancel_stream(sid);
+                continue;
+            };
+            let res = r.recv.resume(&mut self.qdec, &mut r.sink);
+            let err = match res {
+                Ok(_) => {
+                    let fin = r.fin;
+                    let rest = std::mem::take(&mut r.inbuf);
+                    self.feed_request(id, &rest, fin)
+                }
+                Err(e) => Some((e.scope(), e.code())),
+            };
+            match err {
+                Some((Scope::Connection, code)) => {
+                    self.close(conn, code, "");
+                    return;
+                }
+                Some((Scope::Stream, code)) => self.reset_stream(conn, id, code),
+                None => {}
+            }
+        }
+    }
+
+    /// Routes request `id` once it is complete.
+    fn maybe_answer(&mut self, conn: &mut Connection, id: StreamId, ctx: &mut Ctx, now: Instant) {
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        if r.phase != Phase::Receiving {
+            return;
+        }
+        let too_large = r.sink.body_len > ctx.max_request_body;
+        if !r.sink.ended && !too_large {
+            return;
+        }
+        let resp = if too_large {
+            // RFC 9114 §4.1.1: a complete response may come before the whole request; the
+            // rest is refused with STOP_SENDING(H3_NO_ERROR).
+            let _ = conn.recv_stream(id).stop(h3_code(ErrorCode::H3_NO_ERROR.0));
+            Response::error(413)
+        } else {
+            let fields = &r.sink.fields;
+            let method_raw = fields.get(b":method").unwrap_or(b"GET");
+            let target = fields.get(b":path").unwrap_or(b"/");
+            let req = Request {
+                method: Method::parse(method_raw),
+                method_raw,
+                target,
+                proto: HttpVersion::H3,
+                tls: true,
+                body_len: Some(r.sink.body_len),
+                headers: fields,
+            };
+            ctx.router.route(&req, &mut r.dynamic)
+        };
+        match resp.delay {
+            Some(d) if !d.is_zero() => {
+                r.phase = Phase::Delayed;
+                r.pending = Some((now + d, resp));
+                self.delayed.push((now + d, id));
+            }
+            _ => self.respond(conn, id, resp, ctx),
+        }
+    }
+
+    /// Encodes and queues the response head and body of `id`.
+    fn respond(&mut self, conn: &mut Connection, id: StreamId, resp: Response, ctx: &mut Ctx) {
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        let no_body = resp.head_only || resp.body.is_empty() || resp.no_content_length();
+        let section = self.heads.encode(
+            &mut self.qenc,
+            u64::from(id),
+            &resp,
+            ctx.date.get(),
+            &mut self.encoder_out.buf,
+        );
+        r.head.clear();
+        let declared = (!resp.no_content_length()).then(|| resp.body.len());
+        let _ = r.send.headers(section, false, declared, &mut r.head);
+        let body_len = resp.body.len();
+        let cursor = if no_body {
+            None
+        } else {
+            let _ = r.send.data_header(body_len, &mut r.head);
+            Some(BodyCursor::new(resp.body))
+        };
+        r.start_body(cursor);
+        // The encoder stream goes first: the HEADERS may reference what it inserts.
+        if self.encoder_out.flush(conn).is_err() {
+            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");
+        }
+        self.sending.push(id);
+    }
+
+    /// Writes response data for every stream that has some.
+    fn pump(&mut self, conn: &mut Connection, ctx: &mut Ctx) {
+        let mut i = 0;
+        while i < self.sending.len() {
+            let id = self.sending[i];
+            let done = match self.reqs.get_mut(&id) {
+                None => true,
+                Some(r) => match r.pump(conn, &mut ctx.scratch) {
+                    Ok(()) => r.phase == Phase::Done,
+                    Err(()) => {
+                        self.forget(id);
+                        true
+                    }
+                },
+            };
+            if done {
+                self.sending.swap_remove(i);
+                if let Some(r) = self.reqs.get(&id) {
+                    if r.phase == Phase::Done {
+                        if !r.fin {
+                            let _ = conn.recv_stream(id).stop(h3_code(ErrorCode::H3_NO_ERROR.0));
+                        }
+                        self.forget(id);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn fire_timers(&mut self, conn: &mut Connection, ctx: &mut Ctx, now: Instant) {
+        let mut i = 0;
+        while i < self.delayed.len() {
+            let (at, id) = self.delayed[i];
+            if at > now {
+                i += 1;
+                continue;
+            }
+            self.delayed.swap_remove(i);
+            // The stream may be gone (reset) or reused meanwhile: only a pending response
+            // fires.
+            let Some(r) = self.reqs.get_mut(&id) else {
+                continue;
+            };
+            if let Some((_, resp)) = r.pending.take() {
+                self.respond(conn, id, resp, ctx);
+            }
+        }
+    }
+}
+
+impl crate::quic::ConnApp for H3Conn {
+    type Ctx = Ctx;
+
+    fn drive(&mut self, conn: &mut Connection, ctx: &mut Ctx, now: Instant) {
+        if self.closed {
+            while conn.poll().is_some() {}
+            return;
+        }
+        while let Some(ev) = conn.poll() {
+            self.on_event(conn, ev, ctx, now);
+            if self.closed {
+                return;
+            }
+        }
+        self.start(conn, ctx.max_field_section as u64);
+        self.fire_timers(conn, ctx, now);
+        self.pump(conn, ctx);
+        self.qdec.take_decoder_stream(&mut self.decoder_out.buf);
+        let flushed = self.control.flush(conn).is_ok()
+            && self.encoder_out.flush(conn).is_ok()
+            && self.decoder_out.flush(conn).is_ok();
+        if !flushed {
+            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.delayed.iter().map(|(t, _)| *t).min()
+    }
+
+    fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
+        if self.closed || !self.started {
+            return;
+        }
+        self.goaway = true;
+        // RFC 9114 §5.2: the identifier is the first request stream not processed.
+        let next = self.last_request.map_or(0, |id| id + 4);
+        Frame::GoAway(next).encode(&mut self.control.buf);
+        let _ = self.control.flush(conn);
+    }
+}

@@ -1,0 +1,158 @@
+//! HTTP/3 for `h2lab serve` (RFC 9114): QUIC on UDP on the TLS port number, the same
+//! certificate (ALPN `h3`), the same endpoints and router as HTTP/1.1 and HTTP/2.
+//!
+//! One thread runs a mio loop over the UDP socket and the QUIC shell ([`crate::quic`]);
+//! each connection's HTTP/3 state is an [`conn::H3Conn`] (control and QPACK streams, request
+//! streams in [`request`]). Framing, QPACK and the stream rules are the wire crate's
+//! (`h2lab_wire::{h3, qpack}`); the QUIC transport (flow control, MAX_STREAMS, loss
+//! recovery, TLS 1.3) is `quinn-proto`'s.
+
+pub mod conn;
+pub mod head;
+pub mod request;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mio::{Events, Interest, Poll, Token, Waker};
+use quinn_proto::{IdleTimeout, TransportConfig, VarInt};
+
+use crate::config::ServerConfig;
+use crate::date::DateCache;
+use crate::endpoints::Router;
+use crate::quic::{Shell, UdpIo};
+use crate::shutdown::Shutdown;
+use crate::{tls, ServerError};
+
+/// ALPN of HTTP/3.
+pub const ALPN: &[u8] = b"h3";
+/// Most QUIC connections served at once; more are refused (CONNECTION_REFUSED).
+const MAX_CONNECTIONS: usize = 10_000;
+/// Unidirectional streams a client may open: control, QPACK encoder and decoder, and a few
+/// reserved (grease) ones.
+const MAX_UNI_STREAMS: u32 = 16;
+/// QUIC send buffer per connection (unacknowledged plus queued): bounds what a large body
+/// holds in memory.
+const SEND_WINDOW: u64 = 4 * 1024 * 1024;
+
+const SOCKET: Token = Token(0);
+const WAKER: Token = Token(1);
+
+/// What every connection of the loop shares.
+pub struct Ctx {
+    /// Endpoint routing (the same table as TCP).
+    pub router: Router,
+    /// Cached `date` value.
+    pub date: DateCache,
+    /// File-read buffer.
+    pub scratch: Vec<u8>,
+    /// Largest request body (413 beyond).
+    pub max_request_body: u64,
+    /// Largest decoded request header section (SETTINGS_MAX_FIELD_SECTION_SIZE).
+    pub max_field_section: usize,
+}
+
+/// The QUIC server configuration: the TLS certificate of the TCP port with ALPN `h3`
+/// (TLS 1.3), and transport limits from `config` (streams, windows, idle timeout).
+pub fn quic_server_config(
+    config: &ServerConfig,
+) -> Result<Arc<quinn_proto::ServerConfig>, ServerError> {
+    let paths = tls::ensure_certificate(config)?;
+    let h3 = ServerConfig {
+        alpn: vec![ALPN.to_vec()],
+        ..config.clone()
+    };
+    let rustls = tls::server_config(&paths, &h3)?;
+    let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(rustls)
+        .map_err(|e| ServerError::Tls(format!("QUIC: {e}")))?;
+    let mut sc = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut tc = TransportConfig::default();
+    tc.max_concurrent_bidi_streams(VarInt::from_u32(config.max_concurrent_streams));
+    tc.max_concurrent_uni_streams(VarInt::from_u32(MAX_UNI_STREAMS));
+    let stream_window = config.initial_stream_window.max(64 * 1024);
+    tc.stream_receive_window(VarInt::from_u32(stream_window));
+    tc.receive_window(VarInt::from_u32(
+        config.initial_connection_window.max(stream_window),
+    ));
+    tc.send_window(SEND_WINDOW);
+    let idle = IdleTimeout::try_from(config.idle_timeout.min(Duration::from_secs(3600)))
+        .map_err(|e| ServerError::Config(format!("idle timeout: {e}")))?;
+    tc.max_idle_timeout(Some(idle));
+    sc.transport_config(Arc::new(tc));
+    Ok(Arc::new(sc))
+}
+
+/// Binds the HTTP/3 UDP socket on `addr` (the TLS listener's address).
+pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    std::net::UdpSocket::bind(addr)
+}
+
+/// Serves HTTP/3 on `socket` until `shutdown`; then sends GOAWAY and closes every
+/// connection with H3_NO_ERROR.
+pub fn run(
+    socket: std::net::UdpSocket,
+    config: &ServerConfig,
+    server: Arc<quinn_proto::ServerConfig>,
+    shutdown: &Shutdown,
+) -> io::Result<()> {
+    let mut poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    shutdown.register(waker);
+    let io = UdpIo::new(socket, config.h3_gso)?;
+    let mut shell: Shell<conn::H3Conn> = Shell::new(io, Some(server), MAX_CONNECTIONS);
+    poll.registry().register(
+        shell.io().socket(),
+        SOCKET,
+        Interest::READABLE | Interest::WRITABLE,
+    )?;
+    let mut ctx = Ctx {
+        router: Router::new(config)?,
+        date: DateCache::default(),
+        scratch: Vec::with_capacity(64 * 1024),
+        max_request_body: config.max_request_body,
+        max_field_section: config.max_header_list_size as usize,
+    };
+    let max_field_section = ctx.max_field_section;
+    let dynamic_table = config.h3_qpack_dynamic_table;
+    let mut events = Events::with_capacity(64);
+    let mut more = false;
+    loop {
+        let now = Instant::now();
+        let timeout = if more {
+            Duration::ZERO
+        } else {
+            shell
+                .next_deadline()
+                .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now))
+                .min(Duration::from_secs(1))
+        };
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let now = Instant::now();
+        if shutdown.is_triggered() {
+            shell.shutdown(now, h2lab_wire::h3::ErrorCode::H3_NO_ERROR.0);
+            return Ok(());
+        }
+        ctx.date.update();
+        let mut readable = more;
+        for ev in events.iter() {
+            if ev.token() == SOCKET {
+                readable |= ev.is_readable() || ev.is_error();
+                if ev.is_writable() {
+                    shell.on_writable();
+                }
+            }
+        }
+        more = false;
+        if readable {
+            more = shell.read(now, |_| conn::H3Conn::new(max_field_section, dynamic_table))?;
+        }
+        shell.drive(now, &mut ctx);
+    }
+}

@@ -1,0 +1,290 @@
+//! One HTTP/3 request stream on the server: the request read with the wire crate's
+//! [`RequestStream`] (frames, QPACK, field validation, content-length), routed through the
+//! same [`Router`](crate::endpoints::Router) as HTTP/1.1 and HTTP/2, and the response written
+//! into the QUIC stream as far as flow control allows: the HEADERS frame and one DATA frame
+//! header covering the whole body, then the body straight from its source (static and
+//! filler bodies as `'static` chunks, no copy; files read piecewise), never the whole body
+//! at once.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
+use h2lab_wire::h3::request::{RequestEvents, RequestStream, SendStream};
+use h2lab_wire::h3::Role;
+use quinn_proto::{Connection, StreamId, WriteError};
+
+use crate::body::BodyCursor;
+use crate::endpoints::{HeaderSource, Response};
+
+/// Largest piece of body written per call (also the file read size).
+const PIECE: usize = 64 * 1024;
+
+/// Where a request stream is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading the request.
+    Receiving,
+    /// Answered after a `/delay` timer.
+    Delayed,
+    /// Writing the response.
+    Sending,
+    /// Everything written and the stream finished.
+    Done,
+}
+
+/// Request fields packed as (name length u16, value length u32, name, value) records:
+/// one growing buffer per stream instead of a vector per field.
+#[derive(Debug, Default)]
+pub struct Fields(pub Vec<u8>);
+
+impl Fields {
+    fn push(&mut self, name: &[u8], value: &[u8]) {
+        let nl = u16::try_from(name.len()).unwrap_or(u16::MAX);
+        let vl = u32::try_from(value.len()).unwrap_or(u32::MAX);
+        self.0.extend_from_slice(&nl.to_be_bytes());
+        self.0.extend_from_slice(&vl.to_be_bytes());
+        self.0
+            .extend_from_slice(name.get(..nl as usize).unwrap_or(name));
+        self.0
+            .extend_from_slice(value.get(..vl as usize).unwrap_or(value));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut rest = &self.0[..];
+        std::iter::from_fn(move || {
+            let (head, tail) = rest.split_at_checked(6)?;
+            let nl = u16::from_be_bytes([head[0], head[1]]) as usize;
+            let vl = u32::from_be_bytes([head[2], head[3], head[4], head[5]]) as usize;
+            let (name, tail) = tail.split_at_checked(nl)?;
+            let (value, tail) = tail.split_at_checked(vl)?;
+            rest = tail;
+            Some((name, value))
+        })
+    }
+
+    /// The first value of `name`.
+    pub fn get(&self, name: &[u8]) -> Option<&[u8]> {
+        self.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+impl HeaderSource for Fields {
+    fn for_each(&self, f: &mut dyn FnMut(&[u8], &[u8])) {
+        for (n, v) in self.iter() {
+            f(n, v);
+        }
+    }
+}
+
+/// What the request parser reported.
+#[derive(Debug, Default)]
+pub struct Sink {
+    /// The request header fields (trailers are not kept).
+    pub fields: Fields,
+    in_trailers: bool,
+    /// Content octets received.
+    pub body_len: u64,
+    /// The whole request arrived.
+    pub ended: bool,
+}
+
+impl RequestEvents for Sink {
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        if !self.in_trailers {
+            self.fields.push(name, value);
+        }
+    }
+
+    fn section_done(&mut self, kind: SectionKind, _facts: SectionFacts, _informational: bool) {
+        if kind == SectionKind::Request {
+            self.in_trailers = true;
+        }
+    }
+
+    fn data(&mut self, chunk: &[u8]) {
+        self.body_len += chunk.len() as u64;
+    }
+
+    fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+/// One request stream.
+pub struct Req {
+    /// The stream.
+    pub id: StreamId,
+    /// Receive side (wire crate).
+    pub recv: RequestStream,
+    /// What was received.
+    pub sink: Sink,
+    /// Unconsumed input (an incomplete HEADERS frame, or a blocked section's successors).
+    pub inbuf: Vec<u8>,
+    /// The peer ended its side (FIN seen).
+    pub fin: bool,
+    /// Where the stream is.
+    pub phase: Phase,
+    /// Send side (wire crate): frame order and content-length.
+    pub send: SendStream,
+    /// HEADERS frame and DATA frame header not yet accepted by QUIC.
+    pub head: Vec<u8>,
+    head_off: usize,
+    /// The body being sent.
+    pub cursor: Option<BodyCursor>,
+    /// The endpoint's dynamic body buffer (`/json`, `/info`, `/page`).
+    pub dynamic: Vec<u8>,
+    /// A response waiting for its `/delay` timer.
+    pub pending: Option<(Instant, Response)>,
+}
+
+impl Req {
+    /// A new request stream.
+    pub fn new(id: StreamId) -> Req {
+        Req {
+            id,
+            recv: RequestStream::new(Role::Server, u64::from(id)),
+            sink: Sink::default(),
+            inbuf: Vec::new(),
+            fin: false,
+            phase: Phase::Receiving,
+            send: SendStream::new(),
+            head: Vec::new(),
+            head_off: 0,
+            cursor: None,
+            dynamic: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// Makes a finished request stream new for `id`, keeping its buffers' capacity.
+    pub fn reset(&mut self, id: StreamId) {
+        self.id = id;
+        self.recv = RequestStream::new(Role::Server, u64::from(id));
+        self.sink.fields.0.clear();
+        self.sink.in_trailers = false;
+        self.sink.body_len = 0;
+        self.sink.ended = false;
+        self.inbuf.clear();
+        self.fin = false;
+        self.phase = Phase::Receiving;
+        self.send = SendStream::new();
+        self.head.clear();
+        self.head_off = 0;
+        self.cursor = None;
+        self.dynamic.clear();
+        self.pending = None;
+    }
+
+    /// Queues the response head (already framed in `self.head`) and the body.
+    pub fn start_body(&mut self, cursor: Option<BodyCursor>) {
+        self.head_off = 0;
+        self.cursor = cursor;
+        self.phase = Phase::Sending;
+    }
+
+    /// Writes what flow control allows; finishes the stream when everything is written.
+    /// `scratch` is the loop's buffer for file reads. Returns `Err` when the peer stopped
+    /// the stream (it is reset: forget it).
+    pub fn pump(&mut self, conn: &mut Connection, scratch: &mut Vec<u8>) -> Result<(), ()> {
+        let r = self.pump_inner(conn, scratch);
+        if r.is_err() {
+            let _ = conn.send_stream(self.id).reset(h3_code(REQUEST_CANCELLED));
+        }
+        r
+    }
+
+    fn pump_inner(&mut self, conn: &mut Connection, scratch: &mut Vec<u8>) -> Result<(), ()> {
+        if self.phase != Phase::Sending {
+            return Ok(());
+        }
+        let mut s = conn.send_stream(self.id);
+        while self.head_off < self.head.len() {
+            match s.write(self.head.get(self.head_off..).unwrap_or_default()) {
+                Ok(n) => self.head_off += n,
+                Err(WriteError::Blocked) => return Ok(()),
+                Err(_) => return Err(()),
+            }
+        }
+        if let Some(c) = self.cursor.as_mut() {
+            while c.remaining() > 0 {
+                let n = if let Some(chunk) = c.static_chunk(PIECE) {
+                    let mut b = [Bytes::from_static(chunk)];
+                    match s.write_chunks(&mut b) {
+                        Ok(w) => w.bytes,
+                        Err(WriteError::Blocked) => 0,
+                        Err(_) => return Err(()),
+                    }
+                } else if matches!(c.body, crate::body::Body::File(..)) {
+                    scratch.clear();
+                    let got = match c.copy_into(&self.dynamic, scratch, PIECE) {
+                        Ok(n) => n,
+                        Err(_) => {
+                            // A file that shrank: the body cannot be completed.
+                            let _ = s.reset(h3_code(INTERNAL_ERROR));
+                            return Err(());
+                        }
+                    };
+                    let w = match s.write(scratch) {
+                        Ok(w) => w,
+                        Err(WriteError::Blocked) => 0,
+                        Err(_) => return Err(()),
+                    };
+                    // Re-read what QUIC did not take next time.
+                    c.offset -= (got - w) as u64;
+                    if w == 0 {
+                        return Ok(());
+                    }
+                    continue;
+                } else {
+                    let chunk = c.chunk(&self.dynamic, PIECE);
+                    match s.write(chunk) {
+                        Ok(w) => w,
+                        Err(WriteError::Blocked) => 0,
+                        Err(_) => return Err(()),
+                    }
+                };
+                if n == 0 {
+                    return Ok(());
+                }
+                c.advance(n);
+            }
+        }
+        let _ = s.finish();
+        self.phase = Phase::Done;
+        Ok(())
+    }
+}
+
+/// H3_REQUEST_CANCELLED.
+pub const REQUEST_CANCELLED: u64 = 0x010c;
+
+/// H3_INTERNAL_ERROR.
+pub const INTERNAL_ERROR: u64 = 0x0102;
+
+/// An HTTP/3 error code as a QUIC varint.
+pub fn h3_code(code: u64) -> quinn_proto::VarInt {
+    quinn_proto::VarInt::from_u64(code).unwrap_or(quinn_proto::VarInt::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_keep_order_and_find_the_first_value() {
+        let mut f = Fields::default();
+        f.push(b":method", b"GET");
+        f.push(b"x", b"1");
+        f.push(b"x", b"2");
+        f.push(b"empty", b"");
+        assert_eq!(f.get(b":method"), Some(&b"GET"[..]));
+        assert_eq!(f.get(b"x"), Some(&b"1"[..]));
+        assert_eq!(f.get(b"empty"), Some(&b""[..]));
+        assert_eq!(f.get(b"missing"), None);
+        let mut all = Vec::new();
+        f.for_each(&mut |n, v| all.push((n.to_vec(), v.to_vec())));
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[2], (b"x".to_vec(), b"2".to_vec()));
+    }
+}

@@ -1,0 +1,306 @@
+//! A thin QUIC shell around `quinn-proto` (sans-IO QUIC) for a mio event loop: a UDP socket
+//! ([`udp::UdpIo`], GSO/GRO/ECN through `quinn-udp`), the `quinn_proto::Endpoint`, and the
+//! table of connections, each paired with the protocol state that uses it (a [`ConnApp`]:
+//! the HTTP/3 server half here; the engine's client half can plug in the same way).
+//!
+//! The owner's loop calls, each turn: [`Shell::read`] when the socket is readable (datagrams
+//! go to their connections; new ones are accepted), [`Shell::on_writable`] when it is
+//! writable, and [`Shell::drive`] always: it fires expired QUIC and application timers, lets
+//! every connection that had input or timers run its application ([`ConnApp::drive`]), and
+//! writes what QUIC then has to send. [`Shell::next_deadline`] is the poll timeout.
+//! Nothing here blocks or sleeps; nothing is shared between threads.
+
+pub mod udp;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use quinn_proto::{
+    Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, ServerConfig, VarInt,
+};
+
+pub use udp::UdpIo;
+
+/// The protocol state paired with one QUIC connection.
+pub trait ConnApp {
+    /// What every connection's application may use besides its own state (shared by the
+    /// loop's connections: caches, scratch buffers).
+    type Ctx;
+    /// Handles the connection's events ([`Connection::poll`]) and writes what can be written.
+    fn drive(&mut self, conn: &mut Connection, ctx: &mut Self::Ctx, now: Instant);
+    /// The application's next timer (e.g. a delayed response), if any.
+    fn deadline(&self) -> Option<Instant>;
+    /// The server is stopping: say so on the wire (HTTP/3 GOAWAY) before the close.
+    fn on_shutdown(&mut self, conn: &mut Connection, now: Instant);
+}
+
+struct Entry<A> {
+    conn: Connection,
+    app: A,
+    dirty: bool,
+}
+
+/// Counters of one shell (for logs and benchmarks).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ShellStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connection attempts refused (limit reached or a bad Initial).
+    pub refused: u64,
+}
+
+/// The socket, the QUIC endpoint and its connections (see the module docs).
+pub struct Shell<A> {
+    io: UdpIo,
+    endpoint: Endpoint,
+    server_config: Option<Arc<ServerConfig>>,
+    conns: Vec<Option<Entry<A>>>,
+    dirty: Vec<usize>,
+    send_buf: Vec<u8>,
+    resp_buf: Vec<u8>,
+    max_conns: usize,
+    live: usize,
+    /// Counters.
+    pub stats: ShellStats,
+}
+
+impl<A: ConnApp> Shell<A> {
+    /// A shell on `io`; `server_config` accepts incoming connections (server role), at most
+    /// `max_conns` at once.
+    pub fn new(io: UdpIo, server_config: Option<Arc<ServerConfig>>, max_conns: usize) -> Self {
+        let endpoint = Endpoint::new(
+            Arc::new(EndpointConfig::default()),
+            server_config.clone(),
+            true,
+            None,
+        );
+        Shell {
+            io,
+            endpoint,
+            server_config,
+            conns: Vec::new(),
+            dirty: Vec::new(),
+            send_buf: Vec::with_capacity(64 * 1024),
+            resp_buf: Vec::new(),
+            max_conns,
+            live: 0,
+            stats: ShellStats::default(),
+        }
+    }
+
+    /// The socket (to register with the loop's poll).
+    pub fn io(&mut self) -> &mut UdpIo {
+        &mut self.io
+    }
+
+    /// Open connections.
+    pub fn connections(&self) -> usize {
+        self.live
+    }
+
+    /// Reads what the socket has (a bounded number of batches, so timers and output keep
+    /// their turn) and hands each datagram to QUIC; `new_app` makes the application state
+    /// of an accepted connection. Returns whether the socket may have more.
+    pub fn read(
+        &mut self,
+        now: Instant,
+        mut new_app: impl FnMut(&Connection) -> A,
+    ) -> std::io::Result<bool> {
+        let Shell {
+            io,
+            endpoint,
+            server_config,
+            conns,
+            dirty,
+            resp_buf,
+            max_conns,
+            live,
+            stats,
+            ..
+        } = self;
+        let mut responses: Vec<(quinn_proto::Transmit, Vec<u8>)> = Vec::new();
+        let mut more = false;
+        for _ in 0..16 {
+            more = io.recv_batch(|r, data| {
+                resp_buf.clear();
+                let ev =
+                    endpoint.handle(now, r.from, r.to_ip, r.ecn, BytesMut::from(data), resp_buf);
+                match ev {
+                    Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
+                        if let Some(Some(e)) = conns.get_mut(ch.0) {
+                            e.conn.handle_event(ev);
+                            mark(e, ch.0, dirty);
+                        }
+                    }
+                    Some(DatagramEvent::NewConnection(incoming)) => {
+                        if *live >= *max_conns {
+                            stats.refused += 1;
+                            resp_buf.clear();
+                            let t = endpoint.refuse(incoming, resp_buf);
+                            responses.push((t, resp_buf.clone()));
+                            return;
+                        }
+                        resp_buf.clear();
+                        match endpoint.accept(incoming, now, resp_buf, server_config.clone()) {
+                            Ok((ch, conn)) => {
+                                stats.accepted += 1;
+                                *live += 1;
+                                let app = new_app(&conn);
+                                if conns.len() <= ch.0 {
+                                    conns.resize_with(ch.0 + 1, || None);
+                                }
+                                conns[ch.0] = Some(Entry {
+                                    conn,
+                                    app,
+                                    dirty: false,
+                                });
+                                if let Some(Some(e)) = conns.get_mut(ch.0) {
+                                    mark(e, ch.0, dirty);
+                                }
+                            }
+                            Err(e) => {
+                                stats.refused += 1;
+                                if let Some(t) = e.response {
+                                    responses.push((t, resp_buf.clone()));
+                                }
+                            }
+                        }
+                    }
+                    Some(DatagramEvent::Response(t)) => {
+                        responses.push((t, resp_buf.clone()));
+                    }
+                    None => {}
+                }
+            })?;
+            if !more {
+                break;
+            }
+        }
+        // Stateless answers (version negotiation, retry, refusal, stateless reset): best
+        // effort, as UDP.
+        for (t, bytes) in responses {
+            if !io.has_pending() {
+                io.send(&t, bytes.get(..t.size).unwrap_or_default());
+            }
+        }
+        Ok(more)
+    }
+
+    /// The socket became writable: sends what was blocked, then lets every connection
+    /// write again.
+    pub fn on_writable(&mut self) {
+        // Writable edges also come when nothing was blocked: then there is nothing to resume.
+        if self.io.has_pending() && self.io.retry() {
+            for i in 0..self.conns.len() {
+                if let Some(Some(e)) = self.conns.get_mut(i) {
+                    mark(e, i, &mut self.dirty);
+                }
+            }
+        }
+    }
+
+    /// The earliest QUIC or application timer.
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        for e in self.conns.iter_mut().flatten() {
+            for t in [e.conn.poll_timeout(), e.app.deadline()]
+                .into_iter()
+                .flatten()
+            {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        next
+    }
+
+    /// Fires expired timers, runs the applications of connections with news, sends what
+    /// QUIC has to send and forgets drained connections.
+    pub fn drive(&mut self, now: Instant, ctx: &mut A::Ctx) {
+        for i in 0..self.conns.len() {
+            if let Some(Some(e)) = self.conns.get_mut(i) {
+                if e.conn.poll_timeout().is_some_and(|t| t <= now) {
+                    e.conn.handle_timeout(now);
+                    mark(e, i, &mut self.dirty);
+                } else if e.app.deadline().is_some_and(|t| t <= now) {
+                    mark(e, i, &mut self.dirty);
+                }
+            }
+        }
+        let mut dirty = std::mem::take(&mut self.dirty);
+        // A connection may be marked again while others run (it is pushed to `self.dirty`).
+        for &i in &dirty {
+            if let Some(Some(e)) = self.conns.get_mut(i) {
+                e.dirty = false;
+            }
+            self.run_one(i, now, ctx);
+        }
+        dirty.clear();
+        if self.dirty.is_empty() {
+            self.dirty = dirty;
+        }
+    }
+
+    fn run_one(&mut self, i: usize, now: Instant, ctx: &mut A::Ctx) {
+        let Some(Some(e)) = self.conns.get_mut(i) else {
+            return;
+        };
+        let ch = ConnectionHandle(i);
+        e.app.drive(&mut e.conn, ctx, now);
+        while let Some(ev) = e.conn.poll_endpoint_events() {
+            if let Some(cev) = self.endpoint.handle_event(ch, ev) {
+                e.conn.handle_event(cev);
+            }
+        }
+        // Events raised by the endpoint's answers (new connection IDs) and by the writes.
+        e.app.drive(&mut e.conn, ctx, now);
+        transmit(&mut self.io, &mut e.conn, &mut self.send_buf, now);
+        if self.io.has_pending() {
+            // Resumed by `on_writable`.
+            return;
+        }
+        if e.conn.is_drained() {
+            while let Some(ev) = e.conn.poll_endpoint_events() {
+                let _ = self.endpoint.handle_event(ch, ev);
+            }
+            self.conns[i] = None;
+            self.live -= 1;
+        }
+    }
+
+    /// Graceful stop: every application says goodbye (GOAWAY), that is sent, then each
+    /// connection is closed with `code` and the CONNECTION_CLOSE sent (best effort).
+    pub fn shutdown(&mut self, now: Instant, code: u64) {
+        for e in self.conns.iter_mut().flatten() {
+            e.app.on_shutdown(&mut e.conn, now);
+            transmit(&mut self.io, &mut e.conn, &mut self.send_buf, now);
+        }
+        for e in self.conns.iter_mut().flatten() {
+            e.conn.close(
+                now,
+                VarInt::from_u64(code).unwrap_or(VarInt::MAX),
+                "".into(),
+            );
+            let _ = self.io.retry();
+            transmit(&mut self.io, &mut e.conn, &mut self.send_buf, now);
+        }
+    }
+}
+
+fn mark<A>(e: &mut Entry<A>, i: usize, dirty: &mut Vec<usize>) {
+    if !e.dirty {
+        e.dirty = true;
+        dirty.push(i);
+    }
+}
+
+/// Sends what `conn` has, until QUIC has nothing more or the socket is full.
+fn transmit(io: &mut UdpIo, conn: &mut Connection, buf: &mut Vec<u8>, now: Instant) {
+    while !io.has_pending() {
+        buf.clear();
+        let Some(t) = conn.poll_transmit(now, io.max_segments(), buf) else {
+            break;
+        };
+        io.send(&t, buf.get(..t.size).unwrap_or_default());
+    }
+}

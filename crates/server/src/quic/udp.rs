@@ -1,0 +1,199 @@
+//! The UDP half of the QUIC shell: one non-blocking mio socket read in batches (recvmmsg,
+//! GRO) and written with GSO through `quinn-udp`, which also carries ECN both ways.
+//!
+//! A send that would block keeps its datagrams ([`UdpIo::has_pending`]) until the socket is
+//! writable again; meanwhile the shell stops asking connections for more, so QUIC's own
+//! pacing and congestion control see the back-pressure instead of losses.
+
+use std::io::{self, IoSliceMut};
+use std::net::{IpAddr, SocketAddr};
+
+use mio::net::UdpSocket;
+use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState, BATCH_SIZE};
+
+/// Receive buffer per batch slot: the largest GRO super-datagram Linux builds (64 KiB).
+const SLOT: usize = 64 * 1024;
+/// Socket buffers asked for (the kernel may cap them): a 10 MB response in flight on a fast
+/// path must not be dropped by a full send queue.
+const SOCKET_BUFFER: usize = 4 * 1024 * 1024;
+
+/// One datagram (or GRO batch of equal-sized datagrams) received.
+#[derive(Debug, Clone, Copy)]
+pub struct Received {
+    /// Sender.
+    pub from: SocketAddr,
+    /// Our address it was sent to, when the platform says.
+    pub to_ip: Option<IpAddr>,
+    /// ECN bits.
+    pub ecn: Option<quinn_proto::EcnCodepoint>,
+    /// Size of each datagram in the batch (the last may be shorter).
+    pub stride: usize,
+}
+
+/// A transmit that hit a full socket buffer.
+#[derive(Debug)]
+struct Pending {
+    to: SocketAddr,
+    src_ip: Option<IpAddr>,
+    ecn: Option<quinn_proto::EcnCodepoint>,
+    segment: Option<usize>,
+    bytes: Vec<u8>,
+}
+
+/// The socket, its `quinn-udp` state, the receive batch buffers and counters.
+pub struct UdpIo {
+    socket: UdpSocket,
+    state: UdpSocketState,
+    bufs: Vec<u8>,
+    metas: [RecvMeta; BATCH_SIZE],
+    pending: Option<Pending>,
+    gso: bool,
+    /// Datagrams received (GRO batches split).
+    pub datagrams_in: u64,
+    /// Receive calls that returned data.
+    pub reads: u64,
+    /// Datagrams sent.
+    pub datagrams_out: u64,
+}
+
+impl UdpIo {
+    /// Wraps a bound socket (made non-blocking here). `gso`: batch sends with UDP GSO when
+    /// the kernel supports it.
+    pub fn new(socket: std::net::UdpSocket, gso: bool) -> io::Result<UdpIo> {
+        socket.set_nonblocking(true)?;
+        let state = UdpSocketState::new(UdpSockRef::from(&socket))?;
+        let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
+        let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
+        let slots = BATCH_SIZE.min(8);
+        Ok(UdpIo {
+            socket: UdpSocket::from_std(socket),
+            state,
+            bufs: vec![0; SLOT * slots],
+            metas: [RecvMeta::default(); BATCH_SIZE],
+            pending: None,
+            gso,
+            datagrams_in: 0,
+            reads: 0,
+            datagrams_out: 0,
+        })
+    }
+
+    /// The mio source to register.
+    pub fn socket(&mut self) -> &mut UdpSocket {
+        &mut self.socket
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.socket.local_addr()
+    }
+
+    /// Most datagrams one transmit may carry (1 without GSO).
+    pub fn max_segments(&self) -> usize {
+        if self.gso {
+            self.state.max_gso_segments().max(1)
+        } else {
+            1
+        }
+    }
+
+    /// Reads one batch; calls `on_datagram(meta, bytes)` for each datagram. Returns `false`
+    /// when the socket has nothing more (would block).
+    pub fn recv_batch(&mut self, mut on_datagram: impl FnMut(Received, &[u8])) -> io::Result<bool> {
+        let slots = self.bufs.len() / SLOT;
+        let mut iovs: [IoSliceMut<'_>; 8] = {
+            let mut chunks = self.bufs.chunks_mut(SLOT);
+            std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()))
+        };
+        let n = match self.state.recv(
+            UdpSockRef::from(&self.socket),
+            &mut iovs[..slots],
+            &mut self.metas[..slots],
+        ) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(true),
+            // ICMP errors (a peer gone) surface here on some kernels: not fatal for a server.
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(true),
+            Err(e) => return Err(e),
+        };
+        self.reads += 1;
+        for (meta, iov) in self.metas.iter().zip(iovs.iter()).take(n) {
+            let stride = meta.stride.max(1);
+            let info = Received {
+                from: meta.addr,
+                to_ip: meta.dst_ip,
+                ecn: meta
+                    .ecn
+                    .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8)),
+                stride,
+            };
+            let data = iov.get(..meta.len).unwrap_or_default();
+            for d in data.chunks(stride) {
+                self.datagrams_in += 1;
+                on_datagram(info, d);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether a blocked transmit waits for the socket to become writable.
+    pub fn has_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Sends `bytes` (one datagram, or `segment`-sized datagrams with GSO). On a full socket
+    /// buffer the datagrams are kept and `false` returned: call [`UdpIo::retry`] when the
+    /// socket is writable.
+    pub fn send(&mut self, t: &quinn_proto::Transmit, bytes: &[u8]) -> bool {
+        debug_assert!(self.pending.is_none());
+        if self.try_send(t.destination, t.src_ip, t.ecn, t.segment_size, bytes) {
+            return true;
+        }
+        self.pending = Some(Pending {
+            to: t.destination,
+            src_ip: t.src_ip,
+            ecn: t.ecn,
+            segment: t.segment_size,
+            bytes: bytes.to_vec(),
+        });
+        false
+    }
+
+    /// Retries the blocked transmit; `true` when nothing is pending any more.
+    pub fn retry(&mut self) -> bool {
+        let Some(p) = self.pending.take() else {
+            return true;
+        };
+        if self.try_send(p.to, p.src_ip, p.ecn, p.segment, &p.bytes) {
+            return true;
+        }
+        self.pending = Some(p);
+        false
+    }
+
+    fn try_send(
+        &mut self,
+        to: SocketAddr,
+        src_ip: Option<IpAddr>,
+        ecn: Option<quinn_proto::EcnCodepoint>,
+        segment: Option<usize>,
+        bytes: &[u8],
+    ) -> bool {
+        let t = Transmit {
+            destination: to,
+            ecn: ecn.and_then(|e| quinn_udp::EcnCodepoint::from_bits(e as u8)),
+            contents: bytes,
+            segment_size: segment,
+            src_ip,
+        };
+        match self.state.send(UdpSockRef::from(&self.socket), &t) {
+            Ok(()) => {
+                self.datagrams_out += segment.map_or(1, |s| bytes.len().div_ceil(s.max(1))) as u64;
+                true
+            }
+            // `send` reports only WouldBlock; other errors are logged and dropped (UDP).
+            Err(_) => false,
+        }
+    }
+}

@@ -1,0 +1,632 @@
+//! HTTP/3 (`--h3`): the server driven over QUIC on loopback by an independent client stack
+//! (`h3` + `h3-quinn` + `quinn`, the oracle), by raw QUIC streams carrying the wire crate's
+//! frames (attacks the oracle cannot make: a QPACK dynamic-table bomb, abandoned streams,
+//! GOAWAY on a graceful stop), and by quic-go's example client when installed.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, Bytes};
+use h2lab_server::RunningServer;
+use h2lab_wire::h3::control::{ControlEvent, ControlReader};
+use h2lab_wire::h3::stream::UniStreamType;
+use h2lab_wire::h3::Role;
+
+/// A TLS + HTTP/3 server on 127.0.0.1 (port 0).
+fn start_h3(f: impl FnOnce(&mut h2lab_server::ServerConfig)) -> (RunningServer, tempfile::TempDir) {
+    common::start_tls(|c| {
+        c.listen = None;
+        c.h3 = true;
+        f(c)
+    })
+}
+
+fn quinn_endpoint(server: &RunningServer) -> quinn::Endpoint {
+    let tls = common::tls_client_config(server.cert_path().unwrap(), &[b"h3"]);
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from((*tls).clone()).unwrap();
+    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    let mut tc = quinn::TransportConfig::default();
+    tc.max_concurrent_uni_streams(16u32.into());
+    cfg.transport_config(Arc::new(tc));
+    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    ep.set_default_client_config(cfg);
+    ep
+}
+
+async fn quic_connect(server: &RunningServer) -> (quinn::Endpoint, quinn::Connection) {
+    let ep = quinn_endpoint(server);
+    let addr: SocketAddr = server.h3_addr().unwrap();
+    let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
+    (ep, conn)
+}
+
+type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+/// An `h3` client connection; its driver runs on the runtime.
+async fn h3_client(server: &RunningServer) -> (quinn::Endpoint, SendRequest) {
+    let (ep, conn) = quic_connect(server).await;
+    let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
+        .await
+        .unwrap();
+    tokio::spawn(async move {
+        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+    });
+    (ep, send)
+}
+
+/// GET (or another method) `path`: (status, headers, body).
+async fn fetch(
+    send: &mut SendRequest,
+    method: &str,
+    path: &str,
+) -> (u16, http::HeaderMap, Vec<u8>) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(format!("https://localhost{path}"))
+        .body(())
+        .unwrap();
+    let mut s = send.send_request(req).await.unwrap();
+    s.finish().await.unwrap();
+    let resp = s.recv_response().await.unwrap();
+    let mut body = Vec::new();
+    while let Some(mut chunk) = s.recv_data().await.unwrap() {
+        while chunk.has_remaining() {
+            let c = chunk.chunk();
+            body.extend_from_slice(c);
+            let n = c.len();
+            chunk.advance(n);
+        }
+    }
+    (resp.status().as_u16(), resp.headers().clone(), body)
+}
+
+/// The `/data` filler pattern.
+fn filler(n: usize) -> Vec<u8> {
+    const LINE: &[u8] = b"h2lab 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRS\n";
+    LINE.iter().copied().cycle().take(n).collect()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn small_responses_statuses_and_head() {
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, mut send) = h3_client(&server).await;
+        let (st, h, body) = fetch(&mut send, "GET", "/ping").await;
+        assert_eq!((st, body.as_slice()), (200, &b"pong"[..]));
+        assert_eq!(h["content-length"], "4");
+        assert_eq!(h["server"], "h2lab");
+        // The same head again (reused section bytes) on another stream.
+        let (st, h2, body) = fetch(&mut send, "GET", "/ping").await;
+        assert_eq!((st, body.as_slice()), (200, &b"pong"[..]));
+        assert_eq!(h2["content-length"], "4");
+        assert_eq!(h2["content-type"], h["content-type"]);
+        let (st, _, body) = fetch(&mut send, "GET", "/status/404").await;
+        assert_eq!(st, 404);
+        assert!(!body.is_empty());
+        let (st, _, body) = fetch(&mut send, "GET", "/status/204").await;
+        assert_eq!((st, body.len()), (204, 0));
+        let (st, h, body) = fetch(&mut send, "HEAD", "/data?size=1000").await;
+        assert_eq!((st, body.len()), (200, 0));
+        assert_eq!(h["content-length"], "1000");
+        let (st, _, body) = fetch(&mut send, "GET", "/info").await;
+        assert_eq!(st, 200);
+        let info = String::from_utf8(body).unwrap();
+        assert!(info.contains(r#""protocol":"HTTP/3""#), "{info}");
+        assert!(info.contains(r#""tls":true"#), "{info}");
+        let (st, _, body) = fetch(&mut send, "GET", "/data?size=653").await;
+        assert_eq!((st, body), (200, filler(653)));
+        let (st, _, _) = fetch(&mut send, "DELETE", "/ping").await;
+        assert_eq!(st, 405);
+    });
+}
+
+#[test]
+fn ten_megabytes_exact_bytes() {
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, mut send) = h3_client(&server).await;
+        let n = 10 * 1024 * 1024;
+        let (st, h, body) = fetch(&mut send, "GET", "/data?size=10m").await;
+        assert_eq!(st, 200);
+        assert_eq!(h["content-length"], n.to_string().as_str());
+        assert_eq!(body.len(), n);
+        assert!(body == filler(n), "body bytes differ from the filler");
+    });
+}
+
+#[test]
+fn static_files_are_streamed() {
+    let root = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(root.path().join("big.bin"), &data).unwrap();
+    let r = root.path().to_path_buf();
+    // Two TCP workers (and the acceptor): HTTP/3 has its own thread either way.
+    let (server, _dir) = start_h3(move |c| {
+        c.root = Some(r);
+        c.threads = 2;
+    });
+    rt().block_on(async {
+        let (_ep, mut send) = h3_client(&server).await;
+        let (st, _, body) = fetch(&mut send, "GET", "/big.bin").await;
+        assert_eq!(st, 200);
+        assert!(body == data, "file body differs ({} bytes)", body.len());
+    });
+}
+
+#[test]
+fn many_concurrent_streams_beyond_max_streams() {
+    // 3x the stream limit at once on one connection: QUIC's MAX_STREAMS makes the client
+    // wait; every request completes with its exact body.
+    let (server, _dir) = start_h3(|c| c.max_concurrent_streams = 20);
+    rt().block_on(async {
+        let (_ep, send) = h3_client(&server).await;
+        let mut tasks = Vec::new();
+        for i in 0..60usize {
+            let mut send = send.clone();
+            tasks.push(tokio::spawn(async move {
+                let size = 1000 + i * 97;
+                let (st, _, body) = fetch(&mut send, "GET", &format!("/data?size={size}")).await;
+                assert_eq!(st, 200);
+                assert!(body == filler(size));
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+}
+
+#[test]
+fn delayed_responses_do_not_block_others() {
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, send) = h3_client(&server).await;
+        let mut slow_send = send.clone();
+        let slow = tokio::spawn(async move { fetch(&mut slow_send, "GET", "/delay?ms=300").await });
+        let mut fast_send = send.clone();
+        let (st, _, body) = fetch(&mut fast_send, "GET", "/ping").await;
+        assert_eq!((st, body.as_slice()), (200, &b"pong"[..]));
+        assert!(
+            !slow.is_finished(),
+            "the delayed response came before the fast one"
+        );
+        let (st, _, _) = slow.await.unwrap();
+        assert_eq!(st, 200);
+    });
+}
+
+// ---- raw QUIC streams with the wire crate's frames ----
+
+/// Opens our control stream (SETTINGS with a 4096-byte QPACK table) and the QPACK encoder
+/// stream; returns the encoder stream.
+async fn raw_setup(conn: &quinn::Connection) -> (quinn::SendStream, quinn::SendStream) {
+    let mut ctrl = conn.open_uni().await.unwrap();
+    let mut buf = Vec::new();
+    let settings = h2lab_wire::h3::frame::Settings {
+        qpack_max_table_capacity: 0,
+        qpack_blocked_streams: 0,
+        ..Default::default()
+    };
+    h2lab_wire::h3::control::write_control_stream_start(settings, &mut buf);
+    ctrl.write_all(&buf).await.unwrap();
+    let mut enc = conn.open_uni().await.unwrap();
+    buf.clear();
+    UniStreamType::QpackEncoder.write(&mut buf);
+    enc.write_all(&buf).await.unwrap();
+    (ctrl, enc)
+}
+
+/// A GET for `path` as a HEADERS frame (static table and literals).
+fn get_frame(path: &str) -> Vec<u8> {
+    let mut e = h2lab_wire::qpack::Encoder::new(h2lab_wire::qpack::EncoderConfig {
+        use_dynamic_table: false,
+        max_table_capacity: 0,
+    });
+    let (mut section, mut ins) = (Vec::new(), Vec::new());
+    let fields: [(&[u8], &[u8]); 4] = [
+        (b":method", b"GET"),
+        (b":scheme", b"https"),
+        (b":authority", b"localhost"),
+        (b":path", path.as_bytes()),
+    ];
+    e.encode(0, fields, &mut section, &mut ins);
+    assert!(ins.is_empty());
+    let mut f = Vec::new();
+    h2lab_wire::h3::request::write_headers(&section, &mut f);
+    f
+}
+
+/// Sends a GET on a new stream and returns the raw response stream bytes.
+async fn raw_get(conn: &quinn::Connection, path: &str) -> Vec<u8> {
+    let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+    tx.write_all(&get_frame(path)).await.unwrap();
+    tx.finish().unwrap();
+    rx.read_to_end(64 << 20).await.unwrap()
+}
+
+#[test]
+fn qpack_dynamic_table_bomb_is_a_stream_error() {
+    // One 4000-byte entry referenced 2000 times: 8 MB of decoded fields from a 2 KB section.
+    // The decoder stops at SETTINGS_MAX_FIELD_SECTION_SIZE: the stream is reset with
+    // H3_EXCESSIVE_LOAD, the connection keeps serving.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let (_ctrl, mut enc) = raw_setup(&conn).await;
+        let mut ins = Vec::new();
+        h2lab_wire::qpack::instructions::write_set_capacity(4096, &mut ins);
+        h2lab_wire::qpack::instructions::write_insert_with_literal_name(
+            b"x-bomb",
+            &vec![b'a'; 4000],
+            &mut ins,
+        );
+        enc.write_all(&ins).await.unwrap();
+        // Required Insert Count 1 (encoded 2 with 128 max entries), Base 1, then indexed
+        // dynamic field lines with relative index 0.
+        let mut section = vec![0x02, 0x00];
+        section.extend(std::iter::repeat_n(0x80u8, 2000));
+        let mut frame = Vec::new();
+        h2lab_wire::h3::request::write_headers(&section, &mut frame);
+        let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+        tx.write_all(&frame).await.unwrap();
+        tx.finish().unwrap();
+        let err = rx.read_to_end(1 << 20).await.unwrap_err();
+        assert!(
+            matches!(err, quinn::ReadToEndError::Read(quinn::ReadError::Reset(code)) if code == quinn::VarInt::from_u32(0x0107)),
+            "{err:?}"
+        );
+        let body = raw_get(&conn, "/ping").await;
+        assert!(body.ends_with(b"pong"), "{body:?}");
+    });
+}
+
+#[test]
+fn abandoned_streams_are_forgotten() {
+    // Many large responses abandoned mid-way (STOP_SENDING and RESET_STREAM): the server
+    // drops them and keeps serving the connection.
+    let (server, _dir) = start_h3(|c| c.max_concurrent_streams = 16);
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let (_ctrl, _enc) = raw_setup(&conn).await;
+        for _round in 0..4 {
+            let mut streams = Vec::new();
+            for _ in 0..16 {
+                let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+                tx.write_all(&get_frame("/data?size=50m")).await.unwrap();
+                tx.finish().unwrap();
+                let mut buf = [0u8; 1000];
+                let n = rx.read(&mut buf).await.unwrap().unwrap();
+                assert!(n > 0);
+                streams.push(rx);
+            }
+            for mut rx in streams {
+                rx.stop(0x010cu32.into()).unwrap();
+            }
+        }
+        // Half-sent requests abandoned with RESET_STREAM.
+        for _ in 0..16 {
+            let (mut tx, _rx) = conn.open_bi().await.unwrap();
+            tx.write_all(&get_frame("/ping")[..3]).await.unwrap();
+            tx.reset(0x010cu32.into()).unwrap();
+        }
+        let body = tokio::time::timeout(Duration::from_secs(20), raw_get(&conn, "/ping"))
+            .await
+            .expect("the connection still serves");
+        assert!(body.ends_with(b"pong"));
+    });
+}
+
+#[test]
+fn graceful_stop_sends_goaway() {
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let (_ctrl, _enc) = raw_setup(&conn).await;
+        let body = raw_get(&conn, "/ping").await;
+        assert!(body.ends_with(b"pong"));
+        // The server's control stream: type, SETTINGS, and at the stop GOAWAY.
+        let mut control = None;
+        for _ in 0..3 {
+            let mut rx = conn.accept_uni().await.unwrap();
+            let mut first = [0u8; 1];
+            rx.read_exact(&mut first).await.unwrap();
+            if first[0] == 0x00 {
+                control = Some(rx);
+                break;
+            }
+        }
+        let mut control = control.expect("a control stream");
+        server.shutdown();
+        let mut reader = ControlReader::new(Role::Client);
+        let mut data = Vec::new();
+        let mut goaway = None;
+        let mut settings = false;
+        let mut buf = [0u8; 4096];
+        while goaway.is_none() {
+            match control.read(&mut buf).await {
+                Ok(Some(n)) => data.extend_from_slice(&buf[..n]),
+                _ => break,
+            }
+            let used = reader
+                .recv(&data, false, |ev| match ev {
+                    ControlEvent::GoAway(id) => goaway = Some(id),
+                    ControlEvent::Settings(_) => settings = true,
+                    _ => {}
+                })
+                .unwrap();
+            data.drain(..used);
+        }
+        assert!(settings, "SETTINGS first");
+        // Stream 0 was the one request: the first unprocessed one is 4.
+        assert_eq!(goaway, Some(4));
+        drop(server);
+    });
+}
+
+#[test]
+fn responses_use_the_qpack_dynamic_table_the_client_allows() {
+    // Our own QPACK decoder (4096-byte table, 16 blocked streams) reads the server's encoder
+    // stream and the response sections; the server must insert and reference entries, and
+    // every section must decode to the right head.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let mut ctrl = conn.open_uni().await.unwrap();
+        let mut buf = Vec::new();
+        let settings = h2lab_wire::h3::frame::Settings {
+            qpack_max_table_capacity: 4096,
+            qpack_blocked_streams: 16,
+            ..Default::default()
+        };
+        h2lab_wire::h3::control::write_control_stream_start(settings, &mut buf);
+        ctrl.write_all(&buf).await.unwrap();
+        let mut dec_tx = conn.open_uni().await.unwrap();
+        buf.clear();
+        UniStreamType::QpackDecoder.write(&mut buf);
+        dec_tx.write_all(&buf).await.unwrap();
+        let mut qdec = h2lab_wire::qpack::Decoder::new(4096, 16);
+        // The server's encoder stream (type 0x02); its other streams are not needed here.
+        let mut enc_rx = None;
+        for _ in 0..3 {
+            let mut rx = conn.accept_uni().await.unwrap();
+            let mut first = [0u8; 1];
+            rx.read_exact(&mut first).await.unwrap();
+            if first[0] == 0x02 {
+                enc_rx = Some(rx);
+                break;
+            }
+            tokio::spawn(async move {
+                let _ = rx.read_to_end(1 << 20).await;
+            });
+        }
+        let mut enc_rx = enc_rx.expect("the server's QPACK encoder stream");
+        for (path, len) in [
+            ("/ping", "4"),
+            ("/ping", "4"),
+            ("/data?size=77", "77"),
+            ("/ping", "4"),
+        ] {
+            let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+            let sid = u64::from(tx.id());
+            tx.write_all(&get_frame(path)).await.unwrap();
+            tx.finish().unwrap();
+            let bytes = rx.read_to_end(1 << 20).await.unwrap();
+            let (ty, n) = h2lab_wire::h3::varint::decode(&bytes).unwrap();
+            assert_eq!(ty, 0x01, "HEADERS first");
+            let (flen, m) = h2lab_wire::h3::varint::decode(&bytes[n..]).unwrap();
+            let section = &bytes[n + m..n + m + flen as usize];
+            let mut fields = Vec::new();
+            let mut push =
+                |f: h2lab_wire::qpack::Field<'_>| fields.push((f.name.to_vec(), f.value.to_vec()));
+            let mut r = qdec.decode_section(sid, section, &mut push).unwrap();
+            while r == h2lab_wire::qpack::Decoded::Blocked {
+                let mut chunk = [0u8; 4096];
+                let k = enc_rx
+                    .read(&mut chunk)
+                    .await
+                    .unwrap()
+                    .expect("encoder stream open");
+                qdec.feed_encoder_stream(&chunk[..k]).unwrap();
+                r = qdec.decode_unblocked(sid, &mut push).unwrap();
+            }
+            let get = |name: &[u8]| {
+                fields
+                    .iter()
+                    .find(|(n, _)| n.as_slice() == name)
+                    .map(|(_, v)| v.clone())
+            };
+            assert_eq!(get(b":status").as_deref(), Some(&b"200"[..]), "{path}");
+            assert_eq!(
+                get(b"content-length").as_deref(),
+                Some(len.as_bytes()),
+                "{path}"
+            );
+            assert_eq!(get(b"server").as_deref(), Some(&b"h2lab"[..]));
+            buf.clear();
+            qdec.take_decoder_stream(&mut buf);
+            dec_tx.write_all(&buf).await.unwrap();
+        }
+        assert!(
+            qdec.table().insert_count() > 0,
+            "the server never used the dynamic table"
+        );
+    });
+}
+
+#[test]
+fn a_client_that_never_reads_does_not_stall_others() {
+    // Ten 50 MB responses nobody reads: QUIC flow control stops them at the client's
+    // window; the server's loop keeps serving this connection's other streams and other
+    // connections.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, slow) = quic_connect(&server).await;
+        let (_ctrl, _enc) = raw_setup(&slow).await;
+        let mut unread = Vec::new();
+        for _ in 0..10 {
+            let (mut tx, rx) = slow.open_bi().await.unwrap();
+            tx.write_all(&get_frame("/data?size=50m")).await.unwrap();
+            tx.finish().unwrap();
+            unread.push(rx);
+        }
+        let (_ep2, other) = quic_connect(&server).await;
+        let (_c2, _e2) = raw_setup(&other).await;
+        for conn in [&other, &slow] {
+            let body = tokio::time::timeout(Duration::from_secs(20), raw_get(conn, "/ping"))
+                .await
+                .expect("served while a reader stalls");
+            assert!(body.ends_with(b"pong"));
+        }
+        drop(unread);
+    });
+}
+
+// ---- independent client ----
+
+fn quic_go_client() -> Option<std::path::PathBuf> {
+    let mut c = vec![
+        std::path::PathBuf::from("/usr/local/bin/quic-go-client"),
+        std::path::PathBuf::from("/usr/bin/quic-go-client"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        c.push(std::path::Path::new(&home).join("go/bin/quic-go-client"));
+    }
+    common::tool("quic-go-client", &c)
+}
+
+#[test]
+fn quic_go_client_gets_exact_bodies() {
+    let Some(client) = quic_go_client() else {
+        return;
+    };
+    let (server, _dir) = start_h3(|_| {});
+    let addr = server.h3_addr().unwrap();
+    let out = std::process::Command::new(&client)
+        .arg("-insecure")
+        .arg(format!("https://{addr}/ping"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("Response Body (4 bytes):"), "{text}");
+    assert!(text.contains("pong"), "{text}");
+    // -q: bodies are read but not printed; the sizes are logged.
+    let out = std::process::Command::new(&client)
+        .arg("-insecure")
+        .arg("-q")
+        .arg(format!("https://{addr}/data?size=10m"))
+        .arg(format!("https://{addr}/data?size=653"))
+        .arg(format!("https://{addr}/status/404"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Response Body: 10485760 bytes"), "{text}");
+    assert!(text.contains("Response Body: 653 bytes"), "{text}");
+    assert!(text.contains("StatusCode:404"), "{text}");
+}
+
+// ---- Alt-Svc on the TCP side ----
+
+#[test]
+fn tls_responses_advertise_h3_and_cleartext_ones_do_not() {
+    let (server, _dir) = common::start_tls(|c| c.h3 = true);
+    let tls = server.tls_addr().unwrap();
+    let want = format!("h3=\":{}\"", tls.port());
+    assert_eq!(server.h3_addr(), Some(tls));
+    // HTTP/1.1 over TLS.
+    let mut c = common::connect_tls(tls, server.cert_path().unwrap(), &[b"http/1.1"]);
+    let r = c.get("/ping");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("alt-svc"), Some(want.as_str()));
+    // Cleartext: no HTTP/3 there to advertise.
+    let mut c = common::connect(server.addr().unwrap());
+    let r = c.get("/ping");
+    assert_eq!(r.header("alt-svc"), None);
+    // HTTP/2 over TLS, twice (the second head comes from the HPACK head cache).
+    rt().block_on(async {
+        let cfg = common::tls_client_config(server.cert_path().unwrap(), &[b"h2"]);
+        let tcp = tokio::net::TcpStream::connect(tls).await.unwrap();
+        let stream = tokio_rustls::TlsConnector::from(cfg)
+            .connect("localhost".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        let (client, conn) = h2::client::handshake(stream).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        for _ in 0..2 {
+            let mut client = client.clone().ready().await.unwrap();
+            let req = http::Request::get("https://localhost/ping")
+                .body(())
+                .unwrap();
+            let (fut, _) = client.send_request(req, true).unwrap();
+            let resp = fut.await.unwrap();
+            assert_eq!(resp.status(), 200);
+            assert_eq!(resp.headers()["alt-svc"], want.as_str());
+        }
+    });
+    // Without --h3 nothing is advertised.
+    let (plain, _dir2) = common::start_tls(|_| {});
+    let mut c = common::connect_tls(
+        plain.tls_addr().unwrap(),
+        plain.cert_path().unwrap(),
+        &[b"http/1.1"],
+    );
+    assert_eq!(c.get("/ping").header("alt-svc"), None);
+    assert_eq!(plain.h3_addr(), None);
+}
+
+#[test]
+fn h3_without_a_tls_port_is_a_configuration_error() {
+    let mut cfg = h2lab_server::ServerConfig::local();
+    cfg.h3 = true;
+    let err = h2lab_server::spawn(cfg).unwrap_err();
+    assert!(matches!(err, h2lab_server::ServerError::Config(_)), "{err}");
+}
+
+/// oha with HTTP/3 takes about 20 minutes to build (`INSTALL_OHA_H3=1
+/// .ci/install-anchors.sh`), so CI does not install it: this test runs only with
+/// `H2LAB_TEST_OHA_H3=1` (then a missing or HTTP/3-less oha fails it).
+#[test]
+fn oha_http3_gets_every_response() {
+    if std::env::var("H2LAB_TEST_OHA_H3").as_deref() != Ok("1") {
+        println!("skipped: set H2LAB_TEST_OHA_H3=1 to run oha over HTTP/3");
+        return;
+    }
+    let oha = h2lab_testkit::which("oha")
+        .or_else(|| {
+            let home = std::env::var_os("HOME")?;
+            let p = std::path::Path::new(&home).join(".cargo/bin/oha");
+            p.exists().then_some(p)
+        })
+        .expect("H2LAB_TEST_OHA_H3=1 but oha is not installed");
+    let (server, _dir) = start_h3(|_| {});
+    let addr = server.h3_addr().unwrap();
+    let out = std::process::Command::new(oha)
+        .args(["--http-version", "3", "--insecure", "--no-tui"])
+        .args(["--output-format", "json", "-n", "2000", "-c", "10"])
+        .arg(format!("https://{addr}/data?size=653"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["statusCodeDistribution"],
+        serde_json::json!({"200": 2000}),
+        "{v}"
+    );
+    assert_eq!(v["errorDistribution"], serde_json::json!({}), "{v}");
+}
