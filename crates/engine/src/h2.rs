@@ -303,14 +303,10 @@ impl H2Session {
             Err(e) => {
                 // An HTTP/1.x server answering our h2c preface: say so, rather
                 // than only the frame error its status line decodes to.
-                let hint = if input.starts_with(b"HTTP/1.") {
-                    " (the server answered in HTTP/1.x: use --h1 or -p http/1.1)"
-                } else {
-                    ""
-                };
-                Err(SessionError::Protocol(format!(
-                    "HTTP/2 connection error: {e}{hint}"
-                )))
+                Err(SessionError::H2 {
+                    error: e,
+                    http1_reply: input.starts_with(b"HTTP/1."),
+                })
             }
         }
     }
