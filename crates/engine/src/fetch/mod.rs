@@ -81,8 +81,10 @@ pub enum FetchProtocol {
 pub struct FetchConfig {
     /// Scheme, host and port of the origin (`:authority`, `Host`, SNI). The path is ignored.
     pub origin: Target,
-    /// Connect here instead of resolving the origin (an emulated link, a proxy).
-    pub connect_to: Option<SocketAddr>,
+    /// Connect to these addresses instead of resolving the origin (an emulated link,
+    /// a proxy). Like the origin's resolved addresses, they are tried in order: a
+    /// connection that cannot be established moves on to the next one.
+    pub connect_to: Vec<SocketAddr>,
     /// Connect to this UNIX domain socket instead (like bench's `-B unix:/path`);
     /// scheme and authority still come from `origin`.
     pub unix_socket: Option<PathBuf>,
@@ -123,7 +125,7 @@ impl FetchConfig {
         };
         FetchConfig {
             origin,
-            connect_to: None,
+            connect_to: Vec::new(),
             unix_socket: None,
             sni: None,
             protocol,
@@ -563,8 +565,8 @@ fn endpoint(cfg: &FetchConfig) -> Result<Endpoint, EngineError> {
     if let Some(p) = &cfg.unix_socket {
         return Ok(Endpoint::Unix(p.clone()));
     }
-    if let Some(a) = cfg.connect_to {
-        return Ok(Endpoint::Tcp(vec![a]));
+    if !cfg.connect_to.is_empty() {
+        return Ok(Endpoint::Tcp(cfg.connect_to.clone()));
     }
     let host = cfg.origin.host.as_str();
     let addrs: Vec<SocketAddr> = (host, cfg.origin.port)
