@@ -17,6 +17,30 @@ pub(super) struct Job {
     pub(super) got_status: bool,
 }
 
+impl Job {
+    /// A job for path `path`, queued at `queued`.
+    pub(super) fn new(path: usize, queued: Duration) -> Job {
+        Job {
+            rec: FetchRecord {
+                path,
+                conn: 0,
+                queued,
+                sent: queued,
+                first_byte: queued,
+                done: queued,
+                status: 0,
+                body_bytes: 0,
+                request_bytes: 0,
+                attempts: 0,
+            },
+            body: Vec::new(),
+            finished: false,
+            got_status: false,
+        }
+    }
+}
+
+/// The jobs of the running batch.
 pub(super) struct BatchState {
     pub(super) jobs: Vec<Job>,
     /// Job indices waiting for a connection, in priority order.
@@ -183,5 +207,105 @@ impl SessionEvents for Ev<'_> {
                 self.st.remaining = self.st.remaining.saturating_sub(1);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(n: usize) -> BatchState {
+        BatchState {
+            jobs: (0..n).map(|i| Job::new(i, Duration::ZERO)).collect(),
+            queue: VecDeque::new(),
+            remaining: n,
+            capture: true,
+        }
+    }
+
+    /// Job `job` sent in `slot` (as `pool::fill` does).
+    fn sent(st: &mut BatchState, slots: &mut [Option<usize>], slot: u32, job: usize) {
+        slots[slot as usize] = Some(job);
+        st.jobs[job].rec.attempts += 1;
+    }
+
+    #[test]
+    fn a_response_completes_its_job_and_frees_the_slot() {
+        let mut st = batch(2);
+        let (mut slots, mut free) = (vec![None; 2], Vec::new());
+        let (mut traffic, mut completed) = (FetchTraffic::default(), 0);
+        let mut pushes = PushCache::new(&[]);
+        sent(&mut st, &mut slots, 0, 1);
+        let mut ev = Ev {
+            conn: 3,
+            slots: &mut slots,
+            free: &mut free,
+            st: &mut st,
+            traffic: &mut traffic,
+            completed: &mut completed,
+            now: Duration::from_millis(5),
+            pushes: &mut pushes,
+        };
+        ev.status(0, 103);
+        ev.status(0, 200);
+        ev.header_bytes(12, 40);
+        ev.body(0, 3);
+        ev.body_data(0, b"abc");
+        ev.complete(0);
+        let j = &st.jobs[1];
+        assert!(j.finished);
+        assert_eq!((j.rec.status, j.rec.body_bytes, j.rec.conn), (200, 3, 3));
+        assert_eq!(j.body, b"abc");
+        assert_eq!(j.rec.done, Duration::from_millis(5));
+        assert_eq!(st.remaining, 1);
+        assert_eq!((completed, free.as_slice()), (1, &[0][..]));
+        assert_eq!(traffic.response_header_bytes, 12);
+        assert_eq!(traffic.response_body_bytes, 3);
+    }
+
+    #[test]
+    fn resets_retry_until_the_last_attempt_and_refusals_are_free() {
+        let mut st = batch(1);
+        let (mut slots, mut free) = (vec![None; 1], Vec::new());
+        let (mut traffic, mut completed) = (FetchTraffic::default(), 0);
+        let mut pushes = PushCache::new(&[]);
+        for attempt in 1..=MAX_ATTEMPTS {
+            sent(&mut st, &mut slots, 0, 0);
+            let mut ev = Ev {
+                conn: 0,
+                slots: &mut slots,
+                free: &mut free,
+                st: &mut st,
+                traffic: &mut traffic,
+                completed: &mut completed,
+                now: Duration::ZERO,
+                pushes: &mut pushes,
+            };
+            ev.reset(0, 2);
+            if attempt < MAX_ATTEMPTS {
+                assert_eq!(st.queue.pop_front(), Some(0), "requeued first");
+                assert!(!st.jobs[0].finished);
+            } else {
+                assert!(st.queue.is_empty());
+                assert!(st.jobs[0].finished, "given up with status 0");
+                assert_eq!(st.jobs[0].rec.status, 0);
+                assert_eq!(st.remaining, 0);
+            }
+        }
+        let mut st = batch(1);
+        sent(&mut st, &mut slots, 0, 0);
+        let mut ev = Ev {
+            conn: 0,
+            slots: &mut slots,
+            free: &mut free,
+            st: &mut st,
+            traffic: &mut traffic,
+            completed: &mut completed,
+            now: Duration::ZERO,
+            pushes: &mut pushes,
+        };
+        ev.refused(0);
+        assert_eq!(st.jobs[0].rec.attempts, 0, "not processed: no attempt used");
+        assert_eq!(st.queue.front(), Some(&0));
     }
 }

@@ -411,23 +411,7 @@ impl Fetcher {
                     "fetch index {i} out of range"
                 ))));
             }
-            jobs.push(Job {
-                rec: FetchRecord {
-                    path: i,
-                    conn: 0,
-                    queued: started,
-                    sent: started,
-                    first_byte: started,
-                    done: started,
-                    status: 0,
-                    body_bytes: 0,
-                    request_bytes: 0,
-                    attempts: 0,
-                },
-                body: Vec::new(),
-                finished: false,
-                got_status: false,
-            });
+            jobs.push(Job::new(i, started));
         }
         let mut st = BatchState {
             jobs,

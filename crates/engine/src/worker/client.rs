@@ -194,3 +194,100 @@ pub(super) fn fill(
     }
     submitted
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::h1::H1Session;
+
+    fn prepared() -> Arc<Prepared> {
+        let cfg = crate::BenchConfig::new(vec![
+            crate::Target::parse("http://127.0.0.1/a").unwrap(),
+            crate::Target::parse("http://127.0.0.1/b").unwrap(),
+        ]);
+        Arc::new(Prepared::new(&cfg).unwrap())
+    }
+
+    #[test]
+    fn fill_submits_into_free_slots_up_to_the_work_left() {
+        let prep = prepared();
+        let mut client = Client::new(5, 3, false, Instant::now());
+        let mut session = AnySession::H1(H1Session::new(Arc::clone(&prep), 3, false));
+        let mut stats = WorkerStats::new(5);
+        let mut pacer = Pacer::Closed;
+        let core = &mut client.core;
+        let n = fill(
+            core,
+            &mut session,
+            &mut stats,
+            &prep,
+            None,
+            true,
+            &mut pacer,
+        );
+        assert_eq!(n, 3, "one per slot (pipelining depth 3)");
+        assert_eq!((core.req_left, core.req_inflight, stats.started), (2, 3, 3));
+        assert!(core.free.is_empty());
+        assert_eq!(
+            core.unstamped.len(),
+            3,
+            "stamped by the write that carries them"
+        );
+        assert!(core.slots.iter().all(|s| s.in_use && s.measured));
+        // URIs taken in turn: /a, /b, /a.
+        let text = String::from_utf8_lossy(&core.out);
+        assert_eq!(text.matches("GET /a ").count(), 2, "{text}");
+        assert_eq!(text.matches("GET /b ").count(), 1, "{text}");
+        // No free slot: nothing more, and nothing allocated.
+        assert_eq!(
+            fill(
+                core,
+                &mut session,
+                &mut stats,
+                &prep,
+                None,
+                true,
+                &mut pacer
+            ),
+            0
+        );
+    }
+
+    #[test]
+    fn last_request_arms_the_active_timeout_and_warm_up_is_not_measured() {
+        let prep = prepared();
+        let mut client = Client::new(2, 4, false, Instant::now());
+        let mut session = AnySession::H1(H1Session::new(Arc::clone(&prep), 4, false));
+        let mut stats = WorkerStats::new(2);
+        let core = &mut client.core;
+        let t = Some(Duration::from_secs(5));
+        let n = fill(
+            core,
+            &mut session,
+            &mut stats,
+            &prep,
+            t,
+            false,
+            &mut Pacer::Closed,
+        );
+        assert_eq!(n, 2);
+        assert_eq!(core.req_left, 0);
+        assert!(core.active_deadline.is_some());
+        assert_eq!(stats.started, 0, "not measuring: not counted");
+        assert!(core.slots.iter().filter(|s| s.in_use).all(|s| !s.measured));
+        assert!(!core.wants_requests());
+    }
+
+    #[test]
+    fn parked_or_unbounded_clients() {
+        let mut c = Client::new(0, 2, true, Instant::now());
+        assert!(
+            c.core.wants_requests() && c.core.could_fill(),
+            "-D runs never run out"
+        );
+        c.core.parked = true;
+        assert!(!c.core.wants_requests());
+    }
+}

@@ -166,3 +166,91 @@ impl SessionEvents for Ev<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::client::Client;
+    use super::*;
+
+    fn submitted(client: &mut Client, slot: u32, start: Instant) {
+        let s = &mut client.core.slots[slot as usize];
+        s.in_use = true;
+        s.measured = true;
+        s.start = start;
+        client.core.free.retain(|&f| f != slot);
+        client.core.req_inflight += 1;
+    }
+
+    #[test]
+    fn complete_counts_the_status_the_time_and_frees_the_slot() {
+        let t0 = Instant::now();
+        let mut client = Client::new(10, 2, false, t0);
+        let mut st = WorkerStats::new(10);
+        let mut rw = ReadWait::new(Duration::ZERO);
+        submitted(&mut client, 0, t0);
+        submitted(&mut client, 1, t0);
+        let mut ev = Ev {
+            core: &mut client.core,
+            st: &mut st,
+            read_wait: &mut rw,
+            now: t0 + Duration::from_millis(3),
+            measuring: true,
+            log: None,
+        };
+        ev.status(0, 100); // interim: counted as 1xx, not the final status
+        ev.status(0, 404);
+        ev.header_bytes(10, 20);
+        ev.body(0, 7);
+        ev.complete(0);
+        ev.complete(0); // twice: ignored
+        ev.status(1, 200);
+        ev.reset(1, 8);
+        assert_eq!(st.status[1], 1);
+        assert_eq!(st.status[4], 1);
+        assert_eq!((st.done, st.completed, st.status_success), (2, 1, 0));
+        assert_eq!(
+            (st.failed, st.errored),
+            (2, 1),
+            "404 failed; reset failed and errored"
+        );
+        assert_eq!(st.errors.stream_resets.get(&8), Some(&1));
+        assert_eq!(st.traffic.bytes_body, 7);
+        assert_eq!(
+            (st.traffic.bytes_head, st.traffic.bytes_head_decomp),
+            (10, 20)
+        );
+        assert_eq!(st.request_time.len(), 1);
+        assert_eq!(client.core.req_inflight, 0);
+        assert_eq!(client.core.free.len(), 2);
+        assert_eq!(client.core.completed_on_conn, 1);
+    }
+
+    #[test]
+    fn refused_requests_are_put_back() {
+        let t0 = Instant::now();
+        let mut client = Client::new(1, 1, false, t0);
+        client.core.req_left = 0;
+        client.core.active_deadline = Some(t0);
+        let mut st = WorkerStats::new(1);
+        st.started = 1;
+        let mut rw = ReadWait::new(Duration::ZERO);
+        submitted(&mut client, 0, t0);
+        client.core.slots[0].intended = Some(t0);
+        let mut ev = Ev {
+            core: &mut client.core,
+            st: &mut st,
+            read_wait: &mut rw,
+            now: t0,
+            measuring: true,
+            log: None,
+        };
+        ev.refused(0);
+        assert_eq!(st.started, 0, "counted once, when it is sent again");
+        assert_eq!(st.done, 0);
+        assert_eq!(client.core.req_left, 1);
+        assert_eq!(client.core.active_deadline, None);
+        assert_eq!(client.core.retry, vec![t0], "its due time is kept");
+    }
+}
