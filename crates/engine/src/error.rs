@@ -33,6 +33,9 @@ pub enum TransportError {
     Write(io::Error),
     /// A TLS record of an established connection was bad.
     Record(rustls::Error),
+    /// The TLS layer could not take or give back the bytes read (rustls' buffer
+    /// limits, a bad record seen while reading plaintext).
+    TlsRead(io::Error),
     /// The CA bundle could not be read.
     CaBundle {
         /// The bundle's path.
@@ -65,7 +68,7 @@ impl TransportError {
     /// A failure of the TLS layer while reading an established connection
     /// counts as a protocol error (h2load's `errored`, not a lost connection).
     pub fn is_tls_record(&self) -> bool {
-        matches!(self, TransportError::Record(_))
+        matches!(self, TransportError::Record(_) | TransportError::TlsRead(_))
     }
 }
 
@@ -79,6 +82,7 @@ impl fmt::Display for TransportError {
             TransportError::Read(e) => write!(f, "{e}"),
             TransportError::Write(e) => write!(f, "write: {e}"),
             TransportError::Record(e) => write!(f, "TLS error: {e}"),
+            TransportError::TlsRead(e) => write!(f, "TLS error: {e}"),
             TransportError::CaBundle { path, source } => {
                 write!(f, "cannot read CA bundle {}: {source}", path.display())
             }
@@ -104,6 +108,7 @@ impl std::error::Error for TransportError {
             TransportError::HandshakeWrite(e)
             | TransportError::HandshakeRead(e)
             | TransportError::Read(e)
+            | TransportError::TlsRead(e)
             | TransportError::Write(e) => Some(e),
             TransportError::CaBundle { source, .. }
             | TransportError::BadCertificate { source, .. } => Some(source),

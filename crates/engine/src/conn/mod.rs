@@ -472,6 +472,12 @@ impl Connection {
                 .is_some_and(|s| s.wants_write() || s.wants_close())
     }
 
+    /// Drops a connection whose connect failed: deregisters the socket (nothing to say
+    /// goodbye to).
+    pub(crate) fn discard(mut self, registry: &Registry) {
+        let _ = registry.deregister(&mut self.transport.socket);
+    }
+
     /// Sends close_notify (TLS), half-closes and deregisters the socket.
     pub(crate) fn close(mut self, registry: &Registry) {
         self.transport.close();

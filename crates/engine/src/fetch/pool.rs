@@ -152,7 +152,7 @@ impl Fetcher {
             Err(ConnEnd::Connect { addr_idx, .. }) if addr_idx + 1 < self.dialer.addresses() => {
                 // Like the bench client (and h2load): try the next address.
                 if let Some(c) = self.conns.get_mut(idx).and_then(Option::take) {
-                    c.link.close(self.poll.registry());
+                    c.link.discard(self.poll.registry());
                 }
                 if !self.dial(idx, addr_idx + 1) {
                     self.close_gauge();

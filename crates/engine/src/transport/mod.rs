@@ -210,6 +210,16 @@ fn drain_plaintext(
     }
 }
 
+/// An error of the TLS layer while reading: bad data (as before the engine had typed
+/// errors, counted as a protocol error), or the socket's.
+fn tls_read_error(e: io::Error) -> TransportError {
+    if e.kind() == io::ErrorKind::InvalidData {
+        TransportError::TlsRead(e)
+    } else {
+        TransportError::Read(e)
+    }
+}
+
 /// Result of driving the TLS handshake.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Handshake {
@@ -327,9 +337,7 @@ impl Transport {
             }
         };
         // Plaintext already decrypted (e.g. data that came with the handshake).
-        if let Some(end) =
-            drain_plaintext(tls, plain, &mut on_data).map_err(TransportError::Read)?
-        {
+        if let Some(end) = drain_plaintext(tls, plain, &mut on_data).map_err(tls_read_error)? {
             return Ok(end);
         }
         loop {
@@ -343,13 +351,13 @@ impl Transport {
             loop {
                 // Reading from a slice advances it; with n == 0 this tells
                 // rustls about the TCP EOF.
-                let used = tls.read_tls(&mut rest).map_err(TransportError::Read)?;
+                let used = tls.read_tls(&mut rest).map_err(tls_read_error)?;
                 if let Err(e) = tls.process_new_packets() {
                     let _ = tls.write_tls(&mut self.socket);
                     return Err(TransportError::Record(e));
                 }
                 if let Some(end) =
-                    drain_plaintext(tls, plain, &mut on_data).map_err(TransportError::Read)?
+                    drain_plaintext(tls, plain, &mut on_data).map_err(tls_read_error)?
                 {
                     return Ok(end);
                 }

@@ -53,7 +53,7 @@ impl Worker<'_> {
     fn connect_failed(&mut self, idx: usize, addr_idx: usize, e: io::Error) {
         let addr = self.s.dialer.describe(addr_idx);
         if let Some(conn) = self.clients[idx].conn.take() {
-            conn.close(self.poll.registry());
+            conn.discard(self.poll.registry());
         }
         if addr_idx + 1 < self.s.dialer.addresses() {
             // h2load: "Try next address".
