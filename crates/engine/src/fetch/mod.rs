@@ -10,7 +10,8 @@
 //! open between [`Fetcher::fetch`] calls (keep-alive), so a page loader
 //! fetches the HTML first and then its sub-resources on the same pool.
 //!
-//! It reuses the engine's sessions and transports, runs on the calling thread
+//! It drives the bench client's connection driver (`conn`: address lists walked
+//! on connect failure, UNIX sockets, TLS with SNI, ALPN, the same sessions), runs on the calling thread
 //! (one mio poll per fetcher) and records a timeline per request
 //! ([`FetchRecord`]) and per connection ([`ConnRecord`]) plus byte counters
 //! split into headers and bodies ([`FetchTraffic`]).

@@ -7,6 +7,12 @@
 //!
 //! Request accounting follows h2load's `Client` (`req_left`, `req_inflight`,
 //! `on_stream_close`, `process_abandoned_streams`, `process_timedout_streams`).
+//!
+//! This file is the loop (warm-up, duration, timers, polling, the end-of-turn
+//! write); the rest is split by job: `client` (per-client slots and `fill`),
+//! `connect` (connection life on the shared driver, [`crate::conn`]), `turn`
+//! (one read/submit turn and the write), `events` (statistics from session
+//! events), `pace` (pacing and gating), `coalesce` and `read_wait`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
