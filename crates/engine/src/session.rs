@@ -181,3 +181,37 @@ pub trait Session {
     /// Graceful shutdown when the client is done (HTTP/2: GOAWAY NO_ERROR).
     fn terminate(&mut self, out: &mut Vec<u8>);
 }
+
+#[cfg(test)]
+mod tests {
+    use h2lab_wire::frame::{ErrorCode, H2Error};
+    use h2lab_wire::h2::Initiator;
+
+    use super::*;
+
+    fn h2(http1_reply: bool) -> SessionError {
+        SessionError::H2 {
+            error: ConnError {
+                error: H2Error::connection(ErrorCode(1), "RFC 9113 §4.1: frame too large"),
+                initiator: Initiator::Local,
+            },
+            http1_reply,
+        }
+    }
+
+    #[test]
+    fn kinds_and_wording() {
+        assert!(h2(false).is_protocol());
+        assert!(SessionError::H1(H1Error::InvalidStatus).is_protocol());
+        assert!(!SessionError::UnexpectedEof.is_protocol());
+        let m = h2(false).to_string();
+        assert!(m.starts_with("HTTP/2 connection error: "), "{m}");
+        assert!(!m.contains("--h1"), "{m}");
+        // An HTTP/1.x server answering the h2c preface: the hint says what to do.
+        let m = h2(true).to_string();
+        assert!(m.ends_with("(the server answered in HTTP/1.x: use --h1 or -p http/1.1)"));
+        let m = SessionError::H1(H1Error::InvalidStatus).to_string();
+        assert!(m.starts_with("invalid HTTP/1.1 response: "), "{m}");
+        assert!(std::error::Error::source(&h2(false)).is_some());
+    }
+}
