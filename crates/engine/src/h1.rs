@@ -34,10 +34,6 @@ pub struct H1Session {
     verbose: bool,
 }
 
-fn perr(e: H1Error) -> SessionError {
-    SessionError::Protocol(format!("invalid HTTP/1.1 response: {e}"))
-}
-
 impl H1Session {
     /// A session pipelining up to `depth` requests (1 when sending bodies, as
     /// h2load); `verbose` copies raw responses to stdout like h2load `-v`.
@@ -61,7 +57,7 @@ impl H1Session {
                 Ok(r) => r,
                 Err(e) => {
                     self.closed = true;
-                    return Err(perr(e));
+                    return Err(SessionError::H1(e));
                 }
             };
             p = p.get(n..).unwrap_or_default();
@@ -80,9 +76,7 @@ impl H1Session {
                 }
                 Event::Upgrade(_) => {
                     self.closed = true;
-                    return Err(SessionError::Protocol(
-                        "unexpected 101 Switching Protocols".into(),
-                    ));
+                    return Err(SessionError::UnexpectedUpgrade);
                 }
                 Event::Body(b) => {
                     ev.body(slot, b.len());
@@ -177,7 +171,7 @@ impl Session for H1Session {
             Err(H1Error::Truncated | H1Error::ClosedBeforeResponse) => {
                 Err(SessionError::UnexpectedEof)
             }
-            Err(e) => Err(perr(e)),
+            Err(e) => Err(SessionError::H1(e)),
         }
     }
 

@@ -9,7 +9,9 @@
 //!
 //! Protocols live behind one stream-level trait ([`session::Session`]):
 //! HTTP/1.1 ([`h1`]) and HTTP/2 ([`h2`]); transports (TCP, TLS via rustls,
-//! UNIX sockets) behind a small table in `transport`.
+//! UNIX sockets) behind a small table in `transport`. One connection driver
+//! (`conn`: connect, TLS, ALPN, session, read, flush, end) serves both the
+//! bench workers and the page fetcher ([`fetch`]).
 //!
 //! Counting follows h2load 1.52 (`requests:`, `status codes:`, `traffic:`
 //! lines; see [`RequestCounts`]), with these deliberate differences:
@@ -52,13 +54,13 @@
 //! connect_to, `--sni` sni, `-w`/`-W` window bits, `--header-table-size`,
 //! `--encoder-header-table-size`, `-T`/`-N` timeouts, `--log-file`, `-v`.
 
-use std::fmt;
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub mod config;
+mod conn;
+mod error;
 pub mod fetch;
 #[doc(hidden)]
 pub mod fuzzing;
@@ -89,6 +91,7 @@ pub use config::{
     parse_connect_to, parse_uris, AppProtocol, BaseUri, BenchConfig, ConfigError, ProtocolChoice,
     Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
+pub use error::{EngineError, ProtocolError, TimeoutError, TransportError};
 pub use interval::{IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow};
 pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
@@ -120,13 +123,13 @@ pub trait Observer: Sync {
     fn interval(&self, row: &IntervalRow);
     /// A timing-based (`-D`) run reached `phase` in worker `thread`. Called
     /// from that worker's thread.
-    fn phase(&self, thread: u32, phase: Phase);
+    fn phase(&self, thread: u32, phase: TimedRunPhase);
 }
 
 /// The steps of a timing-based (`-D`) run in one worker, in order. h2load
 /// prints a line for each (see `docs/h2load-output-format.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub enum TimedRunPhase {
     /// The worker starts its clients (h2load: `Warm-up started for thread #N.`).
     WarmUpStarted,
     /// The worker started the `started`-th of its `total` clients (h2load,
@@ -148,6 +151,9 @@ pub enum Phase {
     Stopped,
 }
 
+/// The former name of [`TimedRunPhase`], kept so callers can move at their pace.
+pub type Phase = TimedRunPhase;
+
 /// An [`Observer`] that ignores everything.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoopObserver;
@@ -157,7 +163,7 @@ impl Observer for NoopObserver {
     fn tls_info(&self, _info: &TlsInfo) {}
     fn protocol(&self, _p: AppProtocol) {}
     fn interval(&self, _row: &IntervalRow) {}
-    fn phase(&self, _thread: u32, _phase: Phase) {}
+    fn phase(&self, _thread: u32, _phase: TimedRunPhase) {}
 }
 
 /// Stops a run early (set from a SIGINT/SIGTERM handler). Workers check it
@@ -180,84 +186,5 @@ impl StopFlag {
     /// Whether [`StopFlag::stop`] was called.
     pub fn is_stopped(&self) -> bool {
         self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// Why a run could not produce a result.
-#[derive(Debug)]
-pub enum EngineError {
-    /// The configuration is invalid (nothing was started).
-    Config(ConfigError),
-    /// The host name could not be resolved.
-    Resolve {
-        /// The name that was looked up.
-        host: String,
-        /// The resolver's error.
-        source: io::Error,
-    },
-    /// No client could connect at all (every attempt failed; the first error is reported).
-    Connect {
-        /// The address that was tried (`127.0.0.1:80`, `unix:/path`).
-        addr: String,
-        /// The socket error (connection refused, ...).
-        source: io::Error,
-    },
-    /// Every TLS handshake failed (first reason reported).
-    Tls {
-        /// The reason (alert, bad certificate, EOF during handshake, ...).
-        reason: String,
-    },
-    /// The server spoke a protocol we cannot use, or `--require-protocol` did not match.
-    Protocol {
-        /// What went wrong.
-        reason: String,
-    },
-    /// Every connection timed out (`-N`/`-T`) before anything completed.
-    Timeout {
-        /// Which timeout.
-        reason: String,
-    },
-    /// A local I/O problem (log file, thread creation, poller).
-    Io {
-        /// What we were doing.
-        context: String,
-        /// The error.
-        source: io::Error,
-    },
-}
-
-impl fmt::Display for EngineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            EngineError::Config(e) => write!(f, "{e}"),
-            EngineError::Resolve { host, source } => {
-                write!(f, "could not resolve host {host}: {source}")
-            }
-            EngineError::Connect { addr, source } => {
-                write!(f, "could not connect to {addr}: {source}")
-            }
-            EngineError::Tls { reason } => write!(f, "TLS handshake failed: {reason}"),
-            EngineError::Protocol { reason } => write!(f, "{reason}"),
-            EngineError::Timeout { reason } => write!(f, "timed out: {reason}"),
-            EngineError::Io { context, source } => write!(f, "{context}: {source}"),
-        }
-    }
-}
-
-impl std::error::Error for EngineError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            EngineError::Config(e) => Some(e),
-            EngineError::Resolve { source, .. }
-            | EngineError::Connect { source, .. }
-            | EngineError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConfigError> for EngineError {
-    fn from(e: ConfigError) -> Self {
-        EngineError::Config(e)
     }
 }

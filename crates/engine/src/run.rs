@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{BaseUri, BenchConfig, Scheme};
+use crate::conn::{AlpnOffer, Dialer};
+use crate::error::{ProtocolError, TimeoutError};
 use crate::h2::H2Settings;
 use crate::pacing::{OpenPacer, Pacer};
 use crate::plan::Plan;
@@ -41,10 +43,9 @@ pub fn run(
     let endpoint = resolve(cfg)?;
     let alpn = cfg.effective_alpn();
     let tls = if cfg.scheme() == Scheme::Https {
-        let c = transport::client_config(&alpn, cfg.insecure, &cfg.tls)
-            .map_err(|reason| EngineError::Tls { reason })?;
-        let name = transport::server_name(&cfg.server_name())
-            .map_err(|reason| EngineError::Tls { reason })?;
+        let c =
+            transport::client_config(&alpn, cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
+        let name = transport::server_name(&cfg.server_name()).map_err(EngineError::Tls)?;
         Some((c, name))
     } else {
         None
@@ -92,16 +93,18 @@ pub fn run(
             id: i,
             nclients,
             req_todo,
-            // Each worker gets its own copy: nothing shared on the hot path.
-            prep: Arc::new(prep.clone()),
-            endpoint: endpoint.clone(),
-            tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
-            offers_h2: alpn.iter().any(|p| p == "h2"),
-            offers_h1: alpn.iter().any(|p| p == "http/1.1"),
-            cleartext: cfg.cleartext_protocol(),
+            dialer: Dialer {
+                endpoint: endpoint.clone(),
+                tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
+                alpn: AlpnOffer::of(&alpn),
+                cleartext: cfg.cleartext_protocol(),
+                // Each worker gets its own copy: nothing shared on the hot path.
+                prep: Arc::new(prep.clone()),
+                max_streams: cfg.max_concurrent_streams,
+                h2,
+                verbose: cfg.verbose,
+            },
             require: cfg.require_protocol,
-            max_streams: cfg.max_concurrent_streams,
-            h2,
             timing,
             active_timeout: cfg.connection_active_timeout,
             inactivity_timeout: cfg.connection_inactivity_timeout,
@@ -263,17 +266,15 @@ pub fn run(
         if let Some((addr, source)) = first_connect {
             return Err(EngineError::Connect { addr, source });
         }
-        if let Some(reason) = first_tls {
-            return Err(EngineError::Tls { reason });
+        if let Some(e) = first_tls {
+            return Err(EngineError::Tls(e));
         }
-        if let Some(reason) = first_proto {
-            return Err(EngineError::Protocol { reason });
+        if let Some(e) = first_proto {
+            return Err(EngineError::Protocol(e));
         }
         let timeouts: u64 = stats.iter().map(|s| s.errors.timeout).sum();
         if timeouts > 0 {
-            return Err(EngineError::Timeout {
-                reason: "no connection was established before the -N/-T timeout".into(),
-            });
+            return Err(EngineError::Timeout(TimeoutError::NoConnection));
         }
     }
     let measured_from = start + timing.map_or(Duration::ZERO, |(w, _)| w);
@@ -303,9 +304,7 @@ fn resolve(cfg: &BenchConfig) -> Result<Endpoint, EngineError> {
         return Ok(Endpoint::Unix(p.clone()));
     }
     let Some((host, port)) = cfg.connect_addr() else {
-        return Err(EngineError::Protocol {
-            reason: "no address to connect to".into(),
-        });
+        return Err(EngineError::Protocol(ProtocolError::NoAddress));
     };
     let addrs: Vec<_> = (host.as_str(), port)
         .to_socket_addrs()

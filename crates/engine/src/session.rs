@@ -18,8 +18,8 @@
 
 use std::fmt;
 
-use crate::h1::H1Session;
-use crate::h2::H2Session;
+use h2lab_wire::h1::H1Error;
+use h2lab_wire::h2::ConnError;
 
 /// Why a request could not be submitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,23 +33,57 @@ pub enum SubmitError {
 }
 
 /// A connection-level failure detected by a session.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SessionError {
-    /// The peer violated the protocol (malformed response, HTTP/2 connection
-    /// error). The session has already queued whatever goodbye the protocol
-    /// requires (e.g. GOAWAY) into `out`.
-    Protocol(String),
+    /// The HTTP/1.1 response is malformed (the wire parser's reason).
+    H1(H1Error),
+    /// An HTTP/1.1 server answered `101 Switching Protocols` to a plain request.
+    UnexpectedUpgrade,
+    /// An HTTP/2 connection error. The session has already queued the GOAWAY
+    /// the protocol requires into `out`.
+    H2 {
+        /// The wire crate's connection error (code, rule, who ended it).
+        error: ConnError,
+        /// The bytes that failed started like an HTTP/1.x status line: the server
+        /// answered an h2c preface in HTTP/1.x.
+        http1_reply: bool,
+    },
     /// The peer closed the connection in the middle of a message.
     UnexpectedEof,
+}
+
+impl SessionError {
+    /// The peer violated the protocol (everything but [`SessionError::UnexpectedEof`]).
+    pub fn is_protocol(&self) -> bool {
+        !matches!(self, SessionError::UnexpectedEof)
+    }
 }
 
 impl fmt::Display for SessionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SessionError::Protocol(m) => write!(f, "protocol error: {m}"),
+            SessionError::H1(e) => write!(f, "invalid HTTP/1.1 response: {e}"),
+            SessionError::UnexpectedUpgrade => f.write_str("unexpected 101 Switching Protocols"),
+            SessionError::H2 { error, http1_reply } => {
+                write!(f, "HTTP/2 connection error: {error}")?;
+                if *http1_reply {
+                    f.write_str(" (the server answered in HTTP/1.x: use --h1 or -p http/1.1)")?;
+                }
+                Ok(())
+            }
             SessionError::UnexpectedEof => {
                 f.write_str("connection closed in the middle of a response")
             }
+        }
+    }
+}
+
+impl std::error::Error for SessionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionError::H1(e) => Some(e),
+            SessionError::H2 { error, .. } => Some(error),
+            _ => None,
         }
     }
 }
@@ -148,77 +182,36 @@ pub trait Session {
     fn terminate(&mut self, out: &mut Vec<u8>);
 }
 
-/// Static dispatch over the two protocols (no `Box<dyn>` per connection).
-#[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // one per connection; HTTP/1.1 state stays inline
-pub(crate) enum AnySession {
-    /// HTTP/1.1.
-    H1(H1Session),
-    /// HTTP/2 (TLS or cleartext).
-    H2(Box<H2Session>),
-}
+#[cfg(test)]
+mod tests {
+    use h2lab_wire::frame::{ErrorCode, H2Error};
+    use h2lab_wire::h2::Initiator;
 
-macro_rules! dispatch {
-    ($self:ident, $s:ident => $e:expr) => {
-        match $self {
-            AnySession::H1($s) => $e,
-            AnySession::H2($s) => $e,
+    use super::*;
+
+    fn h2(http1_reply: bool) -> SessionError {
+        SessionError::H2 {
+            error: ConnError {
+                error: H2Error::connection(ErrorCode(1), "RFC 9113 §4.1: frame too large"),
+                initiator: Initiator::Local,
+            },
+            http1_reply,
         }
-    };
-}
+    }
 
-impl Session for AnySession {
-    #[inline]
-    fn on_connect(&mut self, out: &mut Vec<u8>) {
-        dispatch!(self, s => s.on_connect(out))
-    }
-    #[inline]
-    fn can_submit(&self) -> bool {
-        dispatch!(self, s => s.can_submit())
-    }
-    #[inline]
-    fn submit(&mut self, slot: u32, uri_idx: usize, out: &mut Vec<u8>) -> Result<(), SubmitError> {
-        dispatch!(self, s => s.submit(slot, uri_idx, out))
-    }
-    #[inline]
-    fn on_read(
-        &mut self,
-        input: &[u8],
-        out: &mut Vec<u8>,
-        ev: &mut dyn SessionEvents,
-    ) -> Result<(), SessionError> {
-        dispatch!(self, s => s.on_read(input, out, ev))
-    }
-    #[inline]
-    fn on_eof(&mut self, ev: &mut dyn SessionEvents) -> Result<(), SessionError> {
-        dispatch!(self, s => s.on_eof(ev))
-    }
-    #[inline]
-    fn on_write(&mut self, out: &mut Vec<u8>) {
-        dispatch!(self, s => s.on_write(out))
-    }
-    #[inline]
-    fn wants_write(&self) -> bool {
-        dispatch!(self, s => s.wants_write())
-    }
-    #[inline]
-    fn max_concurrency(&self) -> u32 {
-        dispatch!(self, s => s.max_concurrency())
-    }
-    #[inline]
-    fn in_flight(&self) -> u32 {
-        dispatch!(self, s => s.in_flight())
-    }
-    #[inline]
-    fn goaway_received(&self) -> bool {
-        dispatch!(self, s => s.goaway_received())
-    }
-    #[inline]
-    fn wants_close(&self) -> bool {
-        dispatch!(self, s => s.wants_close())
-    }
-    #[inline]
-    fn terminate(&mut self, out: &mut Vec<u8>) {
-        dispatch!(self, s => s.terminate(out))
+    #[test]
+    fn kinds_and_wording() {
+        assert!(h2(false).is_protocol());
+        assert!(SessionError::H1(H1Error::InvalidStatus).is_protocol());
+        assert!(!SessionError::UnexpectedEof.is_protocol());
+        let m = h2(false).to_string();
+        assert!(m.starts_with("HTTP/2 connection error: "), "{m}");
+        assert!(!m.contains("--h1"), "{m}");
+        // An HTTP/1.x server answering the h2c preface: the hint says what to do.
+        let m = h2(true).to_string();
+        assert!(m.ends_with("(the server answered in HTTP/1.x: use --h1 or -p http/1.1)"));
+        let m = SessionError::H1(H1Error::InvalidStatus).to_string();
+        assert!(m.starts_with("invalid HTTP/1.1 response: "), "{m}");
+        assert!(std::error::Error::source(&h2(false)).is_some());
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use h2lab_engine::fetch::{FetchConfig, FetchProtocol, Fetcher};
-use h2lab_engine::{AppProtocol, EngineError, Target};
+use h2lab_engine::{AppProtocol, EngineError, Target, TransportError};
 use h2lab_server::{RunningServer, ServerConfig};
 
 fn server() -> RunningServer {
@@ -169,4 +169,145 @@ fn refused_connections_fail_the_fetch_with_a_connect_error() {
         &[]
     )
     .is_err());
+}
+
+/// Forwards every connection accepted on a fresh UNIX socket to `to` (TCP).
+fn unix_forwarder(to: SocketAddr) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::net::UnixListener;
+    let dir = std::env::temp_dir().join(format!(
+        "h2lab-fetch-unix-{}-{}",
+        std::process::id(),
+        to.port()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s.sock");
+    let l = UnixListener::bind(&path).unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(u) = s else { return };
+            let Ok(t) = std::net::TcpStream::connect(to) else {
+                continue;
+            };
+            let (mut u2, mut t2) = (u.try_clone().unwrap(), t.try_clone().unwrap());
+            let (mut u, mut t) = (u, t);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut t2);
+                let _ = t2.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut t, &mut u);
+                let _ = u.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    (dir, path)
+}
+
+#[test]
+fn fetches_over_a_unix_socket_in_every_protocol() {
+    let s = server();
+    let (plain_dir, plain) = unix_forwarder(s.addr().unwrap());
+    let (tls_dir, tls) = unix_forwarder(s.tls_addr().unwrap());
+    for (scheme, sock, proto, want) in [
+        ("http", &plain, FetchProtocol::Http11, AppProtocol::Http11),
+        ("http", &plain, FetchProtocol::H2, AppProtocol::H2c),
+        ("https", &tls, FetchProtocol::Http11, AppProtocol::Http11),
+        ("https", &tls, FetchProtocol::H2, AppProtocol::H2),
+    ] {
+        // The origin's port is never connected to: the socket path is.
+        let mut cfg = FetchConfig::browser(
+            Target::parse(&format!("{scheme}://localhost:1/")).unwrap(),
+            proto,
+        );
+        cfg.unix_socket = Some(sock.clone());
+        let p = paths(12);
+        let mut f = Fetcher::new(cfg, &p).unwrap();
+        let b = f.fetch(&(0..12).collect::<Vec<_>>(), true).unwrap();
+        for (i, r) in b.records.iter().enumerate() {
+            assert_eq!(r.status, 200, "{scheme} {proto:?}");
+            assert_eq!(r.body_bytes, 1000 + i as u64);
+            assert_eq!(b.bodies[i].len() as u64, r.body_bytes);
+        }
+        assert!(
+            f.connections().iter().all(|c| c.protocol == Some(want)),
+            "{:?}",
+            f.connections()
+        );
+    }
+    let _ = std::fs::remove_dir_all(plain_dir);
+    let _ = std::fs::remove_dir_all(tls_dir);
+}
+
+#[test]
+fn a_refusing_first_address_moves_on_to_the_next_like_bench() {
+    let s = server();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_addr = dead.local_addr().unwrap();
+    drop(dead);
+    for (scheme, live, proto, want) in [
+        (
+            "http",
+            s.addr().unwrap(),
+            FetchProtocol::Http11,
+            AppProtocol::Http11,
+        ),
+        (
+            "http",
+            s.addr().unwrap(),
+            FetchProtocol::H2,
+            AppProtocol::H2c,
+        ),
+        (
+            "https",
+            s.tls_addr().unwrap(),
+            FetchProtocol::H2,
+            AppProtocol::H2,
+        ),
+    ] {
+        let mut cfg = FetchConfig::browser(origin(scheme, live), proto);
+        // Like a host name resolving to two addresses, the first of which refuses.
+        cfg.connect_to = vec![dead_addr, live];
+        cfg.timeout = Duration::from_secs(20);
+        let p = paths(20);
+        let mut f = Fetcher::new(cfg, &p).unwrap();
+        let b = f.fetch(&(0..20).collect::<Vec<_>>(), false).unwrap();
+        assert!(b.records.iter().all(|r| r.status == 200 && r.attempts == 1));
+        let conns = f.connections();
+        assert!(!conns.is_empty());
+        assert!(
+            conns
+                .iter()
+                .all(|c| c.protocol == Some(want) && c.ready.is_some()),
+            "{conns:?}"
+        );
+    }
+    // Every address refuses: a connect error naming the last address tried.
+    let mut cfg = FetchConfig::browser(origin("http", dead_addr), FetchProtocol::Http11);
+    cfg.connect_to = vec![dead_addr, dead_addr];
+    cfg.timeout = Duration::from_secs(10);
+    let mut f = Fetcher::new(cfg, &paths(2)).unwrap();
+    match f.fetch(&[0, 1], false) {
+        Err(EngineError::Connect { addr, source }) => {
+            assert_eq!(addr, dead_addr.to_string());
+            assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+        }
+        other => panic!("expected a connect error, got {other:?}"),
+    }
+}
+
+#[test]
+fn sni_replaces_the_origin_host_in_tls() {
+    let s = server();
+    let o = origin("https", s.tls_addr().unwrap());
+    let mut cfg = FetchConfig::browser(o.clone(), FetchProtocol::H2);
+    cfg.sni = Some("localhost".into());
+    let mut f = Fetcher::new(cfg, &paths(1)).unwrap();
+    assert_eq!(f.fetch(&[0], false).unwrap().records[0].status, 200);
+    let mut cfg = FetchConfig::browser(o, FetchProtocol::H2);
+    cfg.sni = Some("not a name".into());
+    assert!(matches!(
+        Fetcher::new(cfg, &paths(1)),
+        Err(EngineError::Tls(TransportError::InvalidServerName { .. }))
+    ));
 }

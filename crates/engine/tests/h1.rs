@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{h1_config, run, tcp_server, tls_server, unix_server, Behavior, Recorder};
-use h2lab_engine::{AppProtocol, BaseUri, EngineError, StopFlag};
+use h2lab_engine::{AppProtocol, BaseUri, EngineError, ProtocolError, StopFlag, TransportError};
 
 #[test]
 fn exact_request_counts() {
@@ -283,7 +283,13 @@ fn tls_alpn_fallback_to_http11_and_tls_info() {
     // --require-protocol h2 turns the fallback into an error.
     cfg.require_protocol = Some(AppProtocol::H2);
     match run(&cfg) {
-        Err(EngineError::Protocol { reason }) => assert!(reason.contains("http/1.1"), "{reason}"),
+        Err(EngineError::Protocol(
+            e @ ProtocolError::RequiredProtocol {
+                required: AppProtocol::H2,
+                negotiated: AppProtocol::Http11,
+                fallback: true,
+            },
+        )) => assert!(e.to_string().contains("http/1.1"), "{e}"),
         other => panic!("expected a protocol error, got {other:?}"),
     }
 }
@@ -303,7 +309,16 @@ fn tls_handshake_failure_is_reported() {
     let mut cfg = h1_config(&format!("https://{addr}/"));
     cfg.requests = 2;
     match run(&cfg) {
-        Err(EngineError::Tls { reason }) => assert!(!reason.is_empty()),
+        Err(EngineError::Tls(e)) => {
+            assert!(
+                matches!(
+                    e,
+                    TransportError::Handshake(_) | TransportError::HandshakeEof
+                ),
+                "{e:?}"
+            );
+            assert!(!e.to_string().is_empty());
+        }
         other => panic!("expected a TLS error, got {other:?}"),
     }
 }

@@ -140,6 +140,30 @@ fn nginx_unix_socket() {
         .run_and_compare(&s);
 }
 
+/// The page fetcher (what `h2lab page` loads with) over nginx's UNIX sockets, HTTP/1.1 and
+/// h2c: the bench client's UNIX socket support through the shared connection driver.
+#[test]
+fn nginx_unix_socket_page_fetch() {
+    use h2lab_engine::fetch::{FetchConfig, FetchProtocol, Fetcher};
+    require_anchor!("nginx");
+    let s = start(AnchorKind::Nginx, None);
+    let origin = h2lab_engine::Target::parse("http://localhost/").unwrap();
+    for (sock, proto, want) in [
+        (s.unix_socket().unwrap(), FetchProtocol::Http11, Http11),
+        (s.unix_socket_h2c().unwrap(), FetchProtocol::H2, H2c),
+    ] {
+        let mut cfg = FetchConfig::browser(origin.clone(), proto);
+        cfg.unix_socket = Some(sock.to_path_buf());
+        let paths = vec![format!("/{FILE_653}"), format!("/{FILE_10M}")];
+        let mut f = Fetcher::new(cfg, &paths).unwrap();
+        let b = f.fetch(&[0, 1, 0, 0, 1], false).unwrap();
+        let sizes: Vec<usize> = b.records.iter().map(|r| r.body_bytes as usize).collect();
+        assert_eq!(sizes, [SIZE_653, SIZE_10M, SIZE_653, SIZE_653, SIZE_10M]);
+        assert!(b.records.iter().all(|r| r.status == 200 && r.attempts == 1));
+        assert!(f.connections().iter().all(|c| c.protocol == Some(want)));
+    }
+}
+
 /// nginx announces 2 streams (`http2_max_concurrent_streams 2`).
 #[test]
 fn nginx_max_concurrent_streams_below_m() {

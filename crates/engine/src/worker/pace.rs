@@ -130,7 +130,7 @@ impl Worker<'_> {
             &mut client.core,
             session,
             stats,
-            &s.prep,
+            &s.dialer.prep,
             s.active_timeout,
             measuring,
             &mut s.pacer,

@@ -44,7 +44,7 @@ impl PoolSpec {
             FetchProtocol::Http11
         };
         let mut c = FetchConfig::browser(self.origin.target.clone(), fp);
-        c.connect_to = self.origin.connect_to;
+        c.connect_to = self.origin.connect_to.into_iter().collect();
         c.max_connections = self.connections.max(1);
         c.max_streams = if self.proto.is_h2() {
             self.streams.max(1)

@@ -20,12 +20,15 @@ use std::sync::Arc;
 use mio::event::Source;
 use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{ring as ring_provider, CryptoProvider};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{CipherSuite, ClientConfig, ClientConnection, DigitallySignedStruct, NamedGroup};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
 
+use crate::error::TransportError;
 use crate::result::TlsInfo;
+
+mod tls_config;
+pub(crate) use tls_config::{client_config, server_name};
+pub use tls_config::{openssl_cipher_name, openssl_temp_key, AcceptAnyCert};
 
 /// Where connections go.
 #[derive(Debug, Clone)]
@@ -207,6 +210,16 @@ fn drain_plaintext(
     }
 }
 
+/// An error of the TLS layer while reading: bad data (as before the engine had typed
+/// errors, counted as a protocol error), or the socket's.
+fn tls_read_error(e: io::Error) -> TransportError {
+    if e.kind() == io::ErrorKind::InvalidData {
+        TransportError::TlsRead(e)
+    } else {
+        TransportError::Read(e)
+    }
+}
+
 /// Result of driving the TLS handshake.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Handshake {
@@ -235,9 +248,9 @@ impl Transport {
         socket: Socket,
         config: &Arc<ClientConfig>,
         server_name: &ServerName<'static>,
-    ) -> Result<Transport, String> {
+    ) -> Result<Transport, TransportError> {
         let conn = ClientConnection::new(Arc::clone(config), server_name.clone())
-            .map_err(|e| e.to_string())?;
+            .map_err(TransportError::Setup)?;
         Ok(Transport {
             socket,
             tls: Some(Box::new(conn)),
@@ -251,7 +264,7 @@ impl Transport {
 
     /// Drives the TLS handshake as far as the socket allows. `Err` carries the
     /// reason (alert, certificate problem, EOF during handshake).
-    pub(crate) fn handshake(&mut self) -> Result<Handshake, String> {
+    pub(crate) fn handshake(&mut self) -> Result<Handshake, TransportError> {
         let Some(tls) = self.tls.as_deref_mut() else {
             return Ok(Handshake::Done);
         };
@@ -261,7 +274,7 @@ impl Transport {
                     Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(format!("write during handshake: {e}")),
+                    Err(e) => return Err(TransportError::HandshakeWrite(e)),
                 }
             }
             if !tls.is_handshaking() {
@@ -272,19 +285,19 @@ impl Transport {
                 return Ok(Handshake::InProgress);
             }
             match tls.read_tls(&mut self.socket) {
-                Ok(0) => return Err("connection closed during TLS handshake".to_owned()),
+                Ok(0) => return Err(TransportError::HandshakeEof),
                 Ok(_) => {
                     if let Err(e) = tls.process_new_packets() {
                         // Send the alert we owe the peer, then report.
                         let _ = tls.write_tls(&mut self.socket);
-                        return Err(e.to_string());
+                        return Err(TransportError::Handshake(e));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     return Ok(Handshake::InProgress)
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("read during handshake: {e}")),
+                Err(e) => return Err(TransportError::HandshakeRead(e)),
             }
         }
     }
@@ -304,7 +317,7 @@ impl Transport {
         raw: &mut [u8],
         read_closed: bool,
         mut on_data: impl FnMut(&[u8]) -> bool,
-    ) -> io::Result<ReadEnd> {
+    ) -> Result<ReadEnd, TransportError> {
         let Some(tls) = self.tls.as_deref_mut() else {
             loop {
                 match self.socket.read(plain) {
@@ -319,12 +332,12 @@ impl Transport {
                     }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
+                    Err(e) => return Err(TransportError::Read(e)),
                 }
             }
         };
         // Plaintext already decrypted (e.g. data that came with the handshake).
-        if let Some(end) = drain_plaintext(tls, plain, &mut on_data)? {
+        if let Some(end) = drain_plaintext(tls, plain, &mut on_data).map_err(tls_read_error)? {
             return Ok(end);
         }
         loop {
@@ -332,18 +345,20 @@ impl Transport {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(ReadEnd::Drained),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(TransportError::Read(e)),
             };
             let mut rest = raw.get(..n).unwrap_or_default();
             loop {
                 // Reading from a slice advances it; with n == 0 this tells
                 // rustls about the TCP EOF.
-                let used = tls.read_tls(&mut rest)?;
+                let used = tls.read_tls(&mut rest).map_err(tls_read_error)?;
                 if let Err(e) = tls.process_new_packets() {
                     let _ = tls.write_tls(&mut self.socket);
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                    return Err(TransportError::Record(e));
                 }
-                if let Some(end) = drain_plaintext(tls, plain, &mut on_data)? {
+                if let Some(end) =
+                    drain_plaintext(tls, plain, &mut on_data).map_err(tls_read_error)?
+                {
                     return Ok(end);
                 }
                 if rest.is_empty() || used == 0 {
@@ -451,218 +466,5 @@ impl Transport {
             let _ = Self::flush_tls(tls, &mut self.socket);
         }
         self.socket.shutdown_write();
-    }
-}
-
-/// Position of a suite in h2load's default preference order.
-fn cipher_rank(suite: CipherSuite) -> u8 {
-    match suite {
-        CipherSuite::TLS13_AES_128_GCM_SHA256 => 0,
-        CipherSuite::TLS13_AES_256_GCM_SHA384 => 1,
-        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => 2,
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => 3,
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => 4,
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => 5,
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => 6,
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => 7,
-        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => 8,
-        _ => 9,
-    }
-}
-
-/// OpenSSL's name for a cipher suite (what h2load prints after `Cipher:`).
-pub fn openssl_cipher_name(suite: CipherSuite) -> String {
-    let s = match suite {
-        CipherSuite::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
-        CipherSuite::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
-        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => {
-            "ECDHE-ECDSA-CHACHA20-POLY1305"
-        }
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
-        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
-        other => return format!("{other:?}"),
-    };
-    s.to_owned()
-}
-
-/// h2load's `Server Temp Key:` text for a key exchange group (OpenSSL 3 naming).
-pub fn openssl_temp_key(group: NamedGroup) -> String {
-    let s = match group {
-        NamedGroup::X25519 => "X25519 253 bits",
-        NamedGroup::X448 => "X448 448 bits",
-        NamedGroup::secp256r1 => "ECDH prime256v1 256 bits",
-        NamedGroup::secp384r1 => "ECDH secp384r1 384 bits",
-        NamedGroup::secp521r1 => "ECDH secp521r1 521 bits",
-        NamedGroup::FFDHE2048 => "DH 2048 bits",
-        NamedGroup::FFDHE3072 => "DH 3072 bits",
-        NamedGroup::FFDHE4096 => "DH 4096 bits",
-        other => return format!("{other:?}"),
-    };
-    s.to_owned()
-}
-
-/// Accepts every server certificate (h2load does not verify certificates),
-/// while still verifying handshake signatures with the provider's algorithms.
-#[derive(Debug)]
-pub struct AcceptAnyCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl AcceptAnyCert {
-    /// A verifier using `provider`'s signature algorithms.
-    pub fn new(provider: Arc<CryptoProvider>) -> AcceptAnyCert {
-        AcceptAnyCert { provider }
-    }
-}
-
-impl ServerCertVerifier for AcceptAnyCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// Builds the rustls client configuration: ring provider, TLS 1.2 + 1.3,
-/// the ALPN list, the suites and groups of `opts`, no session resumption
-/// unless `opts.resume` (like h2load, each connection does a full
-/// handshake), and either no certificate verification (`insecure`)
-/// or verification against the system CA bundle (`SSL_CERT_FILE` or
-/// `/etc/ssl/certs/ca-certificates.crt`).
-pub(crate) fn client_config(
-    alpn: &[String],
-    insecure: bool,
-    opts: &crate::tls_opts::TlsOptions,
-) -> Result<ClientConfig, String> {
-    let mut provider = ring_provider::default_provider();
-    // h2load's preference order (nghttp2's DEFAULT_CIPHER_LIST and TLS 1.3 list):
-    // AES-128-GCM, then AES-256-GCM, then ChaCha20-Poly1305; ECDSA before RSA.
-    provider
-        .cipher_suites
-        .sort_by_key(|s| cipher_rank(s.suite()));
-    crate::tls_opts::apply(&mut provider, opts);
-    let provider = Arc::new(provider);
-    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-        .map_err(|e| e.to_string())?;
-    let mut cfg = if insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCert::new(provider)))
-            .with_no_client_auth()
-    } else {
-        let roots = system_roots()?;
-        builder.with_root_certificates(roots).with_no_client_auth()
-    };
-    cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    cfg.resumption = if opts.resume {
-        rustls::client::Resumption::in_memory_sessions(256)
-    } else {
-        rustls::client::Resumption::disabled()
-    };
-    Ok(cfg)
-}
-
-fn system_roots() -> Result<rustls::RootCertStore, String> {
-    use rustls::pki_types::pem::PemObject;
-    let path = std::env::var_os("SSL_CERT_FILE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/etc/ssl/certs/ca-certificates.crt"));
-    let mut roots = rustls::RootCertStore::empty();
-    let iter = CertificateDer::pem_file_iter(&path)
-        .map_err(|e| format!("cannot read CA bundle {}: {e}", path.display()))?;
-    for cert in iter {
-        let cert = cert.map_err(|e| format!("bad certificate in {}: {e}", path.display()))?;
-        // Skip individual certificates webpki cannot use instead of failing the run.
-        let _ = roots.add(cert);
-    }
-    if roots.is_empty() {
-        return Err(format!("no usable CA certificates in {}", path.display()));
-    }
-    Ok(roots)
-}
-
-/// The TLS server name for SNI. IP addresses are allowed (rustls then sends
-/// no SNI, as h2load does for numeric hosts).
-pub(crate) fn server_name(name: &str) -> Result<ServerName<'static>, String> {
-    ServerName::try_from(name.to_owned())
-        .map_err(|e| format!("invalid TLS server name {name:?}: {e}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn openssl_names() {
-        assert_eq!(
-            openssl_cipher_name(CipherSuite::TLS13_AES_128_GCM_SHA256),
-            "TLS_AES_128_GCM_SHA256"
-        );
-        assert_eq!(
-            openssl_cipher_name(CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384),
-            "ECDHE-RSA-AES256-GCM-SHA384"
-        );
-        assert_eq!(openssl_temp_key(NamedGroup::X25519), "X25519 253 bits");
-        assert_eq!(
-            openssl_temp_key(NamedGroup::secp256r1),
-            "ECDH prime256v1 256 bits"
-        );
-    }
-
-    #[test]
-    fn builds_insecure_config() {
-        let cfg =
-            client_config(&["h2".into(), "http/1.1".into()], true, &Default::default()).unwrap();
-        assert_eq!(
-            cfg.alpn_protocols,
-            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
-        );
-        assert!(server_name("127.0.0.1").is_ok());
-        assert!(server_name("example.com").is_ok());
-        assert!(server_name("bad name").is_err());
     }
 }

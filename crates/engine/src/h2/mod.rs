@@ -10,14 +10,16 @@
 
 use std::sync::Arc;
 
-use h2lab_wire::h2::{
-    self as wh2, Connection, ErrorCode, HeadersDone, HeadersKind, Limits, LocalSettings, Role,
-    SendError, StreamId,
-};
+use h2lab_wire::h2::{Connection, ErrorCode, Limits, LocalSettings, Role, SendError, StreamId};
 use h2lab_wire::hpack::RequestTemplate;
 
 use crate::request::Prepared;
 use crate::session::{Session, SessionError, SessionEvents, SubmitError};
+use bridge::Bridge;
+use stream_map::StreamMap;
+
+mod bridge;
+mod stream_map;
 
 /// HTTP/2 settings chosen by the user (`-w`, `-W`, header table sizes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,107 +55,11 @@ impl H2Settings {
     }
 }
 
-/// Stream id → slot, open addressing with linear probing (capacity a power
-/// of two ≥ 2 × max streams; allocated once per connection).
-#[derive(Debug)]
-struct StreamMap {
-    /// `(stream id, slot)`; id 0 = empty.
-    table: Box<[(u32, u32)]>,
-    mask: usize,
-    len: usize,
-}
-
-impl StreamMap {
-    fn new(max: u32) -> StreamMap {
-        let cap = (max as usize).saturating_mul(2).max(8).next_power_of_two();
-        StreamMap {
-            table: vec![(0, 0); cap].into_boxed_slice(),
-            mask: cap - 1,
-            len: 0,
-        }
-    }
-
-    #[inline]
-    fn home(&self, id: u32) -> usize {
-        // Client stream ids are odd and sequential: (id >> 1) spreads them.
-        (id as usize >> 1) & self.mask
-    }
-
-    fn insert(&mut self, id: u32, slot: u32) -> bool {
-        if self.len + 1 > self.table.len() / 2 {
-            return false;
-        }
-        let mut i = self.home(id);
-        loop {
-            let Some(e) = self.table.get_mut(i) else {
-                return false;
-            };
-            if e.0 == 0 || e.0 == id {
-                if e.0 == 0 {
-                    self.len += 1;
-                }
-                *e = (id, slot);
-                return true;
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    fn get(&self, id: u32) -> Option<u32> {
-        let mut i = self.home(id);
-        loop {
-            match self.table.get(i) {
-                Some(&(0, _)) | None => return None,
-                Some(&(k, v)) if k == id => return Some(v),
-                _ => i = (i + 1) & self.mask,
-            }
-        }
-    }
-
-    fn remove(&mut self, id: u32) -> Option<u32> {
-        let mut i = self.home(id);
-        let v = loop {
-            match self.table.get(i) {
-                Some(&(0, _)) | None => return None,
-                Some(&(k, v)) if k == id => break v,
-                _ => i = (i + 1) & self.mask,
-            }
-        };
-        // Backward-shift deletion keeps probe chains intact without tombstones.
-        let mut hole = i;
-        let mut j = (i + 1) & self.mask;
-        while let Some(&(k, val)) = self.table.get(j) {
-            if k == 0 {
-                break;
-            }
-            let h = self.home(k);
-            // Move (k) into the hole if its home is not in (hole, j].
-            let between = if hole <= j {
-                hole < h && h <= j
-            } else {
-                hole < h || h <= j
-            };
-            if !between {
-                if let Some(e) = self.table.get_mut(hole) {
-                    *e = (k, val);
-                }
-                hole = j;
-            }
-            j = (j + 1) & self.mask;
-        }
-        if let Some(e) = self.table.get_mut(hole) {
-            *e = (0, 0);
-        }
-        self.len -= 1;
-        Some(v)
-    }
-}
-
 /// A request body still waiting for send window.
 #[derive(Debug, Clone, Copy)]
-struct PendingBody {
-    stream: StreamId,
-    offset: usize,
+pub(super) struct PendingBody {
+    pub(super) stream: StreamId,
+    pub(super) offset: usize,
 }
 
 /// HTTP/2 client session.
@@ -303,14 +209,10 @@ impl H2Session {
             Err(e) => {
                 // An HTTP/1.x server answering our h2c preface: say so, rather
                 // than only the frame error its status line decodes to.
-                let hint = if input.starts_with(b"HTTP/1.") {
-                    " (the server answered in HTTP/1.x: use --h1 or -p http/1.1)"
-                } else {
-                    ""
-                };
-                Err(SessionError::Protocol(format!(
-                    "HTTP/2 connection error: {e}{hint}"
-                )))
+                Err(SessionError::H2 {
+                    error: e,
+                    http1_reply: input.starts_with(b"HTTP/1."),
+                })
             }
         }
     }
@@ -383,148 +285,6 @@ fn build_template(prep: &Prepared) -> RequestTemplate {
 fn unreachable_template() -> RequestTemplate {
     // RequestTemplate::new only fails for the reasons excluded above.
     std::process::abort()
-}
-
-/// Adapts connection events to the worker's [`SessionEvents`].
-struct Bridge<'a> {
-    map: &'a mut StreamMap,
-    ev: &'a mut dyn SessionEvents,
-    goaway: &'a mut bool,
-    window_opened: bool,
-    verbose: bool,
-    bodies: &'a mut Vec<PendingBody>,
-    refusals: &'a mut u32,
-    refusal_budget: u32,
-    pushed: &'a mut Vec<u32>,
-    promised_path: &'a mut Vec<u8>,
-}
-
-impl Bridge<'_> {
-    fn end(&mut self, stream: StreamId) -> Option<u32> {
-        let slot = self.map.remove(stream.get())?;
-        self.bodies.retain(|p| p.stream != stream);
-        Some(slot)
-    }
-
-    /// Whether `stream` is an open pushed stream.
-    fn is_pushed(&self, stream: StreamId) -> bool {
-        self.pushed.contains(&stream.get())
-    }
-
-    /// The pushed stream ended (`complete` or reset).
-    fn push_end(&mut self, stream: StreamId, complete: bool) {
-        self.pushed.retain(|&p| p != stream.get());
-        self.ev.push_end(stream.get(), complete);
-    }
-
-    /// The response on `stream` is complete.
-    fn complete(&mut self, stream: StreamId) {
-        if let Some(slot) = self.end(stream) {
-            *self.refusals = 0;
-            self.ev.complete(slot);
-        }
-    }
-}
-
-impl wh2::Events for Bridge<'_> {
-    fn header(&mut self, stream: StreamId, name: &[u8], value: &[u8]) {
-        if self.verbose {
-            println!(
-                "[stream_id={}] {}: {}",
-                stream.get(),
-                String::from_utf8_lossy(name),
-                String::from_utf8_lossy(value)
-            );
-        }
-    }
-
-    fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
-        let Some(slot) = self.map.get(stream.get()) else {
-            if self.is_pushed(stream) {
-                self.ev.header_bytes(done.block_len, done.decoded_len);
-                if let (Some(s), HeadersKind::Response) = (done.status, done.kind) {
-                    self.ev.push_status(stream.get(), s);
-                }
-                if done.end_stream {
-                    self.push_end(stream, true);
-                }
-            }
-            return;
-        };
-        self.ev.header_bytes(done.block_len, done.decoded_len);
-        match done.kind {
-            HeadersKind::Informational | HeadersKind::Response => {
-                if let Some(s) = done.status {
-                    self.ev.status(slot, s);
-                }
-            }
-            HeadersKind::Trailers | HeadersKind::Request => {}
-        }
-        if done.end_stream {
-            self.complete(stream);
-        }
-    }
-
-    fn data(&mut self, stream: StreamId, data: &[u8], end_stream: bool) {
-        let Some(slot) = self.map.get(stream.get()) else {
-            if self.is_pushed(stream) {
-                self.ev.push_body(stream.get(), data.len());
-                if end_stream {
-                    self.push_end(stream, true);
-                }
-            }
-            return;
-        };
-        if !data.is_empty() {
-            self.ev.body(slot, data.len());
-            self.ev.body_data(slot, data);
-        }
-        if end_stream {
-            self.complete(stream);
-        }
-    }
-
-    fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
-        let Some(slot) = self.end(stream) else {
-            if self.is_pushed(stream) {
-                self.push_end(stream, false);
-            }
-            return;
-        };
-        // RFC 9113 §8.7: "The REFUSED_STREAM error code can be included in a
-        // RST_STREAM frame to indicate that the stream is being closed prior to
-        // any processing having occurred. Any request that was sent on the
-        // reset stream can be safely retried." (The connection also reports
-        // streams above a GOAWAY's last stream id this way.)
-        if by_peer && code == ErrorCode::REFUSED_STREAM && *self.refusals < self.refusal_budget {
-            *self.refusals += 1;
-            self.ev.refused(slot);
-        } else {
-            self.ev.reset(slot, code.as_u32());
-        }
-    }
-
-    fn goaway(&mut self, last_stream_id: StreamId, code: ErrorCode, _debug: &[u8]) {
-        *self.goaway = true;
-        self.ev.goaway(last_stream_id.get(), code.as_u32());
-    }
-
-    fn window_opened(&mut self, _stream: Option<StreamId>) {
-        self.window_opened = true;
-    }
-
-    fn promised_header(&mut self, _promised: StreamId, name: &[u8], value: &[u8]) {
-        if name == b":path" {
-            self.promised_path.clear();
-            self.promised_path.extend_from_slice(value);
-        }
-    }
-
-    fn push_promise(&mut self, _parent: StreamId, promised: StreamId) {
-        self.pushed.push(promised.get());
-        self.ev.push_promise(promised.get(), self.promised_path);
-        self.promised_path.clear();
-    }
 }
 
 impl Session for H2Session {
@@ -640,61 +400,6 @@ impl Session for H2Session {
         if !self.terminated {
             self.terminated = true;
             self.conn.goaway(ErrorCode::NO_ERROR, b"", out);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stream_map_insert_get_remove() {
-        let mut m = StreamMap::new(4);
-        for (i, id) in [1u32, 3, 5, 7].iter().enumerate() {
-            assert!(m.insert(*id, i as u32));
-        }
-        assert_eq!(m.get(5), Some(2));
-        assert_eq!(m.remove(3), Some(1));
-        assert_eq!(m.get(3), None);
-        assert_eq!(m.get(7), Some(3));
-        // Ids that collide in the table (same home modulo capacity).
-        let mut m = StreamMap::new(4); // capacity 8
-        for (slot, id) in [1u32, 17, 33, 49].iter().enumerate() {
-            assert!(m.insert(*id, slot as u32));
-        }
-        assert_eq!(m.remove(17), Some(1));
-        assert_eq!(
-            (m.get(1), m.get(33), m.get(49)),
-            (Some(0), Some(2), Some(3))
-        );
-        assert_eq!(m.remove(1), Some(0));
-        assert_eq!((m.get(33), m.get(49)), (Some(2), Some(3)));
-        assert!(!m.insert(51, 9) || m.len <= 4);
-    }
-
-    #[test]
-    fn stream_map_matches_a_model() {
-        use std::collections::HashMap;
-        let mut m = StreamMap::new(16);
-        let mut model = HashMap::new();
-        let mut next = 1u32;
-        let mut x = 12345u64;
-        for _ in 0..20_000 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            if (x >> 33) % 2 == 0 && model.len() < 16 {
-                assert!(m.insert(next, next * 3));
-                model.insert(next, next * 3);
-                next += 2;
-            } else if let Some(&k) = model.keys().nth(((x >> 40) as usize) % model.len().max(1)) {
-                assert_eq!(m.remove(k), model.remove(&k));
-            }
-            for (k, v) in &model {
-                assert_eq!(m.get(*k), Some(*v));
-            }
-            assert_eq!(m.len, model.len());
         }
     }
 }

@@ -1,0 +1,360 @@
+//! Connection life of a client: connect (walking the address list), the
+//! transport becoming ready, the protocol starting, failures before that,
+//! the connection ending (reconnect or give up) and `-N`/`-T` timeouts.
+//! The mechanics are the shared driver's ([`crate::conn`]); the accounting
+//! (h2load's `try_again_or_fail`, `process_abandoned_streams`) is here.
+
+use std::io;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use mio::Token;
+
+use super::{Worker, MAX_FAILS_WITHOUT_PROGRESS};
+use crate::conn::{ConnEnd, Establish};
+use crate::error::{ProtocolError, TransportError};
+use crate::pacing::Pacer;
+
+impl Worker<'_> {
+    /// Starts connecting client `idx`, trying addresses from `from_addr` on.
+    pub(super) fn connect(&mut self, idx: usize, now: Instant, from_addr: usize) {
+        let client = &mut self.clients[idx];
+        client.gen = client.gen.wrapping_add(1);
+        let token = Token(((client.gen as u64) << 32 | idx as u64) as usize);
+        client.core.connect_start = now;
+        client.core.ttfb_done = false;
+        client.core.completed_on_conn = 0;
+        match self
+            .s
+            .dialer
+            .connect(self.poll.registry(), token, from_addr, now)
+        {
+            Ok(conn) => {
+                let client = &mut self.clients[idx];
+                client.core.start.get_or_insert(now);
+                client.conn = Some(conn);
+            }
+            Err(end) => self.failed_before_open(idx, end),
+        }
+    }
+
+    /// A connection failed before its session started.
+    fn failed_before_open(&mut self, idx: usize, end: ConnEnd) {
+        match end {
+            ConnEnd::Connect { addr_idx, source } => self.connect_failed(idx, addr_idx, source),
+            ConnEnd::Tls(e) => self.tls_failed(idx, e),
+            ConnEnd::Negotiation(e) => self.protocol_failed(idx, e),
+            other => self.conn_ended(idx, other),
+        }
+    }
+
+    /// The connect to address `addr_idx` failed: try the next address (like
+    /// h2load walking getaddrinfo's list), or give the client up.
+    fn connect_failed(&mut self, idx: usize, addr_idx: usize, e: io::Error) {
+        let addr = self.s.dialer.describe(addr_idx);
+        if let Some(conn) = self.clients[idx].conn.take() {
+            conn.discard(self.poll.registry());
+        }
+        if addr_idx + 1 < self.s.dialer.addresses() {
+            // h2load: "Try next address".
+            self.connect(idx, Instant::now(), addr_idx + 1);
+            return;
+        }
+        self.stats.errors.connect += 1;
+        self.stats
+            .note_error(|| format!("could not connect to {addr}: {e}"));
+        if self.s.verbose {
+            eprintln!("[DEBUG] client could not connect to host {addr}: {e}");
+        }
+        if self.out.first_connect_error.is_none() {
+            self.out.first_connect_error = Some((addr, e));
+        }
+        self.give_up(idx);
+    }
+
+    fn tls_failed(&mut self, idx: usize, e: TransportError) {
+        self.stats.errors.tls += 1;
+        self.stats
+            .note_error(|| format!("TLS handshake failed: {e}"));
+        if self.out.first_tls_error.is_none() {
+            self.out.first_tls_error = Some(e);
+        }
+        self.close_conn(idx);
+        self.give_up(idx);
+    }
+
+    fn protocol_failed(&mut self, idx: usize, e: ProtocolError) {
+        self.stats.errors.protocol += 1;
+        self.stats.note_error(|| e.to_string());
+        if self.out.first_protocol_error.is_none() {
+            self.out.first_protocol_error = Some(e);
+        }
+        self.close_conn(idx);
+        self.give_up(idx);
+    }
+
+    pub(super) fn close_conn(&mut self, idx: usize) {
+        if let Some(conn) = self.clients[idx].conn.take() {
+            if conn.session.is_some() {
+                self.stats.open_conns = self.stats.open_conns.saturating_sub(1);
+            }
+            conn.close(self.poll.registry());
+        }
+    }
+
+    /// h2load `process_abandoned_streams`: the client stops; its in-flight and
+    /// not yet issued requests count as failed and errored.
+    pub(super) fn give_up(&mut self, idx: usize) {
+        let c = &mut self.clients[idx].core;
+        let measured_inflight = c.slots.iter().filter(|s| s.in_use && s.measured).count() as u64;
+        for s in c.slots.iter_mut() {
+            s.in_use = false;
+        }
+        c.free.clear();
+        c.free.extend((0..c.slots.len() as u32).rev());
+        c.unstamped.clear();
+        c.out.clear();
+        c.out_pos = 0;
+        c.req_inflight = 0;
+        if self.measuring {
+            let left = if c.unbounded { 0 } else { c.req_left };
+            self.stats.failed += measured_inflight + left;
+            self.stats.errored += measured_inflight + left;
+        }
+        c.req_left = 0;
+        if !c.finished {
+            c.finished = true;
+            c.end = Some(Instant::now());
+        }
+    }
+
+    pub(super) fn check_timeouts(&mut self, now: Instant) {
+        for idx in 0..self.clients.len() {
+            let c = &self.clients[idx];
+            let Some(conn) = c.conn.as_ref() else {
+                continue;
+            };
+            let inactive = self
+                .s
+                .inactivity_timeout
+                .is_some_and(|t| now.saturating_duration_since(conn.last_activity) >= t);
+            let active = c.core.active_deadline.is_some_and(|d| now >= d);
+            if inactive || active {
+                self.timeout(idx, if active { "-T" } else { "-N" });
+            }
+        }
+    }
+
+    /// h2load `Client::timeout`: in-flight requests count as timed out, then
+    /// everything left is abandoned.
+    fn timeout(&mut self, idx: usize, which: &str) {
+        let inflight = self.clients[idx]
+            .core
+            .slots
+            .iter()
+            .filter(|s| s.in_use && s.measured)
+            .count() as u64;
+        if self.measuring {
+            self.stats.timeout += inflight;
+        }
+        self.stats.errors.timeout += 1;
+        let what = if which == "-T" {
+            "connection active timeout (-T)"
+        } else {
+            "connection inactivity timeout (-N)"
+        };
+        self.stats.note_error(|| what.to_owned());
+        self.close_conn(idx);
+        self.give_up(idx);
+    }
+
+    /// Handles readiness for client `idx`: connect/handshake progress, then
+    /// read everything, submit what can be submitted, write once.
+    pub(super) fn drive(&mut self, idx: usize, read_closed: bool) {
+        let Some(conn) = self.clients[idx].conn.as_mut() else {
+            return;
+        };
+        if conn.is_open() {
+            // The hot path: no clock read here (reads and writes take their own).
+            self.service(idx, read_closed);
+            return;
+        }
+        let now = Instant::now();
+        match conn.establish() {
+            Ok(Establish::Waiting) => {}
+            Ok(Establish::Progressed) => conn.last_activity = now,
+            Ok(Establish::Ready) => {
+                conn.last_activity = now;
+                self.on_open(idx, now);
+            }
+            Err(end) => self.failed_before_open(idx, end),
+        }
+    }
+
+    /// The transport is ready: pick the protocol, start the session.
+    pub(super) fn on_open(&mut self, idx: usize, now: Instant) {
+        let Some(conn) = self.clients[idx].conn.as_ref() else {
+            return;
+        };
+        let (proto, fallback) = match self.s.dialer.negotiate(conn) {
+            Ok(p) => p,
+            Err(e) => {
+                self.protocol_failed(idx, e);
+                return;
+            }
+        };
+        self.out.connected = true;
+        if let Some(req) = self.s.require {
+            if req != proto {
+                if self.out.fatal.is_none() {
+                    self.out.fatal = Some(crate::EngineError::Protocol(
+                        ProtocolError::RequiredProtocol {
+                            required: req,
+                            negotiated: proto,
+                            fallback,
+                        },
+                    ));
+                }
+                self.s.abort.store(true, Ordering::Relaxed);
+                self.close_conn(idx);
+                self.give_up(idx);
+                return;
+            }
+        }
+        let client = &mut self.clients[idx];
+        let Some(conn) = client.conn.as_mut() else {
+            return;
+        };
+        let core = &mut client.core;
+        self.stats
+            .record_connect(now.saturating_duration_since(core.connect_start));
+        if conn.transport.resumed() {
+            self.stats.tls_resumed += 1;
+        }
+        if self.stats.app_protocol.is_none() {
+            self.stats.app_protocol = Some(proto);
+            self.stats.protocol_fallback = fallback;
+            self.stats.tls = conn.transport.tls_info();
+        }
+        if !self.reported {
+            self.reported = true;
+            if let Some(obs) = self.s.observer {
+                if let Some(info) = conn.transport.tls_info() {
+                    obs.tls_info(&info);
+                }
+                obs.protocol(proto);
+            }
+        }
+        if self.s.verbose {
+            eprintln!(
+                "[DEBUG] worker {} client {idx}: connected, protocol {proto}",
+                self.s.id
+            );
+        }
+        self.s.dialer.start_session(conn, proto, &mut core.out);
+        self.stats.open_conns += 1;
+        if core.pace.origin.is_none() && matches!(self.s.pacer, Pacer::PerClient(_)) {
+            core.pace.origin = Some(now);
+            self.next_client_due = Some(now);
+        }
+        conn.last_activity = now;
+        // Data may already be buffered (and no new edge will come for it).
+        self.service(idx, true);
+    }
+
+    /// The connection is gone: account for what was in flight, then reconnect
+    /// if the client has work left (GOAWAY, `Connection: close`, idle close),
+    /// or give up after repeated failures without progress.
+    pub(super) fn conn_ended(&mut self, idx: usize, end: ConnEnd) {
+        let protocol = end.is_protocol();
+        if protocol {
+            // RFC 9113 §5.4.1: "An endpoint that encounters a connection error
+            // SHOULD first send a GOAWAY frame". The session queued it: one
+            // best-effort write before closing.
+            let client = &mut self.clients[idx];
+            if let Some(conn) = client.conn.as_mut() {
+                let pending = client.core.out.get(client.core.out_pos..);
+                conn.write_best_effort(pending.unwrap_or_default());
+            }
+        }
+        let addr = self.clients[idx].conn.as_ref().map_or(0, |c| c.addr_idx);
+        self.close_conn(idx);
+        let measuring = self.measuring;
+        let c = &mut self.clients[idx].core;
+        // h2load try_again_or_fail: "we don't have a facility to re-start request
+        // already in in-flight. Make them fail."
+        let mut lost = 0u64;
+        for s in c.slots.iter_mut() {
+            if s.in_use {
+                s.in_use = false;
+                if s.measured {
+                    lost += 1;
+                }
+            }
+        }
+        c.free.clear();
+        c.free.extend((0..c.slots.len() as u32).rev());
+        c.unstamped.clear();
+        c.out.clear();
+        c.out_pos = 0;
+        c.req_inflight = 0;
+        if measuring {
+            self.stats.failed += lost;
+            self.stats.errored += lost;
+        }
+        let progress = c.completed_on_conn > 0;
+        let error = match &end {
+            ConnEnd::ServerClosed => None,
+            e if protocol => {
+                self.stats.errors.protocol += 1;
+                Some(e.to_string())
+            }
+            e => {
+                if lost > 0 {
+                    self.stats.errors.io += 1;
+                }
+                Some(e.to_string())
+            }
+        };
+        if let Some(m) = &error {
+            self.stats.note_error(|| m.clone());
+            if self.s.verbose {
+                eprintln!("[DEBUG] worker {} client {idx}: {m}", self.s.id);
+            }
+            if self.out.first_protocol_error.is_none() {
+                self.out.first_protocol_error = end.into_protocol();
+            }
+        }
+        let c = &mut self.clients[idx].core;
+        let work_left = c.unbounded || c.req_left > 0;
+        if !work_left {
+            c.finished = true;
+            c.end = Some(Instant::now());
+            return;
+        }
+        if progress {
+            c.fails_without_progress = 0;
+        } else {
+            c.fails_without_progress += 1;
+        }
+        // A connection that failed before completing anything is not retried
+        // (h2load gives such a client up); one the server closed cleanly
+        // (GOAWAY, `Connection: close`) is retried a few times.
+        if (error.is_some() && !progress) || c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS
+        {
+            if error.is_none() {
+                self.stats.note_error(|| {
+                    format!(
+                        "the server closed the connection {MAX_FAILS_WITHOUT_PROGRESS} times \
+                         in a row before completing a request"
+                    )
+                });
+            }
+            self.give_up(idx);
+            return;
+        }
+        self.stats.reconnects += 1;
+        // h2load: "Keep using current address".
+        self.connect(idx, Instant::now(), addr);
+    }
+}
