@@ -170,10 +170,21 @@ fn added_rtt_for_datagrams() {
     let mut table = Vec::new();
     let mut failures = Vec::new();
     for (target_ms, samples) in [(10u64, 11), (50, 7)] {
-        let mut c = LinkConfig::new(any(), server.addr);
-        c.rtt = Duration::from_millis(target_ms);
-        let link = link::spawn(c).unwrap();
-        let added = median_ping_ms(udp_addr(&link), samples) - direct;
+        let measure = || {
+            let mut c = LinkConfig::new(any(), server.addr);
+            c.rtt = Duration::from_millis(target_ms);
+            let link = link::spawn(c).unwrap();
+            median_ping_ms(udp_addr(&link), samples) - direct
+        };
+        // As in link_accuracy.rs: early fails at once; late may be a starved machine, so it
+        // gets two more batches and the one closest to the target counts.
+        let mut added = measure();
+        for _ in 0..2 {
+            if (added - target_ms as f64) / (target_ms as f64) <= 0.15 {
+                break;
+            }
+            added = added.min(measure());
+        }
         let err = (added - target_ms as f64) / target_ms as f64;
         table.push(format!(
             "target {target_ms} ms: added {added:.3} ms ({:+.2}%)",
