@@ -29,6 +29,10 @@
 //! direction); rates are exact in virtual time and only a sender that cannot keep up (or a
 //! machine that stalls the relay for longer than its queue lasts) shows below them.
 //!
+//! For UDP (`tests/link_udp.rs`, same machine): added RTT 10.3 ms for 10 ms and 50.3 ms for
+//! 50 ms; 4.00 and 7.96 Mbit/s for 4 and 8 Mbit/s; 4.85% of 4000 datagrams lost for 5% loss
+//! (seeded, so the same figure every run).
+//!
 //! Start it in-process on port 0 and point a client at [`RunningLink::addr`]:
 //!
 //! ```no_run

@@ -863,6 +863,27 @@ mod tests {
     }
 
     #[test]
+    fn datagram_jitter_stays_in_bounds_and_is_seeded() {
+        let run = |seed| {
+            let mut p = params(10 * MS, None);
+            p.jitter = 2 * MS;
+            let mut s = Shaper::new(p, seed);
+            (0..1000u64)
+                .map(|i| match s.push_datagram(i * MS, 100) {
+                    DatagramFate::Deliver(at) => at - i * MS,
+                    other => panic!("{other:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let delays = run(3);
+        assert!(delays.iter().all(|d| (8 * MS..=12 * MS).contains(d)));
+        assert!(*delays.iter().min().unwrap() < 8 * MS + 100_000);
+        assert!(*delays.iter().max().unwrap() > 12 * MS - 100_000);
+        assert_eq!(delays, run(3));
+        assert_ne!(delays, run(4));
+    }
+
+    #[test]
     fn datagram_loss_rate_is_the_configured_probability() {
         let mut p = params(MS, Some(100 * MBIT));
         p.loss = 0.03;
