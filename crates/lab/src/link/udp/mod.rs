@@ -9,7 +9,10 @@
 //! TCP, except that loss really drops the datagram and a full queue drops at the tail (QUIC
 //! sees real loss and recovers from it itself). Deliveries wait in one FIFO per direction and
 //! never overtake each other. The UDP shapers are the UDP relay's own: TCP and UDP traffic do
-//! not share a direction's bandwidth (each gets the configured rate).
+//! not share a direction's bandwidth (each gets the configured rate). Sharing one bottleneck
+//! would be wrong the other way: the relayed TCP senders never see a drop, so a bulk TCP
+//! transfer keeps the shared queue full and every datagram behind it would be dropped at the
+//! tail, where real TCP would back off.
 //!
 //! Memory: a direction holds at most [`LinkConfig::buffer_limit`] bytes of delayed datagrams
 //! (over it, datagrams are dropped as at a full queue); payload buffers are recycled.
