@@ -43,6 +43,10 @@ const DOWN: usize = 1;
 
 const MILLI: Nanos = 1_000_000;
 
+/// Datagrams read from one socket before the loop delivers what is due and reads the others
+/// (a flooding sender must not stall the deliveries).
+const READ_BUDGET: usize = 64;
+
 /// The largest UDP payload (IPv4).
 const MAX_DATAGRAM: usize = 65_507;
 
@@ -70,6 +74,8 @@ pub(crate) struct UdpRelay {
     events: Events,
     /// The tokens of the last poll's events.
     ready: Vec<Token>,
+    /// Sockets whose read budget ran out: read again without waiting.
+    again: Vec<Token>,
     socket: UdpSocket,
     upstream: SocketAddr,
     lanes: [Lane; 2],
@@ -125,6 +131,7 @@ impl UdpRelay {
             poll,
             events: Events::with_capacity(256),
             ready: Vec::with_capacity(256),
+            again: Vec::new(),
             socket,
             upstream: config.upstream,
             // Seeds of their own, so UDP draws do not mirror the TCP relay's.
@@ -163,12 +170,19 @@ impl UdpRelay {
             }
             self.wait(self.deadline())?;
             self.ready.clear();
+            self.ready.append(&mut self.again);
             self.ready.extend(self.events.iter().map(|e| e.token()));
+            self.ready.sort_unstable();
+            self.ready.dedup();
             for i in 0..self.ready.len() {
-                match self.ready[i] {
+                let token = self.ready[i];
+                let more = match token {
                     SOCKET => self.receive_clients(),
-                    WAKER => {}
+                    WAKER => false,
                     Token(t) => self.receive_upstream(t - FIRST_FLOW),
+                };
+                if more {
+                    self.again.push(token);
                 }
             }
             self.deliver_due();
@@ -176,8 +190,11 @@ impl UdpRelay {
         }
     }
 
-    /// The earliest delivery or idle sweep.
+    /// The earliest delivery or idle sweep (now, when a socket's read budget ran out).
     fn deadline(&self) -> Option<Nanos> {
+        if !self.again.is_empty() {
+            return Some(0);
+        }
         let deliveries = self.lanes.iter().filter_map(|l| l.queue.front());
         deliveries.map(|p| p.deliver).chain(self.next_sweep).min()
     }
@@ -213,14 +230,15 @@ impl UdpRelay {
         Ok(())
     }
 
-    /// Reads every datagram waiting on the link's socket.
-    fn receive_clients(&mut self) {
-        loop {
+    /// Reads the datagrams waiting on the link's socket, at most [`READ_BUDGET`]; returns
+    /// whether there may be more.
+    fn receive_clients(&mut self) -> bool {
+        for _ in 0..READ_BUDGET {
             let (n, client) = match self.socket.recv_from(&mut self.buf) {
                 Ok(r) => r,
                 // ICMP errors for earlier sends to a client are reported once.
                 Err(e) if retry(&e) => continue,
-                Err(_) => return,
+                Err(_) => return false,
             };
             let now = self.now();
             let counters = &self.counters.udp;
@@ -240,20 +258,22 @@ impl UdpRelay {
                 self.next_sweep = Some(now.saturating_add(self.sweep_period()));
             }
         }
+        true
     }
 
-    /// Reads every datagram waiting on the upstream socket of the flow in `slot`.
-    fn receive_upstream(&mut self, slot: usize) {
-        loop {
+    /// Reads the datagrams waiting on the upstream socket of the flow in `slot`, at most
+    /// [`READ_BUDGET`]; returns whether there may be more.
+    fn receive_upstream(&mut self, slot: usize) -> bool {
+        for _ in 0..READ_BUDGET {
             let now = nanos(self.clock.elapsed());
             let Some(flow) = self.flows.at(slot) else {
-                return;
+                return false;
             };
             let n = match flow.socket.recv(&mut self.buf) {
                 Ok(n) => n,
                 // The ICMP error of an earlier send (port unreachable) is reported once.
                 Err(e) if retry(&e) => continue,
-                Err(_) => return,
+                Err(_) => return false,
             };
             flow.last = now;
             let (gen, client) = (flow.gen, flow.client);
@@ -262,6 +282,7 @@ impl UdpRelay {
             d.bytes_in.fetch_add(n as u64, Relaxed);
             self.admit(DOWN, now, n, slot, gen, client);
         }
+        true
     }
 
     /// Puts the `n` bytes at the start of `buf` through direction `d`'s shaper.
