@@ -60,6 +60,7 @@ impl Flows {
             }
         }
         let mut socket = UdpSocket::bind(unspecified(upstream))?;
+        super::big_buffers(&socket);
         socket.connect(upstream)?;
         let slot = match self.free.pop() {
             Some(s) => s,

@@ -93,6 +93,18 @@ fn nanos(d: Duration) -> Nanos {
     Nanos::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
 }
 
+/// Socket buffers for bursts: a datagram the kernel drops because the relay was not scheduled
+/// in time would be loss the user did not configure. The kernel caps the sizes
+/// (`net.core.rmem_max`, `wmem_max`); failures are ignored.
+pub(super) fn big_buffers(socket: &impl std::os::fd::AsFd) {
+    let sock = socket2::SockRef::from(socket);
+    let _ = sock.set_recv_buffer_size(SOCKET_BUFFER);
+    let _ = sock.set_send_buffer_size(SOCKET_BUFFER);
+}
+
+/// Requested size of each UDP socket buffer.
+const SOCKET_BUFFER: usize = 4 << 20;
+
 /// Whether a failed receive may be retried at once (as opposed to `WouldBlock` and real
 /// failures, which end the reading).
 fn retry(e: &io::Error) -> bool {
@@ -122,6 +134,7 @@ impl UdpRelay {
         stop: Shutdown,
     ) -> io::Result<UdpRelay> {
         socket.set_nonblocking(true)?;
+        big_buffers(&socket);
         let mut socket = UdpSocket::from_std(socket);
         let poll = Poll::new()?;
         poll.registry()
