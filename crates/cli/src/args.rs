@@ -38,7 +38,7 @@ pub enum Command {
     Compare(crate::compare::CompareArgs),
     /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
     Page(crate::page::PageArgs),
-    /// Emulate a network path (RTT, bandwidth, loss) as a TCP relay.
+    /// Emulate a network path (RTT, bandwidth, loss) as a TCP and UDP relay.
     Link(crate::link::LinkArgs),
     /// Merge the results of a sharded run (bench --shard) into the exact whole result.
     Merge(crate::merge::MergeArgs),

@@ -1,6 +1,6 @@
 //! `h2lab link`: runs the user-space network emulator (`h2lab_lab::link`) in the foreground
-//! until SIGINT/SIGTERM, relaying TCP from `--listen` to `--upstream` with the configured
-//! RTT, bandwidth, queue, jitter and loss. Prints the listening address on start and the
+//! until SIGINT/SIGTERM, relaying TCP (and UDP, for HTTP/3, unless `--no-udp`) from `--listen`
+//! to `--upstream` with the configured RTT, bandwidth, queue, jitter and loss. Prints the listening address on start and the
 //! link's counters on exit.
 //!
 //! Exit status: 0 after a signal; 1 on usage errors or when the link cannot start.
@@ -22,7 +22,10 @@ const PREFIX: &str = "h2lab link: error:";
 #[command(
     after_help = "Profiles: loopback (no shaping), lan (1 ms, 1 Gbit/s), wan (40 ms, \
     50 Mbit/s), mobile (80 ms, 12 Mbit/s down, 3 Mbit/s up); other flags override the \
-    profile.\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
+    profile.\nUDP (HTTP/3) is relayed too, on the TCP port number when it is free for UDP \
+    (otherwise on another port, printed at start): one upstream socket per client address and \
+    port, closed after --udp-idle without traffic; loss drops datagrams and a full queue drops \
+    at the tail (TCP loss is emulated as retransmission delay).\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
     ns, us, ms, s.\nExample: h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
     --rtt 20ms --down 90mbit --up 12mbit --loss 0.5%"
 )]
@@ -51,7 +54,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "RATE")]
     pub up: Option<String>,
 
-    /// Packet loss, modelled as retransmission delay, e.g. 0.5%.
+    /// Packet loss, e.g. 0.5%: retransmission delay on TCP, dropped datagrams on UDP.
     #[arg(long, value_name = "PERCENT")]
     pub loss: Option<String>,
 
@@ -70,6 +73,14 @@ pub struct LinkArgs {
     /// Do not charge the TCP handshake's round trip.
     #[arg(long)]
     pub no_handshake: bool,
+
+    /// Relay TCP only (UDP is relayed by default, for HTTP/3).
+    #[arg(long)]
+    pub no_udp: bool,
+
+    /// Idle time after which a UDP flow's upstream socket is closed [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub udp_idle: Option<String>,
 }
 
 /// Runs `h2lab link` and returns the exit status.
@@ -86,6 +97,8 @@ pub fn main(a: LinkArgs) -> ExitCode {
         queue: a.queue.clone(),
         seed: a.seed,
         no_handshake: a.no_handshake,
+        no_udp: a.no_udp,
+        udp_idle: a.udp_idle.clone(),
     };
     let cfg = match flags.to_config() {
         Ok(c) => c,
@@ -121,6 +134,9 @@ pub fn main(a: LinkArgs) -> ExitCode {
         cfg.upstream,
         cfg.describe()
     );
+    if let Some(udp) = l.udp_addr() {
+        println!("h2lab link: udp {udp} -> {}", cfg.upstream);
+    }
     // Forward the signal flag to the link's shutdown trigger.
     let watcher = {
         let shutdown = shutdown.clone();

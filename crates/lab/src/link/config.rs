@@ -47,8 +47,8 @@ pub struct LinkConfig {
     pub down_bps: Option<u64>,
     /// Rate of the client-to-upstream direction in bits per second; `None` is unlimited.
     pub up_bps: Option<u64>,
-    /// Per-segment loss probability in `[0, 1)`, emulated as retransmission delay (see
-    /// [`shaper`](super::shaper)).
+    /// Loss probability in `[0, 1)`: per TCP segment, emulated as retransmission delay; per
+    /// UDP datagram, a real drop (see [`shaper`](super::shaper)).
     pub loss: f64,
     /// Jitter amplitude: each chunk's one-way delay varies uniformly by up to this much either
     /// way. Never reorders bytes.
@@ -66,7 +66,16 @@ pub struct LinkConfig {
     pub emulate_handshake: bool,
     /// Seed for the jitter and loss draws: equal seeds give equal schedules.
     pub seed: u64,
+    /// Relay UDP too (HTTP/3), on the TCP listener's port number when it is free (see
+    /// [`udp`](super::udp)). On by default.
+    pub udp: bool,
+    /// A UDP flow (client address and port) with no datagram either way for this long loses
+    /// its upstream socket.
+    pub udp_idle: Duration,
 }
+
+/// The default [`LinkConfig::udp_idle`]: 30 seconds (QUIC's usual idle timeout).
+pub const DEFAULT_UDP_IDLE: Duration = Duration::from_secs(30);
 
 /// The default [`LinkConfig::max_in_flight`]: 16 MiB.
 pub const DEFAULT_MAX_IN_FLIGHT: usize = 16 << 20;
@@ -107,6 +116,8 @@ impl LinkConfig {
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             emulate_handshake: true,
             seed: 0x6832_6c61_625f_6c6b,
+            udp: true,
+            udp_idle: DEFAULT_UDP_IDLE,
         }
     }
 
@@ -117,7 +128,8 @@ impl LinkConfig {
         c
     }
 
-    /// Checks the values: loss in `[0, 1)`, rates above zero, jitter not larger than a day.
+    /// Checks the values: loss in `[0, 1)`, rates above zero, jitter and the UDP idle time
+    /// not larger than a day.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(0.0..1.0).contains(&self.loss) || self.loss.is_nan() {
             return Err(ConfigError(format!(
@@ -141,6 +153,11 @@ impl LinkConfig {
         }
         if self.max_in_flight == 0 {
             return Err(ConfigError("max_in_flight must be positive".into()));
+        }
+        if self.udp_idle.is_zero() || self.udp_idle > day {
+            return Err(ConfigError(
+                "udp_idle must be positive and below one day".into(),
+            ));
         }
         Ok(())
     }

@@ -13,7 +13,8 @@ use super::parse::{parse_bytes, parse_duration, parse_loss, parse_rate, ParseErr
 /// ```text
 /// h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
 ///     [--profile loopback|lan|wan|mobile|lossy] [--rtt 20ms] [--down 90mbit] [--up 12mbit] \
-///     [--loss 0.5%] [--jitter 2ms] [--queue 256k] [--seed N] [--no-handshake]
+///     [--loss 0.5%] [--jitter 2ms] [--queue 256k] [--seed N] [--no-handshake] \
+///     [--no-udp] [--udp-idle 30s]
 /// ```
 ///
 /// `--profile` sets RTT and rates first; the other flags override it.
@@ -41,6 +42,10 @@ pub struct LinkFlags {
     pub seed: Option<u64>,
     /// `--no-handshake`: do not charge the TCP handshake's round trip.
     pub no_handshake: bool,
+    /// `--no-udp`: relay TCP only.
+    pub no_udp: bool,
+    /// `--udp-idle DURATION`: how long a UDP flow lives without traffic (default 30s).
+    pub udp_idle: Option<String>,
 }
 
 /// A flag of `h2lab link` has an unusable value.
@@ -117,6 +122,10 @@ impl LinkFlags {
             c.seed = seed;
         }
         c.emulate_handshake = !self.no_handshake;
+        c.udp = !self.no_udp;
+        if let Some(v) = &self.udp_idle {
+            c.udp_idle = parse_duration(v).map_err(flag_err("udp-idle"))?;
+        }
         c.validate().map_err(|e| FlagError {
             flag: "link",
             message: e.to_string(),
@@ -151,6 +160,23 @@ mod tests {
         assert_eq!(c.queue_bytes, Some(256 * 1024));
         assert_eq!(c.listen, "127.0.0.1:0".parse().unwrap());
         assert!(c.emulate_handshake);
+        assert!(c.udp);
+        assert_eq!(c.udp_idle, Duration::from_secs(30));
+        let f = LinkFlags {
+            upstream: "127.0.0.1:8080".into(),
+            no_udp: true,
+            udp_idle: Some("2s".into()),
+            ..LinkFlags::default()
+        };
+        let c = f.to_config().unwrap();
+        assert!(!c.udp);
+        assert_eq!(c.udp_idle, Duration::from_secs(2));
+        let f = LinkFlags {
+            upstream: "127.0.0.1:8080".into(),
+            udp_idle: Some("0s".into()),
+            ..LinkFlags::default()
+        };
+        assert!(f.to_config().is_err());
     }
 
     #[test]

@@ -9,6 +9,10 @@
 //! bandwidth, as they share an access line. The model is documented in [`shaper`], its sans-IO
 //! core.
 //!
+//! It relays UDP too ([`udp`], on by default, on the TCP listener's port number when free), so
+//! that HTTP/3 crosses the same emulated path: datagrams get the same delay, rate, queue, jitter
+//! and loss, with loss and a full queue dropping them for real.
+//!
 //! # Accuracy
 //!
 //! Measured by `tests/link_accuracy.rs` over loopback on a loaded 2-core machine (debug build,
@@ -24,6 +28,10 @@
 //! The remaining RTT error is the wake-up latency of the relay thread (tens of microseconds per
 //! direction); rates are exact in virtual time and only a sender that cannot keep up (or a
 //! machine that stalls the relay for longer than its queue lasts) shows below them.
+//!
+//! For UDP (`tests/link_udp.rs`, same machine): added RTT 10.3 ms for 10 ms and 50.3 ms for
+//! 50 ms; 4.00 and 7.96 Mbit/s for 4 and 8 Mbit/s; 4.85% of 4000 datagrams lost for 5% loss
+//! (seeded, so the same figure every run).
 //!
 //! Start it in-process on port 0 and point a client at [`RunningLink::addr`]:
 //!
@@ -47,29 +55,32 @@ mod relay;
 mod ring;
 pub mod shaper;
 mod stats;
+pub mod udp;
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 pub use config::{
-    ConfigError, Direction, LinkConfig, LinkProfile, DEFAULT_MAX_IN_FLIGHT, PRE_QUEUE_BYTES,
+    ConfigError, Direction, LinkConfig, LinkProfile, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UDP_IDLE,
+    PRE_QUEUE_BYTES,
 };
 pub use flags::{resolve, FlagError, LinkFlags};
 pub use parse::{
     format_duration, format_rate, parse_bytes, parse_duration, parse_loss, parse_rate, ParseError,
 };
-pub use stats::{DirStats, LinkStats};
+pub use stats::{DirStats, LinkStats, UdpDirStats, UdpStats};
 
 use relay::Relay;
 use stats::Counters;
+use udp::UdpRelay;
 
 #[derive(Debug, Default)]
 struct ShutdownInner {
     flag: AtomicBool,
-    waker: Mutex<Option<Arc<mio::Waker>>>,
+    wakers: Mutex<Vec<Arc<mio::Waker>>>,
 }
 
 /// Stops a running link from any thread. Cloning gives another handle to the same trigger.
@@ -85,8 +96,8 @@ impl Shutdown {
     /// Asks the link to stop: it closes every connection and [`run`] returns.
     pub fn trigger(&self) {
         self.0.flag.store(true, Ordering::SeqCst);
-        let waker = self.0.waker.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(w) = waker.as_ref() {
+        let wakers = self.0.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        for w in wakers.iter() {
             let _ = w.wake();
         }
     }
@@ -97,8 +108,8 @@ impl Shutdown {
     }
 
     fn install(&self, waker: Arc<mio::Waker>) {
-        let mut slot = self.0.waker.lock().unwrap_or_else(PoisonError::into_inner);
-        *slot = Some(waker);
+        let mut wakers = self.0.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        wakers.push(waker);
     }
 }
 
@@ -121,21 +132,58 @@ fn invalid(e: ConfigError) -> io::Error {
 /// [`Shutdown`] fires.
 pub struct Link {
     relay: Relay,
+    udp: Option<UdpRelay>,
     addr: SocketAddr,
+    udp_addr: Option<SocketAddr>,
     counters: Arc<Counters>,
+    shutdown: Shutdown,
+}
+
+/// Binds the UDP socket of a link whose TCP listener is on `tcp`: the same address and port
+/// number when that port is free for UDP, otherwise the same address and any port.
+fn bind_udp(tcp: SocketAddr) -> io::Result<UdpSocket> {
+    UdpSocket::bind(tcp).or_else(|_| UdpSocket::bind(SocketAddr::new(tcp.ip(), 0)))
 }
 
 impl Link {
     /// Prepares a link on `listener` (which is made non-blocking), stopped by `shutdown`.
+    /// With [`LinkConfig::udp`] it also binds the UDP socket, on the listener's port number
+    /// when that is free.
     pub fn new(listener: TcpListener, config: &LinkConfig, shutdown: Shutdown) -> io::Result<Link> {
+        let udp = match config.udp {
+            true => Some(bind_udp(listener.local_addr()?)?),
+            false => None,
+        };
+        Link::with_udp(listener, udp, config, shutdown)
+    }
+
+    /// Prepares a link on `listener` and, if given, the already bound UDP socket `udp`
+    /// (relayed whatever [`LinkConfig::udp`] says).
+    pub fn with_udp(
+        listener: TcpListener,
+        udp: Option<UdpSocket>,
+        config: &LinkConfig,
+        shutdown: Shutdown,
+    ) -> io::Result<Link> {
         config.validate().map_err(invalid)?;
         let addr = listener.local_addr()?;
         let counters = Arc::new(Counters::default());
-        let relay = Relay::new(listener, config, Arc::clone(&counters), shutdown)?;
+        let relay = Relay::new(listener, config, Arc::clone(&counters), shutdown.clone())?;
+        let (udp, udp_addr) = match udp {
+            Some(socket) => {
+                let udp_addr = socket.local_addr()?;
+                let relay = UdpRelay::new(socket, config, Arc::clone(&counters), shutdown.clone())?;
+                (Some(relay), Some(udp_addr))
+            }
+            None => (None, None),
+        };
         Ok(Link {
             relay,
+            udp,
             addr,
+            udp_addr,
             counters,
+            shutdown,
         })
     }
 
@@ -144,14 +192,36 @@ impl Link {
         self.addr
     }
 
+    /// The address UDP clients send to, if the link relays UDP.
+    pub fn udp_addr(&self) -> Option<SocketAddr> {
+        self.udp_addr
+    }
+
     /// A handle for reading the counters while the link runs.
     pub fn stats(&self) -> StatsHandle {
         StatsHandle(Arc::clone(&self.counters))
     }
 
-    /// Relays until the shutdown fires.
+    /// Relays until the shutdown fires (UDP on a second thread).
     pub fn run(self) -> io::Result<()> {
-        self.relay.run()
+        let udp = match self.udp {
+            Some(relay) => Some(
+                std::thread::Builder::new()
+                    .name("h2lab-link-udp".into())
+                    .spawn(move || relay.run())?,
+            ),
+            None => None,
+        };
+        let tcp = self.relay.run();
+        // Whichever way the TCP loop ended, the UDP one ends too.
+        self.shutdown.trigger();
+        let udp = match udp {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("link UDP thread panicked"))),
+            None => Ok(()),
+        };
+        tcp.and(udp)
     }
 }
 
@@ -173,12 +243,14 @@ pub fn spawn_on(listener: TcpListener, config: LinkConfig) -> io::Result<Running
     let shutdown = Shutdown::new();
     let link = Link::new(listener, &config, shutdown.clone())?;
     let addr = link.local_addr();
+    let udp_addr = link.udp_addr();
     let stats = link.stats();
     let thread = std::thread::Builder::new()
         .name("h2lab-link".into())
         .spawn(move || link.run())?;
     Ok(RunningLink {
         addr,
+        udp_addr,
         config,
         shutdown,
         stats,
@@ -189,6 +261,7 @@ pub fn spawn_on(listener: TcpListener, config: LinkConfig) -> io::Result<Running
 /// A link running on its own thread. Dropping it shuts it down and waits for the thread.
 pub struct RunningLink {
     addr: SocketAddr,
+    udp_addr: Option<SocketAddr>,
     config: LinkConfig,
     shutdown: Shutdown,
     stats: StatsHandle,
@@ -199,6 +272,11 @@ impl RunningLink {
     /// The address clients connect to.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The address UDP clients send to, if the link relays UDP.
+    pub fn udp_addr(&self) -> Option<SocketAddr> {
+        self.udp_addr
     }
 
     /// The configuration it runs with.

@@ -45,6 +45,15 @@
 //!
 //! [`Handshake`] adds the round trip of TCP's three-way handshake, which loopback completes
 //! instantly.
+//!
+//! # Datagrams (UDP)
+//!
+//! A UDP relay *can* drop, so [`Shaper::push_datagram`] applies the same path to whole datagrams
+//! the way a router does: a datagram that does not fit in the bottleneck queue's room is dropped
+//! (drop-tail); otherwise it is serialized at the link rate like a chunk (rule 1, sharing the
+//! serializer), then lost on the wire with probability `loss` (one draw per datagram, whatever
+//! its size; a lost datagram still used the bottleneck), else delivered `one_way` plus jitter
+//! later (rule 3). The caller keeps its deliveries in order (rule 4), as for TCP.
 
 use std::collections::VecDeque;
 
@@ -183,6 +192,17 @@ pub struct Pushed {
     pub queue_bytes: usize,
 }
 
+/// What [`Shaper::push_datagram`] decided for one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DatagramFate {
+    /// Deliver it at this instant (before the caller's no-reordering clamp).
+    Deliver(Nanos),
+    /// Serialized, then lost on the wire by the loss model.
+    Lost,
+    /// Dropped at the tail of a full bottleneck queue.
+    QueueFull,
+}
+
 /// One direction of the link: the shared serializer, its bounded queue, and the random draws for
 /// jitter and loss. See the module documentation for the model.
 #[derive(Debug, Clone)]
@@ -274,6 +294,20 @@ impl Shaper {
         }
         out.queue_bytes = self.queued(now);
         out
+    }
+
+    /// Sends one datagram of `len` bytes that arrived at `now` through the direction (see the
+    /// module documentation's *Datagrams*): drop-tail when the queue lacks room, serialization,
+    /// loss, then propagation and jitter.
+    pub fn push_datagram(&mut self, now: Nanos, len: usize) -> DatagramFate {
+        if self.params.bps.is_some() && self.room(now) < len {
+            return DatagramFate::QueueFull;
+        }
+        let sent = self.serialize(now, len);
+        if self.params.loss > 0.0 && self.rng.unit() < self.params.loss {
+            return DatagramFate::Lost;
+        }
+        DatagramFate::Deliver(sent.saturating_add(self.one_way_sample()))
     }
 
     /// Schedules the end of the stream read at `now`: a FIN (or, with `reset`, an RST) that
@@ -805,6 +839,64 @@ mod tests {
         s.push(h.read_from, 1, &mut line);
         assert_eq!(line.next_after(0), Some(h.connect_at));
         assert_eq!(Handshake::new(5, 20 * MS, false).connect_at, 5);
+    }
+
+    #[test]
+    fn datagrams_are_serialized_delayed_and_dropped_at_the_tail() {
+        let mut p = params(5 * MS, Some(8 * MBIT)); // 1 byte/us
+        p.queue_bytes = 3000;
+        let mut s = Shaper::new(p, 1);
+        // 1200 bytes: serialized by 1.2 ms, delivered 5 ms later.
+        assert_eq!(s.push_datagram(0, 1200), DatagramFate::Deliver(6_200_000));
+        assert_eq!(s.push_datagram(0, 1200), DatagramFate::Deliver(7_400_000));
+        // 2400 bytes queued: 600 bytes of room, so a third datagram is dropped at the tail...
+        assert_eq!(s.push_datagram(0, 1200), DatagramFate::QueueFull);
+        assert_eq!(s.queued(0), 2400);
+        // ...and fits once the queue has drained enough.
+        assert_eq!(s.push_datagram(MS, 1200), DatagramFate::Deliver(8_600_000));
+        // Unlimited links never drop at the tail and add only the propagation delay.
+        let mut s = Shaper::new(params(5 * MS, None), 1);
+        assert_eq!(
+            s.push_datagram(7, 60_000),
+            DatagramFate::Deliver(5 * MS + 7)
+        );
+    }
+
+    #[test]
+    fn datagram_jitter_stays_in_bounds_and_is_seeded() {
+        let run = |seed| {
+            let mut p = params(10 * MS, None);
+            p.jitter = 2 * MS;
+            let mut s = Shaper::new(p, seed);
+            (0..1000u64)
+                .map(|i| match s.push_datagram(i * MS, 100) {
+                    DatagramFate::Deliver(at) => at - i * MS,
+                    other => panic!("{other:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let delays = run(3);
+        assert!(delays.iter().all(|d| (8 * MS..=12 * MS).contains(d)));
+        assert!(*delays.iter().min().unwrap() < 8 * MS + 100_000);
+        assert!(*delays.iter().max().unwrap() > 12 * MS - 100_000);
+        assert_eq!(delays, run(3));
+        assert_ne!(delays, run(4));
+    }
+
+    #[test]
+    fn datagram_loss_rate_is_the_configured_probability() {
+        let mut p = params(MS, Some(100 * MBIT));
+        p.loss = 0.03;
+        p.queue_bytes = usize::MAX;
+        let mut s = Shaper::new(p, 17);
+        let n = 20_000;
+        let lost = (0..n)
+            .filter(|_| s.push_datagram(0, 1200) == DatagramFate::Lost)
+            .count();
+        let rate = lost as f64 / n as f64;
+        assert!((0.026..0.034).contains(&rate), "loss rate {rate}");
+        // Lost datagrams used the bottleneck too: 20000 x 1200 B at 100 Mbit/s = 1.92 s.
+        assert_eq!(s.queued(0), 24_000_000);
     }
 
     #[test]

@@ -37,6 +37,60 @@ pub struct LinkStats {
     pub up: DirStats,
     /// Upstream to client.
     pub down: DirStats,
+    /// The UDP relay.
+    pub udp: UdpStats,
+}
+
+/// Counters of one direction of the UDP relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdpDirStats {
+    /// Datagrams received from the sources.
+    pub datagrams_in: u64,
+    /// Datagrams sent to the destinations.
+    pub datagrams_out: u64,
+    /// Payload bytes received.
+    pub bytes_in: u64,
+    /// Payload bytes sent.
+    pub bytes_out: u64,
+    /// Datagrams the loss model dropped.
+    pub lost: u64,
+    /// Datagrams dropped at the tail of the full bottleneck queue (or over the memory cap).
+    pub queue_drops: u64,
+    /// Datagrams dropped because the destination socket refused them (or its flow expired).
+    pub send_drops: u64,
+}
+
+/// Counters of the UDP relay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UdpStats {
+    /// Flows (client address and port) seen.
+    pub flows: u64,
+    /// Flows open now.
+    pub active_flows: u64,
+    /// Flows closed after their idle time.
+    pub expired_flows: u64,
+    /// Flows whose upstream socket could not be opened.
+    pub flow_failures: u64,
+    /// Client to upstream.
+    pub up: UdpDirStats,
+    /// Upstream to client.
+    pub down: UdpDirStats,
+}
+
+impl fmt::Display for UdpDirStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} datagrams ({} B) relayed of {} received, {} lost, {} dropped at the queue, \
+             {} undeliverable",
+            self.datagrams_out,
+            self.bytes_out,
+            self.datagrams_in,
+            self.lost,
+            self.queue_drops,
+            self.send_drops
+        )
+    }
 }
 
 impl fmt::Display for DirStats {
@@ -55,7 +109,8 @@ impl fmt::Display for DirStats {
 }
 
 impl fmt::Display for LinkStats {
-    /// Three lines: connections, then the up and down directions.
+    /// Three lines: connections, then the up and down directions (three more for UDP flows,
+    /// if there were any).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
@@ -63,7 +118,20 @@ impl fmt::Display for LinkStats {
             self.connections, self.active, self.connect_failures, self.resets
         )?;
         writeln!(f, "up:   {}", self.up)?;
-        write!(f, "down: {}", self.down)
+        write!(f, "down: {}", self.down)?;
+        if self.udp.flows > 0 {
+            write!(
+                f,
+                "\nudp flows: {} seen, {} open, {} expired, {} failed\nudp up:   {}\nudp down: {}",
+                self.udp.flows,
+                self.udp.active_flows,
+                self.udp.expired_flows,
+                self.udp.flow_failures,
+                self.udp.up,
+                self.udp.down
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -92,6 +160,53 @@ impl DirCounters {
     }
 }
 
+#[derive(Debug, Default)]
+pub(crate) struct UdpDirCounters {
+    pub(crate) datagrams_in: AtomicU64,
+    pub(crate) datagrams_out: AtomicU64,
+    pub(crate) bytes_in: AtomicU64,
+    pub(crate) bytes_out: AtomicU64,
+    pub(crate) lost: AtomicU64,
+    pub(crate) queue_drops: AtomicU64,
+    pub(crate) send_drops: AtomicU64,
+}
+
+impl UdpDirCounters {
+    fn snapshot(&self) -> UdpDirStats {
+        UdpDirStats {
+            datagrams_in: self.datagrams_in.load(Relaxed),
+            datagrams_out: self.datagrams_out.load(Relaxed),
+            bytes_in: self.bytes_in.load(Relaxed),
+            bytes_out: self.bytes_out.load(Relaxed),
+            lost: self.lost.load(Relaxed),
+            queue_drops: self.queue_drops.load(Relaxed),
+            send_drops: self.send_drops.load(Relaxed),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct UdpCounters {
+    pub(crate) flows: AtomicU64,
+    pub(crate) active_flows: AtomicU64,
+    pub(crate) expired_flows: AtomicU64,
+    pub(crate) flow_failures: AtomicU64,
+    pub(crate) dirs: [UdpDirCounters; 2],
+}
+
+impl UdpCounters {
+    fn snapshot(&self) -> UdpStats {
+        UdpStats {
+            flows: self.flows.load(Relaxed),
+            active_flows: self.active_flows.load(Relaxed),
+            expired_flows: self.expired_flows.load(Relaxed),
+            flow_failures: self.flow_failures.load(Relaxed),
+            up: self.dirs[0].snapshot(),
+            down: self.dirs[1].snapshot(),
+        }
+    }
+}
+
 /// The shared counters behind [`LinkStats`].
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -100,6 +215,7 @@ pub(crate) struct Counters {
     pub(crate) connect_failures: AtomicU64,
     pub(crate) resets: AtomicU64,
     pub(crate) dirs: [DirCounters; 2],
+    pub(crate) udp: UdpCounters,
 }
 
 impl Counters {
@@ -111,6 +227,7 @@ impl Counters {
             resets: self.resets.load(Relaxed),
             up: self.dirs[0].snapshot(),
             down: self.dirs[1].snapshot(),
+            udp: self.udp.snapshot(),
         }
     }
 }
