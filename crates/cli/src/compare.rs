@@ -100,12 +100,12 @@ pub struct CompareArgs {
     pub full: bool,
 
     /// First rounds per condition: every protocol runs once per round, back to back
-    /// [default: 5]; --budget adds more.
+    /// [default: 6]; --budget adds more.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
     /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 100ms; --quick 80ms].
+    /// concurrency [default: 120ms; --quick 100ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 

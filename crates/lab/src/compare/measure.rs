@@ -1,7 +1,7 @@
 //! Measuring cells in rounds.
 //!
 //! A *round* runs every arm of a condition once, back to back, the starting arm rotated
-//! from round to round, so that whatever the machine does drifts over all arms alike; the
+//! and the direction reversed from round to round ([`round_position`]), so that whatever the machine does drifts over all arms alike; the
 //! decisions then pair the arms' runs by round ([`crate::stats::ci::paired_ratio`]).
 //! Each run is a timing-based engine run (a warm-up, then the measured period) and also
 //! records:
@@ -145,6 +145,23 @@ struct RunOut {
     timeline: Vec<(f64, f64)>,
 }
 
+/// Where the `k`-th run of round `round` of `n` arms comes from (an index into the arms):
+/// round `2m` runs the arms forwards starting at arm `m` (rotated), round `2m + 1` runs the
+/// same order backwards. Rotation alone gives every arm the same predecessor in most rounds
+/// (an A/A control's second arm always ran right after its first), so whatever a run leaves
+/// behind for the next (warm caches, a busy server thread, TCP state) favoured the same arm
+/// every round — a bias pairing cannot remove; with each order followed by its reverse,
+/// every arm precedes each neighbour exactly as often as it follows it.
+pub fn round_position(k: usize, round: u32, n: usize) -> usize {
+    let n = n.max(1);
+    let m = (round / 2) as usize % n;
+    if round % 2 == 0 {
+        (m + k) % n
+    } else {
+        (m + n - 1 - k % n) % n
+    }
+}
+
 /// Measures rounds of cells in a lab environment (see the module docs).
 pub struct Measurer<'a> {
     env: &'a mut LabEnv,
@@ -247,7 +264,7 @@ impl<'a> Measurer<'a> {
     }
 
     /// Round `round` of the cells at `idxs` (indices into `cells`): each once, back to
-    /// back, starting with the `round`-th (rotated). With `strict`, a round in which the
+    /// back, in the order of [`round_position`]. With `strict`, a round in which the
     /// machine was busy is measured again, at most [`STRICT_RETRIES`] times.
     pub fn round(&mut self, cells: &mut [CellResult], idxs: &[usize], round: u32) {
         let n = idxs.len();
@@ -261,7 +278,7 @@ impl<'a> Measurer<'a> {
                 if self.stop.is_stopped() {
                     break;
                 }
-                let idx = idxs[(k + round as usize) % n];
+                let idx = idxs[round_position(k, round, n)];
                 let Some(cell) = cells.get_mut(idx) else {
                     continue;
                 };
@@ -357,4 +374,40 @@ pub fn run_plan(
         }
     }
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::round_position;
+
+    #[test]
+    fn rounds_rotate_and_alternate_direction() {
+        let order = |round| {
+            (0..4)
+                .map(|k| round_position(k, round, 4))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(0), vec![0, 1, 2, 3]);
+        assert_eq!(order(1), vec![3, 2, 1, 0]);
+        assert_eq!(order(2), vec![1, 2, 3, 0]);
+        assert_eq!(order(3), vec![0, 3, 2, 1]);
+        // Every round is a permutation.
+        for round in 0..9 {
+            let mut o = order(round);
+            o.sort_unstable();
+            assert_eq!(o, vec![0, 1, 2, 3]);
+        }
+        // In every pair of rounds, each arm runs right after each other as often as before it.
+        for (a, b) in [(0, 1), (1, 2), (0, 3), (2, 0)] {
+            let (mut ab, mut ba) = (0, 0);
+            for round in 0..6 {
+                for w in order(round).windows(2) {
+                    ab += usize::from(w == [a, b]);
+                    ba += usize::from(w == [b, a]);
+                }
+            }
+            assert_eq!(ab, ba, "{a} {b}");
+        }
+        assert_eq!(round_position(0, 5, 1), 0);
+    }
 }
