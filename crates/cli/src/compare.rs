@@ -109,7 +109,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Unmeasured warm-up at the start of each run, discarded [default: 60ms; --quick 50ms].
+    /// Unmeasured warm-up at the start of each run, discarded [default: 100ms].
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 

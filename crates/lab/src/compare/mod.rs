@@ -39,10 +39,10 @@ use run::{CellResult, Progress, Timing};
 pub enum Preset {
     /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
-    /// 6 rounds of 120 ms, then more rounds on imprecise conditions within a 285 s budget.
+    /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
     Default,
     /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
-    /// payload; 6 rounds of 100 ms, then more rounds on imprecise conditions within a 55 s
+    /// payload; 6 rounds of 100 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 55 s
     /// budget.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
@@ -112,7 +112,7 @@ impl CompareConfig {
                 },
                 Timing {
                     runs: 6,
-                    warm_up: Duration::from_millis(60),
+                    warm_up: Duration::from_millis(100),
                     duration: Duration::from_millis(120),
                     client_threads: 1,
                 },
@@ -130,7 +130,7 @@ impl CompareConfig {
                 },
                 Timing {
                     runs: 6,
-                    warm_up: Duration::from_millis(50),
+                    warm_up: Duration::from_millis(100),
                     duration: Duration::from_millis(100),
                     client_threads: 1,
                 },
