@@ -106,8 +106,10 @@ def ok(good):
 print("h2lab compare --quick, twice in a row")
 for i, r in enumerate(runs, 1):
     busy, total = r["busy_runs"]
+    empty = sum(1 for c in r["cells"] for x in c["runs"] if x["completed"] == 0)
     print(f'  run {i}: {r["elapsed_secs"]:.0f} s, {len(r["cells"])} cells, '
-          f'{busy}/{total} runs on a busy machine; cpus: {r["isolation"]["note"]}')
+          f'{busy}/{total} runs on a busy machine, {empty} completed nothing, '
+          f'+{r.get("sequential_rounds", 0)} budget rounds; cpus: {r["isolation"]["note"]}')
 print()
 print(f"(a) same verdict in both runs:           {pct(a):>7} of {len(keys)} decisions   target >= 90%  {ok(a >= 0.9)}")
 if b[1]:

@@ -99,17 +99,17 @@ pub struct CompareArgs {
     #[arg(long)]
     pub full: bool,
 
-    /// Rounds per condition: every protocol runs once per round, back to back [default: 7;
-    /// --quick 6; at most 5 where a slow link stretches the runs].
+    /// First rounds per condition: every protocol runs once per round, back to back
+    /// [default: 6]; --budget adds more.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
     /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 250ms; --quick 200ms].
+    /// concurrency [default: 120ms; --quick 100ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Unmeasured warm-up at the start of each run [default: 100ms].
+    /// Unmeasured warm-up at the start of each run, discarded [default: 100ms].
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 
@@ -137,6 +137,18 @@ pub struct CompareArgs {
     /// [default MAX: 2m].
     #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "2m")]
     pub until_decided: Option<String>,
+
+    /// Wall-time budget of the whole run: after the first rounds, the time left adds rounds
+    /// to the conditions whose throughput or server-cost CIs are wider than --target-width
+    /// (widest first; the rule looks at widths only, never at the outcome); 0 measures the
+    /// first rounds only [default: 285s; --quick 55s].
+    #[arg(long, value_name = "DURATION")]
+    pub budget: Option<String>,
+
+    /// Relative CI width ((hi - lo) / ratio) at which a condition stops getting rounds from
+    /// the budget [default: 3%].
+    #[arg(long, value_name = "PERCENT")]
+    pub target_width: Option<String>,
 
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
@@ -326,6 +338,13 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }
+    if let Some(b) = &args.budget {
+        let b = parse_dur(b).map_err(|e| format!("--budget: {e}"))?;
+        cfg.budget = (!b.is_zero()).then_some(b);
+    }
+    if let Some(w) = &args.target_width {
+        cfg.target_width = parse_fraction(w).map_err(|e| format!("--target-width: {e}"))?;
+    }
     Ok(cfg)
 }
 
@@ -373,7 +392,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
         |plan: &h2lab_lab::compare::matrix::MatrixPlan, eta: std::time::Duration, env: &str| {
             eprintln!("server: {env}");
             eprintln!(
-                "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}",
+                "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}{}",
                 plan.conditions.len(),
                 plan.cells.len(),
                 cfg.timing.runs,
@@ -383,6 +402,14 @@ pub fn main(args: CompareArgs) -> ExitCode {
                     format!("{:.1} min", eta.as_secs_f64() / 60.0)
                 } else {
                     format!("{:.0} s", eta.as_secs_f64())
+                },
+                match cfg.budget {
+                    Some(b) if b > eta => format!(
+                        ", then rounds on conditions with CIs wider than {:.0}% until {} s",
+                        100.0 * cfg.target_width,
+                        b.as_secs()
+                    ),
+                    _ => String::new(),
                 }
             );
         };

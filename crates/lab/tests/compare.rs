@@ -289,3 +289,40 @@ fn until_decided_adds_paired_rounds_to_undecided_conditions() {
     let text = output::render_text(&r);
     assert!(text.contains("rounds on undecided conditions"), "{text}");
 }
+
+#[test]
+fn the_budget_adds_paired_rounds_until_every_condition_can_decide() {
+    // Two first rounds can never decide (fewer than MIN_ROUNDS: an infinitely wide interval),
+    // so the budget adds rounds to every condition, all its arms alike; with a target width
+    // no interval misses, each condition stops as soon as it has enough paired rounds.
+    let mut cfg = tiny();
+    cfg.budget = Some(Duration::from_secs(120));
+    cfg.target_width = 1e9;
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    let min = h2lab_lab::stats::ci::MIN_ROUNDS as u32;
+    let conditions = r.plan.conditions.len() as u32;
+    assert!(
+        r.sequential_rounds >= conditions * (min - 2),
+        "{}",
+        r.sequential_rounds
+    );
+    for pc in &r.plan.conditions {
+        let rounds: Vec<Vec<u32>> = pc
+            .cells
+            .iter()
+            .map(|&(_, i)| {
+                let mut v: Vec<u32> = r.cells[i].runs.iter().map(|s| s.round).collect();
+                v.sort_unstable();
+                v
+            })
+            .collect();
+        let n = rounds[0].len() as u32;
+        assert!(n >= min, "{n}");
+        for v in &rounds {
+            assert_eq!(v, &(0..n).collect::<Vec<_>>(), "paired rounds");
+        }
+    }
+    assert!(r.elapsed_secs < 120.0);
+    let text = output::render_text(&r);
+    assert!(text.contains("budget 120 s"), "{text}");
+}

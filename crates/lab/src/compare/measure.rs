@@ -1,7 +1,7 @@
 //! Measuring cells in rounds.
 //!
 //! A *round* runs every arm of a condition once, back to back, the starting arm rotated
-//! from round to round, so that whatever the machine does drifts over all arms alike; the
+//! and the direction reversed from round to round ([`round_position`]), so that whatever the machine does drifts over all arms alike; the
 //! decisions then pair the arms' runs by round ([`crate::stats::ci::paired_ratio`]).
 //! Each run is a timing-based engine run (a warm-up, then the measured period) and also
 //! records:
@@ -114,7 +114,7 @@ impl Observer for CellObserver {
             _ => return,
         };
         // Called from the worker's own thread: its clock is the calling thread's.
-        let own = host::current_thread_cpu_ns();
+        let own = thread_cpu_ns(None);
         if let Ok(mut v) = self.client.lock() {
             if let Some(c) = v.get_mut(thread as usize) {
                 if edge == 0 {
@@ -125,7 +125,12 @@ impl Observer for CellObserver {
             }
         }
         if thread == 0 && !self.server_tids.is_empty() {
-            let ns = Some(host::threads_cpu_ns(&self.server_tids));
+            let ns = Some(
+                self.server_tids
+                    .iter()
+                    .filter_map(|&t| thread_cpu_ns(Some(t)))
+                    .sum(),
+            );
             if let Ok(mut s) = self.server.lock() {
                 if edge == 0 {
                     s.0 = ns;
@@ -137,12 +142,70 @@ impl Observer for CellObserver {
     }
 }
 
+/// CPU time of thread `tid` of this process, or of the calling thread with `None` (ns),
+/// from the thread's kernel CPU clock (`clock_gettime` on `CLOCK_THREAD_CPUTIME_ID` or the
+/// thread's own clock id). Unlike `/proc/.../schedstat`, whose counter a *running* thread
+/// only brings up to date at the next scheduler tick or switch (up to 4 ms stale: 4% of a
+/// 100 ms round at each end), the clock adds the current slice: tight at the edges of short
+/// measured periods. Falls back to schedstat where the clock cannot be read.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // clock_gettime on a thread's CPU clock has no safe wrapper in std
+pub fn thread_cpu_ns(tid: Option<u32>) -> Option<u64> {
+    // The kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): `(~tid << 3) | SCHED (2) |
+    // PERTHREAD (4)`, as glibc's pthread_getcpuclockid builds it.
+    let clock: libc::clockid_t = match tid {
+        Some(t) => (!(t as libc::clockid_t)) << 3 | 6,
+        None => libc::CLOCK_THREAD_CPUTIME_ID,
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if r == 0 {
+        Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    } else {
+        match tid {
+            Some(t) => host::thread_cpu_ns(t),
+            None => host::current_thread_cpu_ns(),
+        }
+    }
+}
+
+/// CPU time of thread `tid`, or of the calling thread (ns), from `/proc` (see the Linux
+/// version).
+#[cfg(not(target_os = "linux"))]
+pub fn thread_cpu_ns(tid: Option<u32>) -> Option<u64> {
+    match tid {
+        Some(t) => host::thread_cpu_ns(t),
+        None => host::current_thread_cpu_ns(),
+    }
+}
+
 /// One run's results before its round is accepted.
 struct RunOut {
     idx: usize,
     sample: RunSample,
     hist: Histogram<u64>,
     timeline: Vec<(f64, f64)>,
+}
+
+/// Where the `k`-th run of round `round` of `n` arms comes from (an index into the arms):
+/// round `2m` runs the arms forwards starting at arm `m` (rotated), round `2m + 1` runs the
+/// same order backwards. Rotation alone gives every arm the same predecessor in most rounds
+/// (an A/A control's second arm always ran right after its first), so whatever a run leaves
+/// behind for the next (warm caches, a busy server thread, TCP state) favoured the same arm
+/// every round — a bias pairing cannot remove; with each order followed by its reverse,
+/// every arm precedes each neighbour exactly as often as it follows it.
+pub fn round_position(k: usize, round: u32, n: usize) -> usize {
+    let n = n.max(1);
+    let m = (round / 2) as usize % n;
+    if round % 2 == 0 {
+        (m + k) % n
+    } else {
+        (m + n - 1 - k % n) % n
+    }
 }
 
 /// Measures rounds of cells in a lab environment (see the module docs).
@@ -247,7 +310,7 @@ impl<'a> Measurer<'a> {
     }
 
     /// Round `round` of the cells at `idxs` (indices into `cells`): each once, back to
-    /// back, starting with the `round`-th (rotated). With `strict`, a round in which the
+    /// back, in the order of [`round_position`]. With `strict`, a round in which the
     /// machine was busy is measured again, at most [`STRICT_RETRIES`] times.
     pub fn round(&mut self, cells: &mut [CellResult], idxs: &[usize], round: u32) {
         let n = idxs.len();
@@ -261,7 +324,7 @@ impl<'a> Measurer<'a> {
                 if self.stop.is_stopped() {
                     break;
                 }
-                let idx = idxs[(k + round as usize) % n];
+                let idx = idxs[round_position(k, round, n)];
                 let Some(cell) = cells.get_mut(idx) else {
                     continue;
                 };
@@ -357,4 +420,64 @@ pub fn run_plan(
         }
     }
     cells
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{round_position, thread_cpu_ns};
+
+    #[test]
+    fn thread_clocks_read_this_and_other_threads() {
+        let me = crate::host::current_tid().unwrap();
+        let a = thread_cpu_ns(Some(me)).expect("own clock by tid");
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        let b = thread_cpu_ns(None).expect("own clock");
+        assert!(b > a, "{a} {b}");
+        // Another thread's clock, read from here.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(crate::host::current_tid().unwrap()).unwrap();
+            let _ = done_rx.recv();
+        });
+        let tid = rx.recv().unwrap();
+        assert!(thread_cpu_ns(Some(tid)).is_some());
+        done_tx.send(()).unwrap();
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn rounds_rotate_and_alternate_direction() {
+        let order = |round| {
+            (0..4)
+                .map(|k| round_position(k, round, 4))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(order(0), vec![0, 1, 2, 3]);
+        assert_eq!(order(1), vec![3, 2, 1, 0]);
+        assert_eq!(order(2), vec![1, 2, 3, 0]);
+        assert_eq!(order(3), vec![0, 3, 2, 1]);
+        // Every round is a permutation.
+        for round in 0..9 {
+            let mut o = order(round);
+            o.sort_unstable();
+            assert_eq!(o, vec![0, 1, 2, 3]);
+        }
+        // In every pair of rounds, each arm runs right after each other as often as before it.
+        for (a, b) in [(0, 1), (1, 2), (0, 3), (2, 0)] {
+            let (mut ab, mut ba) = (0, 0);
+            for round in 0..6 {
+                for w in order(round).windows(2) {
+                    ab += usize::from(w == [a, b]);
+                    ba += usize::from(w == [b, a]);
+                }
+            }
+            assert_eq!(ab, ba, "{a} {b}");
+        }
+        assert_eq!(round_position(0, 5, 1), 0);
+    }
 }

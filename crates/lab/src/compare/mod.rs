@@ -17,6 +17,7 @@ pub mod matrix;
 pub mod measure;
 pub mod output;
 pub mod run;
+pub mod sequential;
 
 use std::time::Duration;
 
@@ -38,10 +39,11 @@ use run::{CellResult, Progress, Timing};
 pub enum Preset {
     /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
-    /// 7 rounds of 250 ms.
+    /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
     Default,
     /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
-    /// payload; 6 rounds of 200 ms.
+    /// payload; 6 rounds of 100 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 55 s
+    /// budget.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
     Tiny,
@@ -76,6 +78,13 @@ pub struct CompareConfig {
     /// After the matrix, keep adding rounds to conditions with undecided verdicts for at
     /// most this long.
     pub until_decided: Option<Duration>,
+    /// Wall-time budget of the whole run: after every condition's first `timing.runs`
+    /// rounds, the time left goes to conditions whose throughput or server-cost CIs are
+    /// wider than `target_width` ([`sequential`]); `None` measures the first rounds only.
+    pub budget: Option<Duration>,
+    /// The relative CI width (`(hi - lo) / ratio`) at which a condition stops getting
+    /// rounds from the budget.
+    pub target_width: f64,
 }
 
 impl CompareConfig {
@@ -102,9 +111,9 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 7,
+                    runs: 6,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(250),
+                    duration: Duration::from_millis(120),
                     client_threads: 1,
                 },
             ),
@@ -122,7 +131,7 @@ impl CompareConfig {
                 Timing {
                     runs: 6,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(200),
+                    duration: Duration::from_millis(100),
                     client_threads: 1,
                 },
             ),
@@ -155,9 +164,24 @@ impl CompareConfig {
             equivalence: crate::stats::ci::DEFAULT_EQUIVALENCE,
             strict: false,
             until_decided: None,
+            budget: match preset {
+                Preset::Default => Some(DEFAULT_BUDGET),
+                Preset::Quick => Some(QUICK_BUDGET),
+                Preset::Tiny => None,
+            },
+            target_width: DEFAULT_TARGET_WIDTH,
         }
     }
 }
+
+/// The default matrix's wall-time budget (its limit is 5 minutes on 2 cores).
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(285);
+/// `--quick`'s wall-time budget (its limit is 1 minute).
+pub const QUICK_BUDGET: Duration = Duration::from_secs(55);
+/// Default target relative CI width of the sequential rounds: 3%, half the default
+/// equivalence band's width, so that a CI that narrow can straddle an edge of the band
+/// only when the ratio lies within 3% of that edge.
+pub const DEFAULT_TARGET_WIDTH: f64 = 0.03;
 
 /// Facts about the machine, for the report.
 #[derive(Debug, Clone, Serialize)]
@@ -210,6 +234,12 @@ pub struct CompareReport {
     pub strict: bool,
     /// Extra rounds added to undecided conditions (`--until-decided`).
     pub extra_rounds: u32,
+    /// Rounds added from the budget to conditions with wide CIs ([`sequential`]).
+    pub sequential_rounds: u32,
+    /// The budget ([`CompareConfig::budget`]), in seconds.
+    pub budget_secs: Option<f64>,
+    /// The target relative CI width of the sequential rounds.
+    pub target_width: f64,
     /// Runs measured while the machine was busy, of all runs.
     pub busy_runs: (usize, usize),
     /// The cells and conditions.
@@ -304,6 +334,18 @@ pub fn run(
     let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop);
     let mut cells = measure::run_plan(&mut m, &plan, on_cell);
     let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
+    let mut sequential_rounds = 0;
+    if let Some(budget) = cfg.budget {
+        sequential_rounds = sequential::refine(
+            &mut m,
+            &plan,
+            &mut cells,
+            &mut decisions,
+            cfg.equivalence,
+            cfg.target_width,
+            start + budget,
+        );
+    }
     let mut extra_rounds = 0;
     if let Some(limit) = cfg.until_decided {
         extra_rounds = until_decided(&mut m, &plan, &mut cells, &mut decisions, cfg, limit);
@@ -348,6 +390,9 @@ pub fn run(
         equivalence: cfg.equivalence,
         strict: cfg.strict,
         extra_rounds,
+        sequential_rounds,
+        budget_secs: cfg.budget.map(|b| b.as_secs_f64()),
+        target_width: cfg.target_width,
         busy_runs,
         plan,
         cells,

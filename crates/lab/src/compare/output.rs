@@ -170,11 +170,19 @@ pub fn render_text(r: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "h2lab compare: {} cells, {} round(s) of {} after a {} warm-up each{}, in {:.0} s",
+        "h2lab compare: {} cells, {} round(s) of {} after a {} warm-up each{}{}, in {:.0} s",
         r.cells.len(),
         r.timing.runs,
         fmt::dur(r.timing.duration),
         fmt::dur(r.timing.warm_up),
+        match r.budget_secs {
+            Some(b) => format!(
+                " (+{} rounds on conditions with CIs wider than {:.0}%, budget {b:.0} s)",
+                r.sequential_rounds,
+                100.0 * r.target_width
+            ),
+            None => String::new(),
+        },
         if r.extra_rounds > 0 {
             format!(" (+{} rounds on undecided conditions)", r.extra_rounds)
         } else {

@@ -402,8 +402,8 @@ impl CellResult {
 
 /// Rounds of a condition whose runs a slow link stretches to more than 1.5× the set
 /// duration: such runs are long, link-bound and steady, and more of them would blow the
-/// time budget; five is the fewest that can decide ([`ci::MIN_ROUNDS`]).
-pub const STRETCHED_ROUNDS: u32 = 5;
+/// time budget; six is the fewest that can decide ([`ci::MIN_ROUNDS`]).
+pub const STRETCHED_ROUNDS: u32 = 6;
 
 /// How many rounds `key`'s condition gets: `t.runs`, at most [`STRETCHED_ROUNDS`] when its
 /// runs are stretched.
