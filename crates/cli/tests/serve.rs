@@ -398,3 +398,81 @@ fn h3_flag_prints_the_quic_listener_and_needs_a_tls_port() {
         "HTTP/3 (--h3) needs a TLS port",
     );
 }
+
+/// A client that gives up mid-handshake with close_notify (a load generator stopping while
+/// connections are still opening) ends its connection in order: the server does not log it as
+/// a read error (it used to print "read error: TLS: received fatal alert: CloseNotify" once per
+/// such connection, 140 lines in one `compare` run).
+#[test]
+fn close_notify_during_the_handshake_is_not_a_read_error() {
+    use std::sync::Arc;
+    let dir = scratch_dir("close-notify");
+    let mut child = Command::new(h2lab_path())
+        .args(["serve", "--tls", "--listen", "127.0.0.1:0", "--cert-dir"])
+        .arg(&dir)
+        .arg("--quiet")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let addr: SocketAddr = loop {
+        let mut line = String::new();
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "serve printed no address"
+        );
+        if let Some(rest) = line.strip_prefix("h2lab serve: listening on https://") {
+            break rest.split('/').next().unwrap().parse().unwrap();
+        }
+    };
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    for _ in 0..3 {
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.set_read_timeout(Some(DEADLINE)).unwrap();
+        let mut tls = rustls::ClientConnection::new(
+            Arc::new(config.clone()),
+            "localhost".try_into().unwrap(),
+        )
+        .unwrap();
+        // The ClientHello, then close_notify before anything of the server's is read.
+        tls.write_tls(&mut sock).unwrap();
+        tls.send_close_notify();
+        while tls.wants_write() {
+            tls.write_tls(&mut sock).unwrap();
+        }
+        // The server ends the connection (EOF or reset), it does not keep it open.
+        let mut buf = [0u8; 4096];
+        while matches!(sock.read(&mut buf), Ok(n) if n > 0) {}
+    }
+    // The server stops cleanly, having logged nothing about them.
+    let st = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let end = Instant::now() + DEADLINE;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < end, "h2lab serve did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("read error"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

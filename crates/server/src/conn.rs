@@ -210,6 +210,15 @@ impl Conn {
                     }
                     Ok(_) => {
                         if let Err(e) = tls.process_new_packets() {
+                            // A client may close with close_notify before the handshake ends
+                            // (a load generator stopping mid-handshake): rustls reports that as
+                            // an alert error, but it is an orderly end, not a read error.
+                            if e == rustls::Error::AlertReceived(
+                                rustls::AlertDescription::CloseNotify,
+                            ) {
+                                self.read_eof = true;
+                                return Ok(0);
+                            }
                             // Queue the alert rustls prepared; best effort.
                             let _ = tls.write_tls(&mut self.sock);
                             return Err(io::Error::other(format!("TLS: {e}")));
