@@ -297,8 +297,8 @@ mod tests {
     fn parse(args: &[&str]) -> ServeArgs {
         let mut v = vec!["h2lab", "serve"];
         v.extend_from_slice(args);
-        match crate::args::Cli::try_parse_from(v).unwrap().command {
-            crate::args::Command::Serve(a) => a,
+        match crate::command::Cli::try_parse_from(v).unwrap().command {
+            crate::command::Command::Serve(a) => a,
             other => panic!("{other:?}"),
         }
     }
@@ -386,7 +386,7 @@ mod tests {
 
     #[test]
     fn bad_values_are_rejected() {
-        use crate::args::Cli;
+        use crate::command::Cli;
         for bad in [
             &["serve", "--listen", "nowhere"][..],
             &["serve", "--threads", "0"],

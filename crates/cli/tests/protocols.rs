@@ -249,10 +249,6 @@ fn a_server_stream_limit_below_m_is_respected() {
 }
 
 #[test]
-#[ignore = "engine bug (reported, not in this branch's lane): after an idle close the client \
-            reconnects at once; the new connection, idle too, is closed before completing \
-            anything and is not retried, so requests still due fail (seen over HTTP/1.1 and h2c: \
-            3 total, 1 or 2 succeeded); run with --ignored"]
 fn connections_the_server_ends_are_reopened() {
     // The server closes connections idle for 50 ms (HTTP/2: GOAWAY, then close; HTTP/1.1: a
     // close); the timing script waits a second between requests (twenty times the idle

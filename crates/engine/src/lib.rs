@@ -151,9 +151,6 @@ pub enum TimedRunPhase {
     Stopped,
 }
 
-/// The former name of [`TimedRunPhase`], kept so callers can move at their pace.
-pub type Phase = TimedRunPhase;
-
 /// An [`Observer`] that ignores everything.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NoopObserver;
