@@ -96,8 +96,8 @@ pub use interval::{IntervalErrors, IntervalHistograms, IntervalLatency, Interval
 pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
 pub use result::{
-    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
-    TlsInfo, Traffic,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunError, RunResult,
+    StatusCounts, TlsInfo, Traffic,
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};

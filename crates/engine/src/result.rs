@@ -94,8 +94,9 @@ pub struct ErrorCounts {
     pub goaway_errors: BTreeMap<u32, u64>,
     /// Server pushes refused (PUSH_PROMISE despite SETTINGS_ENABLE_PUSH=0).
     pub push_refused: u64,
-    /// First message of each kind seen, for a human-readable summary (at most a few).
-    pub messages: Vec<String>,
+    /// First error of each kind seen, for a human-readable summary (at most a few);
+    /// formatted where reported.
+    pub messages: Vec<RunError>,
 }
 
 impl ErrorCounts {
@@ -129,6 +130,83 @@ impl ErrorCounts {
                 self.messages.push(m.clone());
             }
         }
+    }
+}
+
+/// One failure seen during a run, kept for the summary (`error: ...` lines) and formatted
+/// only where it is reported. The texts are h2lab's (h2load's where h2load has one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunError {
+    /// No address of the target accepted a connection.
+    Connect {
+        /// The last address tried.
+        addr: String,
+        /// Why (the system's words).
+        cause: String,
+    },
+    /// A TLS handshake failed.
+    TlsHandshake {
+        /// Why.
+        cause: String,
+    },
+    /// No protocol could be agreed, or the server broke the protocol.
+    Protocol {
+        /// What happened.
+        cause: String,
+    },
+    /// A connection was lost with requests in flight (EOF, reset, write error).
+    ConnectionLost {
+        /// How it ended.
+        cause: String,
+    },
+    /// `-T`: the connection was active for too long.
+    ActiveTimeout,
+    /// `-N`: the connection was inactive for too long.
+    InactivityTimeout,
+    /// The server closed the connection `times` times in a row before completing a request
+    /// (the client then gave up).
+    ClosedWithoutProgress {
+        /// How many times.
+        times: u32,
+    },
+    /// A message read back from a result document (`h2lab merge`): its kind is not known.
+    Reported(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Connect { addr, cause } => write!(f, "could not connect to {addr}: {cause}"),
+            RunError::TlsHandshake { cause } => write!(f, "TLS handshake failed: {cause}"),
+            RunError::Protocol { cause } | RunError::ConnectionLost { cause } => f.write_str(cause),
+            RunError::ActiveTimeout => f.write_str("connection active timeout (-T)"),
+            RunError::InactivityTimeout => f.write_str("connection inactivity timeout (-N)"),
+            RunError::ClosedWithoutProgress { times } => write!(
+                f,
+                "the server closed the connection {times} times in a row before completing a \
+                 request"
+            ),
+            RunError::Reported(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(m: &str) -> Self {
+        RunError::Reported(m.to_owned())
+    }
+}
+
+impl From<String> for RunError {
+    fn from(m: String) -> Self {
+        RunError::Reported(m)
+    }
+}
+
+impl PartialEq<&str> for RunError {
+    fn eq(&self, other: &&str) -> bool {
+        self.to_string() == *other
     }
 }
 

@@ -15,6 +15,7 @@ use super::{Worker, MAX_FAILS_WITHOUT_PROGRESS};
 use crate::conn::{ConnEnd, Establish};
 use crate::error::{ProtocolError, TransportError};
 use crate::pacing::Pacer;
+use crate::result::RunError;
 
 impl Worker<'_> {
     /// Starts connecting client `idx`, trying addresses from `from_addr` on.
@@ -65,8 +66,10 @@ impl Worker<'_> {
             return;
         }
         self.stats.errors.connect += 1;
-        self.stats
-            .note_error(|| format!("could not connect to {addr}: {e}"));
+        self.stats.note_error(|| RunError::Connect {
+            addr: addr.clone(),
+            cause: e.to_string(),
+        });
         if self.s.verbose {
             eprintln!("[DEBUG] client could not connect to host {addr}: {e}");
         }
@@ -78,8 +81,9 @@ impl Worker<'_> {
 
     fn tls_failed(&mut self, idx: usize, e: TransportError) {
         self.stats.errors.tls += 1;
-        self.stats
-            .note_error(|| format!("TLS handshake failed: {e}"));
+        self.stats.note_error(|| RunError::TlsHandshake {
+            cause: e.to_string(),
+        });
         if self.out.first_tls_error.is_none() {
             self.out.first_tls_error = Some(e);
         }
@@ -89,7 +93,9 @@ impl Worker<'_> {
 
     fn protocol_failed(&mut self, idx: usize, e: ProtocolError) {
         self.stats.errors.protocol += 1;
-        self.stats.note_error(|| e.to_string());
+        self.stats.note_error(|| RunError::Protocol {
+            cause: e.to_string(),
+        });
         if self.out.first_protocol_error.is_none() {
             self.out.first_protocol_error = Some(e);
         }
@@ -162,12 +168,13 @@ impl Worker<'_> {
             self.stats.timeout += inflight;
         }
         self.stats.errors.timeout += 1;
-        let what = if which == "-T" {
-            "connection active timeout (-T)"
-        } else {
-            "connection inactivity timeout (-N)"
-        };
-        self.stats.note_error(|| what.to_owned());
+        self.stats.note_error(|| {
+            if which == "-T" {
+                RunError::ActiveTimeout
+            } else {
+                RunError::InactivityTimeout
+            }
+        });
         self.close_conn(idx);
         self.give_up(idx);
     }
@@ -311,13 +318,17 @@ impl Worker<'_> {
             ConnEnd::ServerClosed => None,
             e if protocol => {
                 self.stats.errors.protocol += 1;
-                Some(e.to_string())
+                Some(RunError::Protocol {
+                    cause: e.to_string(),
+                })
             }
             e => {
                 if lost > 0 {
                     self.stats.errors.io += 1;
                 }
-                Some(e.to_string())
+                Some(RunError::ConnectionLost {
+                    cause: e.to_string(),
+                })
             }
         };
         if let Some(m) = &error {
@@ -347,11 +358,8 @@ impl Worker<'_> {
         if (error.is_some() && !progress) || c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS
         {
             if error.is_none() {
-                self.stats.note_error(|| {
-                    format!(
-                        "the server closed the connection {MAX_FAILS_WITHOUT_PROGRESS} times \
-                         in a row before completing a request"
-                    )
+                self.stats.note_error(|| RunError::ClosedWithoutProgress {
+                    times: MAX_FAILS_WITHOUT_PROGRESS,
                 });
             }
             self.give_up(idx);
