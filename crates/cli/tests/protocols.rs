@@ -288,6 +288,28 @@ fn connections_the_server_ends_are_reopened() {
 }
 
 #[test]
+fn connections_ended_after_n_requests_are_reopened() {
+    // The server ends each connection after 10 requests (HTTP/2: GOAWAY, then close once the
+    // accepted streams are answered; HTTP/1.1: `connection: close` on the 10th response):
+    // 30 requests take three connections, and every request succeeds.
+    let t = Target::start("proto-max-requests", |c| {
+        c.max_requests_per_connection = Some(10)
+    });
+    for p in PROTOCOLS {
+        let out = bench(p, &["-n", "30", "-c", "1", "-m", "1"], &t.url(p, "/ping"));
+        let stdout = ok_stdout(p, &out);
+        assert!(stdout.contains(&all_succeeded(30)), "{}: {stdout}", p.name);
+        let (goaways, reconnects) = connections_line(&stdout);
+        assert_eq!(reconnects, 2, "{}: {stdout}", p.name);
+        if p.goaway {
+            assert!(goaways >= 2, "{}: {stdout}", p.name);
+        } else {
+            assert_eq!(goaways, 0, "{}: {stdout}", p.name);
+        }
+    }
+}
+
+#[test]
 fn sigint_prints_the_report_and_writes_the_json() {
     let t = Target::start("proto-sigint", |_| {});
     let dir = tempdir::Dir::new("proto-sigint-json");
