@@ -205,8 +205,17 @@ impl From<String> for RunError {
 }
 
 impl PartialEq<&str> for RunError {
+    /// Whether the message reads `other` (compared as it is formatted, without allocating).
     fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
+        struct Rest<'a>(&'a str);
+        impl std::fmt::Write for Rest<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0 = self.0.strip_prefix(s).ok_or(std::fmt::Error)?;
+                Ok(())
+            }
+        }
+        let mut rest = Rest(other);
+        std::fmt::Write::write_fmt(&mut rest, format_args!("{self}")).is_ok() && rest.0.is_empty()
     }
 }
 
@@ -355,4 +364,63 @@ impl RunResult {
 pub fn new_duration_histogram() -> Histogram<u64> {
     #[allow(clippy::expect_used)] // constant, valid bounds: cannot fail
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_errors_keep_their_wording() {
+        let cases: [(RunError, &str); 6] = [
+            (
+                RunError::Connect {
+                    addr: "127.0.0.1:1".into(),
+                    cause: "Connection refused (os error 111)".into(),
+                },
+                "could not connect to 127.0.0.1:1: Connection refused (os error 111)",
+            ),
+            (
+                RunError::TlsHandshake {
+                    cause: "bad certificate".into(),
+                },
+                "TLS handshake failed: bad certificate",
+            ),
+            (RunError::ActiveTimeout, "connection active timeout (-T)"),
+            (
+                RunError::InactivityTimeout,
+                "connection inactivity timeout (-N)",
+            ),
+            (
+                RunError::ClosedWithoutProgress { times: 3 },
+                "the server closed the connection 3 times in a row before completing a request",
+            ),
+            (RunError::from("read back"), "read back"),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+            assert!(e == text, "{e:?}");
+            assert!(e != "something else", "{e:?}");
+            // A prefix or an extension of the text is not the text.
+            assert!(e != &text[..text.len() - 1], "{e:?}");
+            assert!(e != format!("{text}!").as_str(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn merged_error_lists_keep_the_first_of_each_kind() {
+        let mut a = ErrorCounts {
+            messages: vec![RunError::ActiveTimeout],
+            ..ErrorCounts::default()
+        };
+        let b = ErrorCounts {
+            messages: vec![RunError::ActiveTimeout, RunError::InactivityTimeout],
+            ..ErrorCounts::default()
+        };
+        a.merge(&b);
+        assert_eq!(
+            a.messages,
+            vec![RunError::ActiveTimeout, RunError::InactivityTimeout]
+        );
+    }
 }
