@@ -32,30 +32,29 @@ fn unix_relay(path: &Path, to: SocketAddr) {
                 continue;
             };
             let (c2, t2) = (c.try_clone().unwrap(), t.try_clone().unwrap());
-            std::thread::spawn(move || pipe_u2t(c, t));
-            std::thread::spawn(move || pipe_t2u(t2, c2));
+            std::thread::spawn(move || {
+                pipe(c, t, |t: &TcpStream| {
+                    let _ = t.shutdown(Shutdown::Write);
+                })
+            });
+            std::thread::spawn(move || {
+                pipe(t2, c2, |c: &UnixStream| {
+                    let _ = c.shutdown(Shutdown::Write);
+                })
+            });
         }
     });
 }
 
-fn pipe_u2t(mut from: UnixStream, mut to: TcpStream) {
+/// Copies `from` into `to` until EOF, then half-closes `to` (`done`).
+fn pipe<R: Read, W: Write>(mut from: R, mut to: W, done: impl FnOnce(&W)) {
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
         if n == 0 || to.write_all(&buf[..n]).is_err() {
             break;
         }
     }
-    let _ = to.shutdown(Shutdown::Write);
-}
-
-fn pipe_t2u(mut from: TcpStream, mut to: UnixStream) {
-    let mut buf = [0u8; 16 * 1024];
-    while let Ok(n) = from.read(&mut buf) {
-        if n == 0 || to.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
-    let _ = to.shutdown(Shutdown::Write);
+    done(&to);
 }
 
 /// Runs `h2lab page ARGS --link loopback -n 1 --no-report --json PATH` and returns the JSON.
