@@ -9,48 +9,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::Args;
 use h2lab_engine::Stage;
 use h2lab_report::layout::OutputFormat;
 use h2lab_report::threshold::Threshold;
 
 use crate::values::{parse_duration, parse_table_size};
 use h2lab_engine::syntax::{self, BareNumber};
-
-/// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
-#[derive(Debug, Parser)]
-#[command(name = "h2lab", version, about, propagate_version = true)]
-pub struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// Subcommands. `serve` (the test server) and later `compare`, `page` and `link` plug in here:
-/// one variant each, with its own `Args` struct in its own module.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
-    Bench(BenchArgs),
-    /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
-    Serve(crate::serve::ServeArgs),
-    /// Compare protocols across payloads, headers, concurrency, streams and networks.
-    Compare(crate::compare::CompareArgs),
-    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
-    Page(crate::page::PageArgs),
-    /// Emulate a network path (RTT, bandwidth, loss) as a TCP and UDP relay.
-    Link(crate::link::LinkArgs),
-    /// Merge the results of a sharded run (bench --shard) into the exact whole result.
-    Merge(crate::merge::MergeArgs),
-    /// Render deployment manifests that run a benchmark as shards (kubernetes).
-    Deploy(crate::deploy::DeployArgs),
-    /// Run a reverse proxy: HTTP/1.1 and HTTP/2 clients, HTTP/1.x or h2c (pooled or multiplexed)
-    /// upstreams.
-    Proxy(crate::proxy::ProxyArgs),
-    /// The upstream-hop experiment (seed 004): client → proxy → 5 ms link → 4 backends, over
-    /// HTTP/1.1 keep-alive, HTTP/1.0, h2c and h2c multiplexed upstreams.
-    Upstream(crate::upstream::UpstreamArgs),
-}
 
 /// `h2lab bench` options: h2load's, plus `--json`, `--csv` and `--require-protocol`.
 #[derive(Debug, Clone, Args)]
@@ -450,6 +415,7 @@ pub fn parse_alpn_list(s: &str) -> Result<AlpnList, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::Cli;
 
     #[test]
     fn clap_definition_is_consistent() {

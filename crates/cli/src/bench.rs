@@ -470,7 +470,7 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::args::{Cli, Command};
+    use crate::command::{Cli, Command};
     use clap::Parser;
     use h2lab_engine::BaseUri;
     use std::path::PathBuf;

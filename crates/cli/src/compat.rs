@@ -134,7 +134,7 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::args::{Cli, Command};
+    use crate::command::{Cli, Command};
     use clap::error::ErrorKind;
     use clap::Parser;
 

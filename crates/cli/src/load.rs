@@ -166,7 +166,7 @@ impl Observer for SeriesObserver<'_> {
         self.inner.protocol(p);
     }
 
-    fn phase(&self, thread: u32, phase: h2lab_engine::Phase) {
+    fn phase(&self, thread: u32, phase: h2lab_engine::TimedRunPhase) {
         self.inner.phase(thread, phase);
     }
 

@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod command;
 mod compare;
 mod compat;
 mod deploy;
@@ -24,7 +25,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::Parser;
 
-use args::{Cli, Command};
+use command::{Cli, Command};
 
 /// Exit status for usage errors and failed runs.
 const EXIT_FAILURE: u8 = 1;

@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
+use h2lab_engine::{parse_connect_to, BaseUri, Target};
 use h2lab_lab::compare::axes::parse_profile;
+use h2lab_lab::env::{host_port, Route};
 use h2lab_lab::fmt::parse_dur;
 use h2lab_lab::html;
 use h2lab_lab::page::users::{parse_stages, ramp_hold, LoadTestConfig};
@@ -30,6 +32,19 @@ pub struct PageArgs {
     /// source resources are loaded too).
     #[arg(value_name = "URL")]
     pub url: Option<String>,
+
+    /// Where to connect instead of the URL's host: unix:PATH for a UNIX domain socket (needs a
+    /// URL, which still names the origin, and --link loopback), or a base URI
+    /// (http://host:port, host:port) whose scheme, host and port replace the URL's, as with
+    /// bench.
+    #[arg(short = 'B', long = "base-uri", value_name = "URI")]
+    pub base_uri: Option<String>,
+
+    /// Connect to HOST[:PORT] instead of the URL's authority (which is still sent); every
+    /// address HOST resolves to is tried in order. A comma-separated list tries each entry's
+    /// addresses in turn.
+    #[arg(long = "connect-to", value_name = "HOST[:PORT]")]
+    pub connect_to: Option<String>,
 
     /// Query of the built-in /page: n images of min..max bytes.
     #[arg(long, value_name = "QUERY", default_value = h2lab_lab::page::DEFAULT_PAGE_QUERY)]
@@ -154,6 +169,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
     if a.page_query.contains(char::is_whitespace) {
         return Err("--page-query: no spaces".into());
     }
+    route(a, &mut c)?;
     if let Some(s) = &a.protocols {
         c.protocols = Some(proto::parse_list(s).map_err(|e| format!("--protocols: {e}"))?);
     }
@@ -196,6 +212,44 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         });
     }
     Ok(c)
+}
+
+/// `-B` and `--connect-to`: where connections go (the URL still names the origin).
+fn route(a: &PageArgs, c: &mut PageConfig) -> Result<(), String> {
+    if let Some(b) = &a.base_uri {
+        let Some(url) = &a.url else {
+            return Err("--base-uri needs a page URL (the built-in server listens on TCP)".into());
+        };
+        match BaseUri::parse(b).map_err(|e| format!("-B: {e}"))? {
+            BaseUri::Unix(path) => c.route = Some(Route::Unix(path)),
+            BaseUri::Tcp { scheme, host, port } => {
+                let t = Target::parse(url).map_err(|e| e.to_string())?;
+                let t = Target {
+                    scheme: scheme.unwrap_or(t.scheme),
+                    host,
+                    port,
+                    path: t.path,
+                };
+                c.url = Some(format!("{}://{}{}", t.scheme, host_port(&t), t.path));
+            }
+        }
+    }
+    if let Some(list) = &a.connect_to {
+        if matches!(c.route, Some(Route::Unix(_))) {
+            return Err("--connect-to cannot be combined with -B unix:PATH".into());
+        }
+        let mut hosts = Vec::new();
+        for entry in list.split(',') {
+            let (host, port) = parse_connect_to(entry.trim()).map_err(|e| e.to_string())?;
+            hosts.push((host, (port != 0).then_some(port)));
+        }
+        let default_port = match &c.url {
+            Some(u) => Target::parse(u).map_err(|e| e.to_string())?.port,
+            None => return Err("--connect-to needs a page URL".into()),
+        };
+        c.route = Some(Route::resolve(&hosts, default_port).map_err(|e| e.to_string())?);
+    }
+    Ok(())
 }
 
 /// `h2lab page --render`.

@@ -128,6 +128,12 @@ pub struct ServeArgs {
           default_value = "60s")]
     pub idle_timeout: Duration,
 
+    /// End a connection after N requests (nginx's keepalive_requests): HTTP/1.1 answers the
+    /// Nth with `connection: close`; HTTP/2 sends GOAWAY, answers what it accepted, closes.
+    #[arg(long = "max-requests-per-connection", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_requests_per_connection: Option<u32>,
+
     /// Largest request body accepted; larger gets 413 (HTTP/2: then RST_STREAM).
     #[arg(long = "max-request-body", value_name = "SIZE", value_parser = parse_size,
           default_value = "16M")]
@@ -199,6 +205,7 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,
         idle_timeout: args.idle_timeout,
+        max_requests_per_connection: args.max_requests_per_connection,
         max_request_body: args.max_request_body,
         root: args.root.clone(),
         h3: args.h3,
@@ -297,8 +304,8 @@ mod tests {
     fn parse(args: &[&str]) -> ServeArgs {
         let mut v = vec!["h2lab", "serve"];
         v.extend_from_slice(args);
-        match crate::args::Cli::try_parse_from(v).unwrap().command {
-            crate::args::Command::Serve(a) => a,
+        match crate::command::Cli::try_parse_from(v).unwrap().command {
+            crate::command::Command::Serve(a) => a,
             other => panic!("{other:?}"),
         }
     }
@@ -386,7 +393,7 @@ mod tests {
 
     #[test]
     fn bad_values_are_rejected() {
-        use crate::args::Cli;
+        use crate::command::Cli;
         for bad in [
             &["serve", "--listen", "nowhere"][..],
             &["serve", "--threads", "0"],

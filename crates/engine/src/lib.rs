@@ -96,8 +96,8 @@ pub use interval::{IntervalErrors, IntervalHistograms, IntervalLatency, Interval
 pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;
 pub use result::{
-    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
-    TlsInfo, Traffic,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunError, RunResult,
+    StatusCounts, TlsInfo, Traffic,
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};
@@ -150,9 +150,6 @@ pub enum TimedRunPhase {
     /// Every client was stopped (h2load: `Stopped all clients for thread #N`).
     Stopped,
 }
-
-/// The former name of [`TimedRunPhase`], kept so callers can move at their pace.
-pub type Phase = TimedRunPhase;
 
 /// An [`Observer`] that ignores everything.
 #[derive(Debug, Default, Clone, Copy)]

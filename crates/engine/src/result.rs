@@ -94,8 +94,9 @@ pub struct ErrorCounts {
     pub goaway_errors: BTreeMap<u32, u64>,
     /// Server pushes refused (PUSH_PROMISE despite SETTINGS_ENABLE_PUSH=0).
     pub push_refused: u64,
-    /// First message of each kind seen, for a human-readable summary (at most a few).
-    pub messages: Vec<String>,
+    /// First error of each kind seen, for a human-readable summary (at most a few);
+    /// formatted where reported.
+    pub messages: Vec<RunError>,
 }
 
 impl ErrorCounts {
@@ -129,6 +130,92 @@ impl ErrorCounts {
                 self.messages.push(m.clone());
             }
         }
+    }
+}
+
+/// One failure seen during a run, kept for the summary (`error: ...` lines) and formatted
+/// only where it is reported. The texts are h2lab's (h2load's where h2load has one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunError {
+    /// No address of the target accepted a connection.
+    Connect {
+        /// The last address tried.
+        addr: String,
+        /// Why (the system's words).
+        cause: String,
+    },
+    /// A TLS handshake failed.
+    TlsHandshake {
+        /// Why.
+        cause: String,
+    },
+    /// No protocol could be agreed, or the server broke the protocol.
+    Protocol {
+        /// What happened.
+        cause: String,
+    },
+    /// A connection was lost with requests in flight (EOF, reset, write error).
+    ConnectionLost {
+        /// How it ended.
+        cause: String,
+    },
+    /// `-T`: the connection was active for too long.
+    ActiveTimeout,
+    /// `-N`: the connection was inactive for too long.
+    InactivityTimeout,
+    /// The server closed the connection `times` times in a row before completing a request
+    /// (the client then gave up).
+    ClosedWithoutProgress {
+        /// How many times.
+        times: u32,
+    },
+    /// A message read back from a result document (`h2lab merge`): its kind is not known.
+    Reported(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Connect { addr, cause } => write!(f, "could not connect to {addr}: {cause}"),
+            RunError::TlsHandshake { cause } => write!(f, "TLS handshake failed: {cause}"),
+            RunError::Protocol { cause } | RunError::ConnectionLost { cause } => f.write_str(cause),
+            RunError::ActiveTimeout => f.write_str("connection active timeout (-T)"),
+            RunError::InactivityTimeout => f.write_str("connection inactivity timeout (-N)"),
+            RunError::ClosedWithoutProgress { times } => write!(
+                f,
+                "the server closed the connection {times} times in a row before completing a \
+                 request"
+            ),
+            RunError::Reported(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<&str> for RunError {
+    fn from(m: &str) -> Self {
+        RunError::Reported(m.to_owned())
+    }
+}
+
+impl From<String> for RunError {
+    fn from(m: String) -> Self {
+        RunError::Reported(m)
+    }
+}
+
+impl PartialEq<&str> for RunError {
+    /// Whether the message reads `other` (compared as it is formatted, without allocating).
+    fn eq(&self, other: &&str) -> bool {
+        struct Rest<'a>(&'a str);
+        impl std::fmt::Write for Rest<'_> {
+            fn write_str(&mut self, s: &str) -> std::fmt::Result {
+                self.0 = self.0.strip_prefix(s).ok_or(std::fmt::Error)?;
+                Ok(())
+            }
+        }
+        let mut rest = Rest(other);
+        std::fmt::Write::write_fmt(&mut rest, format_args!("{self}")).is_ok() && rest.0.is_empty()
     }
 }
 
@@ -277,4 +364,63 @@ impl RunResult {
 pub fn new_duration_histogram() -> Histogram<u64> {
     #[allow(clippy::expect_used)] // constant, valid bounds: cannot fail
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_errors_keep_their_wording() {
+        let cases: [(RunError, &str); 6] = [
+            (
+                RunError::Connect {
+                    addr: "127.0.0.1:1".into(),
+                    cause: "Connection refused (os error 111)".into(),
+                },
+                "could not connect to 127.0.0.1:1: Connection refused (os error 111)",
+            ),
+            (
+                RunError::TlsHandshake {
+                    cause: "bad certificate".into(),
+                },
+                "TLS handshake failed: bad certificate",
+            ),
+            (RunError::ActiveTimeout, "connection active timeout (-T)"),
+            (
+                RunError::InactivityTimeout,
+                "connection inactivity timeout (-N)",
+            ),
+            (
+                RunError::ClosedWithoutProgress { times: 3 },
+                "the server closed the connection 3 times in a row before completing a request",
+            ),
+            (RunError::from("read back"), "read back"),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+            assert!(e == text, "{e:?}");
+            assert!(e != "something else", "{e:?}");
+            // A prefix or an extension of the text is not the text.
+            assert!(e != &text[..text.len() - 1], "{e:?}");
+            assert!(e != format!("{text}!").as_str(), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn merged_error_lists_keep_the_first_of_each_kind() {
+        let mut a = ErrorCounts {
+            messages: vec![RunError::ActiveTimeout],
+            ..ErrorCounts::default()
+        };
+        let b = ErrorCounts {
+            messages: vec![RunError::ActiveTimeout, RunError::InactivityTimeout],
+            ..ErrorCounts::default()
+        };
+        a.merge(&b);
+        assert_eq!(
+            a.messages,
+            vec![RunError::ActiveTimeout, RunError::InactivityTimeout]
+        );
+    }
 }

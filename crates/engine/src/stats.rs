@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 
 use crate::config::AppProtocol;
 use crate::result::{
-    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunResult, StatusCounts,
-    TlsInfo, Traffic, MAX_ERROR_MESSAGES,
+    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunError, RunResult,
+    StatusCounts, TlsInfo, Traffic, MAX_ERROR_MESSAGES,
 };
 use crate::samples::{secs, Samples, WorkerSamples};
 use crate::timeseries::{IntervalErrors, SeriesRecorder, Totals};
@@ -219,7 +219,7 @@ impl WorkerStats {
     }
 
     /// Remembers the first message of a kind of error.
-    pub(crate) fn note_error(&mut self, msg: impl FnOnce() -> String) {
+    pub(crate) fn note_error(&mut self, msg: impl FnOnce() -> RunError) {
         if self.errors.messages.len() < MAX_ERROR_MESSAGES {
             let m = msg();
             if !self.errors.messages.contains(&m) {

@@ -15,8 +15,6 @@
 use rustls::crypto::{ring as ring_provider, CryptoProvider, SupportedKxGroup};
 use rustls::{CipherSuite, NamedGroup, SupportedCipherSuite};
 
-use crate::transport::openssl_cipher_name;
-
 /// A key exchange group (rustls' `NamedGroup`).
 pub type Group = NamedGroup;
 
@@ -147,6 +145,25 @@ pub(crate) fn apply(provider: &mut CryptoProvider, o: &TlsOptions) {
             .filter_map(|g| all.iter().find(|k| k.name() == *g).copied())
             .collect();
     }
+}
+
+/// OpenSSL's name for a cipher suite (what h2load prints after `Cipher:`).
+pub fn openssl_cipher_name(suite: CipherSuite) -> String {
+    let s = match suite {
+        CipherSuite::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
+        CipherSuite::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
+        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => {
+            "ECDHE-ECDSA-CHACHA20-POLY1305"
+        }
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
+        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
+        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
+        other => return format!("{other:?}"),
+    };
+    s.to_owned()
 }
 
 #[cfg(test)]

@@ -48,7 +48,7 @@ impl<F: Fn(&IntervalRow) + Sync> Observer for RowHook<F> {
     fn interval(&self, row: &IntervalRow) {
         (self.0)(row)
     }
-    fn phase(&self, _: u32, _: h2lab_engine::Phase) {}
+    fn phase(&self, _: u32, _: h2lab_engine::TimedRunPhase) {}
 }
 
 /// `--arrival-rate 2000 -D 10` completes 20,000 ± 1% requests.

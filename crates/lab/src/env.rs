@@ -27,8 +27,46 @@ pub struct Origin {
     /// Scheme, host and port named in requests (`:authority`, `Host`, SNI); path `/` or the
     /// base path of an external target.
     pub target: Target,
-    /// Where connections really go (a link), if not to the target itself.
-    pub connect_to: Option<SocketAddr>,
+    /// Where connections really go (a link, `--connect-to`), if not to the target itself:
+    /// tried in order, a connection that cannot be established moves on to the next.
+    pub connect_to: Vec<SocketAddr>,
+    /// A UNIX domain socket connections go to instead (`-B unix:PATH`).
+    pub unix_socket: Option<PathBuf>,
+}
+
+/// Where connections go instead of the targets' hosts (`h2lab page -B unix:PATH`,
+/// `--connect-to`); the targets still name the origin (`:authority`, `Host`, SNI).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// A UNIX domain socket.
+    Unix(PathBuf),
+    /// These addresses, tried in order (a host resolving to several addresses).
+    Addrs(Vec<SocketAddr>),
+}
+
+impl Route {
+    /// Resolves `--connect-to` values (`HOST[:PORT]`, a missing port meaning `default_port`)
+    /// to every address each names, in order.
+    pub fn resolve(hosts: &[(String, Option<u16>)], default_port: u16) -> Result<Route, LabError> {
+        let mut addrs = Vec::new();
+        for (host, port) in hosts {
+            let found = (host.as_str(), port.unwrap_or(default_port))
+                .to_socket_addrs()
+                .map_err(|e| LabError::Resolve {
+                    host: host.clone(),
+                    source: Some(e),
+                })?;
+            let before = addrs.len();
+            addrs.extend(found);
+            if addrs.len() == before {
+                return Err(LabError::Resolve {
+                    host: host.clone(),
+                    source: None,
+                });
+            }
+        }
+        Ok(Route::Addrs(addrs))
+    }
 }
 
 impl Origin {
@@ -198,6 +236,8 @@ pub struct LabEnv {
     isolation: Isolation,
     /// The thread pinned to the client CPUs (restored on drop) and its original CPUs.
     pinned: Option<(u32, Vec<usize>)>,
+    /// Where connections go instead of the targets' hosts.
+    route: Option<Route>,
 }
 
 impl std::fmt::Debug for LabEnv {
@@ -311,6 +351,7 @@ impl LabEnv {
             cert_dir: Some(cert_dir),
             isolation,
             pinned,
+            route: None,
             description: format!(
                 "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
                  {tls} (TLS: h2, http/1.1)",
@@ -339,7 +380,15 @@ impl LabEnv {
                 ..Isolation::default()
             },
             pinned: None,
+            route: None,
         }
+    }
+
+    /// Sends connections to `route` instead of the targets' hosts (an external target on a
+    /// UNIX socket or at other addresses).
+    pub fn with_route(mut self, route: Option<Route>) -> LabEnv {
+        self.route = route;
+        self
     }
 
     /// How the CPUs were split between the server and the client.
@@ -379,22 +428,25 @@ impl LabEnv {
             .cloned()
             .ok_or(LabError::NoTarget(proto))?;
         if profile == LinkProfile::Loopback {
+            let (connect_to, unix_socket) = match &self.route {
+                None => (Vec::new(), None),
+                Some(Route::Addrs(a)) => (a.clone(), None),
+                Some(Route::Unix(p)) => (Vec::new(), Some(p.clone())),
+            };
             return Ok(Origin {
                 target,
-                connect_to: None,
+                connect_to,
+                unix_socket,
             });
         }
-        let upstream = (target.host.as_str(), target.port)
-            .to_socket_addrs()
-            .map_err(|e| LabError::Resolve {
-                host: target.host.clone(),
-                source: Some(e),
-            })?
-            .next()
-            .ok_or_else(|| LabError::Resolve {
+        let upstream = match &self.route {
+            Some(Route::Unix(_)) => return Err(LabError::UnixSocketLink(profile)),
+            Some(Route::Addrs(a)) => a.first().copied().ok_or_else(|| LabError::Resolve {
                 host: target.host.clone(),
                 source: None,
-            })?;
+            })?,
+            None => resolve_first(&target)?,
+        };
         if let Some((_, _, l)) = self
             .links
             .iter()
@@ -402,7 +454,8 @@ impl LabEnv {
         {
             return Ok(Origin {
                 target,
-                connect_to: Some(l.addr()),
+                connect_to: vec![l.addr()],
+                unix_socket: None,
             });
         }
         let cfg = LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
@@ -414,7 +467,8 @@ impl LabEnv {
         self.links.push((profile, upstream, l));
         Ok(Origin {
             target,
-            connect_to: Some(addr),
+            connect_to: vec![addr],
+            unix_socket: None,
         })
     }
 
@@ -422,7 +476,11 @@ impl LabEnv {
     /// connections open through it).
     pub fn link(&self, proto: LabProtocol, profile: LinkProfile) -> Option<&RunningLink> {
         let t = self.targets.get(proto)?;
-        let upstream = (t.host.as_str(), t.port).to_socket_addrs().ok()?.next()?;
+        let upstream = match &self.route {
+            Some(Route::Addrs(a)) => *a.first()?,
+            Some(Route::Unix(_)) => return None,
+            None => (t.host.as_str(), t.port).to_socket_addrs().ok()?.next()?,
+        };
         self.links
             .iter()
             .find(|(p, u, _)| *p == profile && *u == upstream)
@@ -446,6 +504,21 @@ impl Drop for LabEnv {
             }
         }
     }
+}
+
+/// The first address `t`'s host resolves to (a link's upstream).
+fn resolve_first(t: &Target) -> Result<SocketAddr, LabError> {
+    (t.host.as_str(), t.port)
+        .to_socket_addrs()
+        .map_err(|e| LabError::Resolve {
+            host: t.host.clone(),
+            source: Some(e),
+        })?
+        .next()
+        .ok_or_else(|| LabError::Resolve {
+            host: t.host.clone(),
+            source: None,
+        })
 }
 
 /// One line describing a link profile (`wan: rtt 40ms, down 50mbit, up 50mbit`).

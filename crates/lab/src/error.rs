@@ -9,6 +9,7 @@ use h2lab_engine::config::{ConfigError, Scheme};
 use h2lab_engine::EngineError;
 use h2lab_server::ServerError;
 
+use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
 
 /// Why a lab experiment could not run.
@@ -56,7 +57,9 @@ pub enum LabError {
     /// An anchor server (nginx, nghttpd, h2o) or the proxy could not be set up.
     Anchor(String),
     /// A page could not be loaded (or its resources discovered).
-    Page(String),
+    Page(PageError),
+    /// A UNIX socket target (`-B unix:PATH`) with an emulated link (links relay TCP only).
+    UnixSocketLink(LinkProfile),
     /// A measurement run failed.
     Run {
         /// What was being measured.
@@ -89,7 +92,12 @@ impl fmt::Display for LabError {
                 source,
             } => write!(f, "link {n}: {source}"),
             LabError::Link { name: None, source } => write!(f, "link: {source}"),
-            LabError::Anchor(why) | LabError::Page(why) => f.write_str(why),
+            LabError::Anchor(why) => f.write_str(why),
+            LabError::Page(e) => write!(f, "{e}"),
+            LabError::UnixSocketLink(p) => write!(
+                f,
+                "a UNIX socket target cannot go through the {p} link (use --link loopback)"
+            ),
             LabError::Run { what, source } => write!(f, "{what}: {source}"),
         }
     }
@@ -105,6 +113,7 @@ impl std::error::Error for LabError {
             | LabError::Link { source: e, .. } => Some(e),
             LabError::Server { source, .. } => Some(source),
             LabError::Run { source, .. } => Some(source),
+            LabError::Page(e) => Some(e),
             _ => None,
         }
     }
@@ -113,5 +122,49 @@ impl std::error::Error for LabError {
 impl From<ConfigError> for LabError {
     fn from(e: ConfigError) -> Self {
         LabError::Config(e)
+    }
+}
+
+impl From<PageError> for LabError {
+    fn from(e: PageError) -> Self {
+        LabError::Page(e)
+    }
+}
+
+/// Why a page (or one load of it) failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PageError {
+    /// The fetcher could not be set up or a fetch failed.
+    Fetch {
+        /// The protocol whose pool failed.
+        proto: LabProtocol,
+        /// Why.
+        source: EngineError,
+    },
+    /// The page HTML came back with a status other than 2xx (0: no response).
+    Status {
+        /// The HTML path.
+        path: String,
+        /// The status.
+        status: u16,
+    },
+}
+
+impl fmt::Display for PageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PageError::Fetch { proto, source } => write!(f, "{}: {source}", proto.label()),
+            PageError::Status { path, status } => write!(f, "{path}: status {status}"),
+        }
+    }
+}
+
+impl std::error::Error for PageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PageError::Fetch { source, .. } => Some(source),
+            PageError::Status { .. } => None,
+        }
     }
 }

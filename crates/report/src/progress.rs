@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use h2lab_engine::{IntervalRow, Observer, Phase};
+use h2lab_engine::{IntervalRow, Observer, TimedRunPhase};
 
 use crate::model::{AppProtocol, TlsInfo};
 use crate::text::{app_protocol_line, phase_lines, progress_line, tls_lines};
@@ -226,7 +226,7 @@ impl<O: Write + Send, E: Write + Send> Observer for Console<O, E> {
         }
     }
 
-    fn phase(&self, thread: u32, phase: Phase) {
+    fn phase(&self, thread: u32, phase: TimedRunPhase) {
         if let Some(lines) = phase_lines(thread, phase) {
             self.print(&lines);
         }

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use h2lab_engine::Phase;
+use h2lab_engine::TimedRunPhase;
 
 use crate::layout::OutputFormat;
 use crate::model::{h2_error_name, is_paced, AppProtocol, ErrorCounts, RunResult, TlsInfo};
@@ -102,10 +102,10 @@ pub fn progress_line(percent: u64) -> String {
 /// The lines h2load prints when a timing-based (`-D`) run reaches `phase` in worker `thread`;
 /// `None` when it prints nothing. Client starts are reported by thread 0 only, every tenth of
 /// its clients (`progress: 50% of clients started`).
-pub fn phase_lines(thread: u32, phase: Phase) -> Option<String> {
+pub fn phase_lines(thread: u32, phase: TimedRunPhase) -> Option<String> {
     Some(match phase {
-        Phase::WarmUpStarted => format!("Warm-up started for thread #{thread}.\n"),
-        Phase::ClientStarted { started, total } => {
+        TimedRunPhase::WarmUpStarted => format!("Warm-up started for thread #{thread}.\n"),
+        TimedRunPhase::ClientStarted { started, total } => {
             let interval = (total / 10).max(1);
             if thread != 0 || started % interval != 0 || total == 0 {
                 return None;
@@ -113,14 +113,14 @@ pub fn phase_lines(thread: u32, phase: Phase) -> Option<String> {
             let pct = u64::from(started) * 100 / u64::from(total);
             format!("progress: {pct}% of clients started\n")
         }
-        Phase::MainStarted => format!(
+        TimedRunPhase::MainStarted => format!(
             "Warm-up phase is over for thread #{thread}.\n\
              Main benchmark duration is started for thread #{thread}.\n"
         ),
-        Phase::MainOver => {
+        TimedRunPhase::MainOver => {
             format!("Main benchmark duration is over for thread #{thread}. Stopping all clients.\n")
         }
-        Phase::Stopped => format!("Stopped all clients for thread #{thread}\n"),
+        TimedRunPhase::Stopped => format!("Stopped all clients for thread #{thread}\n"),
     })
 }
 

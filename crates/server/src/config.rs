@@ -51,6 +51,11 @@ pub struct ServerConfig {
     /// HTTP/1.1 persistent connections. `false`: `connection: close` after every response
     /// (HTTP/1.0 style).
     pub keep_alive: bool,
+    /// Requests served on one connection before the server ends it (`None`: no limit), like
+    /// nginx's `keepalive_requests`: HTTP/1.1 answers the last one with `connection: close`;
+    /// HTTP/2 sends GOAWAY once it has that many requests, answers those it accepted, then
+    /// closes.
+    pub max_requests_per_connection: Option<u32>,
     /// Close a connection with nothing in flight after this long without input, and a request
     /// head (HTTP/1.1) or TLS handshake that takes longer than this (slowloris).
     pub idle_timeout: Duration,
@@ -114,6 +119,7 @@ impl Default for ServerConfig {
             rapid_reset_window: 1_000,
             keep_alive: true,
             idle_timeout: Duration::from_secs(60),
+            max_requests_per_connection: None,
             max_request_body: 16 * 1024 * 1024,
             root: None,
             max_delay: Duration::from_secs(300),

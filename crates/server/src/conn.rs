@@ -40,6 +40,9 @@ pub struct Conn {
     want_read: bool,
     read_eof: bool,
     write_blocked: bool,
+    /// TLS close_notify to send once the queued output is in rustls (so that a GOAWAY
+    /// queued before closing reaches the client ahead of it).
+    close_notify: bool,
     life: Life,
     last_active: Instant,
     /// Unread input and the consumed count when it was first seen not moving (sampled at
@@ -76,6 +79,7 @@ impl Conn {
             want_read: true,
             read_eof: false,
             write_blocked: false,
+            close_notify: false,
             life: Life::Open,
             last_active: now,
             stall: None,
@@ -111,6 +115,7 @@ impl Conn {
                 .tls
                 .as_ref()
                 .map_or(0, |t| if t.wants_write() { 1 } else { 0 })
+            + usize::from(self.close_notify)
     }
 
     /// Reads and processes as much as possible without blocking.
@@ -362,6 +367,11 @@ impl Conn {
                     let n = tls.writer().write_vectored(&iov[..k])?;
                     self.out.advance(n);
                 }
+                if self.close_notify && self.out.is_empty() {
+                    // After everything queued (a GOAWAY), not before it.
+                    tls.send_close_notify();
+                    self.close_notify = false;
+                }
                 if !tls.wants_write() {
                     break;
                 }
@@ -441,9 +451,7 @@ impl Conn {
         let expired = proto.check_timeout(&mut io, ctx.now, last_active, idle, stalled);
         if expired {
             self.life = Life::Closing;
-            if let Some(tls) = &mut self.tls {
-                tls.send_close_notify();
-            }
+            self.close_notify = self.tls.is_some();
         }
     }
 
@@ -451,9 +459,7 @@ impl Conn {
     pub fn on_shutdown(&mut self) {
         let (mut io, proto) = self.io();
         proto.on_shutdown(&mut io);
-        if let Some(tls) = &mut self.tls {
-            tls.send_close_notify();
-        }
+        self.close_notify = self.tls.is_some();
         self.life = Life::Closing;
     }
 

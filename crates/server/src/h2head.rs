@@ -12,33 +12,8 @@
 
 use h2lab_wire::hpack::{Encoder, Indexing};
 
-use crate::date::DATE_LEN;
-use crate::endpoints::{CacheControl, Response};
-
-/// What a cacheable head depends on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Key {
-    status: u16,
-    content_type: &'static str,
-    content_length: Option<u64>,
-    date: [u8; DATE_LEN],
-}
-
-impl Key {
-    /// The key of `resp`, if its head is one of the common shapes (`cache-control:
-    /// no-store`, no `allow`).
-    fn of(resp: &Response, date: &[u8]) -> Option<Key> {
-        if resp.allow || !matches!(resp.cache, CacheControl::NoStore) {
-            return None;
-        }
-        Some(Key {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: (!resp.no_content_length()).then(|| resp.body.len()),
-            date: date.try_into().ok()?,
-        })
-    }
-}
+use crate::endpoints::Response;
+use crate::head_key::HeadKey as Key;
 
 /// The last cacheable block a connection encoded (one per connection: HPACK state is per
 /// connection).
@@ -142,6 +117,7 @@ pub fn encode_head(enc: &mut Encoder, buf: &mut Vec<u8>, resp: &Response, date: 
 mod tests {
     use super::*;
     use crate::body::Body;
+    use crate::date::DATE_LEN;
     use h2lab_wire::hpack::Decoder;
 
     fn resp(len: u64) -> Response {

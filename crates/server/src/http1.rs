@@ -86,6 +86,8 @@ pub struct H1 {
     upgrade: Option<Box<Upgrade>>,
     head_started: Option<Instant>,
     keep_alive: bool,
+    /// Requests left before the connection ends (`--max-requests-per-connection`).
+    requests_left: Option<u32>,
     /// Set once a violation was logged for this connection.
     logged: bool,
 }
@@ -110,6 +112,7 @@ impl H1 {
             upgrade: None,
             head_started: None,
             keep_alive: c.keep_alive,
+            requests_left: c.max_requests_per_connection,
             logged: false,
         }
     }
@@ -259,7 +262,14 @@ impl H1 {
             Framing::Chunked => (true, None),
             Framing::None | Framing::CloseDelimited => (false, Some(0)),
         };
-        self.persist = if !self.keep_alive || !head.keep_alive {
+        let last = match &mut self.requests_left {
+            Some(n) => {
+                *n = n.saturating_sub(1);
+                *n == 0
+            }
+            None => false,
+        };
+        self.persist = if !self.keep_alive || !head.keep_alive || last {
             Persist::Close
         } else if http10 {
             Persist::KeepAlive10

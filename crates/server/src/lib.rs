@@ -36,6 +36,7 @@ mod ctx;
 pub mod date;
 pub mod endpoints;
 mod h2head;
+mod head_key;
 mod http1;
 mod http2;
 mod http3;

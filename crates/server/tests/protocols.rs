@@ -289,6 +289,33 @@ fn keep_alive_idle_close_and_reconnect() {
     );
 }
 
+/// `--max-requests-per-connection 3`: three requests are answered, then the server ends the
+/// connection cleanly (HTTP/1.1: `connection: close` on the third response; HTTP/2: GOAWAY,
+/// then close once the accepted streams are answered), long before the idle timeout; a new
+/// connection is served again.
+#[test]
+fn max_requests_per_connection_ends_connections_cleanly() {
+    each_protocol(
+        |c| c.max_requests_per_connection = Some(3),
+        |proto, target| {
+            let mut c = Conn::open(proto, target);
+            // (`Conn::open` makes one exchange over HTTP/2.)
+            let first = usize::from(proto.is_h2());
+            for i in first..3 {
+                let r = c.get("/ping");
+                assert_eq!(r.body, b"pong", "{proto:?}");
+                if !proto.is_h2() {
+                    let close = (i == 2).then_some("close");
+                    assert_eq!(r.header("connection"), close, "{proto:?} response {i}");
+                }
+            }
+            assert_eq!(c.wait_end(), Ended::Clean, "{proto:?}");
+            let mut again = Conn::open(proto, target);
+            assert_eq!(again.get("/ping").body, b"pong");
+        },
+    );
+}
+
 /// Graceful stop: `run` on given listeners returns once shut down, open connections end
 /// cleanly after their answered requests, and the ports close.
 #[test]

@@ -27,8 +27,9 @@ use crate::error::TransportError;
 use crate::result::TlsInfo;
 
 mod tls_config;
+pub use crate::tls_opts::openssl_cipher_name;
 pub(crate) use tls_config::{client_config, server_name};
-pub use tls_config::{openssl_cipher_name, openssl_temp_key, AcceptAnyCert};
+pub use tls_config::{openssl_temp_key, AcceptAnyCert};
 
 /// Where connections go.
 #[derive(Debug, Clone)]

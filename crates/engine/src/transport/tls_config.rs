@@ -28,25 +28,6 @@ fn cipher_rank(suite: CipherSuite) -> u8 {
     }
 }
 
-/// OpenSSL's name for a cipher suite (what h2load prints after `Cipher:`).
-pub fn openssl_cipher_name(suite: CipherSuite) -> String {
-    let s = match suite {
-        CipherSuite::TLS13_AES_128_GCM_SHA256 => "TLS_AES_128_GCM_SHA256",
-        CipherSuite::TLS13_AES_256_GCM_SHA384 => "TLS_AES_256_GCM_SHA384",
-        CipherSuite::TLS13_CHACHA20_POLY1305_SHA256 => "TLS_CHACHA20_POLY1305_SHA256",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256 => "ECDHE-ECDSA-AES128-GCM-SHA256",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384 => "ECDHE-ECDSA-AES256-GCM-SHA384",
-        CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256 => {
-            "ECDHE-ECDSA-CHACHA20-POLY1305"
-        }
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 => "ECDHE-RSA-AES128-GCM-SHA256",
-        CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384 => "ECDHE-RSA-AES256-GCM-SHA384",
-        CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 => "ECDHE-RSA-CHACHA20-POLY1305",
-        other => return format!("{other:?}"),
-    };
-    s.to_owned()
-}
-
 /// h2load's `Server Temp Key:` text for a key exchange group (OpenSSL 3 naming).
 pub fn openssl_temp_key(group: NamedGroup) -> String {
     let s = match group {
@@ -200,6 +181,7 @@ pub(crate) fn server_name(name: &str) -> Result<ServerName<'static>, TransportEr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tls_opts::openssl_cipher_name;
 
     #[test]
     fn openssl_names() {

@@ -55,6 +55,10 @@ pub(super) struct Core {
     pub(super) retry: Vec<Instant>,
     /// Free slots are being held back since then (request coalescing).
     pub(super) held_since: Option<Instant>,
+    /// The server ended the connection cleanly while no request was due: reconnect (to this
+    /// address) when the next one is due rather than at once, so that the new connection is
+    /// not itself closed idle before it carries anything.
+    pub(super) reconnect_to: Option<usize>,
 }
 
 impl Core {
@@ -119,6 +123,7 @@ impl Client {
                 parked: false,
                 retry: Vec::with_capacity(m as usize),
                 held_since: None,
+                reconnect_to: None,
             },
         }
     }

@@ -10,15 +10,20 @@ use std::time::Instant;
 
 use mio::Token;
 
+use super::client::Core;
 use super::{Worker, MAX_FAILS_WITHOUT_PROGRESS};
 use crate::conn::{ConnEnd, Establish};
 use crate::error::{ProtocolError, TransportError};
 use crate::pacing::Pacer;
+use crate::result::RunError;
 
 impl Worker<'_> {
     /// Starts connecting client `idx`, trying addresses from `from_addr` on.
     pub(super) fn connect(&mut self, idx: usize, now: Instant, from_addr: usize) {
         let client = &mut self.clients[idx];
+        if client.core.reconnect_to.take().is_some() {
+            self.deferred -= 1;
+        }
         client.gen = client.gen.wrapping_add(1);
         let token = Token(((client.gen as u64) << 32 | idx as u64) as usize);
         client.core.connect_start = now;
@@ -61,8 +66,10 @@ impl Worker<'_> {
             return;
         }
         self.stats.errors.connect += 1;
-        self.stats
-            .note_error(|| format!("could not connect to {addr}: {e}"));
+        self.stats.note_error(|| RunError::Connect {
+            addr: addr.clone(),
+            cause: e.to_string(),
+        });
         if self.s.verbose {
             eprintln!("[DEBUG] client could not connect to host {addr}: {e}");
         }
@@ -74,8 +81,9 @@ impl Worker<'_> {
 
     fn tls_failed(&mut self, idx: usize, e: TransportError) {
         self.stats.errors.tls += 1;
-        self.stats
-            .note_error(|| format!("TLS handshake failed: {e}"));
+        self.stats.note_error(|| RunError::TlsHandshake {
+            cause: e.to_string(),
+        });
         if self.out.first_tls_error.is_none() {
             self.out.first_tls_error = Some(e);
         }
@@ -85,7 +93,9 @@ impl Worker<'_> {
 
     fn protocol_failed(&mut self, idx: usize, e: ProtocolError) {
         self.stats.errors.protocol += 1;
-        self.stats.note_error(|| e.to_string());
+        self.stats.note_error(|| RunError::Protocol {
+            cause: e.to_string(),
+        });
         if self.out.first_protocol_error.is_none() {
             self.out.first_protocol_error = Some(e);
         }
@@ -158,12 +168,13 @@ impl Worker<'_> {
             self.stats.timeout += inflight;
         }
         self.stats.errors.timeout += 1;
-        let what = if which == "-T" {
-            "connection active timeout (-T)"
-        } else {
-            "connection inactivity timeout (-N)"
-        };
-        self.stats.note_error(|| what.to_owned());
+        self.stats.note_error(|| {
+            if which == "-T" {
+                RunError::ActiveTimeout
+            } else {
+                RunError::InactivityTimeout
+            }
+        });
         self.close_conn(idx);
         self.give_up(idx);
     }
@@ -307,13 +318,17 @@ impl Worker<'_> {
             ConnEnd::ServerClosed => None,
             e if protocol => {
                 self.stats.errors.protocol += 1;
-                Some(e.to_string())
+                Some(RunError::Protocol {
+                    cause: e.to_string(),
+                })
             }
             e => {
                 if lost > 0 {
                     self.stats.errors.io += 1;
                 }
-                Some(e.to_string())
+                Some(RunError::ConnectionLost {
+                    cause: e.to_string(),
+                })
             }
         };
         if let Some(m) = &error {
@@ -343,18 +358,117 @@ impl Worker<'_> {
         if (error.is_some() && !progress) || c.fails_without_progress >= MAX_FAILS_WITHOUT_PROGRESS
         {
             if error.is_none() {
-                self.stats.note_error(|| {
-                    format!(
-                        "the server closed the connection {MAX_FAILS_WITHOUT_PROGRESS} times \
-                         in a row before completing a request"
-                    )
+                self.stats.note_error(|| RunError::ClosedWithoutProgress {
+                    times: MAX_FAILS_WITHOUT_PROGRESS,
                 });
             }
             self.give_up(idx);
             return;
         }
+        // h2load reconnects at once (it only does after `Connection: close`). When no
+        // request is due (a paced client between requests, the server's idle close), the
+        // reconnect waits for the next one: a connection opened at once would sit idle and
+        // be closed again before carrying anything.
+        let now = Instant::now();
+        let (due, next) = request_due(&self.s.pacer, &mut self.clients[idx].core, now);
+        if !due {
+            self.clients[idx].core.reconnect_to = Some(addr);
+            self.deferred += 1;
+            if let Some(n) = next {
+                self.next_client_due = Some(self.next_client_due.map_or(n, |d| d.min(n)));
+            }
+            return;
+        }
         self.stats.reconnects += 1;
         // h2load: "Keep using current address".
-        self.connect(idx, Instant::now(), addr);
+        self.connect(idx, now, addr);
+    }
+
+    /// Opens the connection client `idx` deferred until a request was due
+    /// (see [`Worker::conn_ended`]); `false` if it was not waiting for one.
+    pub(super) fn reconnect_deferred(&mut self, idx: usize, now: Instant) -> bool {
+        let Some(client) = self.clients.get(idx) else {
+            return false;
+        };
+        let Some(addr) = client.core.reconnect_to else {
+            return false;
+        };
+        if client.conn.is_some() || client.core.finished || !client.core.wants_requests() {
+            return false;
+        }
+        self.stats.reconnects += 1;
+        self.connect(idx, now, addr);
+        true
+    }
+}
+
+/// Whether client `core` has a request to send at `now`, and, when it has not and follows
+/// its own schedule, when the next one is due. The closed model always has one; the open
+/// model when requests wait in the worker's queue; a paced client when its schedule says
+/// so (or before its schedule started).
+pub(super) fn request_due(pacer: &Pacer, core: &mut Core, now: Instant) -> (bool, Option<Instant>) {
+    if !core.retry.is_empty() {
+        return (true, None);
+    }
+    match pacer {
+        Pacer::Closed => (true, None),
+        Pacer::Open(p) => (p.has_waiting(), None),
+        Pacer::PerClient(sched) => {
+            if core.pace.origin.is_none() {
+                return (true, None);
+            }
+            let next = core.pace.update(sched, now);
+            (core.pace.due > core.pace.sent, next)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::schedule::ClientSchedule;
+    use crate::worker::client::Client;
+
+    #[test]
+    fn the_closed_model_always_has_a_request_due() {
+        let mut c = Client::new(3, 1, false, Instant::now());
+        assert_eq!(
+            request_due(&Pacer::Closed, &mut c.core, Instant::now()),
+            (true, None)
+        );
+    }
+
+    #[test]
+    fn a_scripted_client_reconnects_when_its_next_request_is_due() {
+        let origin = Instant::now();
+        // A timing script: requests at 0 s, 1 s and 2 s.
+        let pacer = Pacer::PerClient(ClientSchedule::Script(Arc::from(
+            &[0, 1_000_000_000, 2_000_000_000][..],
+        )));
+        let mut c = Client::new(3, 1, false, origin);
+        // Before the schedule started (the first connection is not up): due.
+        assert_eq!(request_due(&pacer, &mut c.core, origin), (true, None));
+        c.core.pace.origin = Some(origin);
+        c.core.pace.sent = 1; // the first request went at 0 s
+                              // The server closed the connection idle at 50 ms: nothing due until 1 s.
+        let at_50ms = origin + Duration::from_millis(50);
+        assert_eq!(
+            request_due(&pacer, &mut c.core, at_50ms),
+            (false, Some(origin + Duration::from_secs(1)))
+        );
+        // At 1 s the second request is due: reconnect now.
+        let (due, next) = request_due(&pacer, &mut c.core, origin + Duration::from_secs(1));
+        assert!(due);
+        assert_eq!(next, Some(origin + Duration::from_secs(2)));
+        // A refused request waiting to be retried is due at once.
+        c.core.pace.sent = 2;
+        c.core.retry.push(origin);
+        assert_eq!(
+            request_due(&pacer, &mut c.core, origin + Duration::from_millis(1500)),
+            (true, None)
+        );
     }
 }

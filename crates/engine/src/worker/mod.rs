@@ -138,6 +138,8 @@ pub(crate) struct Worker<'o> {
     first_unfinished: usize,
     /// How long to wait before reading when idle.
     read_wait: ReadWait,
+    /// Clients waiting for a request to be due before they reconnect (`Core::reconnect_to`).
+    deferred: usize,
 }
 
 impl<'o> Worker<'o> {
@@ -201,6 +203,7 @@ impl<'o> Worker<'o> {
             holds,
             first_unfinished: 0,
             read_wait,
+            deferred: 0,
             out: WorkerOutcome {
                 stats: WorkerStats::new(0),
                 fatal: None,

@@ -75,6 +75,13 @@ impl Worker<'_> {
         if dispatch {
             self.dispatch_open();
         }
+        if self.deferred > 0 && matches!(&self.s.pacer, Pacer::Open(p) if p.has_waiting()) {
+            // Requests wait: clients whose connection the server ended while none did
+            // reconnect now (they take requests once connected).
+            for idx in 0..self.clients.len() {
+                self.reconnect_deferred(idx, now);
+            }
+        }
         if exhausted && self.s.timing.is_none() {
             self.retire_when_idle(now);
         }
@@ -206,7 +213,7 @@ impl Worker<'_> {
                 }
                 core.pace.due > core.pace.sent
             };
-            if backlog && self.has_capacity(idx) {
+            if backlog && !self.reconnect_deferred(idx, now) && self.has_capacity(idx) {
                 self.fill_client(idx);
             }
         }

@@ -286,7 +286,7 @@ impl Observer for Recorder {
         *self.proto.lock().unwrap() = Some(p);
     }
     fn interval(&self, _row: &h2lab_engine::IntervalRow) {}
-    fn phase(&self, _thread: u32, _phase: h2lab_engine::Phase) {}
+    fn phase(&self, _thread: u32, _phase: h2lab_engine::TimedRunPhase) {}
 }
 pub mod anchors;
 pub mod scratch;

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use h2lab_engine::{
-    new_duration_histogram, AppProtocol, IntervalRow, Observer, Phase, StopFlag, TlsInfo,
+    new_duration_histogram, AppProtocol, IntervalRow, Observer, StopFlag, TimedRunPhase, TlsInfo,
 };
 use hdrhistogram::Histogram;
 
@@ -107,10 +107,10 @@ impl Observer for CellObserver {
     fn protocol(&self, _p: AppProtocol) {}
     // The cells run without a time series and h2load's phase lines are not shown.
     fn interval(&self, _row: &IntervalRow) {}
-    fn phase(&self, thread: u32, phase: Phase) {
+    fn phase(&self, thread: u32, phase: TimedRunPhase) {
         let edge = match phase {
-            Phase::MainStarted => 0,
-            Phase::MainOver => 1,
+            TimedRunPhase::MainStarted => 0,
+            TimedRunPhase::MainOver => 1,
             _ => return,
         };
         // Called from the worker's own thread: its clock is the calling thread's.

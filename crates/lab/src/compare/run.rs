@@ -216,7 +216,10 @@ pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchC
         // RFC 9112 §9.6: "close" ends the connection after this response.
         cfg.headers.push(("connection".into(), "close".into()));
     }
-    cfg.connect_to = origin.connect_to.map(|a| (a.ip().to_string(), a.port()));
+    cfg.connect_to = origin
+        .connect_to
+        .first()
+        .map(|a| (a.ip().to_string(), a.port()));
     // A stalled connection must not hang the matrix.
     cfg.connection_inactivity_timeout = Some(Duration::from_secs(10));
     Ok(cfg)

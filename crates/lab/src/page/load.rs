@@ -9,10 +9,12 @@ use h2lab_engine::fetch::{
     ConnRecord, FetchBatch, FetchConfig, FetchProtocol, FetchRecord, FetchTraffic, Fetcher,
     PushStats,
 };
+use h2lab_engine::EngineError;
 use serde::Serialize;
 
 use super::html;
 use crate::env::{host_port, Origin};
+use crate::error::PageError;
 use crate::proto::LabProtocol;
 
 /// How one protocol's connection pool is set up.
@@ -44,7 +46,8 @@ impl PoolSpec {
             FetchProtocol::Http11
         };
         let mut c = FetchConfig::browser(self.origin.target.clone(), fp);
-        c.connect_to = self.origin.connect_to.into_iter().collect();
+        c.connect_to = self.origin.connect_to.clone();
+        c.unix_socket = self.origin.unix_socket.clone();
         c.max_connections = self.connections.max(1);
         c.max_streams = if self.proto.is_h2() {
             self.streams.max(1)
@@ -58,6 +61,12 @@ impl PoolSpec {
         c.timeout = self.timeout;
         c.h2.enable_push = self.push && self.proto.is_h2();
         c
+    }
+
+    /// Wraps an engine error of this pool.
+    fn fail(&self) -> impl Fn(EngineError) -> PageError + Copy {
+        let proto = self.proto;
+        move |source| PageError::Fetch { proto, source }
     }
 
     /// `https://host:port` of the origin.
@@ -226,15 +235,16 @@ fn summarize(f: &Fetcher, batches: &[FetchBatch]) -> PageLoad {
 }
 
 /// Fetches the page HTML once (not timed) and finds its same-origin sub-resources.
-pub fn discover(pool: &PoolSpec, html_path: &str) -> Result<html::Resources, String> {
-    let mut f = Fetcher::new(pool.fetch_config(), &[html_path.to_owned()])
-        .map_err(|e| format!("{}: {e}", pool.proto.label()))?;
-    let b = f
-        .fetch(&[0], true)
-        .map_err(|e| format!("{}: {e}", pool.proto.label()))?;
+pub fn discover(pool: &PoolSpec, html_path: &str) -> Result<html::Resources, PageError> {
+    let fail = pool.fail();
+    let mut f = Fetcher::new(pool.fetch_config(), &[html_path.to_owned()]).map_err(fail)?;
+    let b = f.fetch(&[0], true).map_err(fail)?;
     let status = b.records.first().map_or(0, |r| r.status);
     if !(200..300).contains(&status) {
-        return Err(format!("{html_path}: status {status}"));
+        return Err(PageError::Status {
+            path: html_path.to_owned(),
+            status,
+        });
     }
     let body = b.bodies.first().cloned().unwrap_or_default();
     let text = String::from_utf8_lossy(&body);
@@ -243,14 +253,14 @@ pub fn discover(pool: &PoolSpec, html_path: &str) -> Result<html::Resources, Str
 
 /// One cold page load: `paths[0]` is the HTML, the rest its sub-resources (fetched once the
 /// HTML is complete, all queued at once in document order).
-pub fn load_page(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, String> {
-    let label = pool.proto.label();
-    let mut f = Fetcher::new(pool.fetch_config(), paths).map_err(|e| format!("{label}: {e}"))?;
-    let html = f.fetch(&[0], false).map_err(|e| format!("{label}: {e}"))?;
+pub fn load_page(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, PageError> {
+    let fail = pool.fail();
+    let mut f = Fetcher::new(pool.fetch_config(), paths).map_err(fail)?;
+    let html = f.fetch(&[0], false).map_err(fail)?;
     let rest: Vec<usize> = (1..paths.len()).collect();
     let mut batches = vec![html];
     if !rest.is_empty() {
-        batches.push(f.fetch(&rest, false).map_err(|e| format!("{label}: {e}"))?);
+        batches.push(f.fetch(&rest, false).map_err(fail)?);
     }
     let load = summarize(&f, &batches);
     f.close();
@@ -259,11 +269,11 @@ pub fn load_page(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, String> 
 
 /// Fetches every path at once on a fresh pool (the slow-endpoint case: 100 parallel
 /// requests).
-pub fn fetch_all(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, String> {
-    let label = pool.proto.label();
-    let mut f = Fetcher::new(pool.fetch_config(), paths).map_err(|e| format!("{label}: {e}"))?;
+pub fn fetch_all(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, PageError> {
+    let fail = pool.fail();
+    let mut f = Fetcher::new(pool.fetch_config(), paths).map_err(fail)?;
     let all: Vec<usize> = (0..paths.len()).collect();
-    let b = f.fetch(&all, false).map_err(|e| format!("{label}: {e}"))?;
+    let b = f.fetch(&all, false).map_err(fail)?;
     let mut load = summarize(&f, std::slice::from_ref(&b));
     load.html_ms = 0.0;
     f.close();

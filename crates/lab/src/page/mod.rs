@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::compare::Machine;
-use crate::env::{describe_profile, BuiltinOptions, LabEnv, Targets};
+use crate::env::{describe_profile, BuiltinOptions, LabEnv, Route, Targets};
 use crate::error::LabError;
 use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
@@ -93,6 +93,9 @@ pub struct PageConfig {
     /// Accept HTTP/2 server push (`--push accept`; the built-in server then pushes each
     /// page's CSS and JS); default refuse, as browsers do.
     pub push: bool,
+    /// Where connections to the page's URL go instead of its host (`-B unix:PATH`,
+    /// `--connect-to`); `None`: the URL's host.
+    pub route: Option<Route>,
 }
 
 impl Default for PageConfig {
@@ -112,6 +115,7 @@ impl Default for PageConfig {
             pinning: crate::env::Pinning::Auto,
             timeout: Duration::from_secs(120),
             push: false,
+            route: None,
         }
     }
 }
@@ -331,7 +335,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         ),
         Some(u) => {
             let t = h2lab_engine::Target::parse(u)?;
-            (LabEnv::external(Targets::from_url(u)?), t.path)
+            (
+                LabEnv::external(Targets::from_url(u)?).with_route(cfg.route.clone()),
+                t.path,
+            )
         }
     };
     let available = env.targets().available();
@@ -386,7 +393,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let first = pools
         .first()
         .ok_or(LabError::NothingToMeasure("no protocol"))?;
-    let found = load::discover(first, &html_path).map_err(LabError::Page)?;
+    let found = load::discover(first, &html_path).map_err(LabError::from)?;
     log(&format!(
         "page {}{html_path}: {} same-origin sub-resources{}",
         first.origin_prefix(),
@@ -430,7 +437,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 }
                 Err(e) => {
                     log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                    errors[j].get_or_insert(e);
+                    errors[j].get_or_insert(e.to_string());
                 }
             }
         }

@@ -295,7 +295,8 @@ fn pool(
                 port: upstream.port(),
                 path: "/".into(),
             },
-            connect_to: Some(link.addr()),
+            connect_to: vec![link.addr()],
+            unix_socket: None,
         },
         connections: if proto.is_h2() { 1 } else { 6 },
         streams: 1000,
@@ -375,7 +376,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let link_off = mk(off.tls)?;
         let link_push = mk(pushing.tls)?;
         let first = pool(LabProtocol::H1Tls, on.tls, &link_on, cfg.timeout);
-        let found = load::discover(&first, &html_path).map_err(LabError::Page)?;
+        let found = load::discover(&first, &html_path).map_err(LabError::from)?;
         let mut paths = vec![html_path.clone()];
         paths.extend(found.paths.iter().cloned());
         let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
@@ -461,7 +462,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                     }
                     Err(e) => {
                         log(&format!("  {} {}: {e}", rl.name, arm.label()));
-                        errors[j].get_or_insert(e);
+                        errors[j].get_or_insert(e.to_string());
                     }
                 }
             }

@@ -54,7 +54,7 @@ pub fn run(
                 }
                 Err(e) => {
                     log(&format!("{}: {e}", pools[j].proto.label()));
-                    errors[j].get_or_insert(e);
+                    errors[j].get_or_insert(e.to_string());
                 }
             }
         }

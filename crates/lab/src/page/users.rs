@@ -233,7 +233,7 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
                     Err(e) => {
                         failed.fetch_add(1, Ordering::Relaxed);
                         if let Ok(mut slot) = error.lock() {
-                            slot.get_or_insert(e);
+                            slot.get_or_insert(e.to_string());
                         }
                         std::thread::sleep(Duration::from_millis(100));
                     }

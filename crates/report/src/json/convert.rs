@@ -33,7 +33,7 @@ fn errors_json(e: &ErrorCounts) -> ErrorsJson {
         stream_resets: names(&e.stream_resets),
         goaway_errors: names(&e.goaway_errors),
         push_refused: e.push_refused,
-        messages: e.messages.clone(),
+        messages: e.messages.iter().map(ToString::to_string).collect(),
     }
 }
 
@@ -57,7 +57,7 @@ fn error_counts(e: &ErrorsJson) -> Result<ErrorCounts, JsonError> {
         stream_resets: codes(&e.stream_resets)?,
         goaway_errors: codes(&e.goaway_errors)?,
         push_refused: e.push_refused,
-        messages: e.messages.clone(),
+        messages: e.messages.iter().map(|m| m.as_str().into()).collect(),
     })
 }
 

@@ -52,7 +52,7 @@ fn sample_run(scale: u64) -> RunResult {
     r.ttfb.record(400_000 * scale).unwrap();
     r.errors.stream_resets.insert(7, scale);
     r.errors.goaway_errors.insert(0xff, 1);
-    r.errors.messages.push(format!("message {scale}"));
+    r.errors.messages.push(format!("message {scale}").into());
     r
 }
 

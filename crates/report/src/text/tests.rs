@@ -31,18 +31,18 @@ fn phase_lines_like_h2load() {
     // From testdata/anchors/captures/h2load-duration-warmup.txt (-c 2).
     let mut out = String::new();
     let phases = [
-        Phase::WarmUpStarted,
-        Phase::ClientStarted {
+        TimedRunPhase::WarmUpStarted,
+        TimedRunPhase::ClientStarted {
             started: 1,
             total: 2,
         },
-        Phase::ClientStarted {
+        TimedRunPhase::ClientStarted {
             started: 2,
             total: 2,
         },
-        Phase::MainStarted,
-        Phase::MainOver,
-        Phase::Stopped,
+        TimedRunPhase::MainStarted,
+        TimedRunPhase::MainOver,
+        TimedRunPhase::Stopped,
     ];
     for p in phases {
         out.extend(phase_lines(0, p));
@@ -62,7 +62,7 @@ fn phase_lines_like_h2load() {
         .filter_map(|i| {
             phase_lines(
                 0,
-                Phase::ClientStarted {
+                TimedRunPhase::ClientStarted {
                     started: i,
                     total: 25,
                 },
@@ -76,7 +76,7 @@ fn phase_lines_like_h2load() {
         .filter_map(|i| {
             phase_lines(
                 0,
-                Phase::ClientStarted {
+                TimedRunPhase::ClientStarted {
                     started: i,
                     total: 8,
                 },
@@ -88,7 +88,7 @@ fn phase_lines_like_h2load() {
     assert_eq!(
         phase_lines(
             1,
-            Phase::ClientStarted {
+            TimedRunPhase::ClientStarted {
                 started: 2,
                 total: 2
             }
@@ -96,7 +96,7 @@ fn phase_lines_like_h2load() {
         None
     );
     assert_eq!(
-        phase_lines(3, Phase::Stopped).as_deref(),
+        phase_lines(3, TimedRunPhase::Stopped).as_deref(),
         Some("Stopped all clients for thread #3\n")
     );
 }

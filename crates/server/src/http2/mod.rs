@@ -57,6 +57,8 @@ pub struct H2 {
     lowat_due: Option<u32>,
     /// `--push`: `/page` responses push their CSS and JS.
     push: bool,
+    /// Requests left before GOAWAY (`--max-requests-per-connection`).
+    requests_left: Option<u32>,
     /// A `link` header value for the next response head (a pushing `/page`).
     link: Vec<u8>,
 }
@@ -109,6 +111,7 @@ impl H2 {
             settings_sent: Some(Instant::now()),
             lowat_due: None,
             push: ctx.shared.config.push,
+            requests_left: ctx.shared.config.max_requests_per_connection,
             link: Vec::new(),
         };
         if let Some(up) = upgrade {
@@ -289,6 +292,14 @@ impl H2 {
             headers: &packed,
         };
         let resp = ctx.shared.router.route(&req, &mut s.dynamic);
+        if let Some(n) = &mut self.requests_left {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                // `--max-requests-per-connection`: no new streams; those accepted are answered,
+                // then the connection closes (`finish_step`).
+                self.conn.goaway(ErrorCode::NO_ERROR, b"", out.bytes());
+            }
+        }
         // `--push`: a page pushes its render-blocking assets before its own head (RFC 9113
         // §8.4: PUSH_PROMISE before the content that refers to the pushed resources).
         let pushing = self.push

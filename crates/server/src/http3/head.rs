@@ -5,32 +5,8 @@
 
 use h2lab_wire::qpack::Encoder;
 
-use crate::date::DATE_LEN;
-use crate::endpoints::{CacheControl, Response};
-
-/// What a reusable response section depends on (the common heads: `cache-control:
-/// no-store`, no `allow`). The date is part of it, so a new section is encoded once a second.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct HeadKey {
-    status: u16,
-    content_type: &'static str,
-    content_length: Option<u64>,
-    date: [u8; DATE_LEN],
-}
-
-impl HeadKey {
-    fn of(resp: &Response, date: &[u8]) -> Option<HeadKey> {
-        if resp.allow || !matches!(resp.cache, CacheControl::NoStore) {
-            return None;
-        }
-        Some(HeadKey {
-            status: resp.status,
-            content_type: resp.content_type,
-            content_length: (!resp.no_content_length()).then(|| resp.body.len()),
-            date: date.try_into().ok()?,
-        })
-    }
-}
+use crate::endpoints::Response;
+use crate::head_key::HeadKey;
 
 /// The last section encoded on a connection and, when reusable, what it encodes.
 #[derive(Debug, Default)]
