@@ -13,6 +13,12 @@ use crate::buf::{Buf, InBuf};
 use crate::io::FrontIo;
 use crate::stats::Stats;
 
+/// Body chunks at least this large are written to the client's socket directly (behind what
+/// is queued) instead of being copied into its output buffer first.
+const WRITE_THROUGH_MIN: usize = 8 * 1024;
+/// ... when no more than this is queued before them.
+const WRITE_THROUGH_MAX_QUEUED: usize = 16 * 1024;
+
 /// Which upstream connection (and stream) serves the current request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Link {
@@ -255,9 +261,15 @@ impl Front {
         }
         if self.resp.chunked {
             encode_chunk(self.out.tail(), data);
-        } else {
-            self.out.tail().extend_from_slice(data);
+            return;
         }
+        let mut data = data;
+        if data.len() >= WRITE_THROUGH_MIN && self.out.len() <= WRITE_THROUGH_MAX_QUEUED {
+            // A large chunk and little queued before it: write both now (one copy fewer).
+            let n = self.io.write_through(&mut self.out, data);
+            data = &data[n..];
+        }
+        self.out.tail().extend_from_slice(data);
     }
 
     /// Trailer fields (`name: value\r\n` lines) to send with the end of a chunked body.
