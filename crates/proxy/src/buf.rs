@@ -100,11 +100,6 @@ impl InBuf {
         self.end = self.buf.len();
     }
 
-    /// Room left after the unread bytes (a read that did not fill it drained its socket).
-    pub fn spare(&self) -> usize {
-        self.buf.len() - self.end
-    }
-
     /// Reads once from `r` into at least `chunk` bytes of room; `Ok(0)` is EOF.
     pub fn read_from(
         &mut self,

@@ -89,8 +89,6 @@ pub struct Front {
     pub is_head: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
-    /// The peer's FIN (or a socket error) was reported: read until `recv` says so.
-    pub rdhup: bool,
     /// The client closed its sending side.
     pub read_eof: bool,
     /// Waiting for an upstream stream slot (h2c-mux at its connection limit).
@@ -165,7 +163,6 @@ impl Front {
             http10: false,
             is_head: false,
             want_read: true,
-            rdhup: false,
             read_eof: false,
             waiting: false,
             queued: false,

@@ -75,12 +75,8 @@ impl FrontIo {
         matches!(self, FrontIo::Tls(..) | FrontIo::Virtual(true))
     }
 
-    /// Reads until the socket would block or `inbuf` holds `max` bytes. `short_drains`: a
-    /// read that returns less than it had room for emptied the socket, so it counts as
-    /// "would block" without one more `recv` to hear it (edge-triggered readiness reports the
-    /// next arrival; pass `false` once the peer's FIN or an error was reported, which has to
-    /// be read to the end).
-    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize, short_drains: bool) -> io::Result<Fill> {
+    /// Reads until the socket would block or `inbuf` holds `max` bytes.
+    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match self {
@@ -93,13 +89,7 @@ impl FrontIo {
                         f.eof = true;
                         break;
                     }
-                    Ok(n) => {
-                        f.got += n;
-                        if short_drains && inbuf.spare() > 0 {
-                            f.blocked = true;
-                            break;
-                        }
-                    }
+                    Ok(n) => f.got += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         f.blocked = true;
                         break;
@@ -273,9 +263,8 @@ impl UpSock {
         }
     }
 
-    /// Reads until the socket would block or `inbuf` holds `max` bytes (`short_drains`: as
-    /// [`FrontIo::fill`]).
-    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize, short_drains: bool) -> io::Result<Fill> {
+    /// Reads until the socket would block or `inbuf` holds `max` bytes.
+    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match inbuf.read_from(self, READ_CHUNK) {
@@ -283,13 +272,7 @@ impl UpSock {
                     f.eof = true;
                     break;
                 }
-                Ok(n) => {
-                    f.got += n;
-                    if short_drains && inbuf.spare() > 0 {
-                        f.blocked = true;
-                        break;
-                    }
-                }
+                Ok(n) => f.got += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     f.blocked = true;
                     break;

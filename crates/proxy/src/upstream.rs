@@ -54,8 +54,6 @@ pub struct Up {
     pub closing: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
-    /// The peer's FIN (or a socket error) was reported: read until `recv` says so.
-    pub rdhup: bool,
     /// On the worker's work list.
     pub queued: bool,
     /// In its upstream's idle list.
@@ -98,7 +96,6 @@ impl Up {
             used: 0,
             closing: false,
             want_read: true,
-            rdhup: false,
             queued: false,
             idle: false,
             chunked_request: false,

@@ -150,17 +150,14 @@ impl Worker {
                     continue;
                 }
                 let i = t.0 >> 1;
-                let rdhup = ev.is_read_closed() || ev.is_error();
-                let readable = ev.is_readable() || rdhup;
+                let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
                 if t.0 & 1 == 0 {
                     if let Some(f) = self.fronts.at(i) {
                         f.want_read |= readable;
-                        f.rdhup |= rdhup;
                         self.queue_front(i);
                     }
                 } else if let Some(u) = self.ups.at(i) {
                     u.want_read |= readable;
-                    u.rdhup |= rdhup;
                     self.queue_up(i);
                 }
             }

@@ -44,7 +44,7 @@ impl Worker {
         }
         let mut eof = false;
         if u.want_read && !paused {
-            match u.sock.fill(&mut u.inbuf, UP_MAX_IN, !u.rdhup) {
+            match u.sock.fill(&mut u.inbuf, UP_MAX_IN) {
                 Ok(fl) => {
                     eof = fl.eof;
                     if fl.blocked {
