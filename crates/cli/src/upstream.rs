@@ -1,5 +1,6 @@
 //! `h2lab upstream`: the upstream-hop experiment of seed 004 (`h2lab_lab::upstream`).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ pub struct UpstreamArgs {
     #[arg(long = "rtt", value_name = "DURATION", value_parser = parse_duration, default_value = "5ms")]
     pub rtt: Duration,
 
-    /// Runs per cell and arm (default: 3, --quick 2).
+    /// Runs per cell and arm (default: 5, --quick 2; fewer than 5 never decide a comparison).
     #[arg(long = "runs", value_name = "N")]
     pub runs: Option<u32>,
 
@@ -36,6 +37,10 @@ pub struct UpstreamArgs {
     /// Streams per h2c-mux upstream connection.
     #[arg(long = "streams", value_name = "M", default_value_t = 100)]
     pub streams: u32,
+
+    /// Also write the report here: index.html (self-contained), results.json, results.csv.
+    #[arg(long = "report", value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 /// Runs `h2lab upstream`.
@@ -62,7 +67,19 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     match upstream::run(&cfg, &stop, &mut |line| eprintln!("{line}")) {
         Ok(r) => {
             print!("{}", upstream::render(&r));
-            ExitCode::SUCCESS
+            let Some(dir) = &args.report else {
+                return ExitCode::SUCCESS;
+            };
+            let writes = vec![
+                (dir.join("index.html"), upstream::html(&r)),
+                (dir.join("results.json"), upstream::json(&r)),
+                (dir.join("results.csv"), upstream::csv(&r)),
+            ];
+            if crate::compare::write_outputs("h2lab upstream:", writes, Some(dir)) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(e) => {
             eprintln!("h2lab upstream: {e}");

@@ -51,4 +51,42 @@ fn tiny_upstream_experiment() {
     assert!(text.contains("h2c-mux vs h1"));
     assert!(text.contains(">= 100KB"));
     assert!(text.contains("Upstream connections used"));
+    // The lab's statistics: CIs per arm, paired ratios against h1 for the HTTP/2 arms; two
+    // runs never decide (fewer than 5 paired runs are undecided).
+    for c in &r.cells {
+        for a in &c.arms {
+            let ci = a.rps_ci.expect("CI");
+            assert!(ci.lo <= ci.median && ci.median <= ci.hi);
+            assert_eq!(a.rps_runs.iter().flatten().count(), 2);
+            match a.arm {
+                UpstreamProtocol::H1 => assert!(a.versus.is_none()),
+                _ => {
+                    let v = a.versus.expect("compared with h1");
+                    let ratio = v.throughput.ratio.expect("paired runs");
+                    assert_eq!(ratio.n, 2);
+                    assert_eq!(v.throughput.word(), "undecided");
+                }
+            }
+        }
+    }
+    let csv = upstream::csv(&r);
+    assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
+    for line in csv.lines().skip(1) {
+        // Every HTTP/2 arm's row names its baseline and the outcome of both metrics.
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f.len(), 23, "{line}");
+        if f[4] == "h2c" || f[4] == "h2c-mux" {
+            assert_eq!(
+                (f[14], f[18], f[22]),
+                ("h1", "undecided", "undecided"),
+                "{line}"
+            );
+        }
+    }
+    let json: serde_json::Value = serde_json::from_str(&upstream::json(&r)).unwrap();
+    assert_eq!(json["cells"].as_array().unwrap().len(), 2);
+    assert_eq!(json["decision_framework"].as_array().unwrap().len(), 2);
+    let html = upstream::html(&r);
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    assert!(html.contains("Decision framework"));
 }

@@ -13,6 +13,12 @@ use crate::buf::{Buf, InBuf};
 use crate::io::FrontIo;
 use crate::stats::Stats;
 
+/// Body chunks at least this large are written to the client's socket directly (behind what
+/// is queued) instead of being copied into its output buffer first.
+const WRITE_THROUGH_MIN: usize = 8 * 1024;
+/// ... when no more than this is queued before them.
+const WRITE_THROUGH_MAX_QUEUED: usize = 16 * 1024;
+
 /// Which upstream connection (and stream) serves the current request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Link {
@@ -104,6 +110,26 @@ pub struct Front {
     pub h2: Option<Box<crate::front_h2::H2Front>>,
     /// The protocol (HTTP/1.1 or HTTP/2) is not decided yet.
     pub fresh: bool,
+    /// Bytes of the current request's head kept at the start of `inbuf` so that it can be
+    /// sent again (a request without body, not retried yet); consumed when the exchange ends.
+    pub held: usize,
+    /// The current request is being sent a second time (it is never retried again).
+    pub retried: bool,
+    /// The current request's method is idempotent (RFC 9110 §9.2.2).
+    pub idempotent: bool,
+    /// The current request went on an upstream connection that had carried one before.
+    pub reused: bool,
+}
+
+/// What is known of an upstream request that failed before any of its response arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unsent {
+    /// The upstream said it did not process it: a stream above a GOAWAY's last stream id,
+    /// or RST_STREAM(REFUSED_STREAM) (RFC 9113 §8.7).
+    Refused,
+    /// The connection closed (or was reset) before any of the response arrived: the
+    /// request may or may not have been processed.
+    Lost,
 }
 
 impl Front {
@@ -147,7 +173,40 @@ impl Front {
             parent: None,
             h2: None,
             fresh: true,
+            held: 0,
+            retried: false,
+            idempotent: false,
+            reused: false,
         }
+    }
+
+    /// Sets the current request up to be sent again on a fresh upstream connection instead
+    /// of answering 502, when that is safe: it has no body (its head is still held), it was
+    /// not retried already, nothing of the response arrived, and either the upstream refused
+    /// it ([`Unsent::Refused`], any method) or a reused keep-alive connection closed under
+    /// an idempotent request ([`Unsent::Lost`], RFC 9110 §9.2.2). True: it will be retried
+    /// (the worker re-reads the held head).
+    pub fn retry(&mut self, why: Unsent, stats: &mut Stats) -> bool {
+        let safe = match why {
+            Unsent::Refused => true,
+            Unsent::Lost => self.idempotent && self.reused,
+        };
+        if !safe
+            || self.held == 0
+            || self.retried
+            || self.link.is_none()
+            || self.resp.started
+            || self.resp.done
+        {
+            return false;
+        }
+        self.retried = true;
+        self.held = 0;
+        self.link = None;
+        self.deadline = None;
+        self.state = FState::Head;
+        stats.upstream_retries += 1;
+        true
     }
 
     /// Writes the response head. `lines`: forwarded fields (`name: value\r\n` each);
@@ -202,9 +261,15 @@ impl Front {
         }
         if self.resp.chunked {
             encode_chunk(self.out.tail(), data);
-        } else {
-            self.out.tail().extend_from_slice(data);
+            return;
         }
+        let mut data = data;
+        if data.len() >= WRITE_THROUGH_MIN && self.out.len() <= WRITE_THROUGH_MAX_QUEUED {
+            // A large chunk and little queued before it: write both now (one copy fewer).
+            let n = self.io.write_through(&mut self.out, data);
+            data = &data[n..];
+        }
+        self.out.tail().extend_from_slice(data);
     }
 
     /// Trailer fields (`name: value\r\n` lines) to send with the end of a chunked body.

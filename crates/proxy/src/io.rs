@@ -162,6 +162,34 @@ impl FrontIo {
         }
     }
 
+    /// Writes what `out` holds and then `data` in as few `writev` calls as the socket takes
+    /// (cleartext TCP only), so that a large body chunk goes from the upstream's input buffer
+    /// straight to the socket instead of being copied into `out` first. Returns how much of
+    /// `data` was written; the caller queues the rest in `out`. The bytes leave in exactly
+    /// the order queuing would have sent them; errors are left for the next
+    /// [`FrontIo::flush`] to find.
+    pub fn write_through(&mut self, out: &mut Buf, data: &[u8]) -> usize {
+        let FrontIo::Plain(s) = self else { return 0 };
+        let mut done = 0;
+        while done < data.len() {
+            let bufs = [
+                io::IoSlice::new(out.data()),
+                io::IoSlice::new(&data[done..]),
+            ];
+            match s.write_vectored(&bufs) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let from_out = n.min(out.len());
+                    out.consume(from_out);
+                    done += n - from_out;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        done
+    }
+
     /// Whether bytes wait in the transport (TLS records not yet written).
     pub fn wants_write(&self) -> bool {
         matches!(self, FrontIo::Tls(_, c) if c.wants_write())

@@ -31,6 +31,9 @@ pub struct Stats {
     pub gateway_timeout: u64,
     /// Upstream requests cancelled because the client reset or went away.
     pub client_cancels: u64,
+    /// Requests sent again on a fresh upstream connection (refused by a GOAWAY or
+    /// REFUSED_STREAM, or lost with a reused keep-alive connection the upstream closed).
+    pub upstream_retries: u64,
     /// Exchanges (client request + upstream request) open when the snapshot was taken.
     pub open_exchanges: u64,
     /// Upstream connections open when the snapshot was taken (pooled and busy).
@@ -54,6 +57,7 @@ impl Stats {
         self.bad_gateway_reset += o.bad_gateway_reset;
         self.gateway_timeout += o.gateway_timeout;
         self.client_cancels += o.client_cancels;
+        self.upstream_retries += o.upstream_retries;
         self.open_exchanges += o.open_exchanges;
         self.open_upstream_connections += o.open_upstream_connections;
         self.open_upstream_streams += o.open_upstream_streams;
@@ -87,11 +91,12 @@ impl std::fmt::Display for Stats {
         )?;
         writeln!(
             f,
-            "5xx: {} 502 refused, {} 502 reset, {} 504 timeout; {} cancelled by clients",
+            "5xx: {} 502 refused, {} 502 reset, {} 504 timeout; {} cancelled by clients; {} retried",
             self.bad_gateway_refused,
             self.bad_gateway_reset,
             self.gateway_timeout,
-            self.client_cancels
+            self.client_cancels,
+            self.upstream_retries
         )?;
         write!(
             f,

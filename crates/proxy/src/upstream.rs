@@ -11,7 +11,7 @@ use h2lab_wire::h2::{
 
 use crate::buf::{Buf, InBuf};
 use crate::fields::push_response_field;
-use crate::front::Front;
+use crate::front::{Front, Unsent};
 use crate::io::UpSock;
 use crate::slab::Slab;
 use crate::stats::Stats;
@@ -138,6 +138,10 @@ impl Up {
     ) {
         let mut fail = |i: usize, g: u32| {
             if let Some(f) = fronts.get(i, g) {
+                if !refused && f.retry(Unsent::Lost, stats) {
+                    touched.push(i);
+                    return;
+                }
                 if !f.resp.started {
                     if refused {
                         stats.bad_gateway_refused += 1;
@@ -226,7 +230,14 @@ impl Up {
                             return reuse;
                         }
                         Ev::Closed => {
+                            // Closed with nothing of the response read: maybe a keep-alive
+                            // connection the upstream closed as the request went out.
+                            let clean = eof && self.inbuf.is_empty();
                             if let Some(f) = fronts.get(fi, fg) {
+                                if clean && f.retry(Unsent::Lost, stats) {
+                                    *link = None;
+                                    return false;
+                                }
                                 if !f.resp.started {
                                     stats.bad_gateway_reset += 1;
                                 }
@@ -408,8 +419,15 @@ impl Events for Sink<'_> {
         }
     }
 
-    fn reset(&mut self, stream: StreamId, _code: ErrorCode, _by_peer: bool) {
+    fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
         if let Some((i, f)) = lookup(self.fronts, self.streams, stream) {
+            // Above a GOAWAY's last stream id, or refused: not processed (RFC 9113 §8.7).
+            let refused = by_peer && code == ErrorCode::REFUSED_STREAM;
+            if refused && f.retry(Unsent::Refused, self.stats) {
+                self.touched.push(i);
+                self.remove(stream);
+                return;
+            }
             if !f.resp.started {
                 self.stats.bad_gateway_reset += 1;
             }

@@ -215,7 +215,8 @@ pub fn render_text(r: &CompareReport) -> String {
     out
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field, quoted when it needs to be.
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -223,7 +224,8 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn csv_num(v: f64) -> String {
+/// A CSV number (4 decimals; empty when not finite).
+pub fn csv_num(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.4}")
     } else {

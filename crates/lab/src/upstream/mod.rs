@@ -11,12 +11,22 @@
 //! `keepalive 256`; nginx before 1.29.4 has no HTTP/2 upstream and no version has upstream
 //! multiplexing, so those arms are reported as not supported).
 //!
-//! Output ([`render`]): a table per cell, the seed's decision framework (response-size
-//! bands × throughput and p99 advantage of each HTTP/2 arm over HTTP/1.1 keep-alive, a win
-//! only when the medians differ by more than the run-to-run spread), and the upstream
-//! connections each arm used (counted by the links: accepted connections).
+//! Statistics ([`verdict`]): the lab's own, as `h2lab compare` — each arm's median with its
+//! 95% bootstrap CI per cell, and each HTTP/2 arm against the baseline (HTTP/1.1 keep-alive)
+//! as the median of per-run paired ratios with its CI, classified win / parity / undecided
+//! ([`crate::stats::ci::classify`], ±3% band, at least 5 runs to decide).
+//!
+//! Output ([`output`]): a table per cell, the seed's decision framework (response-size
+//! bands × throughput and p99 advantage of each HTTP/2 arm over HTTP/1.1 keep-alive, with the
+//! cells' outcomes), and the upstream connections each arm used (counted by the links:
+//! accepted connections); as text, CSV, JSON and a self-contained HTML page.
 
 pub mod nginx;
+pub mod output;
+pub mod verdict;
+
+pub use output::{band, csv, html, json, render, BANDS};
+pub use verdict::Versus;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -28,6 +38,7 @@ use h2lab_server::{RunningServer, ServerConfig};
 use crate::compare::axes::{HeaderSet, Payload};
 use crate::error::LabError;
 use crate::link::{LinkConfig, RunningLink};
+use crate::stats::ci::Estimate;
 use crate::stats::MedianSpread;
 
 /// Which proxy sits in the middle.
@@ -70,7 +81,8 @@ pub struct UpstreamConfig {
 }
 
 impl UpstreamConfig {
-    /// The seed's matrix: 8 payloads × c = 10, 50, 200, 4 arms, 3 runs of 3 s.
+    /// The seed's matrix: 8 payloads × c = 10, 50, 200, 4 arms, 5 runs of 3 s (fewer paired
+    /// runs never decide: [`crate::stats::ci::MIN_ROUNDS`]).
     pub fn seed() -> Self {
         let payloads = [
             "ping", "json", "1k", "10k", "50k", "100k", "compute", "info",
@@ -87,7 +99,7 @@ impl UpstreamConfig {
             ],
             payloads,
             concurrency: vec![10, 50, 200],
-            runs: 3,
+            runs: 5,
             warm_up: Duration::from_millis(500),
             duration: Duration::from_secs(3),
             rtt: Duration::from_millis(5),
@@ -128,6 +140,17 @@ pub struct ArmResult {
     pub failed: u64,
     /// Why the arm was not measured (not supported, failed to start).
     pub skipped: Option<String>,
+    /// Requests per second of each run, by run index (`None`: not measured in that run).
+    pub rps_runs: Vec<Option<f64>>,
+    /// p99 latency (ms) of each run, by run index.
+    pub p99_runs: Vec<Option<f64>>,
+    /// Median requests per second with its 95% bootstrap CI.
+    pub rps_ci: Option<Estimate>,
+    /// Median p99 (ms) with its 95% bootstrap CI.
+    pub p99_ci: Option<Estimate>,
+    /// Against the baseline arm (the first), paired by run; `None` for the baseline itself
+    /// and for arms not measured.
+    pub versus: Option<Versus>,
 }
 
 /// One payload × concurrency cell.
@@ -268,25 +291,25 @@ pub fn run(
     let mut cells = Vec::new();
     for payload in &cfg.payloads {
         for &c in &cfg.concurrency {
-            let mut samples: Vec<(Vec<f64>, Vec<f64>, u64)> = vec![Default::default(); arms.len()];
-            for run in 0..cfg.runs.max(1) {
+            let runs = cfg.runs.max(1) as usize;
+            // Per arm: requests/s and p99 of each run, failed requests.
+            type Runs = (Vec<Option<f64>>, Vec<Option<f64>>, u64);
+            let mut samples: Vec<Runs> = vec![(vec![None; runs], vec![None; runs], 0); arms.len()];
+            for run in 0..runs {
                 for k in 0..arms.len() {
                     if stop.is_stopped() {
                         break;
                     }
-                    let a = (k + run as usize) % arms.len();
+                    let a = (k + run) % arms.len();
                     let Some(addr) = arms[a].addr() else { continue };
                     let bc = bench_config(addr, payload, c, cfg)?;
                     match h2lab_engine::run(&bc, &NoopObserver, stop) {
                         Ok(r) => {
                             let s = &mut samples[a];
-                            s.0.push(r.req_per_sec());
+                            s.0[run] = Some(r.req_per_sec());
                             let h = &r.request_time;
-                            s.1.push(if h.is_empty() {
-                                f64::NAN
-                            } else {
-                                h.value_at_quantile(0.99) as f64 / 1e6
-                            });
+                            s.1[run] =
+                                (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6);
                             s.2 += r.requests.failed;
                             arms[a].completed += r.requests.completed;
                         }
@@ -299,21 +322,30 @@ pub fn run(
                     }
                 }
             }
-            let cell = Cell {
+            let mut cell = Cell {
                 payload: payload.clone(),
                 concurrency: c,
                 arms: arms
                     .iter()
-                    .zip(&samples)
-                    .map(|(e, s)| ArmResult {
-                        arm: e.arm,
-                        rps: MedianSpread::of(&s.0),
-                        p99_ms: MedianSpread::of(&s.1),
-                        failed: s.2,
-                        skipped: e.skipped.clone(),
+                    .zip(samples)
+                    .map(|(e, s)| {
+                        let (rps, p99) = (present(&s.0), present(&s.1));
+                        ArmResult {
+                            arm: e.arm,
+                            rps: MedianSpread::of(&rps),
+                            p99_ms: MedianSpread::of(&p99),
+                            failed: s.2,
+                            skipped: e.skipped.clone(),
+                            rps_ci: None,
+                            p99_ci: None,
+                            rps_runs: s.0,
+                            p99_runs: s.1,
+                            versus: None,
+                        }
                     })
                     .collect(),
             };
+            verdict::decide_cell(&mut cell);
             progress(&cell_line(&cell));
             cells.push(cell);
         }
@@ -334,6 +366,10 @@ pub fn run(
         cells,
         connections,
     })
+}
+
+fn present(v: &[Option<f64>]) -> Vec<f64> {
+    v.iter().flatten().copied().collect()
 }
 
 fn bench_config(
@@ -368,158 +404,4 @@ fn cell_line(c: &Cell) -> String {
         }
     }
     s
-}
-
-/// The seed's response-size bands.
-pub const BANDS: [&str; 4] = ["< 1KB", "1-10KB", "~50KB", ">= 100KB"];
-
-/// The band of a payload.
-pub fn band(p: &Payload) -> usize {
-    let b = p.approx_bytes();
-    if p.name == "info" || p.name == "compute" || b < 1024 {
-        0
-    } else if b <= 10 * 1024 {
-        1
-    } else if b < 100 * 1024 {
-        2
-    } else {
-        3
-    }
-}
-
-/// Relative advantage of `alt` over `base` (positive: `alt` better) and whether it is
-/// decided (the medians differ by more than both spreads).
-fn advantage(
-    base: Option<MedianSpread>,
-    alt: Option<MedianSpread>,
-    higher_better: bool,
-) -> Option<(f64, bool)> {
-    let (b, a) = (base?, alt?);
-    if b.median <= 0.0 || a.median <= 0.0 {
-        return None;
-    }
-    let rel = if higher_better {
-        a.median / b.median - 1.0
-    } else {
-        b.median / a.median - 1.0
-    };
-    // One run has no spread: nothing is decided from it.
-    let decided = a.n >= 2 && b.n >= 2 && (a.median - b.median).abs() > a.spread().max(b.spread());
-    Some((rel, decided))
-}
-
-fn fmt_adv(v: &[(f64, bool)]) -> String {
-    if v.is_empty() {
-        return "-".into();
-    }
-    let mut rel: Vec<f64> = v.iter().map(|x| x.0).collect();
-    rel.sort_by(f64::total_cmp);
-    let med = crate::stats::median_sorted(&rel);
-    let decided = v.iter().filter(|x| x.1).count();
-    format!(
-        "{:+.0}% ({:+.0}..{:+.0}; {decided}/{} decided)",
-        med * 100.0,
-        rel[0] * 100.0,
-        rel[rel.len() - 1] * 100.0,
-        v.len()
-    )
-}
-
-/// The text report.
-pub fn render(r: &UpstreamReport) -> String {
-    let mut out = String::new();
-    let cfg = &r.config;
-    out.push_str(&format!(
-        "h2lab upstream: client (HTTP/1.1) -> {} -> link ({} ms RTT) -> {} backends (h2lab serve); {} runs of {:.1} s per arm and cell, arms alternated\n\n",
-        r.proxy,
-        cfg.rtt.as_secs_f64() * 1000.0,
-        cfg.backends,
-        cfg.runs,
-        cfg.duration.as_secs_f64()
-    ));
-    out.push_str(&format!("{:>8} {:>5}", "payload", "c"));
-    for a in &cfg.arms {
-        out.push_str(&format!(" | {:>22}", format!("{} req/s, p99 ms", a.name())));
-    }
-    out.push('\n');
-    for c in &r.cells {
-        out.push_str(&format!("{:>8} {:>5}", c.payload.label(), c.concurrency));
-        for a in &c.arms {
-            let v = match (&a.skipped, a.rps, a.p99_ms) {
-                (Some(_), _, _) => "n/a".to_string(),
-                (None, Some(rps), Some(p99)) => format!(
-                    "{:.0}±{:.0}, {:.1}{}",
-                    rps.median,
-                    rps.spread() / 2.0,
-                    p99.median,
-                    if a.failed > 0 { " (errors)" } else { "" }
-                ),
-                _ => "-".to_string(),
-            };
-            out.push_str(&format!(" | {v:>22}"));
-        }
-        out.push('\n');
-    }
-    let base = cfg.arms.first().copied();
-    out.push_str(&format!(
-        "\nDecision framework (advantage over {} keep-alive; median over the band's cells, range, cells where the difference exceeds the run-to-run spread)\n",
-        base.map_or("-", UpstreamProtocol::name)
-    ));
-    for (ai, &arm) in cfg.arms.iter().enumerate().skip(1) {
-        if !arm.is_h2() {
-            continue;
-        }
-        out.push_str(&format!(
-            "\n  {} vs {}\n",
-            arm.name(),
-            base.map_or("-", UpstreamProtocol::name)
-        ));
-        out.push_str(&format!(
-            "  {:<10} | {:<40} | {}\n",
-            "Response", "Throughput advantage", "P99 latency advantage"
-        ));
-        for (bi, name) in BANDS.iter().enumerate() {
-            let cells: Vec<&Cell> = r.cells.iter().filter(|c| band(&c.payload) == bi).collect();
-            if cells.is_empty() {
-                continue;
-            }
-            if let Some(why) = cells[0].arms.get(ai).and_then(|a| a.skipped.clone()) {
-                out.push_str(&format!("  {name:<10} | {why}\n"));
-                continue;
-            }
-            let thr: Vec<(f64, bool)> = cells
-                .iter()
-                .filter_map(|c| advantage(c.arms[0].rps, c.arms[ai].rps, true))
-                .collect();
-            let lat: Vec<(f64, bool)> = cells
-                .iter()
-                .filter_map(|c| advantage(c.arms[0].p99_ms, c.arms[ai].p99_ms, false))
-                .collect();
-            out.push_str(&format!(
-                "  {name:<10} | {:<40} | {}\n",
-                fmt_adv(&thr),
-                fmt_adv(&lat)
-            ));
-        }
-    }
-    out.push_str("\nUpstream connections used (accepted by the links over the whole experiment)\n");
-    for (arm, conns, completed) in &r.connections {
-        match conns {
-            Some(n) => out.push_str(&format!(
-                "  {:<8} {n} connections for {completed} measured requests ({:.1} per connection; warm-ups and connections cut when a run ends count too)\n",
-                arm.name(),
-                if *n == 0 { 0.0 } else { *completed as f64 / *n as f64 }
-            )),
-            None => out.push_str(&format!(
-                "  {:<8} not measured ({})\n",
-                arm.name(),
-                r.cells
-                    .first()
-                    .and_then(|c| c.arms.iter().find(|a| a.arm == *arm))
-                    .and_then(|a| a.skipped.clone())
-                    .unwrap_or_default()
-            )),
-        }
-    }
-    out
 }

@@ -11,6 +11,15 @@ use crate::fields::{ip_text, Forward};
 use crate::front::{write_error, FState, Link};
 use crate::upstream::UpKind;
 
+/// RFC 9110 §9.2.2: methods whose intended effect of several identical requests is the
+/// same as of one.
+fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
+
 impl Worker {
     /// Parses a request head and sends it upstream. False: nothing more to do now.
     pub(super) fn start_exchange(&mut self, i: usize) -> bool {
@@ -63,6 +72,7 @@ impl Worker {
         let mut ipb = [0u8; 48];
         let ip = ip_text(f.peer.ip(), &mut ipb);
 
+        let retried = f.retried;
         let acq = acquire(
             &mut self.ups,
             &mut self.idle,
@@ -70,6 +80,7 @@ impl Worker {
             &self.registry,
             &mut self.stats,
             &mut self.rr,
+            retried,
         );
         let (uj, ug) = match acq {
             Ok(x) => x,
@@ -79,7 +90,9 @@ impl Worker {
                 return false;
             }
             Err(Acq::Refused) => {
-                self.stats.requests += 1;
+                if !retried {
+                    self.stats.requests += 1;
+                }
                 self.stats.bad_gateway_refused += 1;
                 f.http10 = head.version == Version::Http10;
                 f.is_head = is_head;
@@ -132,14 +145,23 @@ impl Worker {
                 }
             }
         };
-        self.stats.requests += 1;
+        if !retried {
+            self.stats.requests += 1;
+        }
         f.http10 = head.version == Version::Http10;
         f.is_head = is_head;
         f.persist = head.keep_alive && cfg.front.keep_alive;
         f.body = has_body.then(|| f.parser.body_decoder(&head));
+        f.idempotent = idempotent(head.method);
+        f.reused = u.used > 0;
         let expect_continue = head.expect_continue;
         let n = head.head_len;
-        f.inbuf.consume(n);
+        if !has_body && !retried {
+            // Kept until the exchange ends, to be sent again if the upstream refuses it.
+            f.held = n;
+        } else {
+            f.inbuf.consume(n);
+        }
         f.head_started = None;
         f.state = FState::Exchange;
         f.req_done = !has_body;

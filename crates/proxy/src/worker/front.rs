@@ -195,6 +195,9 @@ impl Worker {
                         } else {
                             FState::Closing
                         };
+                        f.inbuf.consume(f.held);
+                        f.held = 0;
+                        f.retried = false;
                         f.body = None;
                         f.pending.clear();
                         f.body_ended = false;

@@ -21,7 +21,8 @@ pub(super) fn looks_like_http1(data: &[u8]) -> bool {
     line.len() >= 9 && line[line.len() - 9..line.len() - 1].eq_ignore_ascii_case(b" HTTP/1.")
 }
 
-/// Hands out an upstream connection for one request.
+/// Hands out an upstream connection for one request; `fresh`: not a pooled idle one (a
+/// retry; an h2c-mux connection that accepts streams is still shared).
 pub(super) fn acquire(
     ups: &mut Slab<Up>,
     idle: &mut [Vec<(usize, u32)>],
@@ -29,13 +30,14 @@ pub(super) fn acquire(
     registry: &Registry,
     stats: &mut Stats,
     rr: &mut usize,
+    fresh: bool,
 ) -> Result<(usize, u32), Acq> {
     let n = cfg.upstreams.len();
     let start = *rr % n;
     *rr = rr.wrapping_add(1);
     match cfg.protocol {
         UpstreamProtocol::H1 | UpstreamProtocol::H2c => {
-            while let Some((j, g)) = idle[start].pop() {
+            while let Some((j, g)) = if fresh { None } else { idle[start].pop() } {
                 if let Some(u) = ups.get(j, g) {
                     let ok = match &u.kind {
                         UpKind::H2 { conn, .. } => conn.can_open_stream(),
