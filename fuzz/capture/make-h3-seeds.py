@@ -94,6 +94,12 @@ write("qpack_decode", "blocked-cancel", bytes([cfg]) + rec(1 | 4, DYN_SECTION) +
 # Decoder stream of an encoder: insert count increment, section ack, stream cancel.
 write("qpack_decode", "decoder-stream", bytes([cfg]) + rec(2, qint(1, 6, 0x00) + qint(0, 7, 0x80)
       + qint(4, 6, 0x40)))
+# Channel 3 with bytes: the encoder encodes `name:value` lines; with c & 4 its peer's
+# acknowledgements go back to it, else only the fuzzed decoder stream (channel 2) does.
+write("qpack_decode", "encoder-honest-acks", bytes([cfg]) + rec(3 | 4, b"x-a:1\nx-b:22\n:path:/a")
+      + rec(3 | 4, b"x-a:1\nx-c:3") + rec(3 | 8, b"x-a:1"))
+write("qpack_decode", "encoder-fuzzed-acks", bytes([cfg]) + rec(3, b"x-a:1\nx-b:22") + rec(2, b"\x80")
+      + rec(3, b"x-a:1") + rec(2, b"\x01\x40"))
 
 # h3_session: config (server, honest, 16K sections), records (op, len, bytes).
 def uni(n):
