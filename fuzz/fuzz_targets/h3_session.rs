@@ -95,9 +95,15 @@ impl Roundtrip {
 
     fn check(&mut self, id: u64, fields: &Fields) {
         let (mut s, mut es) = (Vec::new(), Vec::new());
-        self.enc
-            .encode(id, fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut s, &mut es);
-        self.dec.feed_encoder_stream(&es).expect("our encoder stream");
+        self.enc.encode(
+            id,
+            fields.iter().map(|(n, v)| (&n[..], &v[..])),
+            &mut s,
+            &mut es,
+        );
+        self.dec
+            .feed_encoder_stream(&es)
+            .expect("our encoder stream");
         let mut again = Fields::new();
         let r = self
             .dec
@@ -107,7 +113,9 @@ impl Roundtrip {
         assert_eq!(&again, fields);
         let mut back = Vec::new();
         self.dec.take_decoder_stream(&mut back);
-        self.enc.feed_decoder_stream(&back).expect("our decoder stream");
+        self.enc
+            .feed_decoder_stream(&back)
+            .expect("our decoder stream");
     }
 }
 
@@ -134,7 +142,11 @@ type Err = Option<(Scope, u64)>;
 
 impl Session {
     fn new(cfg: u8) -> Self {
-        let local = if cfg & 1 == 0 { Role::Server } else { Role::Client };
+        let local = if cfg & 1 == 0 {
+            Role::Server
+        } else {
+            Role::Client
+        };
         let limit = [64usize, 1024, 16 * 1024, 1 << 20][usize::from((cfg >> 2) & 3)];
         let mut qdec = Decoder::new(QPACK_TABLE, QPACK_BLOCKED);
         qdec.set_max_field_section_size(limit);
@@ -197,7 +209,10 @@ impl Session {
         let conn_err = |code: u64| Some((Scope::Connection, code));
         let mut input: &[u8] = bytes;
         let owned: Vec<u8>;
-        let uni = self.uni.entry(id).or_insert_with(|| Uni::Header(Vec::new()));
+        let uni = self
+            .uni
+            .entry(id)
+            .or_insert_with(|| Uni::Header(Vec::new()));
         if let Uni::Header(buf) = uni {
             buf.extend_from_slice(bytes);
             let (ty, n) = UniStreamType::parse(buf)?;
@@ -334,7 +349,10 @@ impl Session {
         let r = &self.reqs[&id];
         let mut fields: Fields = vec![
             (b":status".to_vec(), b"200".to_vec()),
-            (b"content-length".to_vec(), r.sink.body.to_string().into_bytes()),
+            (
+                b"content-length".to_vec(),
+                r.sink.body.to_string().into_bytes(),
+            ),
             (b"server".to_vec(), b"h2lab".to_vec()),
         ];
         if let Some(head) = r.sink.sections.first() {
@@ -371,7 +389,9 @@ impl Session {
         self.encoder_out.clear();
         let mut got = Fields::new();
         let res = peer
-            .decode_section(id, &section, |f| got.push((f.name.to_vec(), f.value.to_vec())))
+            .decode_section(id, &section, |f| {
+                got.push((f.name.to_vec(), f.value.to_vec()))
+            })
             .expect("peer decodes our section");
         // The encoder stream went first, so nothing can be blocked.
         assert_eq!(res, Decoded::Done);
