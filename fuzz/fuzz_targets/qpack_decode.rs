@@ -4,11 +4,15 @@
 //! Input layout: one configuration octet (table capacity, blocked-streams limit, field
 //! section limit, string limit), then records of (channel octet, length octet, bytes):
 //! channel 0 feeds the encoder stream, 1 a field section on stream `4 * (c >> 2)`, 2 the
-//! decoder stream of an encoder, 3 cancels a stream. Oracles beyond "no panic": delivered
-//! fields stay under the section limit, the blocked count under the limit, a released
-//! section decodes; every section that decodes is re-encoded by an Encoder (dynamic table
-//! on) and decoded by a second Decoder with the encoder stream and acknowledgments
-//! exchanged, giving back the same fields.
+//! decoder stream of an encoder, 3 cancels a stream (no bytes) or has that encoder encode
+//! the bytes as fields (`name:value` lines) on the stream. Oracles beyond "no panic":
+//! delivered fields stay under the section limit, the blocked count under the limit, a
+//! released section decodes; every section that decodes is re-encoded by an Encoder
+//! (dynamic table on) and decoded by a second Decoder with the encoder stream and
+//! acknowledgments exchanged, giving back the same fields. The encoder fed fuzzed decoder
+//! stream bytes (insert count increments, section acknowledgements, stream cancellations,
+//! mixed with the real acknowledgements of its peer when `c & 4`) keeps producing sections
+//! its peer decodes to the encoded fields, and never blocks more streams than allowed.
 #![no_main]
 
 use h2lab_wire::qpack::{Decoded, Decoder, Encoder, EncoderConfig};
@@ -31,6 +35,8 @@ fuzz_target!(|data: &[u8]| {
     dec.assume_capacity(if cfg & 0x80 != 0 { table } else { 0 });
     let mut enc = Encoder::new(EncoderConfig::default());
     enc.set_peer_settings(table, blocked);
+    let mut enc_peer = Decoder::new(table, blocked);
+    enc_peer.set_max_field_section_size(usize::MAX);
     let mut oracle_enc = Encoder::new(EncoderConfig::default());
     oracle_enc.set_peer_settings(4096, 4);
     let mut oracle_dec = Decoder::new(4096, 4);
@@ -90,7 +96,32 @@ fuzz_target!(|data: &[u8]| {
                     return;
                 }
             }
-            _ => dec.cancel_stream(id),
+            _ if bytes.is_empty() => dec.cancel_stream(id),
+            _ => {
+                let fields: Fields = bytes
+                    .split(|&b| b == b'\n')
+                    .map(|line| {
+                        let at = line.iter().skip(1).position(|&b| b == b':').map_or(line.len(), |p| p + 1);
+                        (line[..at].to_vec(), line.get(at + 1..).unwrap_or_default().to_vec())
+                    })
+                    .collect();
+                let (mut s, mut es) = (Vec::new(), Vec::new());
+                enc.encode(id, fields.iter().map(|(n, v)| (&n[..], &v[..])), &mut s, &mut es);
+                assert!(enc.blocking_streams() <= blocked);
+                enc_peer.feed_encoder_stream(&es).expect("encoder stream of our encoder");
+                let mut got = Fields::new();
+                let r = enc_peer
+                    .decode_section(id, &s, |f| got.push((f.name.to_vec(), f.value.to_vec())))
+                    .expect("section of our encoder");
+                assert_eq!(r, Decoded::Done);
+                assert_eq!(got, fields);
+                let mut acks = Vec::new();
+                enc_peer.take_decoder_stream(&mut acks);
+                if chan & 4 != 0 && enc.feed_decoder_stream(&acks).is_err() {
+                    // Fuzzed acknowledgements came first: this one is a duplicate.
+                    return;
+                }
+            }
         }
         let mut fb = Vec::new();
         dec.take_decoder_stream(&mut fb);
