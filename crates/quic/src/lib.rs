@@ -132,11 +132,13 @@ impl<A: ConnApp> Shell<A> {
     }
 
     /// Every live connection with its handle.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (ConnectionHandle, &mut Connection, &mut A)> {
-        self.conns
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, e)| e.as_mut().map(|e| (ConnectionHandle(i), &mut e.conn, &mut e.app)))
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (ConnectionHandle, &mut Connection, &mut A)> {
+        self.conns.iter_mut().enumerate().filter_map(|(i, e)| {
+            e.as_mut()
+                .map(|e| (ConnectionHandle(i), &mut e.conn, &mut e.app))
+        })
     }
 
     /// Asks for connection `ch` to be run on the next [`Shell::drive`] (its application
