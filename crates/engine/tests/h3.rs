@@ -1,7 +1,9 @@
 //! The HTTP/3 client connection ([`h2lab_engine::h3::H3Client`]) on the QUIC shell against
 //! `h2lab serve --h3` on loopback: exact request counts, statuses and body bytes, a server
-//! stream limit below `-m`, GOAWAY on a server stop.
+//! stream limit below `-m`, GOAWAY on a server stop; and against Caddy (HTTP/3 by quic-go)
+//! when `/usr/bin/caddy` or `caddy` on the PATH is installed.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use h2lab_engine::h3::{quic_client_config, H3Client, H3Counts, H3Work};
@@ -21,11 +23,11 @@ fn start_h3(f: impl FnOnce(&mut ServerConfig)) -> (RunningServer, tempfile::Temp
     (h2lab_server::spawn(c).unwrap(), dir)
 }
 
-fn template(path: &str) -> RequestTemplate {
+fn template(authority: &str, path: &str) -> RequestTemplate {
     let fields: [(&[u8], &[u8]); 4] = [
         (b":method", b"GET"),
         (b":scheme", b"https"),
-        (b":authority", b"localhost"),
+        (b":authority", authority.as_bytes()),
         (b"user-agent", b"h2lab-test"),
     ];
     RequestTemplate::new(
@@ -47,9 +49,29 @@ fn run(
     n: u64,
     c: usize,
     m: u32,
+    on_turn: impl FnMut(&H3Counts),
+) -> H3Counts {
+    run_at(
+        server.h3_addr().unwrap(),
+        "localhost",
+        path,
+        n,
+        c,
+        m,
+        on_turn,
+    )
+}
+
+/// [`run`] against any HTTP/3 server at `addr`.
+fn run_at(
+    addr: SocketAddr,
+    authority: &str,
+    path: &str,
+    n: u64,
+    c: usize,
+    m: u32,
     mut on_turn: impl FnMut(&H3Counts),
 ) -> H3Counts {
-    let addr = server.h3_addr().unwrap();
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut shell: Shell<H3Client> = Shell::new(UdpIo::new(sock, true).unwrap(), None, c);
     let mut poll = Poll::new().unwrap();
@@ -69,7 +91,7 @@ fn run(
                 addr,
                 "localhost",
                 now,
-                H3Client::new(template(path), m),
+                H3Client::new(template(authority, path), m),
             )
             .unwrap();
     }
@@ -157,4 +179,89 @@ fn goaway_on_server_stop() {
     assert!(counts.started < 1_000_000);
     assert_eq!(counts.body_bytes, counts.completed * 653);
     assert_eq!(counts.protocol_errors, 0);
+}
+
+/// Caddy serving `files` over HTTP/3 on a free port (its UDP port is the TCP one).
+struct Caddy {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_caddy(files: &[(&str, usize)]) -> Option<Caddy> {
+    let bin = h2lab_testkit::which("caddy")?;
+    let dir = tempfile::tempdir().unwrap();
+    let www = dir.path().join("www");
+    std::fs::create_dir_all(&www).unwrap();
+    for (name, len) in files {
+        std::fs::write(www.join(name), h2lab_testkit::pattern_bytes(*len)).unwrap();
+    }
+    let cert = h2lab_testkit::self_signed()
+        .unwrap()
+        .write_to(dir.path())
+        .unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let port = h2lab_testkit::free_ports(1).unwrap()[0];
+    let caddyfile = dir.path().join("Caddyfile");
+    std::fs::write(
+        &caddyfile,
+        format!(
+            "{{\n\tadmin off\n\tdefault_sni localhost\n\tauto_https disable_redirects\n\
+             \tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
+             https://127.0.0.1:{port} {{\n\tbind 127.0.0.1\n\ttls {} {}\n\troot * {}\n\
+             \tfile_server\n}}\n",
+            cert.cert.display(),
+            cert.key.display(),
+            www.display()
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(bin)
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(&caddyfile)
+        .env("HOME", &home)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let caddy = Caddy {
+        child,
+        port,
+        _dir: dir,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        assert!(Instant::now() < deadline, "caddy did not start on {port}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(caddy)
+}
+
+#[test]
+fn caddy_small_and_ten_megabyte_responses() {
+    let big = 10 * 1024 * 1024;
+    let Some(caddy) = start_caddy(&[("file653", 653), ("file10m", big)]) else {
+        h2lab_testkit::note_skip("caddy");
+        return;
+    };
+    let addr = SocketAddr::from(([127, 0, 0, 1], caddy.port));
+    let authority = format!("127.0.0.1:{}", caddy.port);
+    let counts = run_at(addr, &authority, "/file653", 300, 3, 10, |_| {});
+    assert_eq!(counts.completed, 300, "{counts:?}");
+    assert_eq!(counts.status, [300, 0, 0, 0]);
+    assert_eq!(counts.body_bytes, 300 * 653);
+    assert_eq!(counts.protocol_errors, 0);
+    let counts = run_at(addr, &authority, "/file10m", 3, 1, 3, |_| {});
+    assert_eq!(counts.completed, 3, "{counts:?}");
+    assert_eq!(counts.status, [3, 0, 0, 0]);
+    assert_eq!(counts.body_bytes, 3 * big as u64);
 }
