@@ -1,4 +1,4 @@
-//! The HTTP/3 client connection ([`h2lab_engine::h3::H3Client`]) on the QUIC shell against
+//! The HTTP/3 client session ([`h2lab_engine::h3::H3Session`]) on the QUIC shell against
 //! `h2lab serve --h3` on loopback: exact request counts, statuses and body bytes, a server
 //! stream limit below `-m`, GOAWAY on a server stop; and against Caddy (HTTP/3 by quic-go)
 //! when `/usr/bin/caddy` or `caddy` on the PATH is installed.
@@ -6,11 +6,100 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use h2lab_engine::h3::{quic_client_config, H3Client, H3Counts, H3Work};
-use h2lab_quic::{Shell, UdpIo};
+use h2lab_engine::h3::{quic_client_config, H3Session};
+use h2lab_engine::session::SessionEvents;
+use h2lab_quic::quinn_proto::Connection;
+use h2lab_quic::{ConnApp, Shell, UdpIo};
 use h2lab_server::{RunningServer, ServerConfig};
 use h2lab_wire::qpack::{EncoderConfig, RequestTemplate};
 use mio::{Events, Interest, Poll, Token};
+
+/// What the sessions of one run reported (the test's stand-in for the worker's statistics).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct H3Counts {
+    started: u64,
+    completed: u64,
+    /// Final statuses by class: 2xx, 3xx, 4xx, 5xx.
+    status: [u64; 4],
+    body_bytes: u64,
+    reset: u64,
+    refused: u64,
+    goaways: u64,
+    /// In flight when the connection was lost.
+    lost: u64,
+    protocol_errors: u64,
+}
+
+/// Requests left to send and the counts (the shell's context).
+struct Work {
+    todo: u64,
+    counts: H3Counts,
+}
+
+impl SessionEvents for Work {
+    fn status(&mut self, _slot: u32, status: u16) {
+        if let Some(c) = self
+            .counts
+            .status
+            .get_mut(usize::from(status / 100).wrapping_sub(2))
+        {
+            *c += 1;
+        }
+    }
+    fn header_bytes(&mut self, _wire: usize, _decoded: usize) {}
+    fn body(&mut self, _slot: u32, len: usize) {
+        self.counts.body_bytes += len as u64;
+    }
+    fn complete(&mut self, _slot: u32) {
+        self.counts.completed += 1;
+    }
+    fn reset(&mut self, _slot: u32, _code: u32) {
+        self.counts.reset += 1;
+    }
+    fn refused(&mut self, _slot: u32) {
+        self.counts.refused += 1;
+    }
+    fn goaway(&mut self, _last_stream_id: u32, _code: u32) {
+        self.counts.goaways += 1;
+    }
+    fn push_refused(&mut self) {}
+}
+
+/// A session on the shell, submitting while there is work (slots are not reused here).
+struct App {
+    session: H3Session,
+    lost_counted: bool,
+}
+
+impl ConnApp for App {
+    type Ctx = Work;
+    fn drive(&mut self, conn: &mut Connection, work: &mut Work, _now: Instant) {
+        self.session.on_quic(conn, work);
+        while work.todo > 0 && self.session.can_submit() {
+            let slot = work.counts.started as u32;
+            if self.session.submit(conn, slot, 0).is_err() {
+                break;
+            }
+            work.todo -= 1;
+            work.counts.started += 1;
+        }
+        self.session.flush(conn);
+        if self.session.wants_close() {
+            self.session.terminate(conn);
+        }
+        if self.session.is_closed() && !self.lost_counted {
+            self.lost_counted = true;
+            work.counts.lost += u64::from(self.session.in_flight());
+            work.counts.protocol_errors += u64::from(self.session.error().is_some());
+        }
+    }
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+    fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
+        self.session.terminate(conn);
+    }
+}
 
 fn start_h3(f: impl FnOnce(&mut ServerConfig)) -> (RunningServer, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
@@ -73,7 +162,7 @@ fn run_at(
     mut on_turn: impl FnMut(&H3Counts),
 ) -> H3Counts {
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut shell: Shell<H3Client> = Shell::new(UdpIo::new(sock, true).unwrap(), None, c);
+    let mut shell: Shell<App> = Shell::new(UdpIo::new(sock, true).unwrap(), None, c);
     let mut poll = Poll::new().unwrap();
     poll.registry()
         .register(
@@ -91,11 +180,14 @@ fn run_at(
                 addr,
                 "localhost",
                 now,
-                H3Client::new(template(authority, path), m),
+                App {
+                    session: H3Session::new(template(authority, path), m),
+                    lost_counted: false,
+                },
             )
             .unwrap();
     }
-    let mut work = H3Work {
+    let mut work = Work {
         todo: n,
         counts: H3Counts::default(),
     };

@@ -1,143 +1,96 @@
-//! The client half of HTTP/3 (RFC 9114) on h2lab's QUIC shell ([`h2lab_quic`]): one
-//! [`H3Client`] per QUIC connection, driven by a [`Shell`](h2lab_quic::Shell) in the owner's
-//! mio loop (the shell's timers come from quinn-proto's `poll_timeout`).
+//! The client half of HTTP/3 (RFC 9114) on a `quinn-proto` connection: [`H3Session`], the
+//! HTTP/3 counterpart of the engine's HTTP/2 session. Like every session it owns no socket
+//! and no clock and does no statistics: requests are identified by the caller's *slots* and
+//! everything it learns is reported through [`SessionEvents`] (status, header and body
+//! bytes, complete, reset, refused, GOAWAY), so the worker's accounting is the same as for
+//! HTTP/1.1 and HTTP/2. The QUIC connection is passed in by the owner of the transport (the
+//! QUIC shell, [`h2lab_quic`]).
 //!
 //! What it does: opens our control stream (SETTINGS) and the QPACK encoder/decoder streams,
-//! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and keeps up to
-//! `max_streams` requests in flight, never more than the peer's MAX_STREAMS allows (quinn-proto
-//! refuses to open a stream beyond it; a request then waits for credit). Each request is the
-//! QPACK section of a pre-encoded [`RequestTemplate`] (static table and literals; we announce
-//! a QPACK table of 0 so responses never block) in one HEADERS frame on a new bidirectional
-//! stream, finished at once. Responses are read with the wire crate's [`RequestStream`].
-//! After a GOAWAY no request is opened; requests on streams at or above its identifier are
-//! counted as refused. Per request the only allocations are quinn-proto's own.
+//! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
+//! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
+//! literals; we announce a QPACK table of 0, so response sections never block) in one
+//! HEADERS frame on a new bidirectional stream, finished at once. At most `-m` requests are
+//! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
+//! open a stream beyond it and [`H3Session::submit`] then says
+//! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
+//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK).
+//! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
+//! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
+//! retried on a new connection). Per request nothing is allocated here (request states and
+//! their buffers are pooled); quinn-proto allocates its own stream state.
 //!
-//! Status: a building block. `h2lab bench --h3` does not use it yet (the worker loop's
-//! transport for QUIC is not wired); its tests drive it against `h2lab serve --h3`.
+//! Status: the session and its tests (against `h2lab serve --h3` and Caddy) are done;
+//! `h2lab bench --h3` does not use it yet (the worker's QUIC transport is not wired).
+
+mod streams;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
-use h2lab_quic::quinn_proto::{
-    Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt, WriteError,
-};
-use h2lab_quic::ConnApp;
-use h2lab_wire::h3::control::{write_control_stream_start, ControlEvent, ControlReader};
+use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
+use h2lab_wire::h3::control::write_control_stream_start;
 use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
 use h2lab_wire::h3::frame::Settings;
-use h2lab_wire::h3::request::{write_headers, RecvError, RequestEvents, RequestStream};
-use h2lab_wire::h3::stream::{PeerStreams, UniAction, UniStreamType};
+use h2lab_wire::h3::request::{write_headers, RequestEvents, RequestStream};
+use h2lab_wire::h3::stream::UniStreamType;
 use h2lab_wire::h3::{ErrorCode, Role};
 use h2lab_wire::qpack::{Decoder, RequestTemplate};
 
-/// What the connections of one loop report (the worker's statistics would go here).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct H3Counts {
-    /// Requests sent.
-    pub started: u64,
-    /// Responses complete.
-    pub completed: u64,
-    /// Final responses by class (1xx not counted): 2xx, 3xx, 4xx, 5xx.
-    pub status: [u64; 4],
-    /// Response content octets.
-    pub body_bytes: u64,
-    /// Requests reset by the server before completing.
-    pub reset: u64,
-    /// Requests the server provably did not process (at or above a GOAWAY's identifier).
-    pub refused: u64,
-    /// Requests in flight when their connection was lost (closed by the peer or idle).
-    pub lost: u64,
-    /// GOAWAY frames received.
-    pub goaways: u64,
-    /// Connections that ended with a protocol error (ours or the peer's).
-    pub protocol_errors: u64,
-}
-
-/// The requests a connection sends, and how many.
-#[derive(Debug)]
-pub struct H3Work {
-    /// Requests still to send (shared by the loop's connections).
-    pub todo: u64,
-    /// Counters.
-    pub counts: H3Counts,
-}
+use crate::session::{SessionEvents, SubmitError};
+use streams::{ControlNews, OutStream, PeerUni};
 
 /// One request in flight.
 struct Req {
+    slot: u32,
     recv: RequestStream,
+    /// Bytes of an incomplete HEADERS frame.
     inbuf: Vec<u8>,
-    status: Option<u16>,
     done: bool,
 }
 
-/// Response sink of one stream (status and content length).
+/// Forwards one stream's response to the caller's [`SessionEvents`].
 struct Sink<'a> {
-    status: &'a mut Option<u16>,
-    body: &'a mut u64,
+    slot: u32,
+    ev: &'a mut dyn SessionEvents,
+    decoded: usize,
     done: &'a mut bool,
 }
 
 impl RequestEvents for Sink<'_> {
-    fn field(&mut self, _name: &[u8], _value: &[u8]) {}
-    fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, informational: bool) {
-        if !informational && matches!(kind, SectionKind::Response) {
-            *self.status = facts.status;
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.decoded += name.len() + value.len();
+    }
+    fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, _informational: bool) {
+        if kind == SectionKind::Response {
+            if let Some(s) = facts.status {
+                self.ev.status(self.slot, s);
+            }
         }
+        // The QPACK-compressed size is not reported by the stream reader: the decoded size
+        // stands for both until it is.
+        self.ev.header_bytes(self.decoded, self.decoded);
+        self.decoded = 0;
     }
     fn data(&mut self, chunk: &[u8]) {
-        *self.body += chunk.len() as u64;
+        self.ev.body(self.slot, chunk.len());
+        self.ev.body_data(self.slot, chunk);
     }
     fn end(&mut self) {
         *self.done = true;
     }
 }
 
-/// What a peer unidirectional stream is.
-enum Uni {
-    Header(Vec<u8>),
-    Control(Vec<u8>),
-    QpackEncoder,
-    QpackDecoder,
-    Ignored,
-}
-
-/// One of our unidirectional streams and what it still has to write.
-#[derive(Default)]
-struct OutStream {
-    id: Option<StreamId>,
-    buf: Vec<u8>,
-}
-
-impl OutStream {
-    fn flush(&mut self, conn: &mut Connection) -> bool {
-        let Some(id) = self.id else {
-            return true;
-        };
-        while !self.buf.is_empty() {
-            match conn.send_stream(id).write(&self.buf) {
-                Ok(n) => {
-                    self.buf.drain(..n);
-                }
-                Err(WriteError::Blocked) => return true,
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-}
-
 /// The client side of one HTTP/3 connection (see the module docs).
-pub struct H3Client {
+pub struct H3Session {
     template: RequestTemplate,
     max_streams: usize,
-    next_path: usize,
     started: bool,
     control: OutStream,
     encoder_out: OutStream,
     decoder_out: OutStream,
-    uni: HashMap<StreamId, Uni>,
-    peer_streams: PeerStreams,
-    control_in: ControlReader,
+    peer: PeerUni,
     qdec: Decoder,
     reqs: HashMap<StreamId, Req>,
     pool: Vec<Req>,
@@ -146,49 +99,96 @@ pub struct H3Client {
     encoder_scratch: Vec<u8>,
     goaway: Option<u64>,
     closed: bool,
+    /// The connection error we closed with, if any.
+    error: Option<ErrorCode>,
 }
 
-fn h3_code(code: u64) -> VarInt {
-    VarInt::from_u64(code).unwrap_or(VarInt::MAX)
+fn code(c: ErrorCode) -> VarInt {
+    VarInt::from_u64(c.0).unwrap_or(VarInt::MAX)
 }
 
-impl H3Client {
-    /// A connection sending `template`'s requests, at most `max_streams` at once (`-m`).
-    pub fn new(template: RequestTemplate, max_streams: u32) -> H3Client {
-        H3Client {
+impl H3Session {
+    /// A session sending `template`'s requests, at most `max_streams` at once (`-m`).
+    pub fn new(template: RequestTemplate, max_streams: u32) -> H3Session {
+        let max_streams = max_streams.max(1) as usize;
+        H3Session {
             template,
-            max_streams: max_streams.max(1) as usize,
-            next_path: 0,
+            max_streams,
             started: false,
             control: OutStream::default(),
             encoder_out: OutStream::default(),
             decoder_out: OutStream::default(),
-            uni: HashMap::new(),
-            peer_streams: PeerStreams::new(Role::Client),
-            control_in: ControlReader::new(Role::Client),
+            peer: PeerUni::new(),
             qdec: Decoder::new(0, 0),
-            reqs: HashMap::with_capacity(max_streams as usize),
-            pool: Vec::new(),
+            reqs: HashMap::with_capacity(max_streams),
+            pool: Vec::with_capacity(max_streams),
             section: Vec::with_capacity(256),
             frame: Vec::with_capacity(256),
             encoder_scratch: Vec::new(),
             goaway: None,
             closed: false,
+            error: None,
         }
     }
 
-    /// Requests in flight.
-    pub fn in_flight(&self) -> usize {
-        self.reqs.len()
+    /// Requests submitted and not yet finished.
+    pub fn in_flight(&self) -> u32 {
+        self.reqs.len() as u32
     }
 
-    /// The server sent GOAWAY, or the connection is over: no new requests here.
-    pub fn is_done(&self) -> bool {
-        self.closed || self.goaway.is_some()
+    /// Slots of the requests in flight (those outstanding when the connection is lost).
+    pub fn in_flight_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.reqs.values().map(|r| r.slot)
     }
 
+    /// Most requests in flight (`-m`; the server's MAX_STREAMS is enforced by QUIC).
+    pub fn max_concurrency(&self) -> u32 {
+        self.max_streams as u32
+    }
+
+    /// Whether [`H3Session::submit`] may accept a request now (stream credit aside).
+    pub fn can_submit(&self) -> bool {
+        self.started && !self.closed && self.goaway.is_none() && self.reqs.len() < self.max_streams
+    }
+
+    /// A GOAWAY was received: no new requests on this connection.
+    pub fn goaway_received(&self) -> bool {
+        self.goaway.is_some()
+    }
+
+    /// The connection is over (closed by us, or lost).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The HTTP/3 error we closed the connection with (a protocol violation by the server).
+    pub fn error(&self) -> Option<ErrorCode> {
+        self.error
+    }
+
+    /// GOAWAY received and nothing left in flight: the connection should be closed.
+    pub fn wants_close(&self) -> bool {
+        self.goaway.is_some() && self.reqs.is_empty()
+    }
+
+    /// Graceful close when the client is done (H3_NO_ERROR).
+    pub fn terminate(&mut self, conn: &mut Connection) {
+        self.close(conn, ErrorCode::H3_NO_ERROR);
+    }
+
+    fn close(&mut self, conn: &mut Connection, c: ErrorCode) {
+        if !self.closed {
+            self.closed = true;
+            if c != ErrorCode::H3_NO_ERROR {
+                self.error = Some(c);
+            }
+            conn.close(Instant::now(), code(c), bytes::Bytes::new());
+        }
+    }
+
+    /// Opens our three unidirectional streams once the handshake allows it.
     fn start(&mut self, conn: &mut Connection) {
-        if self.started || conn.is_handshaking() {
+        if self.started || self.closed || conn.is_handshaking() {
             return;
         }
         let mut ids = [None; 3];
@@ -203,122 +203,146 @@ impl H3Client {
         self.control.id = Some(c);
         self.encoder_out.id = Some(e);
         self.decoder_out.id = Some(d);
-        // A QPACK table of 0: the server's sections never wait for inserts.
+        // A QPACK table of 0 (the default SETTINGS): the server's sections never wait.
         write_control_stream_start(Settings::default(), &mut self.control.buf);
         UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
         UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
     }
 
-    fn close(&mut self, conn: &mut Connection, code: ErrorCode) {
-        if !self.closed {
-            self.closed = true;
-            conn.close(Instant::now(), h3_code(code.0), bytes_empty());
+    /// Sends request `uri_idx` (index into the template's paths) for `slot` on a new stream.
+    pub fn submit(
+        &mut self,
+        conn: &mut Connection,
+        slot: u32,
+        uri_idx: usize,
+    ) -> Result<(), SubmitError> {
+        if !self.can_submit() {
+            return Err(SubmitError::WouldBlock);
+        }
+        // None: the server's MAX_STREAMS is reached (credit comes back as streams close).
+        let id = conn
+            .streams()
+            .open(Dir::Bi)
+            .ok_or(SubmitError::WouldBlock)?;
+        self.section.clear();
+        self.template.encode_next(
+            u64::from(id),
+            uri_idx,
+            &mut self.section,
+            &mut self.encoder_scratch,
+        );
+        self.frame.clear();
+        write_headers(&self.section, &mut self.frame);
+        let mut s = conn.send_stream(id);
+        // A new stream has its whole initial window (≥ 1 KiB in practice); a request
+        // head that does not fit is an error of ours, not the server's.
+        match s.write(&self.frame) {
+            Ok(n) if n == self.frame.len() => {}
+            _ => {
+                let _ = s.reset(code(ErrorCode::H3_REQUEST_CANCELLED));
+                return Err(SubmitError::WouldBlock);
+            }
+        }
+        let _ = s.finish();
+        let req = match self.pool.pop() {
+            Some(mut r) => {
+                r.slot = slot;
+                r.recv = RequestStream::new(Role::Client, u64::from(id));
+                r.inbuf.clear();
+                r.done = false;
+                r
+            }
+            None => Req {
+                slot,
+                recv: RequestStream::new(Role::Client, u64::from(id)),
+                inbuf: Vec::new(),
+                done: false,
+            },
+        };
+        self.reqs.insert(id, req);
+        Ok(())
+    }
+
+    /// Handles what QUIC has for the application (stream data, GOAWAY, the connection
+    /// ending) and reports it through `ev`; then writes our pending stream data.
+    pub fn on_quic(&mut self, conn: &mut Connection, ev: &mut dyn SessionEvents) {
+        while let Some(e) = conn.poll() {
+            if self.closed {
+                continue;
+            }
+            match e {
+                Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
+                    while let Some(id) = conn.streams().accept(Dir::Uni) {
+                        self.peer
+                            .streams
+                            .insert(id, streams::Uni::Header(Vec::new()));
+                        self.read(conn, id, ev);
+                    }
+                }
+                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
+                    // RFC 9114 §6.1: a server never opens bidirectional streams.
+                    self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
+                }
+                Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ev),
+                Event::ConnectionLost { .. } => self.closed = true,
+                _ => {}
+            }
+        }
+        self.start(conn);
+        self.flush(conn);
+    }
+
+    /// Writes what our unidirectional streams hold (SETTINGS, QPACK instructions).
+    pub fn flush(&mut self, conn: &mut Connection) {
+        if self.closed || !self.started {
+            return;
+        }
+        self.encoder_out.buf.append(&mut self.encoder_scratch);
+        self.qdec.take_decoder_stream(&mut self.decoder_out.buf);
+        let ok = self.control.flush(conn)
+            && self.encoder_out.flush(conn)
+            && self.decoder_out.flush(conn);
+        if !ok {
+            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM);
         }
     }
 
-    /// Opens request streams while there is work, room under `-m` and stream credit.
-    fn submit(&mut self, conn: &mut Connection, work: &mut H3Work) {
-        while self.started
-            && !self.closed
-            && self.goaway.is_none()
-            && work.todo > 0
-            && self.reqs.len() < self.max_streams
-        {
-            let Some(id) = conn.streams().open(Dir::Bi) else {
-                break; // the peer's MAX_STREAMS: wait for credit
-            };
-            self.section.clear();
-            self.template.encode_next(
-                u64::from(id),
-                self.next_path,
-                &mut self.section,
-                &mut self.encoder_scratch,
-            );
-            self.next_path = self.next_path.wrapping_add(1);
-            self.frame.clear();
-            write_headers(&self.section, &mut self.frame);
-            let mut s = conn.send_stream(id);
-            // A new stream has the whole initial stream window: a request head fits.
-            match s.write(&self.frame) {
-                Ok(n) if n == self.frame.len() => {}
-                _ => {
-                    let _ = s.reset(h3_code(ErrorCode::H3_INTERNAL_ERROR.0));
-                    self.close(conn, ErrorCode::H3_INTERNAL_ERROR);
-                    return;
-                }
-            }
-            let _ = s.finish();
-            work.todo -= 1;
-            work.counts.started += 1;
-            let req = match self.pool.pop() {
-                Some(mut r) => {
-                    r.recv = RequestStream::new(Role::Client, u64::from(id));
-                    r.inbuf.clear();
-                    r.status = None;
-                    r.done = false;
-                    r
-                }
-                None => Req {
-                    recv: RequestStream::new(Role::Client, u64::from(id)),
-                    inbuf: Vec::new(),
-                    status: None,
-                    done: false,
-                },
-            };
-            self.reqs.insert(id, req);
-        }
-    }
-
-    fn on_event(&mut self, conn: &mut Connection, ev: Event, work: &mut H3Work) {
-        match ev {
-            Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
-                while let Some(id) = conn.streams().accept(Dir::Uni) {
-                    self.uni.insert(id, Uni::Header(Vec::new()));
-                    self.read(conn, id, work);
-                }
-            }
-            Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
-                // RFC 9114 §6.1: a server never opens bidirectional streams.
-                self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
-            }
-            Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, work),
-            Event::ConnectionLost { .. } => {
-                self.closed = true;
-                // Requests still in flight are lost with the connection.
-                work.counts.lost += self.reqs.len() as u64;
-                self.reqs.clear();
-            }
-            _ => {}
-        }
-    }
-
-    fn read(&mut self, conn: &mut Connection, id: StreamId, work: &mut H3Work) {
+    fn read(&mut self, conn: &mut Connection, id: StreamId, ev: &mut dyn SessionEvents) {
         let bidi = id.dir() == Dir::Bi;
         let mut rs = conn.recv_stream(id);
         let Ok(mut chunks) = rs.read(true) else {
             return;
         };
         let mut fin = false;
-        let mut reset = false;
+        let mut reset = None;
         let mut err: Option<ErrorCode> = None;
+        let mut news = ControlNews::default();
         loop {
             match chunks.next(usize::MAX) {
-                Ok(Some(chunk)) => {
-                    if err.is_none() {
-                        err = if bidi {
-                            self.feed_request(id, &chunk.bytes, false, work)
-                        } else {
-                            self.feed_uni(id, &chunk.bytes, false, work)
-                        };
-                    }
+                Ok(Some(chunk)) if err.is_none() => {
+                    err = if bidi {
+                        self.feed_request(id, &chunk.bytes, false, ev)
+                    } else {
+                        self.peer
+                            .feed(
+                                id,
+                                &chunk.bytes,
+                                false,
+                                &mut self.qdec,
+                                &mut self.template,
+                                &mut news,
+                            )
+                            .err()
+                    };
                 }
+                Ok(Some(_)) => {}
                 Ok(None) => {
                     fin = true;
                     break;
                 }
                 Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(_)) => {
-                    reset = true;
+                Err(ReadError::Reset(c)) => {
+                    reset = Some(c.into_inner());
                     break;
                 }
             }
@@ -326,46 +350,75 @@ impl H3Client {
         let _ = chunks.finalize();
         if err.is_none() && fin {
             err = if bidi {
-                self.feed_request(id, &[], true, work)
+                self.feed_request(id, &[], true, ev)
             } else {
-                Some(ErrorCode::H3_CLOSED_CRITICAL_STREAM)
+                self.peer
+                    .feed(id, &[], true, &mut self.qdec, &mut self.template, &mut news)
+                    .err()
             };
         }
-        if reset && bidi && self.reqs.contains_key(&id) {
-            self.finish(id, work, true);
+        if let Some(s) = news.settings {
+            self.template.set_peer_settings(
+                usize::try_from(s.qpack_max_table_capacity).unwrap_or(usize::MAX),
+                usize::try_from(s.qpack_blocked_streams).unwrap_or(usize::MAX),
+            );
         }
-        if let Some(code) = err {
-            work.counts.protocol_errors += 1;
-            self.close(conn, code);
+        if let Some(g) = news.goaway {
+            self.on_goaway(conn, g, ev);
+        }
+        if let (Some(c), true) = (reset, bidi) {
+            self.on_reset(id, c, ev);
+        }
+        if let Some(c) = err {
+            self.close(conn, c);
         }
     }
 
-    /// Ends request `id`: complete, or reset (refused when above the GOAWAY identifier).
-    fn finish(&mut self, id: StreamId, work: &mut H3Work, reset: bool) {
-        let Some(r) = self.reqs.remove(&id) else {
-            return;
-        };
-        if reset {
-            if self.goaway.is_some_and(|g| u64::from(id) >= g) {
-                work.counts.refused += 1;
-            } else {
-                work.counts.reset += 1;
-            }
-        } else {
-            work.counts.completed += 1;
-            if let Some(s) = r.status {
-                if let Some(c) = work
-                    .counts
-                    .status
-                    .get_mut(usize::from(s / 100).wrapping_sub(2))
-                {
-                    *c += 1;
-                }
+    /// GOAWAY(`g`): requests on streams at or above `g` were not processed.
+    fn on_goaway(&mut self, conn: &mut Connection, g: u64, ev: &mut dyn SessionEvents) {
+        if self.goaway.is_none() {
+            // The code is the connection's, known only at the close: 0 here.
+            ev.goaway(u32::try_from(g).unwrap_or(u32::MAX), 0);
+        }
+        self.goaway = Some(g);
+        let above: Vec<StreamId> = self
+            .reqs
+            .keys()
+            .copied()
+            .filter(|id| u64::from(*id) >= g)
+            .collect();
+        for id in above {
+            let _ = conn
+                .recv_stream(id)
+                .stop(code(ErrorCode::H3_REQUEST_CANCELLED));
+            if let Some(r) = self.forget(id) {
+                ev.refused(r);
             }
         }
+    }
+
+    /// The server reset request stream `id` with `c`.
+    fn on_reset(&mut self, id: StreamId, c: u64, ev: &mut dyn SessionEvents) {
+        let Some(slot) = self.forget(id) else {
+            return;
+        };
+        let not_processed = c == ErrorCode::H3_REQUEST_REJECTED.0
+            || self.goaway.is_some_and(|g| u64::from(id) >= g);
+        if not_processed {
+            ev.refused(slot);
+        } else {
+            ev.reset(slot, u32::try_from(c).unwrap_or(u32::MAX));
+        }
+    }
+
+    /// Drops request `id` (its buffers are kept for the next request); its slot.
+    fn forget(&mut self, id: StreamId) -> Option<u32> {
+        let r = self.reqs.remove(&id)?;
+        let slot = r.slot;
         if self.pool.len() < self.max_streams {
             self.pool.push(r);
         }
+        Some(slot)
     }
 
     fn feed_request(
@@ -373,15 +426,16 @@ impl H3Client {
         id: StreamId,
         bytes: &[u8],
         fin: bool,
-        work: &mut H3Work,
+        ev: &mut dyn SessionEvents,
     ) -> Option<ErrorCode> {
         let r = self.reqs.get_mut(&id)?;
         let mut sink = Sink {
-            status: &mut r.status,
-            body: &mut work.counts.body_bytes,
+            slot: r.slot,
+            ev: &mut *ev,
+            decoded: 0,
             done: &mut r.done,
         };
-        let res: Result<(), RecvError> = if r.inbuf.is_empty() {
+        let res = if r.inbuf.is_empty() {
             r.recv.recv(bytes, fin, &mut self.qdec, &mut sink).map(|p| {
                 r.inbuf
                     .extend_from_slice(bytes.get(p.consumed..).unwrap_or_default());
@@ -398,144 +452,29 @@ impl H3Client {
         match res {
             Ok(()) => {
                 if r.done {
-                    self.finish(id, work, false);
+                    let slot = r.slot;
+                    self.forget(id);
+                    ev.complete(slot);
                 }
                 None
             }
             Err(e) => Some(e.code()),
         }
     }
-
-    fn feed_uni(
-        &mut self,
-        id: StreamId,
-        bytes: &[u8],
-        fin: bool,
-        work: &mut H3Work,
-    ) -> Option<ErrorCode> {
-        let mut input: &[u8] = bytes;
-        let mut owned: Vec<u8>;
-        if let Some(Uni::Header(buf)) = self.uni.get_mut(&id) {
-            buf.extend_from_slice(bytes);
-            let (ty, n) = UniStreamType::parse(buf)?;
-            owned = std::mem::take(buf);
-            owned.drain(..n);
-            let next = match self.peer_streams.open(u64::from(id), ty) {
-                Ok(UniAction::Control) => Uni::Control(Vec::new()),
-                Ok(UniAction::QpackEncoder) => Uni::QpackEncoder,
-                Ok(UniAction::QpackDecoder) => Uni::QpackDecoder,
-                Ok(UniAction::Push(_) | UniAction::Ignore(_)) => Uni::Ignored,
-                Err(e) => return Some(e.code),
-            };
-            self.uni.insert(id, next);
-            input = &owned;
-        }
-        match self.uni.get_mut(&id)? {
-            Uni::Header(_) | Uni::Ignored => None,
-            Uni::Control(tail) => {
-                let mut data = std::mem::take(tail);
-                data.extend_from_slice(input);
-                let mut settings = None;
-                let mut goaway = None;
-                let res = self.control_in.recv(&data, fin, |ev| match ev {
-                    ControlEvent::Settings(s) => settings = Some(s),
-                    ControlEvent::GoAway(g) => goaway = Some(g),
-                    _ => {}
-                });
-                if let Some(s) = settings {
-                    self.template.set_peer_settings(
-                        usize::try_from(s.qpack_max_table_capacity).unwrap_or(usize::MAX),
-                        usize::try_from(s.qpack_blocked_streams).unwrap_or(usize::MAX),
-                    );
-                }
-                if let Some(g) = goaway {
-                    work.counts.goaways += 1;
-                    self.goaway = Some(g);
-                }
-                match res {
-                    Ok(used) => {
-                        data.drain(..used);
-                        if let Some(Uni::Control(t)) = self.uni.get_mut(&id) {
-                            *t = data;
-                        }
-                        None
-                    }
-                    Err(e) => Some(e.code),
-                }
-            }
-            Uni::QpackEncoder => match self.qdec.feed_encoder_stream(input) {
-                Ok(()) => None,
-                Err(e) => Some(ErrorCode::from_qpack(e.code())),
-            },
-            Uni::QpackDecoder => match self.template.feed_decoder_stream(input) {
-                Ok(()) => None,
-                Err(e) => Some(ErrorCode::from_qpack(e.code())),
-            },
-        }
-    }
 }
 
-fn bytes_empty() -> bytes::Bytes {
-    bytes::Bytes::new()
-}
-
-impl ConnApp for H3Client {
-    type Ctx = H3Work;
-
-    fn drive(&mut self, conn: &mut Connection, work: &mut H3Work, _now: Instant) {
-        if self.closed {
-            while conn.poll().is_some() {}
-            return;
-        }
-        while let Some(ev) = conn.poll() {
-            self.on_event(conn, ev, work);
-            if self.closed {
-                return;
-            }
-        }
-        self.start(conn);
-        self.submit(conn, work);
-        self.encoder_out.buf.append(&mut self.encoder_scratch);
-        self.qdec.take_decoder_stream(&mut self.decoder_out.buf);
-        let flushed = self.control.flush(conn)
-            && self.encoder_out.flush(conn)
-            && self.decoder_out.flush(conn);
-        if !flushed {
-            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM);
-        }
-        if self.goaway.is_some() && self.reqs.is_empty() {
-            // Drained after GOAWAY: close cleanly (H3_NO_ERROR).
-            self.close(conn, ErrorCode::H3_NO_ERROR);
-        }
-    }
-
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-
-    fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
-        if !self.closed {
-            self.close(conn, ErrorCode::H3_NO_ERROR);
-        }
-    }
-}
-
-/// The QUIC client configuration for `-p h3`: rustls as on TCP (h2load's suite order,
-/// certificate verification off unless `insecure` is false), ALPN `h3`.
+/// The QUIC client configuration for `h3`: rustls as on TCP (h2load's suite order;
+/// certificate verification off when `insecure`, as h2load), ALPN `h3`.
 pub fn quic_client_config(
     insecure: bool,
     opts: &crate::tls_opts::TlsOptions,
 ) -> Result<h2lab_quic::quinn_proto::ClientConfig, crate::error::TransportError> {
     let tls = crate::transport::client_config(&["h3".to_owned()], insecure, opts)?;
-    let crypto = h2lab_quic::quinn_proto::crypto::rustls::QuicClientConfig::try_from(
-        std::sync::Arc::new(tls),
-    )
-    .map_err(|_| {
-        crate::error::TransportError::Setup(rustls::Error::General(
-            "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256".into(),
-        ))
-    })?;
-    Ok(h2lab_quic::quinn_proto::ClientConfig::new(
-        std::sync::Arc::new(crypto),
-    ))
+    let crypto = h2lab_quic::quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
+        .map_err(|_| {
+            crate::error::TransportError::Setup(rustls::Error::General(
+                "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256".into(),
+            ))
+        })?;
+    Ok(h2lab_quic::quinn_proto::ClientConfig::new(Arc::new(crypto)))
 }
