@@ -20,10 +20,13 @@
 //! retried on a new connection). Per request nothing is allocated here (request states and
 //! their buffers are pooled); quinn-proto allocates its own stream state.
 //!
-//! Status: the session and its tests (against `h2lab serve --h3` and Caddy) are done;
-//! `h2lab bench --h3` does not use it yet (the worker's QUIC transport is not wired).
+//! [`H3Conn`] puts the session and its QUIC connection behind the engine's `Session`
+//! trait; the QUIC transport is `crate::conn::quic`.
 
+mod conn;
 mod streams;
+
+pub use conn::H3Conn;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -287,6 +290,17 @@ impl H3Session {
                 Event::ConnectionLost { .. } => self.closed = true,
                 _ => {}
             }
+        }
+        // Server streams opened before the session existed (0.5-RTT) had their events
+        // taken by nobody: accept them here.
+        while !self.closed {
+            let Some(id) = conn.streams().accept(Dir::Uni) else {
+                break;
+            };
+            self.peer
+                .streams
+                .insert(id, streams::Uni::Header(Vec::new()));
+            self.read(conn, id, ev);
         }
         self.start(conn);
         self.flush(conn);
