@@ -270,7 +270,9 @@ impl H3Session {
     /// ending) and reports it through `ev`; then writes our pending stream data.
     pub fn on_quic(&mut self, conn: &mut Connection, ev: &mut dyn SessionEvents) {
         while let Some(e) = conn.poll() {
-            if self.closed {
+            // quinn-proto reports the connection lost before the stream data that came with
+            // the close (a GOAWAY just before CONNECTION_CLOSE): keep reading it then.
+            if self.error.is_some() {
                 continue;
             }
             match e {
@@ -282,7 +284,7 @@ impl H3Session {
                         self.read(conn, id, ev);
                     }
                 }
-                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
+                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) if !self.closed => {
                     // RFC 9114 §6.1: a server never opens bidirectional streams.
                     self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
                 }
