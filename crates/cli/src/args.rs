@@ -84,7 +84,7 @@ pub struct BenchArgs {
           value_parser = crate::page::parse_push, action = clap::ArgAction::Set)]
     pub push: bool,
 
-    /// Protocol for http:// URIs (no TLS): h2c or http/1.1.
+    /// Protocol for http:// URIs (no TLS): h2c or http/1.1; h3: HTTP/3 (https://, as --h3).
     #[arg(short = 'p', long = "no-tls-proto", value_name = "PROTOID", value_parser = parse_no_tls_proto)]
     pub no_tls_proto: Option<String>,
 
@@ -391,8 +391,10 @@ fn parse_no_tls_proto(s: &str) -> Result<String, String> {
         Ok("h2c".to_string())
     } else if s.eq_ignore_ascii_case("http/1.1") {
         Ok("http/1.1".to_string())
+    } else if s.eq_ignore_ascii_case("h3") {
+        Ok("h3".to_string())
     } else {
-        Err(format!("unsupported protocol {s:?} (h2c or http/1.1)"))
+        Err(format!("unsupported protocol {s:?} (h2c, http/1.1 or h3)"))
     }
 }
 

@@ -429,6 +429,9 @@ pub fn build_config(a: &BenchArgs) -> Result<BenchConfig, String> {
         if let Some(list) = &a.alpn_list {
             cfg.alpn_list = list.0.clone();
         }
+        if a.no_tls_proto.as_deref() == Some("h3") {
+            cfg.alpn_list = vec!["h3".to_owned()];
+        }
     }
 
     cfg.require_protocol = match a.require_protocol.as_deref() {

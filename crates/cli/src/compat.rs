@@ -1,6 +1,7 @@
 //! h2load 1.69/1.70 options beyond the 1.52 set: `-f/--max-frame-size`, `--ciphers`,
 //! `--tls13-ciphers`, `--groups` (rustls' names), h2lab's `--tls-resume`, and the options h2lab
-//! accepts but cannot honour yet (`--tls-session-file`, `--ktls`, `--h3` and the QUIC ones),
+//! accepts but cannot honour yet (`--tls-session-file`, `--ktls`, `--qlog-file-base`), and the
+//! HTTP/3 ones (`--h3`, `--no-udp-gso`, `--max-udp-payload-size`);
 //! which fail with one line saying so instead of clap's "unexpected argument".
 
 use std::path::PathBuf;
@@ -50,7 +51,7 @@ pub struct CompatArgs {
     #[arg(long = "ktls")]
     pub ktls: bool,
 
-    /// Not supported yet (HTTP/3).
+    /// HTTP/3 over QUIC (the same as --alpn-list=h3; https:// URIs).
     #[arg(long = "h3")]
     pub h3: bool,
 
@@ -58,13 +59,22 @@ pub struct CompatArgs {
     #[arg(long = "qlog-file-base", value_name = "PATH")]
     pub qlog_file_base: Option<PathBuf>,
 
-    /// Not supported yet (HTTP/3: UDP GSO).
+    /// HTTP/3: do not batch UDP sends with GSO.
     #[arg(long = "no-udp-gso")]
     pub no_udp_gso: bool,
 
-    /// Not supported yet (HTTP/3: UDP payload size).
-    #[arg(long = "max-udp-payload-size", value_name = "SIZE")]
-    pub max_udp_payload_size: Option<String>,
+    /// HTTP/3: the UDP payload size to use (1200..=65527; path MTU discovery off)
+    /// [default: 1200, then path MTU discovery].
+    #[arg(long = "max-udp-payload-size", value_name = "SIZE", value_parser = parse_udp_payload)]
+    pub max_udp_payload_size: Option<u16>,
+}
+
+fn parse_udp_payload(s: &str) -> Result<u16, String> {
+    let n = parse_size(s)?;
+    u16::try_from(n)
+        .ok()
+        .filter(|n| (1200..=65527).contains(n))
+        .ok_or_else(|| "between 1200 and 65527".into())
 }
 
 fn parse_frame_size(s: &str) -> Result<u32, String> {
@@ -90,17 +100,8 @@ fn unsupported(a: &CompatArgs) -> Option<String> {
     if a.ktls {
         return not_yet("--ktls", "kernel TLS");
     }
-    if a.h3 {
-        return not_yet("--h3", "HTTP/3");
-    }
     if a.qlog_file_base.is_some() {
-        return not_yet("--qlog-file-base", "HTTP/3");
-    }
-    if a.no_udp_gso {
-        return not_yet("--no-udp-gso", "HTTP/3");
-    }
-    if a.max_udp_payload_size.is_some() {
-        return not_yet("--max-udp-payload-size", "HTTP/3");
+        return not_yet("--qlog-file-base", "HTTP/3 qlog files");
     }
     None
 }
@@ -111,6 +112,14 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
         return Err(msg);
     }
     cfg.max_frame_size = a.max_frame_size;
+    if a.h3 {
+        if cfg.protocol == h2lab_engine::ProtocolChoice::H1 {
+            return Err("--h3 and --h1 conflict".into());
+        }
+        cfg.alpn_list = vec!["h3".to_owned()];
+    }
+    cfg.no_udp_gso = a.no_udp_gso;
+    cfg.max_udp_payload_size = a.max_udp_payload_size;
     cfg.tls = TlsOptions {
         ciphers: a
             .ciphers
@@ -217,10 +226,7 @@ mod tests {
         for (argv, opt) in [
             (&["--tls-session-file=/tmp/s.pem"][..], "--tls-session-file"),
             (&["--ktls"], "--ktls"),
-            (&["--h3"], "--h3"),
             (&["--qlog-file-base=/tmp/q"], "--qlog-file-base"),
-            (&["--no-udp-gso"], "--no-udp-gso"),
-            (&["--max-udp-payload-size=1200"], "--max-udp-payload-size"),
         ] {
             let mut a = argv.to_vec();
             a.push("https://127.0.0.1/");
@@ -228,6 +234,29 @@ mod tests {
             assert!(e.starts_with(&format!("{opt}: not supported yet (")), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn h3_options() {
+        let c = build(&["https://h/"]).unwrap();
+        assert!(!c.no_udp_gso);
+        assert_eq!(c.max_udp_payload_size, None);
+        let c = build(&[
+            "--h3",
+            "--no-udp-gso",
+            "--max-udp-payload-size=1452",
+            "https://h/",
+        ])
+        .unwrap();
+        assert_eq!(c.effective_alpn(), ["h3"]);
+        assert!(c.no_udp_gso);
+        assert_eq!(c.max_udp_payload_size, Some(1452));
+        let c = build(&["-p", "h3", "https://h/"]).unwrap();
+        assert_eq!(c.effective_alpn(), ["h3"]);
+        let c = build(&["--alpn-list=h3", "https://h/"]).unwrap();
+        assert_eq!(c.effective_alpn(), ["h3"]);
+        assert!(build(&["--max-udp-payload-size=1000", "https://h/"]).is_err());
+        assert!(build(&["--h3", "--h1", "https://h/"]).is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! One protocol matrix for `h2lab bench` (in the style of hyper's `tests/support`): every
-//! behaviour test below runs over each row of [`PROTOCOLS`] — HTTP/1.1, h2c and h2 over TLS —
+//! behaviour test below runs over each row of [`PROTOCOLS`] — HTTP/1.1, h2c, h2 over TLS and
+//! HTTP/3 —
 //! against the in-process `h2lab serve`, through the real binary. A new protocol is one more
 //! row.
 //!
@@ -55,6 +56,13 @@ const PROTOCOLS: &[Protocol] = &[
         application: "h2",
         goaway: true,
     },
+    Protocol {
+        name: "HTTP/3",
+        flags: &["--h3"],
+        tls: true,
+        application: "h3",
+        goaway: true,
+    },
 ];
 
 /// The in-process server a test runs against, cleartext and TLS.
@@ -69,6 +77,8 @@ impl Target {
         let mut cfg = ServerConfig {
             tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
             cert_dir: Some(certs.0.clone()),
+            // HTTP/3 on the TLS port number (UDP), for the h3 row.
+            h3: true,
             ..ServerConfig::local()
         };
         tweak(&mut cfg);

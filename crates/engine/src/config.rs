@@ -22,6 +22,8 @@ pub enum AppProtocol {
     H2c,
     /// HTTP/1.1 (ALPN `http/1.1`, or cleartext).
     Http11,
+    /// HTTP/3 over QUIC (ALPN `h3`).
+    H3,
 }
 
 impl AppProtocol {
@@ -31,6 +33,7 @@ impl AppProtocol {
             AppProtocol::H2 => "h2",
             AppProtocol::H2c => "h2c",
             AppProtocol::Http11 => "http/1.1",
+            AppProtocol::H3 => "h3",
         }
     }
 
@@ -149,6 +152,11 @@ pub struct BenchConfig {
     pub accept_push: bool,
     /// TLS options: cipher suites, groups, session resumption.
     pub tls: crate::tls_opts::TlsOptions,
+    /// HTTP/3: do not batch sends with UDP GSO (`--no-udp-gso`).
+    pub no_udp_gso: bool,
+    /// HTTP/3: the UDP payload size to use from the start, without path MTU discovery
+    /// (`--max-udp-payload-size`); `None`: quinn-proto's default (1200, then discovery).
+    pub max_udp_payload_size: Option<u16>,
 }
 
 /// The longest hold of request coalescing when `--coalesce` is given without a
@@ -194,6 +202,8 @@ impl BenchConfig {
             max_frame_size: 16_384,
             accept_push: false,
             tls: crate::tls_opts::TlsOptions::default(),
+            no_udp_gso: false,
+            max_udp_payload_size: None,
         }
     }
 

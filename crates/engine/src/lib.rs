@@ -66,6 +66,7 @@ pub mod fetch;
 pub mod fuzzing;
 pub mod h1;
 pub mod h2;
+pub mod h3;
 pub mod interval;
 pub mod load;
 mod pacing;

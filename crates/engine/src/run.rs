@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::{BaseUri, BenchConfig, Scheme};
+use crate::conn::quic::QuicDial;
 use crate::conn::{AlpnOffer, Dialer};
 use crate::error::{ProtocolError, TimeoutError};
 use crate::h2::H2Settings;
@@ -19,6 +20,45 @@ use crate::timeseries::{Collector, SeriesRecorder};
 use crate::transport::{self, Endpoint};
 use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
 use crate::{EngineError, Observer, StopFlag};
+
+/// HTTP/3 (`--h3`, `-p h3`: `h3` first in the ALPN list): how to open QUIC connections.
+fn quic_dial(
+    cfg: &BenchConfig,
+    alpn: &[String],
+    prep: &Prepared,
+) -> Result<Option<QuicDial>, EngineError> {
+    if alpn.first().map(String::as_str) != Some("h3") {
+        return Ok(None);
+    }
+    let invalid = |msg: &str| {
+        Err(EngineError::Config(crate::ConfigError::Invalid(
+            msg.to_owned(),
+        )))
+    };
+    if cfg.scheme() != Scheme::Https {
+        return invalid("h3: HTTP/3 needs an https:// URI");
+    }
+    if prep.body.is_some() {
+        return invalid("h3: request bodies (-d) are not supported over HTTP/3 yet");
+    }
+    let mut config =
+        crate::h3::quic_client_config(cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
+    let mut tc = h2lab_quic::quinn_proto::TransportConfig::default();
+    // The server's push and QPACK streams, and its control stream.
+    tc.max_concurrent_uni_streams(16u32.into());
+    // Request streams are ours: the server opens none.
+    tc.max_concurrent_bidi_streams(0u32.into());
+    if let Some(size) = cfg.max_udp_payload_size {
+        tc.initial_mtu(size.max(1200));
+        tc.mtu_discovery_config(None);
+    }
+    config.transport_config(Arc::new(tc));
+    Ok(Some(QuicDial {
+        config,
+        server_name: cfg.server_name(),
+        gso: !cfg.no_udp_gso,
+    }))
+}
 
 /// How often the calling thread reports progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -51,6 +91,7 @@ pub fn run(
         None
     };
     let prep = Prepared::new(cfg)?;
+    let quic = quic_dial(cfg, &alpn, &prep)?;
     let log = match &cfg.log_file {
         Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
             context: format!("cannot open log file {}", p.display()),
@@ -103,6 +144,7 @@ pub fn run(
                 max_streams: cfg.max_concurrent_streams,
                 h2,
                 verbose: cfg.verbose,
+                quic: quic.clone(),
             },
             require: cfg.require_protocol,
             timing,

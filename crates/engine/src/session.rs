@@ -50,6 +50,11 @@ pub enum SessionError {
     },
     /// The peer closed the connection in the middle of a message.
     UnexpectedEof,
+    /// An HTTP/3 connection error: the session closed the QUIC connection with this code.
+    H3 {
+        /// The HTTP/3 or QPACK error code (RFC 9114 §8.1, RFC 9204 §6).
+        code: u64,
+    },
 }
 
 impl SessionError {
@@ -73,6 +78,10 @@ impl fmt::Display for SessionError {
             }
             SessionError::UnexpectedEof => {
                 f.write_str("connection closed in the middle of a response")
+            }
+            SessionError::H3 { code } => {
+                let name = h2lab_wire::h3::ErrorCode(*code).name().unwrap_or("unknown");
+                write!(f, "HTTP/3 connection error {name} (0x{code:x})")
             }
         }
     }

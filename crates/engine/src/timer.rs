@@ -23,6 +23,11 @@ pub(crate) struct DeadlineTimer {
 impl DeadlineTimer {
     /// A timer registered in `registry`; without timerfd support it does nothing.
     pub(crate) fn new(registry: &Registry) -> DeadlineTimer {
+        DeadlineTimer::with_token(registry, TIMER_TOKEN)
+    }
+
+    /// A timer that wakes `token` (a QUIC connection's own timer wakes its client).
+    pub(crate) fn with_token(registry: &Registry, token: Token) -> DeadlineTimer {
         #[cfg(target_os = "linux")]
         {
             use rustix::fd::AsRawFd;
@@ -36,7 +41,7 @@ impl DeadlineTimer {
                 registry
                     .register(
                         &mut mio::unix::SourceFd(&fd.as_raw_fd()),
-                        TIMER_TOKEN,
+                        token,
                         mio::Interest::READABLE,
                     )
                     .is_ok()
@@ -45,7 +50,7 @@ impl DeadlineTimer {
         }
         #[cfg(not(target_os = "linux"))]
         {
-            let _ = registry;
+            let _ = (registry, token);
             DeadlineTimer { armed: None }
         }
     }
@@ -80,5 +85,16 @@ impl DeadlineTimer {
         if self.armed.is_some_and(|a| a <= now) {
             self.armed = None;
         }
+    }
+
+    /// Removes the timer from `registry` (before its fd is closed).
+    pub(crate) fn deregister(&mut self, registry: &Registry) {
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &self.fd {
+            use rustix::fd::AsRawFd;
+            let _ = registry.deregister(&mut mio::unix::SourceFd(&fd.as_raw_fd()));
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = registry;
     }
 }

@@ -33,6 +33,7 @@ pub fn parse_app_protocol(s: &str) -> Option<AppProtocol> {
         "h2" => Some(AppProtocol::H2),
         "h2c" => Some(AppProtocol::H2c),
         "http/1.1" => Some(AppProtocol::Http11),
+        "h3" => Some(AppProtocol::H3),
         _ => None,
     }
 }

@@ -43,7 +43,8 @@ mod http3;
 mod log;
 mod out;
 mod proto;
-pub mod quic;
+/// The QUIC shell, now its own crate (`h2lab-quic`) shared with the client engine.
+pub use h2lab_quic as quic;
 pub mod sched;
 pub mod shutdown;
 pub mod testing;

@@ -21,11 +21,14 @@ use crate::config::AppProtocol;
 use crate::error::{ProtocolError, TransportError};
 use crate::h1::H1Session;
 use crate::h2::{H2Session, H2Settings};
+use crate::h3::{H3Conn, H3Session};
 use crate::request::Prepared;
 use crate::session::{Session, SessionError, SessionEvents};
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
+use h2lab_wire::qpack::{EncoderConfig, RequestTemplate};
 
 mod protocol;
+pub(crate) mod quic;
 #[cfg(test)]
 mod tests;
 
@@ -87,6 +90,8 @@ pub(crate) struct Dialer {
     pub h2: H2Settings,
     /// `-v`: sessions print what they receive.
     pub verbose: bool,
+    /// HTTP/3: connections are QUIC (ALPN `h3`) instead of TCP.
+    pub quic: Option<quic::QuicDial>,
 }
 
 /// The step a connection is at.
@@ -244,7 +249,26 @@ impl Dialer {
         now: Instant,
     ) -> Result<Connection, ConnEnd> {
         let mut last_err = None;
+        if let (Some(dial), Endpoint::Tcp(addrs)) = (&self.quic, &self.endpoint) {
+            for (i, addr) in addrs.iter().enumerate().skip(from) {
+                match quic::QuicLink::connect(dial, *addr, registry, token, now) {
+                    Ok(link) => {
+                        return Ok(Connection {
+                            transport: Transport::plain(Socket::Quic(Box::new(link))),
+                            state: ConnState::Handshaking,
+                            session: None,
+                            last_activity: now,
+                            addr_idx: i,
+                        })
+                    }
+                    Err(e) => last_err = Some((i, e)),
+                }
+            }
+        }
         for i in from..self.endpoint.len() {
+            if self.quic.is_some() {
+                break;
+            }
             let mut sock = match Socket::connect(&self.endpoint, i) {
                 Ok(s) => s,
                 Err(e) => {
@@ -285,7 +309,10 @@ impl Dialer {
         &self,
         conn: &Connection,
     ) -> Result<(AppProtocol, bool), ProtocolError> {
-        if conn.transport.is_tls() {
+        if matches!(conn.transport.socket, Socket::Quic(_)) {
+            // quinn-proto fails the handshake unless the server selected `h3`.
+            Ok((AppProtocol::H3, false))
+        } else if conn.transport.is_tls() {
             self.alpn.choose(conn.transport.alpn())
         } else {
             Ok((self.cleartext, false))
@@ -311,6 +338,15 @@ impl Dialer {
                 &self.h2,
                 self.verbose,
             ))),
+            AppProtocol::H3 => {
+                let Some(quic) = conn.quic().and_then(|l| l.conn.take()) else {
+                    return;
+                };
+                AnySession::H3(Box::new(H3Conn {
+                    quic,
+                    session: H3Session::new(h3_template(&self.prep), self.max_streams),
+                }))
+            }
         };
         session.on_connect(out);
         conn.session = Some(session);
@@ -318,7 +354,43 @@ impl Dialer {
     }
 }
 
+/// The QPACK request template of the prepared requests: the fields of the first, then
+/// each request's `:path` (h2load sends one host; only the path varies).
+fn h3_template(prep: &Prepared) -> RequestTemplate {
+    let first = prep.h2.first().map(Vec::as_slice).unwrap_or_default();
+    let fixed = first
+        .iter()
+        .filter(|(n, _)| &**n != b":path")
+        .map(|(n, v)| (&**n, &**v));
+    let paths = prep.h2.iter().filter_map(|fields| {
+        fields
+            .iter()
+            .find(|(n, _)| &**n == b":path")
+            .map(|(_, v)| &**v)
+    });
+    let config = EncoderConfig {
+        use_dynamic_table: false,
+        max_table_capacity: 0,
+    };
+    RequestTemplate::new(fixed, paths, config)
+        .or_else(|_| RequestTemplate::new([], [&b"/"[..]], config))
+        .unwrap_or_else(|_| unreachable_template())
+}
+
+#[allow(clippy::panic)]
+fn unreachable_template() -> RequestTemplate {
+    panic!("a template with one path and no fields is always valid")
+}
+
 impl Connection {
+    /// The QUIC transport, for an HTTP/3 connection.
+    pub(crate) fn quic(&mut self) -> Option<&mut quic::QuicLink> {
+        match &mut self.transport.socket {
+            Socket::Quic(l) => Some(l),
+            _ => None,
+        }
+    }
+
     /// The transport is ready and a session runs on it.
     pub(crate) fn is_open(&self) -> bool {
         self.state == ConnState::Open
@@ -326,6 +398,9 @@ impl Connection {
 
     /// Drives the connect and the TLS handshake as far as the socket allows.
     pub(crate) fn establish(&mut self) -> Result<Establish, ConnEnd> {
+        if let Some(link) = self.quic() {
+            return link.handshake(Instant::now()).map_err(ConnEnd::Tls);
+        }
         let mut progressed = false;
         if self.state == ConnState::Connecting {
             match self.transport.socket.check_connected() {
@@ -374,6 +449,30 @@ impl Connection {
         let Some(session) = self.session.as_mut() else {
             return ReadTurn::Drained;
         };
+        if let (Socket::Quic(link), AnySession::H3(h3)) =
+            (&mut self.transport.socket, &mut *session)
+        {
+            let mut left = match link.recv(&mut h3.quic, Instant::now()) {
+                Ok(n) => n,
+                Err(e) => return ReadTurn::Ended(ConnEnd::Transport(TransportError::Read(e))),
+            };
+            // The session reads from QUIC itself; `input` stands for the UDP payload received
+            // (its length is what the caller counts as traffic, as h2load counts for QUIC).
+            loop {
+                let n = left.min(bufs.plain.len());
+                if let Err(e) = on_input(session, bufs.plain.get(..n).unwrap_or_default()) {
+                    return ReadTurn::Ended(ConnEnd::Session(e));
+                }
+                left -= n;
+                if left == 0 {
+                    break;
+                }
+            }
+            return match session {
+                AnySession::H3(h3) if h3.session.is_closed() => ReadTurn::Eof,
+                _ => ReadTurn::Drained,
+            };
+        }
         let mut sess_err = None;
         let r = self
             .transport
@@ -421,6 +520,19 @@ impl Connection {
     ) -> Option<ConnEnd> {
         let session = self.session.as_mut()?;
         session.on_write(out);
+        if let (Socket::Quic(link), AnySession::H3(h3)) =
+            (&mut self.transport.socket, &mut *session)
+        {
+            hooks.before_write();
+            let sent = link.transmit(&mut h3.quic, Instant::now());
+            if sent > 0 {
+                hooks.written(sent);
+            }
+            out.clear();
+            *pos = 0;
+            return (h3.quic.is_drained() || (h3.session.is_closed() && !link.has_pending()))
+                .then_some(ConnEnd::ServerClosed);
+        }
         let mut write_err = None;
         while *pos < out.len() {
             let pending = out.get(*pos..).unwrap_or_default();
@@ -459,6 +571,12 @@ impl Connection {
     pub(crate) fn goodbye(&mut self, out: &mut Vec<u8>, pos: usize) {
         if let Some(session) = self.session.as_mut() {
             session.terminate(out);
+            if let (Socket::Quic(link), AnySession::H3(h3)) =
+                (&mut self.transport.socket, &mut *session)
+            {
+                link.transmit(&mut h3.quic, Instant::now());
+                return;
+            }
             let _ = self.transport.write(out.get(pos..).unwrap_or_default());
         }
     }

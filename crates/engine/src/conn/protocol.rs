@@ -1,11 +1,12 @@
-//! [`AnySession`]: the two protocol sessions behind one type, dispatched
+//! [`AnySession`]: the protocol sessions behind one type, dispatched
 //! statically (a `match` per call, no `Box<dyn>` per connection).
 
 use crate::h1::H1Session;
 use crate::h2::H2Session;
+use crate::h3::H3Conn;
 use crate::session::{Session, SessionError, SessionEvents, SubmitError};
 
-/// Static dispatch over the two protocols (no `Box<dyn>` per connection).
+/// Static dispatch over the protocols (no `Box<dyn>` per connection).
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)] // one per connection; HTTP/1.1 state stays inline
 pub(crate) enum AnySession {
@@ -13,6 +14,8 @@ pub(crate) enum AnySession {
     H1(H1Session),
     /// HTTP/2 (TLS or cleartext).
     H2(Box<H2Session>),
+    /// HTTP/3 (with its QUIC connection).
+    H3(Box<H3Conn>),
 }
 
 macro_rules! dispatch {
@@ -20,6 +23,7 @@ macro_rules! dispatch {
         match $self {
             AnySession::H1($s) => $e,
             AnySession::H2($s) => $e,
+            AnySession::H3($s) => $e,
         }
     };
 }

@@ -97,6 +97,7 @@ fn connect_walks_the_address_list() {
         )
         .h2,
         verbose: false,
+        quic: None,
     };
     let poll = mio::Poll::new().unwrap();
     // A non-blocking connect to loopback may only fail later (at `establish`):

@@ -350,6 +350,7 @@ impl Fetcher {
             max_streams: cfg.max_streams,
             h2: cfg.h2,
             verbose: false,
+            quic: None,
         };
         Ok(Fetcher {
             bufs: ReadBufs::new(dialer.tls.is_some()),

@@ -65,6 +65,9 @@ pub(crate) enum Socket {
     Tcp(TcpStream),
     /// UNIX domain stream socket.
     Unix(UnixStream),
+    /// A QUIC connection's UDP socket, endpoint and timer (registered when it was made;
+    /// it carries no byte stream: the HTTP/3 session reads and writes through it).
+    Quic(Box<crate::conn::quic::QuicLink>),
 }
 
 impl Socket {
@@ -110,6 +113,8 @@ impl Socket {
                     Err(e) => Err(e),
                 }
             }
+            // The QUIC handshake is the connection's establishment.
+            Socket::Quic(_) => Ok(true),
         }
     }
 
@@ -118,6 +123,7 @@ impl Socket {
         let _ = match self {
             Socket::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
             Socket::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+            Socket::Quic(_) => Ok(()),
         };
     }
 }
@@ -131,6 +137,7 @@ impl Read for Socket {
         match self {
             Socket::Tcp(s) => s.read(buf),
             Socket::Unix(s) => s.read(buf),
+            Socket::Quic(_) => Err(no_stream()),
         }
     }
 }
@@ -140,6 +147,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write(buf),
             Socket::Unix(s) => s.write(buf),
+            Socket::Quic(_) => Err(no_stream()),
         }
     }
 
@@ -147,6 +155,7 @@ impl Write for Socket {
         match self {
             Socket::Tcp(s) => s.write_vectored(bufs),
             Socket::Unix(s) => s.write_vectored(bufs),
+            Socket::Quic(_) => Err(no_stream()),
         }
     }
 
@@ -160,6 +169,7 @@ impl Source for Socket {
         match self {
             Socket::Tcp(s) => s.register(r, t, i),
             Socket::Unix(s) => s.register(r, t, i),
+            Socket::Quic(_) => Ok(()),
         }
     }
 
@@ -167,6 +177,7 @@ impl Source for Socket {
         match self {
             Socket::Tcp(s) => s.reregister(r, t, i),
             Socket::Unix(s) => s.reregister(r, t, i),
+            Socket::Quic(_) => Ok(()),
         }
     }
 
@@ -174,8 +185,17 @@ impl Source for Socket {
         match self {
             Socket::Tcp(s) => s.deregister(r),
             Socket::Unix(s) => s.deregister(r),
+            Socket::Quic(q) => {
+                q.deregister(r);
+                Ok(())
+            }
         }
     }
+}
+
+/// A QUIC socket carries no byte stream.
+fn no_stream() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, "QUIC: no byte stream")
 }
 
 /// How [`Transport::read_with`] ended.

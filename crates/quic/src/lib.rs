@@ -1,14 +1,9 @@
-//! A thin QUIC shell around `quinn-proto` (sans-IO QUIC) for a mio event loop: a UDP socket
+//! h2lab's QUIC shell, shared by `h2lab serve --h3` and `h2lab bench --h3`: a thin shell
+//! around `quinn-proto` (sans-IO QUIC) for a mio event loop: a UDP socket
 //! ([`udp::UdpIo`], GSO/GRO/ECN through `quinn-udp`), the `quinn_proto::Endpoint`, and the
 //! table of connections, each paired with the protocol state that uses it (a [`ConnApp`]:
-//! the HTTP/3 server half here; the engine's client half can plug in the same way).
-//!
-//! The owner's loop calls, each turn: [`Shell::read`] when the socket is readable (datagrams
-//! go to their connections; new ones are accepted), [`Shell::on_writable`] when it is
-//! writable, and [`Shell::drive`] always: it fires expired QUIC and application timers, lets
-//! every connection that had input or timers run its application ([`ConnApp::drive`]), and
-//! writes what QUIC then has to send. [`Shell::next_deadline`] is the poll timeout.
-//! Nothing here blocks or sleeps; nothing is shared between threads.
+//! the server's HTTP/3 half, or the engine's client half). A server shell accepts
+//! connections ([`Shell::read`]); a client shell opens them ([`Shell::connect`]).
 
 pub mod udp;
 
@@ -17,8 +12,11 @@ use std::time::Instant;
 
 use bytes::BytesMut;
 use quinn_proto::{
-    Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig, ServerConfig, VarInt,
+    ClientConfig, ConnectError, Connection, ConnectionHandle, DatagramEvent, Endpoint,
+    EndpointConfig, ServerConfig, VarInt,
 };
+
+pub use quinn_proto;
 
 pub use udp::UdpIo;
 
@@ -97,6 +95,70 @@ impl<A: ConnApp> Shell<A> {
     /// Open connections.
     pub fn connections(&self) -> usize {
         self.live
+    }
+
+    /// Opens a client connection to `addr` (`server_name`: TLS SNI) paired with `app`.
+    /// The handshake starts on the next [`Shell::drive`].
+    pub fn connect(
+        &mut self,
+        config: ClientConfig,
+        addr: std::net::SocketAddr,
+        server_name: &str,
+        now: Instant,
+        app: A,
+    ) -> Result<ConnectionHandle, ConnectError> {
+        let (ch, conn) = self.endpoint.connect(now, config, addr, server_name)?;
+        if self.conns.len() <= ch.0 {
+            self.conns.resize_with(ch.0 + 1, || None);
+        }
+        self.conns[ch.0] = Some(Entry {
+            conn,
+            app,
+            dirty: false,
+        });
+        self.live += 1;
+        if let Some(Some(e)) = self.conns.get_mut(ch.0) {
+            mark(e, ch.0, &mut self.dirty);
+        }
+        Ok(ch)
+    }
+
+    /// The connection `ch` and its application, while it exists.
+    pub fn get_mut(&mut self, ch: ConnectionHandle) -> Option<(&mut Connection, &mut A)> {
+        match self.conns.get_mut(ch.0) {
+            Some(Some(e)) => Some((&mut e.conn, &mut e.app)),
+            _ => None,
+        }
+    }
+
+    /// Every live connection with its handle.
+    pub fn iter_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (ConnectionHandle, &mut Connection, &mut A)> {
+        self.conns.iter_mut().enumerate().filter_map(|(i, e)| {
+            e.as_mut()
+                .map(|e| (ConnectionHandle(i), &mut e.conn, &mut e.app))
+        })
+    }
+
+    /// Asks for connection `ch` to be run on the next [`Shell::drive`] (its application
+    /// has new work, e.g. requests to submit).
+    pub fn wake(&mut self, ch: ConnectionHandle) {
+        if let Some(Some(e)) = self.conns.get_mut(ch.0) {
+            mark(e, ch.0, &mut self.dirty);
+        }
+    }
+
+    /// Forgets connection `ch` at once (its application is returned): for a client that
+    /// gave up on it after closing.
+    pub fn remove(&mut self, ch: ConnectionHandle) -> Option<A> {
+        let e = self.conns.get_mut(ch.0)?.take()?;
+        let mut conn = e.conn;
+        while let Some(ev) = conn.poll_endpoint_events() {
+            let _ = self.endpoint.handle_event(ch, ev);
+        }
+        self.live -= 1;
+        Some(e.app)
     }
 
     /// Reads what the socket has (a bounded number of batches, so timers and output keep

@@ -1,0 +1,179 @@
+//! The QUIC transport of one client connection: its own UDP socket (quinn-udp: GSO, GRO,
+//! ECN, through the shared shell's [`UdpIo`]), a client-only `quinn_proto::Endpoint` and
+//! the connection, plus a timerfd armed for quinn-proto's `poll_timeout`.
+//!
+//! One UDP socket per connection (as h2load does): the socket and the timer are registered
+//! with the client's own poll token, so the worker loop drives a QUIC connection exactly as
+//! a TCP one (readiness → read turn → submit → end-of-turn write) with no demultiplexing
+//! of its own; the kernel does it by port. Timers need no loop hook either: the timerfd
+//! wakes the client's token. Before the session starts the connection lives here; then
+//! it moves into the HTTP/3 session ([`crate::h3::H3Conn`]), which hands it back for every
+//! read and write.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use h2lab_quic::quinn_proto::{
+    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
+};
+use h2lab_quic::UdpIo;
+use mio::{Interest, Registry, Token};
+
+use super::Establish;
+use crate::error::TransportError;
+
+/// How to open QUIC connections (`-p h3`).
+#[derive(Debug, Clone)]
+pub(crate) struct QuicDial {
+    /// quinn-proto's client configuration (rustls with ALPN `h3`, transport parameters).
+    pub config: ClientConfig,
+    /// The TLS server name (SNI).
+    pub server_name: String,
+    /// Send with UDP GSO when the kernel supports it (`--no-udp-gso` turns it off).
+    pub gso: bool,
+}
+
+/// The transport half of a QUIC connection (see the module docs).
+pub(crate) struct QuicLink {
+    io: UdpIo,
+    endpoint: Endpoint,
+    pub(crate) handle: ConnectionHandle,
+    /// The connection until the session takes it.
+    pub(crate) conn: Option<Connection>,
+    timer: crate::timer::DeadlineTimer,
+    send_buf: Vec<u8>,
+    resp_buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for QuicLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QuicLink")
+    }
+}
+
+impl QuicLink {
+    /// Binds a UDP socket for `addr`'s family, starts the handshake and registers the socket
+    /// and the timer with `token`.
+    pub(crate) fn connect(
+        dial: &QuicDial,
+        addr: SocketAddr,
+        registry: &Registry,
+        token: Token,
+        now: Instant,
+    ) -> io::Result<QuicLink> {
+        let bind: SocketAddr = if addr.is_ipv4() {
+            (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = std::net::UdpSocket::bind(bind)?;
+        let mut io = UdpIo::new(sock, dial.gso)?;
+        registry.register(io.socket(), token, Interest::READABLE | Interest::WRITABLE)?;
+        let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let (handle, conn) = endpoint
+            .connect(now, dial.config.clone(), addr, &dial.server_name)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        let timer = crate::timer::DeadlineTimer::with_token(registry, token);
+        Ok(QuicLink {
+            io,
+            endpoint,
+            handle,
+            conn: Some(conn),
+            timer,
+            send_buf: Vec::with_capacity(64 * 1024),
+            resp_buf: Vec::new(),
+        })
+    }
+
+    /// Reads every datagram the socket has into `conn` and fires its expired timers.
+    /// Returns the UDP payload bytes received.
+    pub(crate) fn recv(&mut self, conn: &mut Connection, now: Instant) -> io::Result<usize> {
+        let mut total = 0;
+        let QuicLink {
+            io,
+            endpoint,
+            resp_buf,
+            ..
+        } = self;
+        loop {
+            let more = io.recv_batch(|r, data| {
+                total += data.len();
+                resp_buf.clear();
+                if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
+                    endpoint.handle(now, r.from, r.to_ip, r.ecn, BytesMut::from(data), resp_buf)
+                {
+                    conn.handle_event(ev);
+                }
+            })?;
+            if !more {
+                break;
+            }
+        }
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
+        self.timer.expire(now);
+        Ok(total)
+    }
+
+    /// One step of the handshake: datagrams in, timers, datagrams out.
+    pub(crate) fn handshake(&mut self, now: Instant) -> Result<Establish, TransportError> {
+        let Some(mut conn) = self.conn.take() else {
+            return Ok(Establish::Waiting);
+        };
+        let read = self.recv(&mut conn, now);
+        self.transmit(&mut conn, now);
+        let res = match read {
+            Err(e) => Err(TransportError::HandshakeRead(e)),
+            Ok(_) if conn.is_closed() => Err(TransportError::Handshake(rustls::Error::General(
+                "QUIC handshake failed (connection closed)".into(),
+            ))),
+            Ok(_) if !conn.is_handshaking() => Ok(Establish::Ready),
+            Ok(_) => Ok(Establish::Progressed),
+        };
+        self.conn = Some(conn);
+        res
+    }
+
+    /// A send waits for the socket to become writable.
+    pub(crate) fn has_pending(&self) -> bool {
+        self.io.has_pending()
+    }
+
+    /// Sends what `conn` has (until the socket is full), hands endpoint events over, and
+    /// arms the timer for the connection's next deadline. Returns the bytes sent.
+    pub(crate) fn transmit(&mut self, conn: &mut Connection, now: Instant) -> usize {
+        let mut sent = 0;
+        while let Some(ev) = conn.poll_endpoint_events() {
+            if let Some(cev) = self.endpoint.handle_event(self.handle, ev) {
+                conn.handle_event(cev);
+            }
+        }
+        if self.io.has_pending() && !self.io.retry() {
+            return 0;
+        }
+        while !self.io.has_pending() {
+            self.send_buf.clear();
+            let Some(t) = conn.poll_transmit(now, self.io.max_segments(), &mut self.send_buf)
+            else {
+                break;
+            };
+            self.io
+                .send(&t, self.send_buf.get(..t.size).unwrap_or_default());
+            sent += t.size;
+        }
+        if let Some(t) = conn.poll_timeout() {
+            self.timer.arm(t, now);
+        }
+        sent
+    }
+
+    /// Deregisters the socket (the timer closes with its fd).
+    pub(crate) fn deregister(&mut self, registry: &Registry) {
+        let _ = registry.deregister(self.io.socket());
+        self.timer.deregister(registry);
+    }
+}

@@ -1,0 +1,496 @@
+//! The client half of HTTP/3 (RFC 9114) on a `quinn-proto` connection: [`H3Session`], the
+//! HTTP/3 counterpart of the engine's HTTP/2 session. Like every session it owns no socket
+//! and no clock and does no statistics: requests are identified by the caller's *slots* and
+//! everything it learns is reported through [`SessionEvents`] (status, header and body
+//! bytes, complete, reset, refused, GOAWAY), so the worker's accounting is the same as for
+//! HTTP/1.1 and HTTP/2. The QUIC connection is passed in by the owner of the transport (the
+//! QUIC shell, [`h2lab_quic`]).
+//!
+//! What it does: opens our control stream (SETTINGS) and the QPACK encoder/decoder streams,
+//! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
+//! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
+//! literals; we announce a QPACK table of 0, so response sections never block) in one
+//! HEADERS frame on a new bidirectional stream, finished at once. At most `-m` requests are
+//! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
+//! open a stream beyond it and [`H3Session::submit`] then says
+//! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
+//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK).
+//! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
+//! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
+//! retried on a new connection). Per request nothing is allocated here (request states and
+//! their buffers are pooled); quinn-proto allocates its own stream state.
+//!
+//! [`H3Conn`] puts the session and its QUIC connection behind the engine's `Session`
+//! trait; the QUIC transport is `crate::conn::quic`.
+
+mod conn;
+mod streams;
+
+pub use conn::H3Conn;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
+use h2lab_wire::h3::control::write_control_stream_start;
+use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
+use h2lab_wire::h3::frame::Settings;
+use h2lab_wire::h3::request::{write_headers, RequestEvents, RequestStream};
+use h2lab_wire::h3::stream::UniStreamType;
+use h2lab_wire::h3::{ErrorCode, Role};
+use h2lab_wire::qpack::{Decoder, RequestTemplate};
+
+use crate::session::{SessionEvents, SubmitError};
+use streams::{ControlNews, OutStream, PeerUni};
+
+/// One request in flight.
+struct Req {
+    slot: u32,
+    recv: RequestStream,
+    /// Bytes of an incomplete HEADERS frame.
+    inbuf: Vec<u8>,
+    done: bool,
+}
+
+/// Forwards one stream's response to the caller's [`SessionEvents`].
+struct Sink<'a> {
+    slot: u32,
+    ev: &'a mut dyn SessionEvents,
+    decoded: usize,
+    done: &'a mut bool,
+}
+
+impl RequestEvents for Sink<'_> {
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.decoded += name.len() + value.len();
+    }
+    fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, _informational: bool) {
+        if kind == SectionKind::Response {
+            if let Some(s) = facts.status {
+                self.ev.status(self.slot, s);
+            }
+        }
+        // The QPACK-compressed size is not reported by the stream reader: the decoded size
+        // stands for both until it is.
+        self.ev.header_bytes(self.decoded, self.decoded);
+        self.decoded = 0;
+    }
+    fn data(&mut self, chunk: &[u8]) {
+        self.ev.body(self.slot, chunk.len());
+        self.ev.body_data(self.slot, chunk);
+    }
+    fn end(&mut self) {
+        *self.done = true;
+    }
+}
+
+/// The client side of one HTTP/3 connection (see the module docs).
+pub struct H3Session {
+    template: RequestTemplate,
+    max_streams: usize,
+    started: bool,
+    control: OutStream,
+    encoder_out: OutStream,
+    decoder_out: OutStream,
+    peer: PeerUni,
+    qdec: Decoder,
+    reqs: HashMap<StreamId, Req>,
+    pool: Vec<Req>,
+    section: Vec<u8>,
+    frame: Vec<u8>,
+    encoder_scratch: Vec<u8>,
+    goaway: Option<u64>,
+    closed: bool,
+    /// The connection error we closed with, if any.
+    error: Option<ErrorCode>,
+}
+
+fn code(c: ErrorCode) -> VarInt {
+    VarInt::from_u64(c.0).unwrap_or(VarInt::MAX)
+}
+
+impl H3Session {
+    /// A session sending `template`'s requests, at most `max_streams` at once (`-m`).
+    pub fn new(template: RequestTemplate, max_streams: u32) -> H3Session {
+        let max_streams = max_streams.max(1) as usize;
+        H3Session {
+            template,
+            max_streams,
+            started: false,
+            control: OutStream::default(),
+            encoder_out: OutStream::default(),
+            decoder_out: OutStream::default(),
+            peer: PeerUni::new(),
+            qdec: Decoder::new(0, 0),
+            reqs: HashMap::with_capacity(max_streams),
+            pool: Vec::with_capacity(max_streams),
+            section: Vec::with_capacity(256),
+            frame: Vec::with_capacity(256),
+            encoder_scratch: Vec::new(),
+            goaway: None,
+            closed: false,
+            error: None,
+        }
+    }
+
+    /// Requests submitted and not yet finished.
+    pub fn in_flight(&self) -> u32 {
+        self.reqs.len() as u32
+    }
+
+    /// Slots of the requests in flight (those outstanding when the connection is lost).
+    pub fn in_flight_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.reqs.values().map(|r| r.slot)
+    }
+
+    /// Most requests in flight (`-m`; the server's MAX_STREAMS is enforced by QUIC).
+    pub fn max_concurrency(&self) -> u32 {
+        self.max_streams as u32
+    }
+
+    /// Whether [`H3Session::submit`] may accept a request now (stream credit aside).
+    pub fn can_submit(&self) -> bool {
+        self.started && !self.closed && self.goaway.is_none() && self.reqs.len() < self.max_streams
+    }
+
+    /// A GOAWAY was received: no new requests on this connection.
+    pub fn goaway_received(&self) -> bool {
+        self.goaway.is_some()
+    }
+
+    /// The connection is over (closed by us, or lost).
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// The HTTP/3 error we closed the connection with (a protocol violation by the server).
+    pub fn error(&self) -> Option<ErrorCode> {
+        self.error
+    }
+
+    /// GOAWAY received and nothing left in flight: the connection should be closed.
+    pub fn wants_close(&self) -> bool {
+        self.goaway.is_some() && self.reqs.is_empty()
+    }
+
+    /// Graceful close when the client is done (H3_NO_ERROR).
+    pub fn terminate(&mut self, conn: &mut Connection) {
+        self.close(conn, ErrorCode::H3_NO_ERROR);
+    }
+
+    fn close(&mut self, conn: &mut Connection, c: ErrorCode) {
+        if !self.closed {
+            self.closed = true;
+            if c != ErrorCode::H3_NO_ERROR {
+                self.error = Some(c);
+            }
+            conn.close(Instant::now(), code(c), bytes::Bytes::new());
+        }
+    }
+
+    /// Opens our three unidirectional streams once the handshake allows it.
+    fn start(&mut self, conn: &mut Connection) {
+        if self.started || self.closed || conn.is_handshaking() {
+            return;
+        }
+        let mut ids = [None; 3];
+        for id in ids.iter_mut() {
+            *id = conn.streams().open(Dir::Uni);
+        }
+        let [Some(c), Some(e), Some(d)] = ids else {
+            self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
+            return;
+        };
+        self.started = true;
+        self.control.id = Some(c);
+        self.encoder_out.id = Some(e);
+        self.decoder_out.id = Some(d);
+        // A QPACK table of 0 (the default SETTINGS): the server's sections never wait.
+        write_control_stream_start(Settings::default(), &mut self.control.buf);
+        UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
+        UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
+    }
+
+    /// Sends request `uri_idx` (index into the template's paths) for `slot` on a new stream.
+    pub fn submit(
+        &mut self,
+        conn: &mut Connection,
+        slot: u32,
+        uri_idx: usize,
+    ) -> Result<(), SubmitError> {
+        if !self.can_submit() {
+            return Err(SubmitError::WouldBlock);
+        }
+        // None: the server's MAX_STREAMS is reached (credit comes back as streams close).
+        let id = conn
+            .streams()
+            .open(Dir::Bi)
+            .ok_or(SubmitError::WouldBlock)?;
+        self.section.clear();
+        self.template.encode_next(
+            u64::from(id),
+            uri_idx,
+            &mut self.section,
+            &mut self.encoder_scratch,
+        );
+        self.frame.clear();
+        write_headers(&self.section, &mut self.frame);
+        let mut s = conn.send_stream(id);
+        // A new stream has its whole initial window (≥ 1 KiB in practice); a request
+        // head that does not fit is an error of ours, not the server's.
+        match s.write(&self.frame) {
+            Ok(n) if n == self.frame.len() => {}
+            _ => {
+                let _ = s.reset(code(ErrorCode::H3_REQUEST_CANCELLED));
+                return Err(SubmitError::WouldBlock);
+            }
+        }
+        let _ = s.finish();
+        let req = match self.pool.pop() {
+            Some(mut r) => {
+                r.slot = slot;
+                r.recv = RequestStream::new(Role::Client, u64::from(id));
+                r.inbuf.clear();
+                r.done = false;
+                r
+            }
+            None => Req {
+                slot,
+                recv: RequestStream::new(Role::Client, u64::from(id)),
+                inbuf: Vec::new(),
+                done: false,
+            },
+        };
+        self.reqs.insert(id, req);
+        Ok(())
+    }
+
+    /// Handles what QUIC has for the application (stream data, GOAWAY, the connection
+    /// ending) and reports it through `ev`; then writes our pending stream data.
+    pub fn on_quic(&mut self, conn: &mut Connection, ev: &mut dyn SessionEvents) {
+        while let Some(e) = conn.poll() {
+            // quinn-proto reports the connection lost before the stream data that came with
+            // the close (a GOAWAY just before CONNECTION_CLOSE): keep reading it then.
+            if self.error.is_some() {
+                continue;
+            }
+            match e {
+                Event::Stream(StreamEvent::Opened { dir: Dir::Uni }) => {
+                    while let Some(id) = conn.streams().accept(Dir::Uni) {
+                        self.peer
+                            .streams
+                            .insert(id, streams::Uni::Header(Vec::new()));
+                        self.read(conn, id, ev);
+                    }
+                }
+                Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) if !self.closed => {
+                    // RFC 9114 §6.1: a server never opens bidirectional streams.
+                    self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
+                }
+                Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ev),
+                Event::ConnectionLost { .. } => self.closed = true,
+                _ => {}
+            }
+        }
+        // Server streams opened before the session existed (0.5-RTT) had their events
+        // taken by nobody: accept them here.
+        while !self.closed {
+            let Some(id) = conn.streams().accept(Dir::Uni) else {
+                break;
+            };
+            self.peer
+                .streams
+                .insert(id, streams::Uni::Header(Vec::new()));
+            self.read(conn, id, ev);
+        }
+        self.start(conn);
+        self.flush(conn);
+    }
+
+    /// Writes what our unidirectional streams hold (SETTINGS, QPACK instructions).
+    pub fn flush(&mut self, conn: &mut Connection) {
+        if self.closed || !self.started {
+            return;
+        }
+        self.encoder_out.buf.append(&mut self.encoder_scratch);
+        self.qdec.take_decoder_stream(&mut self.decoder_out.buf);
+        let ok = self.control.flush(conn)
+            && self.encoder_out.flush(conn)
+            && self.decoder_out.flush(conn);
+        if !ok {
+            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM);
+        }
+    }
+
+    fn read(&mut self, conn: &mut Connection, id: StreamId, ev: &mut dyn SessionEvents) {
+        let bidi = id.dir() == Dir::Bi;
+        let mut rs = conn.recv_stream(id);
+        let Ok(mut chunks) = rs.read(true) else {
+            return;
+        };
+        let mut fin = false;
+        let mut reset = None;
+        let mut err: Option<ErrorCode> = None;
+        let mut news = ControlNews::default();
+        loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) if err.is_none() => {
+                    err = if bidi {
+                        self.feed_request(id, &chunk.bytes, false, ev)
+                    } else {
+                        self.peer
+                            .feed(
+                                id,
+                                &chunk.bytes,
+                                false,
+                                &mut self.qdec,
+                                &mut self.template,
+                                &mut news,
+                            )
+                            .err()
+                    };
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    fin = true;
+                    break;
+                }
+                Err(ReadError::Blocked) => break,
+                Err(ReadError::Reset(c)) => {
+                    reset = Some(c.into_inner());
+                    break;
+                }
+            }
+        }
+        let _ = chunks.finalize();
+        if err.is_none() && fin {
+            err = if bidi {
+                self.feed_request(id, &[], true, ev)
+            } else {
+                self.peer
+                    .feed(id, &[], true, &mut self.qdec, &mut self.template, &mut news)
+                    .err()
+            };
+        }
+        if let Some(s) = news.settings {
+            self.template.set_peer_settings(
+                usize::try_from(s.qpack_max_table_capacity).unwrap_or(usize::MAX),
+                usize::try_from(s.qpack_blocked_streams).unwrap_or(usize::MAX),
+            );
+        }
+        if let Some(g) = news.goaway {
+            self.on_goaway(conn, g, ev);
+        }
+        if let (Some(c), true) = (reset, bidi) {
+            self.on_reset(id, c, ev);
+        }
+        if let Some(c) = err {
+            self.close(conn, c);
+        }
+    }
+
+    /// GOAWAY(`g`): requests on streams at or above `g` were not processed.
+    fn on_goaway(&mut self, conn: &mut Connection, g: u64, ev: &mut dyn SessionEvents) {
+        if self.goaway.is_none() {
+            // The code is the connection's, known only at the close: 0 here.
+            ev.goaway(u32::try_from(g).unwrap_or(u32::MAX), 0);
+        }
+        self.goaway = Some(g);
+        let above: Vec<StreamId> = self
+            .reqs
+            .keys()
+            .copied()
+            .filter(|id| u64::from(*id) >= g)
+            .collect();
+        for id in above {
+            let _ = conn
+                .recv_stream(id)
+                .stop(code(ErrorCode::H3_REQUEST_CANCELLED));
+            if let Some(r) = self.forget(id) {
+                ev.refused(r);
+            }
+        }
+    }
+
+    /// The server reset request stream `id` with `c`.
+    fn on_reset(&mut self, id: StreamId, c: u64, ev: &mut dyn SessionEvents) {
+        let Some(slot) = self.forget(id) else {
+            return;
+        };
+        let not_processed = c == ErrorCode::H3_REQUEST_REJECTED.0
+            || self.goaway.is_some_and(|g| u64::from(id) >= g);
+        if not_processed {
+            ev.refused(slot);
+        } else {
+            ev.reset(slot, u32::try_from(c).unwrap_or(u32::MAX));
+        }
+    }
+
+    /// Drops request `id` (its buffers are kept for the next request); its slot.
+    fn forget(&mut self, id: StreamId) -> Option<u32> {
+        let r = self.reqs.remove(&id)?;
+        let slot = r.slot;
+        if self.pool.len() < self.max_streams {
+            self.pool.push(r);
+        }
+        Some(slot)
+    }
+
+    fn feed_request(
+        &mut self,
+        id: StreamId,
+        bytes: &[u8],
+        fin: bool,
+        ev: &mut dyn SessionEvents,
+    ) -> Option<ErrorCode> {
+        let r = self.reqs.get_mut(&id)?;
+        let mut sink = Sink {
+            slot: r.slot,
+            ev: &mut *ev,
+            decoded: 0,
+            done: &mut r.done,
+        };
+        let res = if r.inbuf.is_empty() {
+            r.recv.recv(bytes, fin, &mut self.qdec, &mut sink).map(|p| {
+                r.inbuf
+                    .extend_from_slice(bytes.get(p.consumed..).unwrap_or_default());
+            })
+        } else {
+            r.inbuf.extend_from_slice(bytes);
+            let input = std::mem::take(&mut r.inbuf);
+            let res = r.recv.recv(&input, fin, &mut self.qdec, &mut sink);
+            let used = res.as_ref().map_or(0, |p| p.consumed);
+            r.inbuf = input;
+            r.inbuf.drain(..used);
+            res.map(|_| ())
+        };
+        match res {
+            Ok(()) => {
+                if r.done {
+                    let slot = r.slot;
+                    self.forget(id);
+                    ev.complete(slot);
+                }
+                None
+            }
+            Err(e) => Some(e.code()),
+        }
+    }
+}
+
+/// The QUIC client configuration for `h3`: rustls as on TCP (h2load's suite order;
+/// certificate verification off when `insecure`, as h2load), ALPN `h3`.
+pub fn quic_client_config(
+    insecure: bool,
+    opts: &crate::tls_opts::TlsOptions,
+) -> Result<h2lab_quic::quinn_proto::ClientConfig, crate::error::TransportError> {
+    let tls = crate::transport::client_config(&["h3".to_owned()], insecure, opts)?;
+    let crypto = h2lab_quic::quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
+        .map_err(|_| {
+            crate::error::TransportError::Setup(rustls::Error::General(
+                "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256".into(),
+            ))
+        })?;
+    Ok(h2lab_quic::quinn_proto::ClientConfig::new(Arc::new(crypto)))
+}
