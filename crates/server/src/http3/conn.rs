@@ -52,14 +52,18 @@ pub struct H3Conn {
     sending: Vec<StreamId>,
     /// Highest request stream accepted (for GOAWAY).
     last_request: Option<u64>,
+    /// Requests left before GOAWAY (`--max-requests-per-connection`).
+    requests_left: Option<u32>,
     goaway: bool,
     closed: bool,
     heads: HeadEncoder,
 }
 
 impl H3Conn {
-    /// A connection; `max_field_section` bounds a decoded request header section.
-    pub fn new(max_field_section: usize, dynamic_table: bool) -> H3Conn {
+    /// A connection; `max_field_section` bounds a decoded request header section;
+    /// `max_requests` (`--max-requests-per-connection`) sends GOAWAY once that many request
+    /// streams were accepted.
+    pub fn new(max_field_section: usize, dynamic_table: bool, max_requests: Option<u32>) -> H3Conn {
         let mut qdec = Decoder::new(QPACK_TABLE as usize, QPACK_BLOCKED as usize);
         qdec.set_max_field_section_size(max_field_section);
         H3Conn {
@@ -80,6 +84,7 @@ impl H3Conn {
             delayed: Vec::new(),
             sending: Vec::new(),
             last_request: None,
+            requests_left: max_requests,
             goaway: false,
             closed: false,
             heads: HeadEncoder::default(),
@@ -115,6 +120,19 @@ impl H3Conn {
         write_control_stream_start(settings, &mut self.control.buf);
         UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
         UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
+    }
+
+    /// Sends GOAWAY once: requests on later streams are refused (stop sending and reset with
+    /// H3_REQUEST_REJECTED), those already accepted are answered.
+    fn send_goaway(&mut self, conn: &mut Connection) {
+        if self.goaway || !self.started {
+            return;
+        }
+        self.goaway = true;
+        // RFC 9114 §5.2: the identifier is the first request stream not processed.
+        let next = self.last_request.map_or(0, |id| id + 4);
+        Frame::GoAway(next).encode(&mut self.control.buf);
+        let _ = self.control.flush(conn);
     }
 
     fn close(&mut self, conn: &mut Connection, code: ErrorCode, reason: &str) {
@@ -179,6 +197,18 @@ impl H3Conn {
                             self.last_request = Some(u64::from(id));
                             let r = self.new_req(id);
                             self.reqs.insert(id, r);
+                            if let Some(n) = &mut self.requests_left {
+                                *n = n.saturating_sub(1);
+                                if *n == 0 {
+                                    // `--max-requests-per-connection`: GOAWAY names the next
+                                    // stream, so no new request is processed; those accepted
+                                    // are answered, and the client closes once it has them
+                                    // (RFC 9114 §5.2). The control stream (SETTINGS first) is
+                                    // opened now if this turn has not yet done it.
+                                    self.start(conn, ctx.max_field_section as u64);
+                                    self.send_goaway(conn);
+                                }
+                            }
                         }
                         Dir::Uni => {
                             self.uni.insert(id, Uni::Header(Vec::new()));
@@ -493,10 +523,6 @@ impl crate::quic::ConnApp for H3Conn {
         if self.closed || !self.started {
             return;
         }
-        self.goaway = true;
-        // RFC 9114 §5.2: the identifier is the first request stream not processed.
-        let next = self.last_request.map_or(0, |id| id + 4);
-        Frame::GoAway(next).encode(&mut self.control.buf);
-        let _ = self.control.flush(conn);
+        self.send_goaway(conn);
     }
 }

@@ -116,6 +116,7 @@ pub fn run(
     };
     let max_field_section = ctx.max_field_section;
     let dynamic_table = config.h3_qpack_dynamic_table;
+    let max_requests = config.max_requests_per_connection;
     let mut events = Events::with_capacity(64);
     let mut more = false;
     loop {
@@ -151,7 +152,9 @@ pub fn run(
         }
         more = false;
         if readable {
-            more = shell.read(now, |_| conn::H3Conn::new(max_field_section, dynamic_table))?;
+            more = shell.read(now, |_| {
+                conn::H3Conn::new(max_field_section, dynamic_table, max_requests)
+            })?;
         }
         shell.drive(now, &mut ctx);
     }
