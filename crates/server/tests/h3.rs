@@ -291,6 +291,37 @@ fn qpack_dynamic_table_bomb_is_a_stream_error() {
 }
 
 #[test]
+fn bytes_behind_a_blocked_section_are_bounded() {
+    // A header section that needs a dynamic-table insert the client never sends blocks the
+    // stream; reading what follows returns flow-control credit, so the server must bound what
+    // it queues behind the section: past 1 MiB the stream is reset with H3_EXCESSIVE_LOAD
+    // (0x0107) and the connection keeps serving.
+    let (server, _dir) = start_h3(|_| {});
+    rt().block_on(async {
+        let (_ep, conn) = quic_connect(&server).await;
+        let (_ctrl, _enc) = raw_setup(&conn).await;
+        // Required Insert Count 1 (encoded 2), Base 1, one indexed dynamic field line: blocked.
+        let section = [0x02u8, 0x00, 0x80];
+        let mut frame = Vec::new();
+        h2lab_wire::h3::request::write_headers(&section, &mut frame);
+        let body = vec![b'b'; 4 << 20];
+        h2lab_wire::h3::request::write_data_header(body.len() as u64, &mut frame);
+        let (mut tx, mut rx) = conn.open_bi().await.unwrap();
+        // The write ends early when the server stops the stream; that is expected.
+        let _ = tx.write_all(&frame).await;
+        let _ = tx.write_all(&body).await;
+        let _ = tx.finish();
+        let err = rx.read_to_end(1 << 20).await.unwrap_err();
+        assert!(
+            matches!(err, quinn::ReadToEndError::Read(quinn::ReadError::Reset(code)) if code == quinn::VarInt::from_u32(0x0107)),
+            "{err:?}"
+        );
+        let body = raw_get(&conn, "/ping").await;
+        assert!(body.ends_with(b"pong"), "{body:?}");
+    });
+}
+
+#[test]
 fn abandoned_streams_are_forgotten() {
     // Many large responses abandoned mid-way (STOP_SENDING and RESET_STREAM): the server
     // drops them and keeps serving the connection.

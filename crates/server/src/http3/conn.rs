@@ -59,6 +59,10 @@ pub struct H3Conn {
     heads: HeadEncoder,
 }
 
+/// Most request-stream bytes held unparsed (behind a blocked header section) before the
+/// stream is reset with H3_EXCESSIVE_LOAD.
+const MAX_QUEUED_INPUT: usize = 1 << 20;
+
 impl H3Conn {
     /// A connection; `max_field_section` bounds a decoded request header section;
     /// `max_requests` (`--max-requests-per-connection`) sends GOAWAY once that many request
@@ -311,6 +315,12 @@ impl H3Conn {
             return None;
         }
         r.fin |= fin;
+        if r.inbuf.len() + bytes.len() > MAX_QUEUED_INPUT {
+            // Bytes queue here only behind a header section blocked on QPACK inserts; reading
+            // them returns flow-control credit, so without a bound a client that references
+            // an insert it never sends could make us buffer without limit.
+            return Some((Scope::Stream, ErrorCode::H3_EXCESSIVE_LOAD));
+        }
         let res = if r.inbuf.is_empty() {
             r.recv
                 .recv(bytes, fin, &mut self.qdec, &mut r.sink)
