@@ -36,8 +36,9 @@ APT_PACKAGES=(
   openssl
   ca-certificates
   chromium         # headless browser: the lab report tests render index.html
+  caddy            # Caddy 2.6: an HTTP/3 server (quic-go) for the bench --h3 interop tests
 )
-SERVICES=(nginx apache2 h2o)
+SERVICES=(nginx apache2 h2o caddy)
 
 is_installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
 
