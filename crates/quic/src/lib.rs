@@ -5,6 +5,7 @@
 //! the server's HTTP/3 half, or the engine's client half). A server shell accepts
 //! connections ([`Shell::read`]); a client shell opens them ([`Shell::connect`]).
 
+pub mod h3;
 pub mod udp;
 
 use std::sync::Arc;

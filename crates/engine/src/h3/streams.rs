@@ -1,52 +1,13 @@
 //! The unidirectional streams of an HTTP/3 client connection: ours (control with SETTINGS,
 //! QPACK encoder and decoder) and the server's (control: SETTINGS, GOAWAY; QPACK streams).
 
-use h2lab_quic::quinn_proto::{Connection, StreamId, WriteError};
+pub(super) use h2lab_quic::h3::{OutStream, UniStream as Uni};
+use h2lab_quic::quinn_proto::StreamId;
 use h2lab_wire::h3::control::{ControlEvent, ControlReader};
 use h2lab_wire::h3::frame::Settings;
 use h2lab_wire::h3::stream::{PeerStreams, UniAction, UniStreamType};
 use h2lab_wire::h3::{ErrorCode, Role};
 use h2lab_wire::qpack::{Decoder, RequestTemplate};
-
-/// What a server unidirectional stream is.
-pub(super) enum Uni {
-    /// Its type is not read yet.
-    Header(Vec<u8>),
-    /// The server's control stream, with the unparsed tail.
-    Control(Vec<u8>),
-    /// The QPACK encoder stream (feeds our decoder).
-    QpackEncoder,
-    /// The QPACK decoder stream (feeds our request encoder).
-    QpackDecoder,
-    /// Push, unknown or reserved: discarded.
-    Ignored,
-}
-
-/// One of our unidirectional streams and what it still has to write.
-#[derive(Default)]
-pub(super) struct OutStream {
-    pub(super) id: Option<StreamId>,
-    pub(super) buf: Vec<u8>,
-}
-
-impl OutStream {
-    /// Writes what QUIC's flow control allows; `false` if the stream is gone.
-    pub(super) fn flush(&mut self, conn: &mut Connection) -> bool {
-        let Some(id) = self.id else {
-            return true;
-        };
-        while !self.buf.is_empty() {
-            match conn.send_stream(id).write(&self.buf) {
-                Ok(n) => {
-                    self.buf.drain(..n);
-                }
-                Err(WriteError::Blocked) => return true,
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-}
 
 /// What the server's control stream said in one read.
 #[derive(Default)]

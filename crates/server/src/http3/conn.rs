@@ -441,7 +441,7 @@ impl H3Conn {
         };
         r.start_body(cursor);
         // The encoder stream goes first: the HEADERS may reference what it inserts.
-        if self.encoder_out.flush(conn).is_err() {
+        if !self.encoder_out.flush(conn) {
             self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");
         }
         self.sending.push(id);
@@ -517,9 +517,9 @@ impl crate::quic::ConnApp for H3Conn {
         self.fire_timers(conn, ctx, now);
         self.pump(conn, ctx);
         self.qdec.take_decoder_stream(&mut self.decoder_out.buf);
-        let flushed = self.control.flush(conn).is_ok()
-            && self.encoder_out.flush(conn).is_ok()
-            && self.decoder_out.flush(conn).is_ok();
+        let flushed = self.control.flush(conn)
+            && self.encoder_out.flush(conn)
+            && self.decoder_out.flush(conn);
         if !flushed {
             self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");
         }

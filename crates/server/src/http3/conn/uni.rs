@@ -4,48 +4,11 @@
 use h2lab_wire::h3::control::ControlEvent;
 use h2lab_wire::h3::stream::{UniAction, UniStreamType};
 use h2lab_wire::h3::{ErrorCode, Scope};
-use quinn_proto::{Connection, StreamId, WriteError};
+use quinn_proto::StreamId;
+
+pub(super) use crate::quic::h3::{OutStream, UniStream as Uni};
 
 use super::H3Conn;
-
-/// What a peer unidirectional stream is.
-pub(super) enum Uni {
-    /// Its type is not read yet.
-    Header(Vec<u8>),
-    /// The peer's control stream, with the unparsed tail.
-    Control(Vec<u8>),
-    /// The QPACK encoder stream (feeds our decoder).
-    QpackEncoder,
-    /// The QPACK decoder stream (feeds our encoder).
-    QpackDecoder,
-    /// Unknown or reserved: discarded.
-    Ignored,
-}
-
-/// One of our unidirectional streams and what it still has to write.
-#[derive(Default)]
-pub(super) struct OutStream {
-    pub(super) id: Option<StreamId>,
-    pub(super) buf: Vec<u8>,
-}
-
-impl OutStream {
-    pub(super) fn flush(&mut self, conn: &mut Connection) -> Result<(), ()> {
-        let Some(id) = self.id else {
-            return Ok(());
-        };
-        while !self.buf.is_empty() {
-            match conn.send_stream(id).write(&self.buf) {
-                Ok(n) => {
-                    self.buf.drain(..n);
-                }
-                Err(WriteError::Blocked) => return Ok(()),
-                Err(_) => return Err(()),
-            }
-        }
-        Ok(())
-    }
-}
 
 impl H3Conn {
     /// Feeds unidirectional-stream bytes.
