@@ -35,6 +35,8 @@ fn scratch_dir(name: &str) -> PathBuf {
 /// A running `h2lab serve` and what it printed.
 struct Served {
     child: Child,
+    /// The server's stderr, when started with [`Served::start_capturing_stderr`].
+    stderr: Option<std::process::ChildStderr>,
     lines: mpsc::Receiver<String>,
     stdout: Vec<String>,
     plain: Option<SocketAddr>,
@@ -46,14 +48,24 @@ impl Served {
     /// Starts `h2lab serve ARGS` and waits until it printed its addresses (and certificate,
     /// when TLS is on).
     fn start(args: &[&str]) -> Served {
+        Served::spawn(args, Stdio::inherit())
+    }
+
+    /// As [`Served::start`], with the server's stderr kept in [`Served::stderr`].
+    fn start_capturing_stderr(args: &[&str]) -> Served {
+        Served::spawn(args, Stdio::piped())
+    }
+
+    fn spawn(args: &[&str], stderr: Stdio) -> Served {
         let mut child = Command::new(h2lab_path())
             .arg("serve")
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
+        let stderr = child.stderr.take();
         let out = child.stdout.take().unwrap();
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -66,6 +78,7 @@ impl Served {
         });
         let mut s = Served {
             child,
+            stderr,
             lines,
             stdout: Vec::new(),
             plain: None,
@@ -407,26 +420,16 @@ fn h3_flag_prints_the_quic_listener_and_needs_a_tls_port() {
 fn close_notify_during_the_handshake_is_not_a_read_error() {
     use std::sync::Arc;
     let dir = scratch_dir("close-notify");
-    let mut child = Command::new(h2lab_path())
-        .args(["serve", "--tls", "--listen", "127.0.0.1:0", "--cert-dir"])
-        .arg(&dir)
-        .arg("--quiet")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let addr: SocketAddr = loop {
-        let mut line = String::new();
-        assert!(
-            out.read_line(&mut line).unwrap() > 0,
-            "serve printed no address"
-        );
-        if let Some(rest) = line.strip_prefix("h2lab serve: listening on https://") {
-            break rest.split('/').next().unwrap().parse().unwrap();
-        }
-    };
+    let mut s = Served::start_capturing_stderr(&[
+        "--tls",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert-dir",
+        dir.to_str().unwrap(),
+        "--quiet",
+    ]);
+    let addr = s.tls.unwrap();
+    let mut stderr = s.stderr.take().unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -452,27 +455,10 @@ fn close_notify_during_the_handshake_is_not_a_read_error() {
         while matches!(sock.read(&mut buf), Ok(n) if n > 0) {}
     }
     // The server stops cleanly, having logged nothing about them.
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let end = Instant::now() + DEADLINE;
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(Instant::now() < end, "h2lab serve did not exit");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    assert_eq!(status.code(), Some(0));
+    s.signal("-TERM");
+    assert_eq!(s.wait_exit(), Some(0));
     let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    stderr.read_to_string(&mut err).unwrap();
     assert!(!err.contains("read error"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
