@@ -37,28 +37,8 @@ start_bg h2lab taskset -c "$SERVER_CPUS" "$H2LAB" serve --tls --listen "127.0.0.
 wait_port "$port" || fail_start h2lab
 PORTS[h2lab]=$port PATHS[h2lab]="/data?size=$SIZE"
 
-port=$(free_port)
-mkdir -p "$WORK/caddy-home"
-cat >"$WORK/Caddyfile" <<CADDY
-{
-	admin off
-	default_sni localhost
-	auto_https disable_redirects
-	servers {
-		protocols h1 h2 h3
-	}
-}
-https://127.0.0.1:$port {
-	bind 127.0.0.1
-	tls $WORK/cert.pem $WORK/key.pem
-	root * $WWW
-	file_server
-}
-CADDY
-start_bg caddy env HOME="$WORK/caddy-home" GOMAXPROCS=1 taskset -c "$SERVER_CPUS" \
-  caddy run --config "$WORK/Caddyfile" --adapter caddyfile
-wait_port "$port" || fail_start caddy
-PORTS[caddy]=$port PATHS[caddy]="/file$SIZE"
+start_caddy caddy "$WWW"
+PORTS[caddy]=$PORT PATHS[caddy]="/file$SIZE"
 
 declare -A CPU RPS
 run_one() { # SERVER VARIANT FLAGS...

@@ -48,27 +48,8 @@ start_h2lab() { # NAME EXTRA_FLAGS...
 start_h2lab h2lab
 start_h2lab h2lab-nogso --no-udp-gso
 
-port=$(free_port)
-mkdir -p "$WORK/caddy-home"
-cat >"$WORK/Caddyfile" <<CADDY
-{
-	admin off
-	default_sni localhost
-	auto_https disable_redirects
-	servers {
-		protocols h1 h2 h3
-	}
-}
-https://127.0.0.1:$port {
-	bind 127.0.0.1
-	tls $WORK/cert.pem $WORK/key.pem
-	root * $WWW
-	file_server
-}
-CADDY
-start_bg caddy env HOME="$WORK/caddy-home" GOMAXPROCS=1 caddy run --config "$WORK/Caddyfile" --adapter caddyfile
-wait_port "$port" || fail_start caddy
-PORTS[caddy]=$port PGIDS[caddy]=$BG_PID PATHS[caddy]="/file$SIZE"
+start_caddy caddy "$WWW"
+PORTS[caddy]=$PORT PGIDS[caddy]=$BG_PID PATHS[caddy]="/file$SIZE"
 
 declare -A RPS CPU
 run_h3() { # NAME

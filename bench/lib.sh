@@ -154,6 +154,35 @@ start_nghttpd() {
   fail_start "$name"
 }
 
+# start_caddy NAME DOCROOT: Caddy (HTTP/1.1, HTTP/2 and HTTP/3 via quic-go) serving DOCROOT over
+# TLS with $WORK's certificate on 127.0.0.1, GOMAXPROCS=1, admin off, HOME in $WORK (addressed
+# by IP it needs `default_sni localhost`). Sets PORT and BG_PID.
+start_caddy() {
+  local name=$1 docroot=$2
+  [ -f "$WORK/cert.pem" ] || gen_cert "$WORK"
+  PORT=$(free_port)
+  mkdir -p "$WORK/$name-home"
+  cat >"$WORK/$name.Caddyfile" <<CADDY
+{
+	admin off
+	default_sni localhost
+	auto_https disable_redirects
+	servers {
+		protocols h1 h2 h3
+	}
+}
+https://127.0.0.1:$PORT {
+	bind 127.0.0.1
+	tls $WORK/cert.pem $WORK/key.pem
+	root * $docroot
+	file_server
+}
+CADDY
+  start_bg "$name" env HOME="$WORK/$name-home" GOMAXPROCS=1 \
+    "$(bin_path caddy)" run --config "$WORK/$name.Caddyfile" --adapter caddyfile
+  wait_port "$PORT" || fail_start "$name"
+}
+
 # start_nginx NAME DOCROOT [WORKERS [EXTRA_HTTP_DIRECTIVES]]: renders the template;
 # sets NGINX_H1, NGINX_H2C, NGINX_TLS (ports), NGINX_SOCK, BG_PID.
 start_nginx() {
