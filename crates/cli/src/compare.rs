@@ -33,10 +33,10 @@ const PREFIX: &str = "h2lab compare: error:";
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "Protocols: h1 (HTTP/1.1 keep-alive), h1.0 (no keep-alive: \
-    Connection: close), h1-tls, h2 (TLS), h2c.\nPayloads: ping, json, compute, info, a size \
+    Connection: close), h1-tls, h2 (TLS), h2c, h3 (HTTP/3 over QUIC).\nPayloads: ping, json, compute, info, a size \
     (1k, 100k: /data?size=), a /path or NAME=/path.\nHeaders: none or a size (4k: realistic \
     JWT, cookie and tracing headers).\nLinks: loopback (direct), lan (1 ms, 1 Gbit/s), wan \
-    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s), lossy (wan with 1% loss).\nDefault matrix: every payload at \
+    (40 ms, 50 Mbit/s), mobile (80 ms, 12/3 Mbit/s), lossy (wan with 1% loss), lossy3 (wan with 3% loss).\nDefault matrix: every payload at \
     c=50, 1 stream, no extra headers, loopback; then concurrency, headers, streams and \
     links varied one at a time on the sweep payloads (--full: the cross product)."
 )]
@@ -66,6 +66,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "URL")]
     pub h2c_url: Option<String>,
 
+    /// HTTP/3 server for h3: an https:// URL whose host and port answer QUIC on UDP
+    /// (overrides --target).
+    #[arg(long, value_name = "URL")]
+    pub h3_url: Option<String>,
+
     /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
@@ -94,6 +99,11 @@ pub struct CompareArgs {
     /// Link profiles; the first is the base [default: loopback,lan,wan].
     #[arg(long, value_name = "LIST")]
     pub links: Option<String>,
+
+    /// The loss experiment: the WAN link (40 ms, 50 Mbit/s) at these loss percentages,
+    /// from 0, 1 and 3 (`--loss 0,1,3` is `--links wan,lossy,lossy3`).
+    #[arg(long, value_name = "LIST", conflicts_with = "links")]
+    pub loss: Option<String>,
 
     /// Measure the full cross product of the axes.
     #[arg(long)]
@@ -248,6 +258,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
             &[LabProtocol::H2, LabProtocol::H1Tls][..],
         ),
         ("--h2c-url", &args.h2c_url, &[LabProtocol::H2c][..]),
+        ("--h3-url", &args.h3_url, &[LabProtocol::H3][..]),
     ] {
         if let Some(u) = url {
             let t = targets.get_or_insert_with(Targets::default);
@@ -302,6 +313,10 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     if let Some(s) = &args.links {
         cfg.axes.links =
             parse_list(s, "link", parse_profile).map_err(|e| format!("--links: {e}"))?;
+    }
+    if let Some(s) = &args.loss {
+        cfg.axes.links =
+            h2lab_lab::link::parse_loss_levels(s).map_err(|e| format!("--loss: {e}"))?;
     }
     cfg.axes.full = args.full;
     if let Some(n) = args.runs {

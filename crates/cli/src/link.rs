@@ -38,7 +38,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub upstream: String,
 
-    /// Named shape: loopback, lan, wan, mobile, lossy (wan with 1% loss).
+    /// Named shape: loopback, lan, wan, mobile, lossy (wan with 1% loss), lossy3 (3% loss).
     #[arg(long, value_name = "NAME")]
     pub profile: Option<String>,
 

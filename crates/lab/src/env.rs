@@ -101,6 +101,8 @@ pub struct Targets {
     pub h2: Option<Target>,
     /// h2c (`h2c`).
     pub h2c: Option<Target>,
+    /// HTTP/3 over QUIC (`h3`): an `https://` URL whose host and port take UDP.
+    pub h3: Option<Target>,
 }
 
 impl Targets {
@@ -129,6 +131,7 @@ impl Targets {
             LabProtocol::H1Tls => self.h1_tls.as_ref(),
             LabProtocol::H2 => self.h2.as_ref(),
             LabProtocol::H2c => self.h2c.as_ref(),
+            LabProtocol::H3 => self.h3.as_ref(),
         }
     }
 
@@ -152,6 +155,7 @@ impl Targets {
             LabProtocol::H1Tls => self.h1_tls = Some(t),
             LabProtocol::H2 => self.h2 = Some(t),
             LabProtocol::H2c => self.h2c = Some(t),
+            LabProtocol::H3 => self.h3 = Some(t),
         }
         Ok(())
     }
@@ -174,6 +178,10 @@ pub struct BuiltinOptions {
     pub pinning: Pinning,
     /// HTTP/2 server push of `/page` assets (`h2lab serve --push`).
     pub push: bool,
+    /// HTTP/3 on UDP on the TLS port number (`h2lab serve --h3`): the `h3` protocol. It
+    /// also adds `alt-svc: h3=":PORT"` to the TLS port's responses, as a real server
+    /// offering HTTP/3 does, so it is on only when `h3` is measured.
+    pub h3: bool,
 }
 
 impl Default for BuiltinOptions {
@@ -182,6 +190,7 @@ impl Default for BuiltinOptions {
             threads: 1,
             pinning: Pinning::Auto,
             push: false,
+            h3: false,
         }
     }
 }
@@ -267,6 +276,7 @@ impl LabEnv {
             cert_dir: Some(cert_dir.clone()),
             threads: opts.threads.max(1),
             push: opts.push,
+            h3: opts.h3,
             ..ServerConfig::local()
         };
         let allowed = host::allowed_cpus().unwrap_or_default();
@@ -338,11 +348,13 @@ impl LabEnv {
             port: a.port(),
             path: "/".into(),
         };
+        let h3 = server.h3_addr();
         let targets = Targets {
             h1: Some(mk(Scheme::Http, addr)),
             h1_tls: Some(mk(Scheme::Https, tls)),
             h2: Some(mk(Scheme::Https, tls)),
             h2c: Some(mk(Scheme::Http, addr)),
+            h3: h3.map(|a| mk(Scheme::Https, a)),
         };
         Ok(LabEnv {
             targets,
@@ -354,9 +366,12 @@ impl LabEnv {
             route: None,
             description: format!(
                 "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
-                 {tls} (TLS: h2, http/1.1)",
+                 {tls} (TLS: h2, http/1.1){}",
                 opts.threads.max(1),
-                if opts.threads > 1 { "s" } else { "" }
+                if opts.threads > 1 { "s" } else { "" },
+                h3.map_or_else(String::new, |a| format!(
+                    " and {a} (UDP: HTTP/3 over QUIC, its own thread)"
+                ))
             ),
         })
     }
@@ -427,6 +442,11 @@ impl LabEnv {
             .get(proto)
             .cloned()
             .ok_or(LabError::NoTarget(proto))?;
+        if proto.is_h3() && matches!(self.route, Some(Route::Unix(_))) {
+            return Err(LabError::NoAddress(
+                "HTTP/3 runs over UDP: it cannot use a UNIX domain socket",
+            ));
+        }
         if profile == LinkProfile::Loopback {
             let (connect_to, unix_socket) = match &self.route {
                 None => (Vec::new(), None),
@@ -447,24 +467,32 @@ impl LabEnv {
             })?,
             None => resolve_first(&target)?,
         };
-        if let Some((_, _, l)) = self
+        let known = self
             .links
             .iter()
-            .find(|(p, u, _)| *p == profile && *u == upstream)
-        {
-            return Ok(Origin {
-                target,
-                connect_to: vec![l.addr()],
-                unix_socket: None,
-            });
-        }
-        let cfg = LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
-        let l = link::spawn(cfg).map_err(|source| LabError::Link {
-            name: Some(profile.to_string()),
-            source,
-        })?;
-        let addr = l.addr();
-        self.links.push((profile, upstream, l));
+            .position(|(p, u, _)| *p == profile && *u == upstream);
+        let i = match known {
+            Some(i) => i,
+            None => {
+                let cfg =
+                    LinkConfig::profile(profile, SocketAddr::from(([127, 0, 0, 1], 0)), upstream);
+                let l = link::spawn(cfg).map_err(|source| LabError::Link {
+                    name: Some(profile.to_string()),
+                    source,
+                })?;
+                self.links.push((profile, upstream, l));
+                self.links.len() - 1
+            }
+        };
+        let l = &self.links[i].2;
+        // HTTP/3 crosses the same link as TCP: its UDP relay, shaped the same way.
+        let addr = if proto.is_h3() {
+            l.udp_addr().ok_or(LabError::NoAddress(
+                "the link relays no UDP (HTTP/3 cannot cross it)",
+            ))?
+        } else {
+            l.addr()
+        };
         Ok(Origin {
             target,
             connect_to: vec![addr],

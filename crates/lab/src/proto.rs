@@ -20,19 +20,22 @@ pub enum LabProtocol {
     H2,
     /// `h2c`: HTTP/2 over cleartext TCP with prior knowledge.
     H2c,
+    /// `h3`: HTTP/3 over QUIC (UDP, TLS 1.3, ALPN `h3`).
+    H3,
 }
 
 impl LabProtocol {
     /// Every variant, in display order.
-    pub const ALL: [LabProtocol; 5] = [
+    pub const ALL: [LabProtocol; 6] = [
         LabProtocol::H1,
         LabProtocol::H1Close,
         LabProtocol::H1Tls,
         LabProtocol::H2,
         LabProtocol::H2c,
+        LabProtocol::H3,
     ];
 
-    /// The command-line name (`h1`, `h1.0`, `h1-tls`, `h2`, `h2c`).
+    /// The command-line name (`h1`, `h1.0`, `h1-tls`, `h2`, `h2c`, `h3`).
     pub fn name(self) -> &'static str {
         match self {
             LabProtocol::H1 => "h1",
@@ -40,6 +43,7 @@ impl LabProtocol {
             LabProtocol::H1Tls => "h1-tls",
             LabProtocol::H2 => "h2",
             LabProtocol::H2c => "h2c",
+            LabProtocol::H3 => "h3",
         }
     }
 
@@ -51,6 +55,7 @@ impl LabProtocol {
             LabProtocol::H1Tls => "HTTP/1.1 (TLS)",
             LabProtocol::H2 => "HTTP/2 (TLS)",
             LabProtocol::H2c => "HTTP/2 (h2c)",
+            LabProtocol::H3 => "HTTP/3 (QUIC)",
         }
     }
 
@@ -62,17 +67,28 @@ impl LabProtocol {
             LabProtocol::H1Tls => "http/1.1+tls",
             LabProtocol::H2 => "h2",
             LabProtocol::H2c => "h2c",
+            LabProtocol::H3 => "h3",
         }
     }
 
-    /// Whether the connection runs TLS.
+    /// Whether the connection runs TLS (HTTP/3: QUIC's TLS 1.3).
     pub fn tls(self) -> bool {
-        matches!(self, LabProtocol::H1Tls | LabProtocol::H2)
+        matches!(self, LabProtocol::H1Tls | LabProtocol::H2 | LabProtocol::H3)
     }
 
-    /// Whether this is HTTP/2 (streams can be multiplexed).
+    /// Whether this is HTTP/2.
     pub fn is_h2(self) -> bool {
         matches!(self, LabProtocol::H2 | LabProtocol::H2c)
+    }
+
+    /// Whether this is HTTP/3 (QUIC over UDP).
+    pub fn is_h3(self) -> bool {
+        self == LabProtocol::H3
+    }
+
+    /// Whether requests are multiplexed as streams on one connection (HTTP/2, HTTP/3).
+    pub fn multiplexes(self) -> bool {
+        self.is_h2() || self.is_h3()
     }
 
     /// The chart colour (HTTP/2 is red, as in the seed article's graphs).
@@ -83,6 +99,7 @@ impl LabProtocol {
             LabProtocol::H1Tls => "#17a2b8",
             LabProtocol::H2 => "#d62728",
             LabProtocol::H2c => "#ff7f0e",
+            LabProtocol::H3 => "#8c564b",
         }
     }
 }
@@ -103,8 +120,9 @@ impl FromStr for LabProtocol {
             "h1-tls" | "h1s" | "https/1.1" => Ok(LabProtocol::H1Tls),
             "h2" | "http/2" => Ok(LabProtocol::H2),
             "h2c" => Ok(LabProtocol::H2c),
+            "h3" | "http/3" | "quic" => Ok(LabProtocol::H3),
             other => Err(format!(
-                "unknown protocol {other:?} (expected h1, h1.0, h1-tls, h2 or h2c)"
+                "unknown protocol {other:?} (expected h1, h1.0, h1-tls, h2, h2c or h3)"
             )),
         }
     }
@@ -158,7 +176,8 @@ mod tests {
             parse_list("h1, h2c,h1").unwrap(),
             vec![LabProtocol::H1, LabProtocol::H2c]
         );
-        assert!(parse_list("h3").unwrap_err().contains("unknown protocol"));
+        assert_eq!(parse_list("h3,http/3").unwrap(), vec![LabProtocol::H3]);
+        assert!(parse_list("h4").unwrap_err().contains("unknown protocol"));
         assert!(parse_list(",").is_err());
         assert_eq!(
             parse_arms("h2c,h2c").unwrap(),

@@ -10,6 +10,8 @@
 //! - Per condition: the best arm by median against the runner-up, for each metric.
 //! - HTTP/2 vs HTTP/1.1, like for like: `h2` against `h1-tls` (both TLS) and `h2c` against
 //!   `h1` (both cleartext), whichever pairs were measured.
+//! - HTTP/3 vs HTTP/2, like for like: `h3` against `h2` (both encrypted; QUIC over UDP
+//!   against TLS over TCP), when both were measured.
 //! - A/A controls: a protocol listed twice is measured as two arms; their decision is
 //!   reported as a control and never names a winner.
 
@@ -169,6 +171,21 @@ pub const PAIRS: [(LabProtocol, LabProtocol); 2] = [
     (LabProtocol::H2c, LabProtocol::H1),
 ];
 
+/// HTTP/3 against HTTP/2 over TLS at one condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct H3Decisions {
+    /// `h3`.
+    pub h3: LabProtocol,
+    /// `h2` (HTTP/2 over TLS: the like-for-like baseline, both encrypted).
+    pub h2: LabProtocol,
+    /// One decision per metric (`a` is HTTP/3), in [`Metric::ALL`] order (metrics with no
+    /// data are left out).
+    pub decisions: Vec<Decision>,
+}
+
+/// The like-for-like HTTP/3 pair: HTTP/3 against HTTP/2 over TLS.
+pub const H3_PAIRS: [(LabProtocol, LabProtocol); 1] = [(LabProtocol::H3, LabProtocol::H2)];
+
 /// One row of the decision table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DecisionRow {
@@ -183,6 +200,8 @@ pub struct DecisionRow {
     pub verdicts: Vec<Decision>,
     /// HTTP/2 vs HTTP/1.1, per like-for-like pair measured.
     pub h2_vs_h1: Vec<PairDecisions>,
+    /// HTTP/3 vs HTTP/2 over TLS, when both were measured.
+    pub h3_vs_h2: Vec<H3Decisions>,
     /// A/A controls (second arm against first), per metric.
     pub controls: Vec<Decision>,
 }
@@ -198,6 +217,7 @@ impl DecisionRow {
         self.verdicts
             .iter()
             .chain(self.h2_vs_h1.iter().flat_map(|p| p.decisions.iter()))
+            .chain(self.h3_vs_h2.iter().flat_map(|p| p.decisions.iter()))
             .chain(self.controls.iter())
     }
 }
@@ -278,6 +298,17 @@ pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> 
                 h2_vs_h1.push(PairDecisions { h2, h1, decisions });
             }
         }
+        let mut h3_vs_h2 = Vec::new();
+        for (h3, h2) in H3_PAIRS {
+            if let (Some(a), Some(b)) = (find(h3), find(h2)) {
+                let decisions = Metric::ALL
+                    .into_iter()
+                    .filter(|m| m.median(a.1).is_some() && m.median(b.1).is_some())
+                    .map(|m| decide_pair(m, a, b, equivalence, &label))
+                    .collect();
+                h3_vs_h2.push(H3Decisions { h3, h2, decisions });
+            }
+        }
         let mut controls = Vec::new();
         for &(a, c) in arms.iter().filter(|(a, _)| a.arm > 0) {
             if let Some(first) = find(a.proto) {
@@ -294,6 +325,7 @@ pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> 
             label,
             verdicts,
             h2_vs_h1,
+            h3_vs_h2,
             controls,
         });
     }
@@ -416,6 +448,7 @@ pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence:
         );
         out.push_str(&fmt::table(&t));
     }
+    out.push_str(&render_h3(rows));
     let controls: Vec<(&DecisionRow, &Decision)> = rows
         .iter()
         .flat_map(|r| r.controls.iter().map(move |d| (r, d)))
@@ -433,6 +466,42 @@ pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence:
         }
         out.push_str(&fmt::table(&t));
     }
+    out
+}
+
+/// The HTTP/3-vs-HTTP/2 table (empty when no condition measured both).
+pub fn render_h3(rows: &[DecisionRow]) -> String {
+    let mut t: Vec<Vec<String>> = vec![vec![
+        "condition".into(),
+        "pair".into(),
+        "req/s".into(),
+        "p99".into(),
+        "server CPU/req".into(),
+    ]];
+    for r in rows {
+        for p in &r.h3_vs_h2 {
+            let mut row = vec![
+                r.label.clone(),
+                format!("{} / {}", p.h3.short(), p.h2.short()),
+            ];
+            for m in Metric::ALL {
+                row.push(
+                    p.decisions
+                        .iter()
+                        .find(|d| d.metric == m)
+                        .map_or_else(|| "-".into(), pair_text),
+                );
+            }
+            t.push(row);
+        }
+    }
+    if t.len() == 1 {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nHTTP/3 vs HTTP/2, like for like (HTTP/3 over HTTP/2 with TLS: change and 95% CI)\n",
+    );
+    out.push_str(&fmt::table(&t));
     out
 }
 

@@ -97,7 +97,7 @@ impl Condition {
     /// [`Condition::effective`] for the `arm`-th listing of `proto` (an A/A control lists
     /// a protocol twice: two arms, measured separately).
     pub fn effective_arm(&self, proto: LabProtocol, arm: u32) -> CellKey {
-        let streams = if proto.is_h2() { self.streams } else { 1 };
+        let streams = if proto.multiplexes() { self.streams } else { 1 };
         CellKey {
             cond: Condition {
                 streams,
@@ -271,7 +271,7 @@ impl Axes {
                         Section::Headers,
                     );
                 }
-                if self.protocols.iter().any(|p| p.is_h2()) {
+                if self.protocols.iter().any(|p| p.multiplexes()) {
                     for &s in self.streams.iter().filter(|&&s| s != base.streams) {
                         push(
                             Condition {

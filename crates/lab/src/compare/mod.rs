@@ -291,6 +291,8 @@ pub fn run(
         None => LabEnv::builtin(&BuiltinOptions {
             threads: cfg.server_threads,
             pinning: cfg.pinning.clone(),
+            // HTTP/3 (a UDP socket, a thread and `alt-svc` on TLS responses) only when measured.
+            h3: cfg.axes.protocols.contains(&LabProtocol::H3),
             ..BuiltinOptions::default()
         })?,
         Some(t) => LabEnv::external(t.clone()),
@@ -306,7 +308,7 @@ pub fn run(
         .collect();
     for p in &skipped {
         notes.push(format!(
-            "{} skipped: no {} URL for it (see --h1-url, --h2-url, --h2c-url)",
+            "{} skipped: no {} URL for it (see --h1-url, --h2-url, --h2c-url, --h3-url)",
             p.label(),
             if p.tls() { "https://" } else { "http://" }
         ));

@@ -190,7 +190,7 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
 pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, LabError> {
     let url = origin.url(&key.cond.payload.path);
     let mut cfg = BenchConfig::from_uris(&[url], None)?;
-    let streams = if key.proto.is_h2() {
+    let streams = if key.proto.multiplexes() {
         key.cond.streams.max(1)
     } else {
         1
@@ -205,11 +205,13 @@ pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchC
         LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => ProtocolChoice::H1,
         LabProtocol::H2 => ProtocolChoice::Alpn(vec!["h2".into()]),
         LabProtocol::H2c => ProtocolChoice::H2,
+        LabProtocol::H3 => ProtocolChoice::Alpn(vec!["h3".into()]),
     };
     cfg.require_protocol = Some(match key.proto {
         LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => AppProtocol::Http11,
         LabProtocol::H2 => AppProtocol::H2,
         LabProtocol::H2c => AppProtocol::H2c,
+        LabProtocol::H3 => AppProtocol::H3,
     });
     cfg.headers = key.cond.headers.fields();
     if key.proto == LabProtocol::H1Close {
@@ -281,7 +283,7 @@ impl CellResult {
         CellResult {
             warm_up_secs: warm_up.as_secs_f64(),
             duration_secs: duration.as_secs_f64(),
-            connections: key.cond.concurrency.div_ceil(if key.proto.is_h2() {
+            connections: key.cond.concurrency.div_ceil(if key.proto.multiplexes() {
                 key.cond.streams.max(1)
             } else {
                 1

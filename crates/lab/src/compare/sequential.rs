@@ -170,6 +170,7 @@ mod tests {
                 h1: LabProtocol::H1,
                 decisions,
             }],
+            h3_vs_h2: Vec::new(),
             controls: Vec::new(),
         }
     }

@@ -242,16 +242,19 @@ pub enum LinkProfile {
     /// The WAN path with 1% segment loss (HTTP/2's one connection against HTTP/1.1's six
     /// under loss: head-of-line blocking).
     Lossy,
+    /// The WAN path with 3% loss (the loss experiment's worst level).
+    Lossy3,
 }
 
 impl LinkProfile {
     /// Every profile, in increasing order of distance.
-    pub const ALL: [LinkProfile; 5] = [
+    pub const ALL: [LinkProfile; 6] = [
         LinkProfile::Loopback,
         LinkProfile::Lan,
         LinkProfile::Wan,
         LinkProfile::Mobile,
         LinkProfile::Lossy,
+        LinkProfile::Lossy3,
     ];
 
     /// The profile's name as accepted by [`FromStr`].
@@ -262,15 +265,24 @@ impl LinkProfile {
             LinkProfile::Wan => "wan",
             LinkProfile::Mobile => "mobile",
             LinkProfile::Lossy => "lossy",
+            LinkProfile::Lossy3 => "lossy3",
         }
     }
 
-    /// Segment loss of the profile (0 except `lossy`: 1%).
+    /// Segment loss of the profile (0 except `lossy`: 1%, `lossy3`: 3%).
     pub fn loss(self) -> f64 {
         match self {
             LinkProfile::Lossy => 0.01,
+            LinkProfile::Lossy3 => 0.03,
             _ => 0.0,
         }
+    }
+
+    /// The WAN profile with `percent` loss: 0 → `wan`, 1 → `lossy`, 3 → `lossy3`.
+    pub fn wan_with_loss(percent: f64) -> Option<LinkProfile> {
+        [LinkProfile::Wan, LinkProfile::Lossy, LinkProfile::Lossy3]
+            .into_iter()
+            .find(|p| (p.loss() * 100.0 - percent).abs() < 1e-9)
     }
 
     /// RTT, down rate and up rate of the profile.
@@ -283,7 +295,7 @@ impl LinkProfile {
                 Some(1000 * MBIT),
                 Some(1000 * MBIT),
             ),
-            LinkProfile::Wan | LinkProfile::Lossy => {
+            LinkProfile::Wan | LinkProfile::Lossy | LinkProfile::Lossy3 => {
                 (Duration::from_millis(40), Some(50 * MBIT), Some(50 * MBIT))
             }
             LinkProfile::Mobile => (Duration::from_millis(80), Some(12 * MBIT), Some(3 * MBIT)),
@@ -303,6 +315,31 @@ impl LinkProfile {
     }
 }
 
+/// Parses the loss experiment's levels (`0,1,3`: percentages, `%` optional) into the WAN
+/// profiles with that loss ([`LinkProfile::wan_with_loss`]), without duplicates.
+pub fn parse_loss_levels(s: &str) -> Result<Vec<LinkProfile>, ConfigError> {
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let pct: f64 = part
+            .trim_end_matches('%')
+            .parse()
+            .map_err(|_| ConfigError(format!("bad loss level {part:?} (expected 0, 1 or 3)")))?;
+        let p = LinkProfile::wan_with_loss(pct).ok_or_else(|| {
+            ConfigError(format!(
+                "loss level {part:?} has no link profile (expected 0, 1 or 3; `h2lab link \
+                 --loss` takes any value)"
+            ))
+        })?;
+        if !v.contains(&p) {
+            v.push(p);
+        }
+    }
+    if v.is_empty() {
+        return Err(ConfigError("empty loss list".into()));
+    }
+    Ok(v)
+}
+
 impl fmt::Display for LinkProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -314,12 +351,15 @@ impl FromStr for LinkProfile {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim().to_ascii_lowercase();
+        if s == "lossy1" {
+            return Ok(LinkProfile::Lossy);
+        }
         LinkProfile::ALL
             .into_iter()
             .find(|p| p.name() == s)
             .ok_or_else(|| {
                 ConfigError(format!(
-                    "unknown link profile {s:?} (expected loopback, lan, wan, mobile or lossy)"
+                    "unknown link profile {s:?} (expected loopback, lan, wan, mobile, lossy or lossy3)"
                 ))
             })
     }
@@ -343,6 +383,18 @@ mod tests {
         assert!("dialup".parse::<LinkProfile>().is_err());
         let l = LinkConfig::profile(LinkProfile::Lossy, addr(), addr());
         assert_eq!(l.describe(), "rtt 40ms, down 50mbit, up 50mbit, loss 1%");
+        let l = LinkConfig::profile("lossy3".parse().unwrap(), addr(), addr());
+        assert_eq!(l.describe(), "rtt 40ms, down 50mbit, up 50mbit, loss 3%");
+        assert_eq!("lossy1".parse::<LinkProfile>().unwrap(), LinkProfile::Lossy);
+        assert_eq!(LinkProfile::wan_with_loss(0.0), Some(LinkProfile::Wan));
+        assert_eq!(LinkProfile::wan_with_loss(3.0), Some(LinkProfile::Lossy3));
+        assert_eq!(LinkProfile::wan_with_loss(2.0), None);
+        assert_eq!(
+            parse_loss_levels("0, 1%,3,1").unwrap(),
+            vec![LinkProfile::Wan, LinkProfile::Lossy, LinkProfile::Lossy3]
+        );
+        assert!(parse_loss_levels("2").is_err());
+        assert!(parse_loss_levels("").is_err());
         for p in LinkProfile::ALL {
             assert_eq!(p.name().parse::<LinkProfile>().unwrap(), p);
             LinkConfig::profile(p, addr(), addr()).validate().unwrap();

@@ -12,7 +12,7 @@ use super::parse::{parse_bytes, parse_duration, parse_loss, parse_rate, ParseErr
 ///
 /// ```text
 /// h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
-///     [--profile loopback|lan|wan|mobile|lossy] [--rtt 20ms] [--down 90mbit] [--up 12mbit] \
+///     [--profile loopback|lan|wan|mobile|lossy|lossy3] [--rtt 20ms] [--down 90mbit] [--up 12mbit] \
 ///     [--loss 0.5%] [--jitter 2ms] [--queue 256k] [--seed N] [--no-handshake] \
 ///     [--no-udp] [--udp-idle 30s]
 /// ```

@@ -64,8 +64,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 pub use config::{
-    ConfigError, Direction, LinkConfig, LinkProfile, DEFAULT_MAX_IN_FLIGHT, DEFAULT_UDP_IDLE,
-    PRE_QUEUE_BYTES,
+    parse_loss_levels, ConfigError, Direction, LinkConfig, LinkProfile, DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_UDP_IDLE, PRE_QUEUE_BYTES,
 };
 pub use flags::{resolve, FlagError, LinkFlags};
 pub use parse::{

@@ -330,6 +330,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 threads: cfg.server_threads,
                 pinning: cfg.pinning.clone(),
                 push: cfg.push,
+                h3: cfg
+                    .protocols
+                    .as_ref()
+                    .is_some_and(|v| v.contains(&LabProtocol::H3)),
             })?,
             format!("/page?{}", cfg.page_query),
         ),
