@@ -50,13 +50,21 @@ pub struct PageArgs {
     #[arg(long, value_name = "QUERY", default_value = h2lab_lab::page::DEFAULT_PAGE_QUERY)]
     pub page_query: String,
 
-    /// Protocols to compare [default: h1-tls,h2; for an http:// URL h1,h2c].
+    /// Protocols to compare: h1, h1.0, h1-tls, h2, h2c, h3 (HTTP/3 over QUIC, one connection)
+    /// [default: h1-tls,h2; with --loss h1-tls,h2,h3; for an http:// URL h1,h2c].
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
 
-    /// Link profile between client and server: loopback, lan, wan, mobile, lossy (wan with 1% loss).
+    /// Link profile between client and server: loopback, lan, wan, mobile, lossy (wan with 1% loss), lossy3 (3%).
     #[arg(long, value_name = "PROFILE", default_value = "wan")]
     pub link: String,
+
+    /// The loss experiment: load the page over the WAN link (40 ms, 50 Mbit/s) at each of
+    /// these loss percentages, from 0, 1 and 3 (TCP and UDP relayed with the same loss
+    /// probability), HTTP/1.1 x6 vs HTTP/2 vs HTTP/3 by default, with page-time CIs and
+    /// paired verdicts per level [default -n: 6, the fewest rounds that can decide].
+    #[arg(long, value_name = "LIST", conflicts_with_all = ["slow", "users", "stages", "render"])]
+    pub loss: Option<String>,
 
     /// HTTP/1.x connections per host (browsers: 6).
     #[arg(long, value_name = "N", default_value_t = 6)]
@@ -170,6 +178,10 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         return Err("--page-query: no spaces".into());
     }
     route(a, &mut c)?;
+    if let Some(s) = &a.loss {
+        c.loss_levels =
+            h2lab_lab::link::parse_loss_levels(s).map_err(|e| format!("--loss: {e}"))?;
+    }
     if let Some(s) = &a.protocols {
         c.protocols = Some(proto::parse_list(s).map_err(|e| format!("--protocols: {e}"))?);
     }
@@ -177,6 +189,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         Some(0) => return Err("--repeat: must be at least 1".into()),
         Some(n) => n,
         None if a.slow => 1,
+        None if a.loss.is_some() => 6,
         None => 5,
     };
     if a.slow {

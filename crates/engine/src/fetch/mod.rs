@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll};
 
 use crate::config::{AppProtocol, BenchConfig, ProtocolChoice, Scheme, Target};
+use crate::conn::quic::QuicDial;
 use crate::conn::{AlpnOffer, ConnEnd, Dialer, ReadBufs};
 use crate::error::{ProtocolError, TimeoutError, TransportError};
 use crate::h2::H2Settings;
@@ -68,13 +69,17 @@ const MAX_POLL_WAIT: Duration = Duration::from_millis(100);
 /// The protocol a [`Fetcher`] speaks. The origin's scheme decides TLS:
 /// `https` + [`FetchProtocol::H2`] is HTTP/2 negotiated with ALPN `h2`,
 /// `http` + `H2` is h2c with prior knowledge, `https` + `Http11` offers ALPN
-/// `http/1.1`.
+/// `http/1.1`; [`FetchProtocol::H3`] needs `https` (QUIC on UDP to the same host
+/// and port, ALPN `h3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FetchProtocol {
     /// HTTP/1.1 (cleartext or TLS).
     Http11,
     /// HTTP/2 (TLS with ALPN, or h2c prior knowledge).
     H2,
+    /// HTTP/3 over QUIC (one connection, many streams), through the same connection
+    /// driver as bench's `--h3`.
+    H3,
 }
 
 /// How a [`Fetcher`] connects and what it sends.
@@ -110,19 +115,21 @@ pub struct FetchConfig {
     pub h2: H2Settings,
     /// Send the RFC 9218 `priority` header a browser would give each path
     /// ([`crate::priority::browser_priority`]), on HTTP/2 only (on HTTP/1.1 it would
-    /// mean nothing). Default: on, as browsers do.
+    /// mean nothing; the HTTP/3 session sends one pre-encoded field section whose only
+    /// per-request field is `:path`, so HTTP/3 requests carry none). Default: on, as
+    /// browsers do.
     pub priorities: bool,
 }
 
 impl FetchConfig {
     /// A browser's defaults for `protocol`: HTTP/1.1 with 6 connections and no
-    /// pipelining, or HTTP/2 with one connection and up to 100 streams; browser-like
+    /// pipelining, or HTTP/2 (and HTTP/3) with one connection and up to 100 streams; browser-like
     /// request headers ([`browser_headers`]); 60 s timeout; 6 MiB stream and 15 MiB
     /// connection windows for HTTP/2 (Chrome's).
     pub fn browser(origin: Target, protocol: FetchProtocol) -> FetchConfig {
         let (max_connections, max_streams) = match protocol {
             FetchProtocol::Http11 => (6, 1),
-            FetchProtocol::H2 => (1, 100),
+            FetchProtocol::H2 | FetchProtocol::H3 => (1, 100),
         };
         FetchConfig {
             origin,
@@ -318,6 +325,7 @@ impl Fetcher {
         bc.protocol = match cfg.protocol {
             FetchProtocol::Http11 => ProtocolChoice::H1,
             FetchProtocol::H2 => ProtocolChoice::Alpn(vec!["h2".to_owned()]),
+            FetchProtocol::H3 => ProtocolChoice::Alpn(vec!["h3".to_owned()]),
         };
         let mut prep = Prepared::new(&bc)?;
         if cfg.priorities && cfg.protocol == FetchProtocol::H2 {
@@ -327,6 +335,10 @@ impl Fetcher {
             }
         }
         let endpoint = endpoint(&cfg)?;
+        let quic = match cfg.protocol {
+            FetchProtocol::H3 => Some(quic_dial(&cfg, &endpoint)?),
+            _ => None,
+        };
         let tls = if cfg.origin.scheme == Scheme::Https {
             let alpn = bc.effective_alpn();
             let c = transport::client_config(&alpn, true, &Default::default())
@@ -350,7 +362,7 @@ impl Fetcher {
             max_streams: cfg.max_streams,
             h2: cfg.h2,
             verbose: false,
-            quic: None,
+            quic,
         };
         Ok(Fetcher {
             bufs: ReadBufs::new(dialer.tls.is_some()),
@@ -543,6 +555,34 @@ impl Drop for Fetcher {
     fn drop(&mut self) {
         self.close();
     }
+}
+
+/// How an HTTP/3 fetcher opens QUIC connections: bench's client configuration (no
+/// certificate check, as for TLS), ALPN `h3`, a stream receive window as large as the
+/// HTTP/2 fetcher's (so one connection can carry a page's responses at once).
+fn quic_dial(cfg: &FetchConfig, endpoint: &Endpoint) -> Result<QuicDial, EngineError> {
+    let invalid = |msg: &str| EngineError::Config(crate::ConfigError::Invalid(msg.to_owned()));
+    if cfg.origin.scheme != Scheme::Https {
+        return Err(invalid("h3: HTTP/3 needs an https:// origin"));
+    }
+    if matches!(endpoint, Endpoint::Unix(_)) {
+        return Err(invalid("h3: HTTP/3 runs over UDP, not a UNIX socket"));
+    }
+    let mut config =
+        crate::h3::quic_client_config(true, &Default::default()).map_err(EngineError::Tls)?;
+    let mut tc = h2lab_quic::quinn_proto::TransportConfig::default();
+    tc.max_concurrent_uni_streams(16u32.into());
+    tc.max_concurrent_bidi_streams(0u32.into());
+    let window = 1u32 << cfg.h2.window_bits.min(30);
+    let conn_window = 1u32 << cfg.h2.connection_window_bits.min(30);
+    tc.stream_receive_window(window.into());
+    tc.receive_window(conn_window.into());
+    config.transport_config(Arc::new(tc));
+    Ok(QuicDial {
+        config,
+        server_name: cfg.sni.clone().unwrap_or_else(|| cfg.origin.host.clone()),
+        gso: true,
+    })
 }
 
 /// Where a fetcher's connections go: a UNIX socket, the `connect_to` address, or

@@ -11,7 +11,7 @@ use mio::Token;
 
 use super::events::{BatchState, Ev};
 use super::{ConnRecord, Fetcher, MAX_ATTEMPTS, MAX_FAILED_CONNECTIONS};
-use crate::conn::{ConnEnd, Connection, Establish, ReadTurn, WriteHooks};
+use crate::conn::{AnySession, ConnEnd, Connection, Establish, ReadTurn, WriteHooks};
 use crate::session::Session;
 
 /// One connection of the pool.
@@ -264,7 +264,11 @@ impl Fetcher {
                 break;
             }
             st.queue.pop_front();
-            let bytes = (conn.out.len() - before) as u64;
+            let bytes = match &*session {
+                // HTTP/3 writes the HEADERS frame to the request's QUIC stream.
+                AnySession::H3(h3) => h3.session.last_request_bytes(),
+                _ => conn.out.len() - before,
+            } as u64;
             self.traffic.request_header_bytes += bytes;
             j.rec.request_bytes = bytes;
             j.rec.conn = conn.id;

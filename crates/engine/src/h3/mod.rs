@@ -144,6 +144,13 @@ impl H3Session {
         self.reqs.values().map(|r| r.slot)
     }
 
+    /// Bytes of the HEADERS frame of the last request submitted (QPACK section included),
+    /// written to its QUIC stream rather than to the caller's output buffer: what the page
+    /// fetcher counts as request header bytes.
+    pub fn last_request_bytes(&self) -> usize {
+        self.frame.len()
+    }
+
     /// Most requests in flight (`-m`; the server's MAX_STREAMS is enforced by QUIC).
     pub fn max_concurrency(&self) -> u32 {
         self.max_streams as u32

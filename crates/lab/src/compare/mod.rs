@@ -37,7 +37,7 @@ use run::{CellResult, Progress, Timing};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
-    /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
+    /// About 5 minutes on 2 cores: 7 payloads × 6 protocols (HTTP/3 included) at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
     /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
     Default,
@@ -98,10 +98,14 @@ impl CompareConfig {
             LabProtocol::H2,
             LabProtocol::H2c,
         ];
+        // The default matrix answers "HTTP/1.1, 2 or 3?": h3 joins it (against h2, both
+        // encrypted). `--quick` keeps its 5 protocols to stay within its minute.
+        let mut all6 = all5.clone();
+        all6.push(LabProtocol::H3);
         let (axes, timing) = match preset {
             Preset::Default => (
                 Axes {
-                    protocols: all5.clone(),
+                    protocols: all6,
                     payloads: payloads(&["ping", "json", "1k", "10k", "50k", "100k", "compute"]),
                     sweep_payloads: payloads(&["json", "100k"]),
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
@@ -448,5 +452,27 @@ fn until_decided(
             added += 1;
         }
         *decisions = decision::decide_all(plan, cells, cfg.equivalence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_matrix_asks_for_http3_and_its_first_rounds_fit_the_budget() {
+        let cfg = CompareConfig::preset(Preset::Default);
+        assert_eq!(cfg.axes.protocols.last(), Some(&LabProtocol::H3));
+        let plan = cfg.axes.plan();
+        let est = run::estimate(&plan, &cfg.timing);
+        eprintln!(
+            "default matrix: {} cells, first rounds ~{est:?}",
+            plan.cells.len()
+        );
+        assert!(est < DEFAULT_BUDGET, "{est:?}");
+        let quick = CompareConfig::preset(Preset::Quick);
+        assert!(!quick.axes.protocols.contains(&LabProtocol::H3));
+        let est = run::estimate(&quick.axes.plan(), &quick.timing);
+        assert!(est < QUICK_BUDGET, "{est:?}");
     }
 }

@@ -40,7 +40,9 @@ pub struct PoolSpec {
 impl PoolSpec {
     /// The fetcher configuration.
     pub fn fetch_config(&self) -> FetchConfig {
-        let fp = if self.proto.is_h2() {
+        let fp = if self.proto.is_h3() {
+            FetchProtocol::H3
+        } else if self.proto.is_h2() {
             FetchProtocol::H2
         } else {
             FetchProtocol::Http11
@@ -49,7 +51,7 @@ impl PoolSpec {
         c.connect_to = self.origin.connect_to.clone();
         c.unix_socket = self.origin.unix_socket.clone();
         c.max_connections = self.connections.max(1);
-        c.max_streams = if self.proto.is_h2() {
+        c.max_streams = if self.proto.multiplexes() {
             self.streams.max(1)
         } else {
             1

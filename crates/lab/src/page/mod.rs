@@ -15,6 +15,7 @@
 pub mod anchor;
 pub mod html;
 pub mod load;
+pub mod loss;
 pub mod output;
 pub mod render;
 pub mod slow;
@@ -66,8 +67,8 @@ pub struct PageConfig {
     pub url: Option<String>,
     /// Query of the built-in `/page` (`n`, `min`, `max`, `seed`).
     pub page_query: String,
-    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (or h1 and h2c for an
-    /// `http://` URL).
+    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (and HTTP/3 in the loss
+    /// experiment on the built-in server; h1 and h2c for an `http://` URL).
     pub protocols: Option<Vec<LabProtocol>>,
     /// Emulated link.
     pub link: LinkProfile,
@@ -96,6 +97,9 @@ pub struct PageConfig {
     /// Where connections to the page's URL go instead of its host (`-B unix:PATH`,
     /// `--connect-to`); `None`: the URL's host.
     pub route: Option<Route>,
+    /// The loss experiment (`--loss 0,1,3`): page loads on each of these links (the WAN at
+    /// each loss level, [`LinkProfile::wan_with_loss`]) instead of `link` alone; empty: off.
+    pub loss_levels: Vec<LinkProfile>,
 }
 
 impl Default for PageConfig {
@@ -116,6 +120,7 @@ impl Default for PageConfig {
             timeout: Duration::from_secs(120),
             push: false,
             route: None,
+            loss_levels: Vec::new(),
         }
     }
 }
@@ -252,6 +257,9 @@ pub struct PageReport {
     pub slow: Option<SlowReport>,
     /// The load test.
     pub load_test: Option<LoadTestReport>,
+    /// The loss experiment, one entry per loss level (empty unless `--loss`); `protocols`
+    /// and `ratio` then hold the first level's loads.
+    pub loss: Vec<loss::LossLevel>,
     /// Things worth knowing.
     pub notes: Vec<String>,
 }
@@ -278,7 +286,7 @@ pub fn proto_page(
     ProtoPage {
         proto,
         connections_limit: pool.connections,
-        streams: if proto.is_h2() { pool.streams } else { 1 },
+        streams: if proto.multiplexes() { pool.streams } else { 1 },
         loads: loads
             .iter()
             .map(|l| LoadBrief {
@@ -298,6 +306,7 @@ pub fn proto_page(
 fn pools(
     env: &mut LabEnv,
     cfg: &PageConfig,
+    link: LinkProfile,
     protos: &[LabProtocol],
 ) -> Result<Vec<PoolSpec>, LabError> {
     protos
@@ -305,13 +314,13 @@ fn pools(
         .map(|&p| {
             Ok(PoolSpec {
                 proto: p,
-                origin: env.origin(p, cfg.link)?,
-                connections: if p.is_h2() {
+                origin: env.origin(p, link)?,
+                connections: if p.multiplexes() {
                     cfg.h2_connections
                 } else {
                     cfg.h1_connections
                 },
-                streams: if p.is_h2() { cfg.h2_streams } else { 1 },
+                streams: if p.multiplexes() { cfg.h2_streams } else { 1 },
                 gauge: None,
                 timeout: cfg.timeout,
                 push: cfg.push,
@@ -330,17 +339,28 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 threads: cfg.server_threads,
                 pinning: cfg.pinning.clone(),
                 push: cfg.push,
-                h3: cfg
-                    .protocols
-                    .as_ref()
-                    .is_some_and(|v| v.contains(&LabProtocol::H3)),
+                h3: match &cfg.protocols {
+                    Some(v) => v.contains(&LabProtocol::H3),
+                    // The loss experiment compares HTTP/1.1, HTTP/2 and HTTP/3 by default.
+                    None => !cfg.loss_levels.is_empty(),
+                },
             })?,
             format!("/page?{}", cfg.page_query),
         ),
         Some(u) => {
             let t = h2lab_engine::Target::parse(u)?;
+            let mut targets = Targets::from_url(u)?;
+            if targets.h2.is_some()
+                && cfg
+                    .protocols
+                    .as_ref()
+                    .is_some_and(|v| v.contains(&LabProtocol::H3))
+            {
+                // Asked for: HTTP/3 on the same host and port (UDP), as Alt-Svc usually says.
+                targets.h3 = targets.h2.clone();
+            }
             (
-                LabEnv::external(Targets::from_url(u)?).with_route(cfg.route.clone()),
+                LabEnv::external(targets).with_route(cfg.route.clone()),
                 t.path,
             )
         }
@@ -348,6 +368,9 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let available = env.targets().available();
     let protos: Vec<LabProtocol> = match &cfg.protocols {
         Some(v) => v.clone(),
+        None if available.contains(&LabProtocol::H3) && !cfg.loss_levels.is_empty() => {
+            vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]
+        }
         None if available.contains(&LabProtocol::H2) => vec![LabProtocol::H1Tls, LabProtocol::H2],
         None => vec![LabProtocol::H1, LabProtocol::H2c],
     };
@@ -367,8 +390,9 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             "no protocol to measure against this target",
         ));
     }
-    let pools = pools(&mut env, cfg, &protos)?;
-    let link = describe_profile(cfg.link);
+    let first_link = cfg.loss_levels.first().copied().unwrap_or(cfg.link);
+    let pools = pools(&mut env, cfg, first_link, &protos)?;
+    let link = describe_profile(first_link);
     log(&format!("server: {}", env.describe()));
     log(&format!("cpus: {}", env.isolation().note));
     log(&format!("link {link}"));
@@ -387,6 +411,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         ratio: None,
         slow: None,
         load_test: None,
+        loss: Vec::new(),
         notes,
     };
     if let Some(s) = &cfg.slow {
@@ -421,6 +446,36 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     });
     let mut paths = vec![html_path];
     paths.extend(found.paths);
+    if !cfg.loss_levels.is_empty() {
+        for &level in &cfg.loss_levels {
+            let level_pools = self::pools(&mut env, cfg, level, &protos)?;
+            let link = describe_profile(level);
+            log(&format!("link {link}"));
+            let env = &env;
+            let mut counts = || link_loss(env, &protos, level);
+            report.loss.push(loss::run_level(
+                level,
+                link,
+                &level_pools,
+                &paths,
+                cfg.repeat,
+                crate::stats::ci::DEFAULT_EQUIVALENCE,
+                &mut counts,
+                log,
+            ));
+        }
+        if let Some(first) = report.loss.first() {
+            report.protocols = first.protocols.clone();
+        }
+        let medians: Vec<(LabProtocol, f64)> = report
+            .protocols
+            .iter()
+            .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
+            .collect();
+        report.ratio = Ratio::of(&medians);
+        report.elapsed_secs = start.elapsed().as_secs_f64();
+        return Ok(report);
+    }
     let mut loads: Vec<Vec<PageLoad>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..cfg.repeat.max(1) as usize {
@@ -481,4 +536,25 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     }
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The loss counters of the links `protos` cross on `profile` (each link counted once).
+fn link_loss(env: &LabEnv, protos: &[LabProtocol], profile: LinkProfile) -> loss::LinkLoss {
+    let mut seen = Vec::new();
+    let mut c = loss::LinkLoss::default();
+    for &p in protos {
+        let Some(l) = env.link(p, profile) else {
+            continue;
+        };
+        if seen.contains(&l.addr()) {
+            continue;
+        }
+        seen.push(l.addr());
+        let s = l.stats();
+        c.tcp_chunks_lost += s.up.lost_chunks + s.down.lost_chunks;
+        c.tcp_chunks += s.up.chunks + s.down.chunks;
+        c.udp_datagrams_lost += s.udp.up.lost + s.udp.down.lost;
+        c.udp_datagrams += s.udp.up.datagrams_in + s.udp.down.datagrams_in;
+    }
+    c
 }

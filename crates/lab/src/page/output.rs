@@ -124,6 +124,22 @@ pub fn render_text(r: &PageReport) -> String {
             }
         }
     }
+    if !r.loss.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nPage load under loss: the same page at each loss level ({} cold load(s) per \
+             protocol and level, alternated; the table above is the first level). Page time \
+             median with its 95% CI; per pair the median of the per-round ratios of page \
+             times (below 1: the first protocol is faster) with its 95% CI; win / parity \
+             (within ±3%) / undecided (CI across the band's edge, or fewer than 6 rounds)\n",
+            r.repeat
+        );
+        for l in &r.loss {
+            let _ = writeln!(out, "link {}", l.link);
+        }
+        out.push('\n');
+        out.push_str(&super::loss::render(&r.loss));
+    }
     if let Some(s) = &r.slow {
         let _ = writeln!(
             out,
@@ -145,7 +161,7 @@ pub fn render_text(r: &PageReport) -> String {
             }),
             row("all responses done, median", &s.results, median_ms),
             row("in theory (rounds × delay)", &s.results, |p| {
-                let rounds = if p.proto.is_h2() {
+                let rounds = if p.proto.multiplexes() {
                     s.config
                         .requests
                         .div_ceil(p.connections_limit * p.streams.max(1))
@@ -155,7 +171,7 @@ pub fn render_text(r: &PageReport) -> String {
                 format!(
                     "{} round(s) = {}",
                     rounds,
-                    fmt::ms(if p.proto.is_h2() {
+                    fmt::ms(if p.proto.multiplexes() {
                         f64::from(rounds) * s.config.delay.as_secs_f64() * 1000.0
                     } else {
                         expected_h1_ms(&s.config, p.connections_limit)

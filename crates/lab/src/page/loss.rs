@@ -1,0 +1,345 @@
+//! The loss experiment (`h2lab page --loss 0,1,3`): cold page loads over the WAN link at
+//! several loss levels, HTTP/1.1 over 6 connections against HTTP/2 and HTTP/3 over one
+//! connection each, the protocols alternated load by load.
+//!
+//! The question users ask: HTTP/2 multiplexes every request on one TCP connection, so a
+//! lost segment stalls every stream behind it (head-of-line blocking); HTTP/3's streams are
+//! independent in QUIC, so a lost datagram stalls only the streams it carried. The link
+//! ([`crate::link`]) relays TCP and UDP with the same RTT, rate and loss probability: for
+//! UDP a lost datagram is dropped (QUIC detects and resends it), for TCP — which the relay
+//! cannot drop bytes from — a lost chunk is held back for a retransmission round trip,
+//! stalling the connection behind it as the kernel's retransmission would.
+//!
+//! Statistics as in `compare` (issue 14): each protocol's median page time with its 95% CI
+//! ([`ci::median_ci`]), and per level the like-for-like decisions — HTTP/2 against
+//! HTTP/1.1 (`h2` / `h1-tls`, `h2c` / `h1`) and HTTP/3 against HTTP/2 (`h3` / `h2`) — from
+//! the per-round ratios of page times (load `i` of every protocol is round `i`: measured
+//! back to back), with win / parity / undecided against the equivalence band.
+
+use serde::Serialize;
+
+use super::{load, proto_page, PageLoad, PoolSpec, ProtoPage};
+use crate::compare::decision::PAIRS;
+use crate::link::LinkProfile;
+use crate::proto::LabProtocol;
+use crate::stats::ci::{self, Estimate, Outcome};
+
+/// The pairs the loss experiment decides: HTTP/2 against HTTP/1.1 (like for like), HTTP/3
+/// against HTTP/2 over TLS.
+pub fn loss_pairs() -> Vec<(LabProtocol, LabProtocol)> {
+    let mut v = PAIRS.to_vec();
+    v.push((LabProtocol::H3, LabProtocol::H2));
+    v
+}
+
+/// One protocol's page time at one loss level: median and 95% CI (ms).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageCi {
+    /// The protocol.
+    pub proto: LabProtocol,
+    /// Median page load time with its 95% CI (ms); `None` without a load.
+    pub page_ms: Option<Estimate>,
+}
+
+/// `a` against `b` on page load time at one loss level, paired by round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PageDecision {
+    /// The numerator (the newer protocol: HTTP/2 against HTTP/1.1, HTTP/3 against HTTP/2).
+    pub a: LabProtocol,
+    /// The denominator.
+    pub b: LabProtocol,
+    /// Per-round ratio of page times `a / b`: median and 95% CI (below 1: `a` is faster).
+    pub ratio: Option<Estimate>,
+    /// Win, parity or undecided (fewer than 6 paired loads is undecided).
+    pub outcome: Outcome,
+    /// The faster protocol when the outcome is a win.
+    pub winner: Option<LabProtocol>,
+}
+
+/// What the link counted at one level while the page loads crossed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct LinkLoss {
+    /// TCP chunks held back as lost (both directions).
+    pub tcp_chunks_lost: u64,
+    /// TCP chunks relayed (both directions).
+    pub tcp_chunks: u64,
+    /// UDP datagrams dropped as lost (both directions).
+    pub udp_datagrams_lost: u64,
+    /// UDP datagrams received by the link (both directions).
+    pub udp_datagrams: u64,
+}
+
+/// The page loads at one loss level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LossLevel {
+    /// The link profile (`wan`, `lossy`, `lossy3`).
+    #[serde(serialize_with = "crate::compare::axes::profile_name")]
+    pub profile: LinkProfile,
+    /// Its loss probability in percent.
+    pub loss_pct: f64,
+    /// The link, described.
+    pub link: String,
+    /// Every protocol's loads.
+    pub protocols: Vec<ProtoPage>,
+    /// Every protocol's median page time with its CI.
+    pub page_ci: Vec<PageCi>,
+    /// The like-for-like decisions measured at this level ([`loss_pairs`]).
+    pub decisions: Vec<PageDecision>,
+    /// What the link counted (loss included) during this level's loads.
+    pub link_counts: LinkLoss,
+}
+
+/// Median page time with its CI of `p`'s loads.
+pub fn page_ci(p: &ProtoPage) -> PageCi {
+    let times: Vec<f64> = p.loads.iter().map(|l| l.page_ms).collect();
+    let mut rng = ci::Rng::new(ci::seed_for(&format!("page {}", p.proto)));
+    PageCi {
+        proto: p.proto,
+        page_ms: ci::median_ci(&times, &mut rng),
+    }
+}
+
+/// Decides `a` against `b` on page time from their loads of the same rounds: `a_rounds[i]`
+/// and `b_rounds[i]` are the page times of round `i` (`None`: that load failed).
+pub fn decide(
+    a: LabProtocol,
+    b: LabProtocol,
+    a_rounds: &[Option<f64>],
+    b_rounds: &[Option<f64>],
+    equivalence: f64,
+    what: &str,
+) -> PageDecision {
+    let mut rng = ci::Rng::new(ci::seed_for(&format!("page {what} {a} {b}")));
+    let ratio = ci::paired_ratio(a_rounds, b_rounds, &mut rng);
+    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
+    let winner = match (outcome, ratio) {
+        (Outcome::Win, Some(r)) => Some(if r.median < 1.0 { a } else { b }),
+        _ => None,
+    };
+    PageDecision {
+        a,
+        b,
+        ratio,
+        outcome,
+        winner,
+    }
+}
+
+/// Runs `repeat` rounds of cold page loads of `paths` on `pools` (one per protocol, all
+/// behind the link of `profile`), alternating the protocol order round by round, and
+/// summarises them. `counts` reads the link's loss counters before and after.
+pub fn run_level(
+    profile: LinkProfile,
+    link: String,
+    pools: &[PoolSpec],
+    paths: &[String],
+    repeat: u32,
+    equivalence: f64,
+    counts: &mut dyn FnMut() -> LinkLoss,
+    log: &mut dyn FnMut(&str),
+) -> LossLevel {
+    let rounds = repeat.max(1) as usize;
+    let before = counts();
+    // loads[j][i]: protocol j's load of round i.
+    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![vec![None; rounds]; pools.len()];
+    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    for i in 0..rounds {
+        for k in 0..pools.len() {
+            let j = (k + i) % pools.len();
+            match load::load_page(&pools[j], paths) {
+                Ok(l) => {
+                    log(&format!(
+                        "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                        fmt_pct(profile.loss()),
+                        i + 1,
+                        rounds,
+                        pools[j].proto.label(),
+                        crate::fmt::ms(l.page_ms),
+                        l.connections,
+                        l.requests
+                    ));
+                    loads[j][i] = Some(l);
+                }
+                Err(e) => {
+                    log(&format!(
+                        "loss {} load {} {}: {e}",
+                        fmt_pct(profile.loss()),
+                        i + 1,
+                        pools[j].proto.label()
+                    ));
+                    errors[j].get_or_insert(e.to_string());
+                }
+            }
+        }
+    }
+    let after = counts();
+    let by_round: Vec<Vec<Option<f64>>> = loads
+        .iter()
+        .map(|v| {
+            v.iter()
+                .map(|l| l.as_ref().filter(|l| l.failed == 0).map(|l| l.page_ms))
+                .collect()
+        })
+        .collect();
+    let protocols: Vec<ProtoPage> = pools
+        .iter()
+        .zip(loads)
+        .zip(errors)
+        .map(|((pool, l), e)| proto_page(pool.proto, pool, l.into_iter().flatten().collect(), e))
+        .collect();
+    let find = |p: LabProtocol| pools.iter().position(|x| x.proto == p);
+    let decisions = loss_pairs()
+        .into_iter()
+        .filter_map(|(a, b)| {
+            let (ia, ib) = (find(a)?, find(b)?);
+            Some(decide(
+                a,
+                b,
+                &by_round[ia],
+                &by_round[ib],
+                equivalence,
+                profile.name(),
+            ))
+        })
+        .collect();
+    LossLevel {
+        profile,
+        loss_pct: profile.loss() * 100.0,
+        link,
+        page_ci: protocols.iter().map(page_ci).collect(),
+        protocols,
+        decisions,
+        link_counts: LinkLoss {
+            tcp_chunks_lost: after.tcp_chunks_lost - before.tcp_chunks_lost,
+            tcp_chunks: after.tcp_chunks - before.tcp_chunks,
+            udp_datagrams_lost: after.udp_datagrams_lost - before.udp_datagrams_lost,
+            udp_datagrams: after.udp_datagrams - before.udp_datagrams,
+        },
+    }
+}
+
+/// `0%`, `1%`, `3%`.
+pub fn fmt_pct(loss: f64) -> String {
+    format!("{}%", (loss * 1000.0).round() / 10.0)
+}
+
+/// The per-level table: page time (median and CI) per protocol, then the decisions.
+pub fn render(levels: &[LossLevel]) -> String {
+    use crate::fmt;
+    let mut out = String::new();
+    let protos: Vec<LabProtocol> = levels
+        .first()
+        .map(|l| l.protocols.iter().map(|p| p.proto).collect())
+        .unwrap_or_default();
+    let mut t = vec![vec!["loss".to_owned()]];
+    for p in &protos {
+        t[0].push(format!(">{} (95% CI)", p.label()));
+    }
+    for l in levels {
+        let mut row = vec![fmt_pct(l.loss_pct / 100.0)];
+        for c in &l.page_ci {
+            row.push(c.page_ms.map_or_else(
+                || "-".into(),
+                |e| {
+                    format!(
+                        "{} ({}–{})",
+                        fmt::ms(e.median),
+                        fmt::ms(e.lo),
+                        fmt::ms(e.hi)
+                    )
+                },
+            ));
+        }
+        t.push(row);
+    }
+    out.push_str(&fmt::table(&t));
+    let mut d = vec![vec![
+        "loss".to_owned(),
+        "pair".into(),
+        "page time ratio (95% CI)".into(),
+        "verdict".into(),
+        "link: TCP chunks / UDP datagrams lost".into(),
+    ]];
+    for l in levels {
+        for x in &l.decisions {
+            d.push(vec![
+                fmt_pct(l.loss_pct / 100.0),
+                format!("{} / {}", x.a.short(), x.b.short()),
+                x.ratio
+                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r)),
+                decision_text(x),
+                format!(
+                    "{} of {} / {} of {}",
+                    l.link_counts.tcp_chunks_lost,
+                    l.link_counts.tcp_chunks,
+                    l.link_counts.udp_datagrams_lost,
+                    l.link_counts.udp_datagrams
+                ),
+            ]);
+        }
+    }
+    if d.len() > 1 {
+        out.push('\n');
+        out.push_str(&fmt::table(&d));
+    }
+    out
+}
+
+/// `h3 faster`, `parity`, `undecided`.
+pub fn decision_text(d: &PageDecision) -> String {
+    match (d.outcome, d.winner) {
+        (Outcome::Win, Some(w)) => format!("{} faster", w.short()),
+        (o, _) => o.name().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decisions_pair_loads_by_round() {
+        // HTTP/3 at 0.80 of HTTP/2's page time in every round, with round-to-round drift
+        // both share: a win for h3.
+        let h2: Vec<Option<f64>> = (0..8).map(|i| Some(500.0 + 40.0 * f64::from(i))).collect();
+        let h3: Vec<Option<f64>> = h2.iter().map(|v| v.map(|x| x * 0.8)).collect();
+        let d = decide(LabProtocol::H3, LabProtocol::H2, &h3, &h2, 0.03, "t");
+        assert_eq!(d.outcome, Outcome::Win);
+        assert_eq!(d.winner, Some(LabProtocol::H3));
+        let r = d.ratio.unwrap();
+        assert!((r.median - 0.8).abs() < 1e-9 && r.n == 8);
+        // The same protocol twice: parity, no winner.
+        let d = decide(LabProtocol::H2, LabProtocol::H1Tls, &h2, &h2, 0.03, "t");
+        assert_eq!((d.outcome, d.winner), (Outcome::Parity, None));
+        // Five rounds cannot decide; a failed load leaves its round out.
+        let d = decide(
+            LabProtocol::H3,
+            LabProtocol::H2,
+            &h3[..5],
+            &h2[..5],
+            0.03,
+            "t",
+        );
+        assert_eq!(d.outcome, Outcome::Undecided);
+        let mut gap = h3.clone();
+        gap[2] = None;
+        let d = decide(LabProtocol::H3, LabProtocol::H2, &gap, &h2, 0.03, "t");
+        assert_eq!(d.ratio.unwrap().n, 7);
+        assert_eq!(d.outcome, Outcome::Win);
+    }
+
+    #[test]
+    fn pairs_and_labels() {
+        assert_eq!(
+            loss_pairs(),
+            vec![
+                (LabProtocol::H2, LabProtocol::H1Tls),
+                (LabProtocol::H2c, LabProtocol::H1),
+                (LabProtocol::H3, LabProtocol::H2)
+            ]
+        );
+        assert_eq!(fmt_pct(0.03), "3%");
+        assert_eq!(fmt_pct(0.0), "0%");
+        assert_eq!(fmt_pct(0.005), "0.5%");
+    }
+}
