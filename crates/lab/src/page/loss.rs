@@ -141,7 +141,7 @@ pub fn run_level(
     let rounds = repeat.max(1) as usize;
     let before = counts();
     // loads[j][i]: protocol j's load of round i.
-    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![vec![None; rounds]; pools.len()];
+    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::with_capacity(rounds); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..rounds {
         for k in 0..pools.len() {
@@ -158,7 +158,7 @@ pub fn run_level(
                         l.connections,
                         l.requests
                     ));
-                    loads[j][i] = Some(l);
+                    loads[j].push(Some(l));
                 }
                 Err(e) => {
                     log(&format!(
@@ -168,6 +168,7 @@ pub fn run_level(
                         pools[j].proto.label()
                     ));
                     errors[j].get_or_insert(e.to_string());
+                    loads[j].push(None);
                 }
             }
         }
