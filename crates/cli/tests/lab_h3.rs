@@ -1,0 +1,109 @@
+//! HTTP/3 in the lab commands, end to end through the binary: `compare --protocols` with
+//! `h3` (the HTTP/3-vs-HTTP/2 table), `page --loss` (HTTP/1.1 vs HTTP/2 vs HTTP/3 per loss
+//! level), and the flags' one-line errors. Built-in server and links in-process, port 0.
+
+use assert_cmd::cargo::cargo_bin_cmd;
+
+fn h2lab() -> assert_cmd::Command {
+    cargo_bin_cmd!("h2lab")
+}
+
+#[test]
+fn compare_with_h3_prints_the_http3_vs_http2_table() {
+    let out = h2lab()
+        .args([
+            "compare",
+            "--tiny",
+            "--protocols",
+            "h1-tls,h2,h3",
+            "--payloads",
+            "1k",
+            "--warm-up",
+            "600ms",
+            "--no-report",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
+    for want in [
+        "HTTP/2 vs HTTP/1.1, like for like",
+        "h2 / http/1.1+tls",
+        "HTTP/3 vs HTTP/2, like for like",
+        "h3 / h2",
+        "UDP: HTTP/3 over QUIC",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+}
+
+#[test]
+fn page_loss_experiment_compares_three_protocols_per_level() {
+    let dir = std::env::temp_dir().join(format!("h2lab-cli-lab-h3-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = h2lab()
+        .current_dir(&dir)
+        .args([
+            "page",
+            "--loss",
+            "0,3",
+            "-n",
+            "1",
+            "--page-query",
+            "n=30&min=1k&max=4k&seed=1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
+    for want in [
+        "Page load under loss",
+        "link wan: rtt 40ms",
+        "link lossy3: rtt 40ms, down 50mbit, up 50mbit, loss 3%",
+        "h2 / http/1.1+tls",
+        "h3 / h2",
+        "HTTP/3 (QUIC)",
+    ] {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("h2lab-page-report").join("results.json")).unwrap(),
+    )
+    .unwrap();
+    let levels = json["loss"].as_array().unwrap();
+    assert_eq!(levels.len(), 2);
+    for l in levels {
+        let protos: Vec<&str> = l["protocols"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["proto"].as_str().unwrap())
+            .collect();
+        assert_eq!(protos, vec!["h1-tls", "h2", "h3"]);
+        for p in l["protocols"].as_array().unwrap() {
+            assert_eq!(p["loads"][0]["requests"], 31, "{p}");
+            assert_eq!(p["loads"][0]["failed"], 0, "{p}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_loss_levels_are_one_line_errors() {
+    for cmd in ["compare", "page"] {
+        let out = h2lab()
+            .args([cmd, "--loss", "2", "--no-report"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0));
+        assert!(
+            stderr.contains("--loss: loss level \"2\" has no link profile"),
+            "{stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
