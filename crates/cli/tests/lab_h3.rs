@@ -3,6 +3,8 @@
 //! level), and the flags' one-line errors. Built-in server and links in-process, port 0.
 
 use assert_cmd::cargo::cargo_bin_cmd;
+use h2lab_lab::html::check;
+use h2lab_lab::proto::LabProtocol;
 
 fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")
@@ -87,6 +89,31 @@ fn page_loss_experiment_compares_three_protocols_per_level() {
             assert_eq!(p["loads"][0]["requests"], 31, "{p}");
             assert_eq!(p["loads"][0]["failed"], 0, "{p}");
         }
+    }
+    // The report renders in headless Chromium: every chart laid out, HTTP/3's colour visible.
+    let index = dir.join("h2lab-page-report").join("index.html");
+    let html = std::fs::read_to_string(&index).unwrap();
+    assert!(html.contains("page-time-by-loss"), "the loss chart");
+    if check::find_chromium().is_some() {
+        let c = check::check(
+            &index,
+            &[
+                LabProtocol::H1Tls.color(),
+                LabProtocol::H2.color(),
+                LabProtocol::H3.color(),
+            ],
+            2400,
+        )
+        .unwrap();
+        eprintln!("{c:?}");
+        assert_eq!(c.sized_charts, c.charts, "{c:?}");
+        for (color, n) in [LabProtocol::H3.color()].iter().zip(&c.color_pixels[2..]) {
+            assert!(*n > 300, "{color} barely visible: {c:?}");
+        }
+    } else if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("CI=true but chromium is not installed");
+    } else {
+        h2lab_testkit::note_skip("chromium");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
