@@ -216,91 +216,6 @@ fn forest(r: &CompareReport) -> String {
     out
 }
 
-/// The HTTP/3-vs-HTTP/2 decisions (`h3` / `h2`, both encrypted) of every condition, as a
-/// table and one forest plot per metric; empty when no condition measured both.
-fn h3_section(r: &CompareReport) -> String {
-    let mut t = vec![vec![
-        "condition".to_owned(),
-        "pair".into(),
-        "req/s".into(),
-        "p99".into(),
-        "server CPU/req".into(),
-    ]];
-    for row in &r.decisions {
-        for p in &row.h3_vs_h2 {
-            let mut v = vec![
-                esc(&row.label),
-                esc(&format!("{} / {}", p.h3.short(), p.h2.short())),
-            ];
-            for m in Metric::ALL {
-                v.push(
-                    p.decisions
-                        .iter()
-                        .find(|d| d.metric == m)
-                        .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
-                );
-            }
-            t.push(v);
-        }
-    }
-    if t.len() == 1 {
-        return String::new();
-    }
-    let mut out = String::from("<div class=\"grid\">");
-    for m in Metric::ALL {
-        let rows: Vec<ForestRow> = r
-            .decisions
-            .iter()
-            .flat_map(|row| {
-                row.h3_vs_h2.iter().filter_map(move |p| {
-                    let d = p.decisions.iter().find(|d| d.metric == m)?;
-                    Some(ForestRow {
-                        label: format!("{} {}/{}", row.label, p.h3.short(), p.h2.short()),
-                        ratio: d.ratio?,
-                        outcome: d.outcome,
-                    })
-                })
-            })
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let (id, title, x) = match m {
-            Metric::Throughput => (
-                "forest-h3-throughput",
-                "Throughput: HTTP/3 ÷ HTTP/2 (right of 1 = HTTP/3 faster)",
-                "ratio of req/s, median of the per-round ratios, 95% CI",
-            ),
-            Metric::P99 => (
-                "forest-h3-p99",
-                "p99 latency: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 faster)",
-                "ratio of p99 request times, median and 95% CI",
-            ),
-            Metric::ServerCost => (
-                "forest-h3-server-cost",
-                "Server cost: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 cheaper)",
-                "ratio of server CPU per request, median and 95% CI",
-            ),
-        };
-        out.push_str(&figure(
-            &ForestPlot {
-                id,
-                title,
-                x_label: x,
-                rows,
-                band: r.equivalence,
-            }
-            .svg(),
-            "One row per condition: HTTP/3 (QUIC over UDP) against HTTP/2 over TLS, paired by \
-             round; the shaded band is the equivalence band. Green: win, grey: parity, olive: \
-             undecided.",
-        ));
-    }
-    out.push_str("</div>");
-    out.push_str(&table(&t, "decision"));
-    out
-}
-
 fn cells_table(r: &CompareReport) -> String {
     let mut t = vec![vec![
         "payload".to_owned(),
@@ -492,7 +407,7 @@ pub fn render(r: &CompareReport) -> String {
         &forest(r),
     ));
 
-    let h3 = h3_section(r);
+    let h3 = super::h3::compare_section(r);
     if !h3.is_empty() {
         body.push_str(&section(
             "forest-h3",

@@ -7,6 +7,7 @@
 pub mod check;
 pub mod compare;
 pub mod forest;
+pub mod h3;
 pub mod page;
 pub mod shell;
 pub mod svg;

@@ -93,90 +93,6 @@ fn waterfall(
     .svg()
 }
 
-/// The loss experiment: page time by loss level (median, whiskers: 95% CI) per protocol,
-/// and the like-for-like decisions of every level.
-fn loss_section(levels: &[crate::page::loss::LossLevel]) -> String {
-    use crate::page::loss::{decision_text, fmt_pct};
-    let protos: Vec<crate::proto::LabProtocol> = levels
-        .first()
-        .map(|l| l.protocols.iter().map(|p| p.proto).collect())
-        .unwrap_or_default();
-    let series = protos
-        .iter()
-        .map(|&p| BarSeries {
-            name: p.label().into(),
-            color: p.color().into(),
-            values: levels
-                .iter()
-                .map(|l| {
-                    l.page_ci
-                        .iter()
-                        .find(|c| c.proto == p)
-                        .and_then(|c| c.page_ms)
-                        .map(|e| Bar {
-                            value: e.median,
-                            lo: e.lo,
-                            hi: e.hi,
-                        })
-                })
-                .collect(),
-        })
-        .collect();
-    let chart = BarChart {
-        id: "page-time-by-loss",
-        title: "Page load time by loss (median, whiskers: 95% CI)",
-        categories: levels
-            .iter()
-            .map(|l| format!("{} loss", fmt_pct(l.loss_pct / 100.0)))
-            .collect(),
-        series,
-        y_label: "page load time (ms)",
-        fmt: &ms_fmt,
-        width: 760.0,
-    }
-    .svg();
-    let mut out = figure(
-        &chart,
-        "The same page over the WAN link (40 ms, 50 Mbit/s) at each loss level. TCP loss costs a \
-         retransmission round trip that stalls the connection (HTTP/2: every stream); UDP loss \
-         drops the datagram and QUIC resends it (HTTP/3: only the streams it carried wait).",
-    );
-    let mut t = vec![vec![
-        "loss".to_owned(),
-        "pair".into(),
-        "page time ratio (95% CI)".into(),
-        "verdict".into(),
-        "lost by the link: TCP chunks / UDP datagrams".into(),
-    ]];
-    for l in levels {
-        for d in &l.decisions {
-            t.push(vec![
-                esc(&fmt_pct(l.loss_pct / 100.0)),
-                esc(&format!("{} / {}", d.a.short(), d.b.short())),
-                esc(&d
-                    .ratio
-                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r))),
-                format!(
-                    "<span class=\"{}\">{}</span>",
-                    if d.winner.is_some() { "win" } else { "par" },
-                    esc(&decision_text(d))
-                ),
-                esc(&format!(
-                    "{} of {} / {} of {}",
-                    l.link_counts.tcp_chunks_lost,
-                    l.link_counts.tcp_chunks,
-                    l.link_counts.udp_datagrams_lost,
-                    l.link_counts.udp_datagrams
-                )),
-            ]);
-        }
-    }
-    if t.len() > 1 {
-        out.push_str(&table(&t, "decision"));
-    }
-    out
-}
-
 fn page_table(cols: &[ProtoPage]) -> String {
     let mut head = vec![String::new()];
     head.extend(cols.iter().map(|c| {
@@ -403,7 +319,7 @@ pub fn render(r: &PageReport) -> String {
         body.push_str(&section(
             "loss",
             "Page load under loss: HTTP/1.1 vs HTTP/2 vs HTTP/3",
-            &loss_section(&r.loss),
+            &super::h3::page_loss_section(&r.loss),
         ));
     }
 

@@ -1,0 +1,184 @@
+//! The HTTP/3 parts of the reports: the *HTTP/3 vs HTTP/2* decisions of `h2lab compare`
+//! (forest plots and table) and the loss experiment of `h2lab page --loss` (page time by
+//! loss level, decisions per level).
+
+use super::forest::{ForestPlot, ForestRow};
+use super::shell::{figure, table};
+use super::svg::{esc, Bar, BarChart, BarSeries};
+use crate::compare::decision::{pair_text, Metric};
+use crate::compare::CompareReport;
+use crate::fmt;
+use crate::page::loss::{decision_text, fmt_pct, LossLevel};
+use crate::proto::LabProtocol;
+
+fn ms_fmt(v: f64) -> String {
+    fmt::ms(v)
+}
+
+/// The HTTP/3-vs-HTTP/2 decisions (`h3` / `h2`, both encrypted) of every condition, as a
+/// table and one forest plot per metric; empty when no condition measured both.
+pub fn compare_section(r: &CompareReport) -> String {
+    let mut t = vec![vec![
+        "condition".to_owned(),
+        "pair".into(),
+        "req/s".into(),
+        "p99".into(),
+        "server CPU/req".into(),
+    ]];
+    for row in &r.decisions {
+        for p in &row.h3_vs_h2 {
+            let mut v = vec![
+                esc(&row.label),
+                esc(&format!("{} / {}", p.h3.short(), p.h2.short())),
+            ];
+            for m in Metric::ALL {
+                v.push(
+                    p.decisions
+                        .iter()
+                        .find(|d| d.metric == m)
+                        .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
+                );
+            }
+            t.push(v);
+        }
+    }
+    if t.len() == 1 {
+        return String::new();
+    }
+    let mut out = String::from("<div class=\"grid\">");
+    for m in Metric::ALL {
+        let rows: Vec<ForestRow> = r
+            .decisions
+            .iter()
+            .flat_map(|row| {
+                row.h3_vs_h2.iter().filter_map(move |p| {
+                    let d = p.decisions.iter().find(|d| d.metric == m)?;
+                    Some(ForestRow {
+                        label: format!("{} {}/{}", row.label, p.h3.short(), p.h2.short()),
+                        ratio: d.ratio?,
+                        outcome: d.outcome,
+                    })
+                })
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let (id, title, x) = match m {
+            Metric::Throughput => (
+                "forest-h3-throughput",
+                "Throughput: HTTP/3 ÷ HTTP/2 (right of 1 = HTTP/3 faster)",
+                "ratio of req/s, median of the per-round ratios, 95% CI",
+            ),
+            Metric::P99 => (
+                "forest-h3-p99",
+                "p99 latency: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 faster)",
+                "ratio of p99 request times, median and 95% CI",
+            ),
+            Metric::ServerCost => (
+                "forest-h3-server-cost",
+                "Server cost: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 cheaper)",
+                "ratio of server CPU per request, median and 95% CI",
+            ),
+        };
+        out.push_str(&figure(
+            &ForestPlot {
+                id,
+                title,
+                x_label: x,
+                rows,
+                band: r.equivalence,
+            }
+            .svg(),
+            "One row per condition: HTTP/3 (QUIC over UDP) against HTTP/2 over TLS, paired by \
+             round; the shaded band is the equivalence band. Green: win, grey: parity, olive: \
+             undecided.",
+        ));
+    }
+    out.push_str("</div>");
+    out.push_str(&table(&t, "decision"));
+    out
+}
+
+/// The loss experiment: page time by loss level (median, whiskers: 95% CI) per protocol,
+/// and the like-for-like decisions of every level.
+pub fn page_loss_section(levels: &[LossLevel]) -> String {
+    let protos: Vec<LabProtocol> = levels
+        .first()
+        .map(|l| l.protocols.iter().map(|p| p.proto).collect())
+        .unwrap_or_default();
+    let series = protos
+        .iter()
+        .map(|&p| BarSeries {
+            name: p.label().into(),
+            color: p.color().into(),
+            values: levels
+                .iter()
+                .map(|l| {
+                    l.page_ci
+                        .iter()
+                        .find(|c| c.proto == p)
+                        .and_then(|c| c.page_ms)
+                        .map(|e| Bar {
+                            value: e.median,
+                            lo: e.lo,
+                            hi: e.hi,
+                        })
+                })
+                .collect(),
+        })
+        .collect();
+    let chart = BarChart {
+        id: "page-time-by-loss",
+        title: "Page load time by loss (median, whiskers: 95% CI)",
+        categories: levels
+            .iter()
+            .map(|l| format!("{} loss", fmt_pct(l.loss_pct / 100.0)))
+            .collect(),
+        series,
+        y_label: "page load time (ms)",
+        fmt: &ms_fmt,
+        width: 760.0,
+    }
+    .svg();
+    let mut out = figure(
+        &chart,
+        "The same page over the WAN link (40 ms, 50 Mbit/s) at each loss level. TCP loss costs a \
+         retransmission round trip that stalls the connection (HTTP/2: every stream); UDP loss \
+         drops the datagram and QUIC resends it (HTTP/3: only the streams it carried wait).",
+    );
+    let mut t = vec![vec![
+        "loss".to_owned(),
+        "pair".into(),
+        "page time ratio (95% CI)".into(),
+        "verdict".into(),
+        "lost by the link: TCP chunks / UDP datagrams".into(),
+    ]];
+    for l in levels {
+        for d in &l.decisions {
+            t.push(vec![
+                esc(&fmt_pct(l.loss_pct / 100.0)),
+                esc(&format!("{} / {}", d.a.short(), d.b.short())),
+                esc(&d
+                    .ratio
+                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r))),
+                format!(
+                    "<span class=\"{}\">{}</span>",
+                    if d.winner.is_some() { "win" } else { "par" },
+                    esc(&decision_text(d))
+                ),
+                esc(&format!(
+                    "{} of {} / {} of {}",
+                    l.link_counts.tcp_chunks_lost,
+                    l.link_counts.tcp_chunks,
+                    l.link_counts.udp_datagrams_lost,
+                    l.link_counts.udp_datagrams
+                )),
+            ]);
+        }
+    }
+    if t.len() > 1 {
+        out.push_str(&table(&t, "decision"));
+    }
+    out
+}
