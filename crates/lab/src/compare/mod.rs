@@ -330,6 +330,11 @@ pub fn run(
                 .into(),
         );
     }
+    if axes.protocols.contains(&LabProtocol::H3)
+        && axes.links.iter().any(|l| *l != LinkProfile::Loopback)
+    {
+        notes.push(crate::proto::H3_LINK_CAVEAT.into());
+    }
     let plan = axes.plan();
     let isolation = env.isolation().clone();
     on_start(

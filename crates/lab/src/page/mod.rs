@@ -391,6 +391,15 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         ));
     }
     let first_link = cfg.loss_levels.first().copied().unwrap_or(cfg.link);
+    let links_used = if cfg.loss_levels.is_empty() {
+        vec![cfg.link]
+    } else {
+        cfg.loss_levels.clone()
+    };
+    if protos.contains(&LabProtocol::H3) && links_used.iter().any(|l| *l != LinkProfile::Loopback)
+    {
+        notes.push(crate::proto::H3_LINK_CAVEAT.into());
+    }
     let pools = pools(&mut env, cfg, first_link, &protos)?;
     let link = describe_profile(first_link);
     log(&format!("server: {}", env.describe()));
