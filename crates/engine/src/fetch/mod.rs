@@ -6,11 +6,11 @@
 //! goes to the first connection that can take it, and a new connection is
 //! opened only while requests wait and the pool is below its limit — six
 //! HTTP/1.1 connections per host without pipelining, or one multiplexed
-//! HTTP/2 connection, in a browser's default configuration. Connections stay
+//! HTTP/2 (or HTTP/3, QUIC) connection, in a browser's default configuration. Connections stay
 //! open between [`Fetcher::fetch`] calls (keep-alive), so a page loader
 //! fetches the HTML first and then its sub-resources on the same pool.
 //!
-//! It drives the bench client's connection driver (`conn`: address lists walked
+//! It drives the bench client's connection driver (`conn`, QUIC included: address lists walked
 //! on connect failure, UNIX sockets, TLS with SNI, ALPN, the same sessions), runs on the calling thread
 //! (one mio poll per fetcher) and records a timeline per request
 //! ([`FetchRecord`]) and per connection ([`ConnRecord`]) plus byte counters

@@ -396,8 +396,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     } else {
         cfg.loss_levels.clone()
     };
-    if protos.contains(&LabProtocol::H3) && links_used.iter().any(|l| *l != LinkProfile::Loopback)
-    {
+    if protos.contains(&LabProtocol::H3) && links_used.iter().any(|l| *l != LinkProfile::Loopback) {
         notes.push(crate::proto::H3_LINK_CAVEAT.into());
     }
     let pools = pools(&mut env, cfg, first_link, &protos)?;
