@@ -613,4 +613,79 @@ mod tests {
         assert!(t.starts_with("A/A win: h2c +7.5%"), "{t}");
         assert!(!t.contains("++"), "{t}");
     }
+
+    /// A run of round `round` with `rps` req/s, `p99` ms and `cpu` µs of server CPU/req.
+    fn run(round: u32, rps: f64, p99: f64, cpu: f64) -> RunSample {
+        RunSample {
+            rps,
+            bytes_per_sec: rps * 1000.0,
+            p50_ms: p99 / 2.0,
+            p90_ms: p99 * 0.9,
+            p99_ms: p99,
+            mean_ms: p99 / 2.0,
+            max_ms: p99,
+            completed: 100,
+            failed: 0,
+            header_savings: 0.0,
+            reconnects: 0,
+            round,
+            server_cpu_us: Some(cpu),
+            client_cpu_us: Some(cpu),
+            bytes_in_per_req: 1000.0,
+            bytes_out_per_req: Some(50.0),
+            load: None,
+            busy: false,
+        }
+    }
+
+    #[test]
+    fn h3_is_decided_against_h2_paired_by_round() {
+        // Synthetic: 8 rounds drifting together (a busy machine); HTTP/3 does 80% of
+        // HTTP/2's req/s and costs 2x its server CPU in every round, with the same p99.
+        let mut cfg = crate::compare::CompareConfig::preset(crate::compare::Preset::Tiny);
+        cfg.axes.protocols = vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3];
+        cfg.axes.payloads = vec!["1k".parse().unwrap()];
+        cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+        let plan = cfg.axes.plan();
+        let mut cells: Vec<CellResult> = plan
+            .cells
+            .iter()
+            .map(|k| CellResult::new(k.clone(), &cfg.timing))
+            .collect();
+        for c in &mut cells {
+            for r in 0..8u32 {
+                let drift = 1.0 + 0.1 * f64::from(r % 4);
+                let (rps, cpu) = match c.key.proto {
+                    LabProtocol::H3 => (8000.0 * drift, 20.0 * drift),
+                    LabProtocol::H2 => (10000.0 * drift, 10.0 * drift),
+                    _ => (9000.0 * drift, 12.0 * drift),
+                };
+                c.runs.push(run(r, rps, 5.0 * drift, cpu));
+            }
+            c.refresh();
+        }
+        let rows = decide_all(&plan, &cells, 0.03);
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(row.h2_vs_h1.len(), 1, "h2 / h1-tls");
+        assert_eq!(row.h3_vs_h2.len(), 1);
+        let p = &row.h3_vs_h2[0];
+        assert_eq!((p.h3, p.h2), (LabProtocol::H3, LabProtocol::H2));
+        let by = |m: Metric| p.decisions.iter().find(|d| d.metric == m).unwrap();
+        let t = by(Metric::Throughput);
+        assert_eq!((t.a.proto, t.b.proto), (LabProtocol::H3, LabProtocol::H2));
+        assert!((t.ratio.unwrap().median - 0.8).abs() < 1e-9);
+        assert_eq!(t.outcome, Outcome::Win);
+        assert_eq!(t.winner.map(|w| w.proto), Some(LabProtocol::H2));
+        let c = by(Metric::ServerCost);
+        assert!((c.ratio.unwrap().median - 2.0).abs() < 1e-9);
+        assert_eq!(c.winner.map(|w| w.proto), Some(LabProtocol::H2));
+        let l = by(Metric::P99);
+        assert_eq!((l.outcome, l.winner), (Outcome::Parity, None));
+        // Every decision of the row, the h3 ones included, is seen by the budget's rule.
+        assert_eq!(row.all().count(), 3 + 3 + 3);
+        let text = render(&rows, &plan, 8, 0.03);
+        assert!(text.contains("HTTP/3 vs HTTP/2, like for like"), "{text}");
+        assert!(text.contains("-20% (-20%…-20%) h2 better"), "{text}");
+    }
 }
