@@ -37,7 +37,7 @@ use run::{CellResult, Progress, Timing};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Preset {
-    /// About 5 minutes on 2 cores: 7 payloads × 6 protocols (HTTP/3 included) at the base point, and
+    /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
     /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
     Default,
@@ -98,14 +98,14 @@ impl CompareConfig {
             LabProtocol::H2,
             LabProtocol::H2c,
         ];
-        // The default matrix answers "HTTP/1.1, 2 or 3?": h3 joins it (against h2, both
-        // encrypted). `--quick` keeps its 5 protocols to stay within its minute.
-        let mut all6 = all5.clone();
-        all6.push(LabProtocol::H3);
+        // HTTP/3 (`h3`) is not in the presets: with it the default matrix's first rounds
+        // plan at 265 s of its 285 s budget (211 s without), which real runs overrun, and
+        // over the emulated links its verdicts carry the link's bias against QUIC
+        // (`proto::H3_LINK_CAVEAT`). `--protocols …,h3` or `--loss` ask for it.
         let (axes, timing) = match preset {
             Preset::Default => (
                 Axes {
-                    protocols: all6,
+                    protocols: all5.clone(),
                     payloads: payloads(&["ping", "json", "1k", "10k", "50k", "100k", "compute"]),
                     sweep_payloads: payloads(&["json", "100k"]),
                     headers: vec![HeaderSet::None, HeaderSet::Large(4)],
@@ -465,16 +465,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_matrix_asks_for_http3_and_its_first_rounds_fit_the_budget() {
+    fn presets_leave_h3_out_and_fit_their_budgets() {
         let cfg = CompareConfig::preset(Preset::Default);
-        assert_eq!(cfg.axes.protocols.last(), Some(&LabProtocol::H3));
-        let plan = cfg.axes.plan();
-        let est = run::estimate(&plan, &cfg.timing);
+        assert!(!cfg.axes.protocols.contains(&LabProtocol::H3));
+        let est = run::estimate(&cfg.axes.plan(), &cfg.timing);
+        assert!(est < DEFAULT_BUDGET, "{est:?}");
+        // What h3 would add (the reason it is not in the preset: see `preset`).
+        let mut with_h3 = cfg.axes.clone();
+        with_h3.protocols.push(LabProtocol::H3);
+        let plan = with_h3.plan();
+        let est_h3 = run::estimate(&plan, &cfg.timing);
         eprintln!(
-            "default matrix: {} cells, first rounds ~{est:?}",
+            "default matrix: {est:?}; with h3 {} cells, {est_h3:?}",
             plan.cells.len()
         );
-        assert!(est < DEFAULT_BUDGET, "{est:?}");
         let quick = CompareConfig::preset(Preset::Quick);
         assert!(!quick.axes.protocols.contains(&LabProtocol::H3));
         let est = run::estimate(&quick.axes.plan(), &quick.timing);

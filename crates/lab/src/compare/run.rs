@@ -182,7 +182,11 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     let xfer = |bytes: f64, bps: Option<u64>| bps.map_or(0.0, |b| c * bytes * 8.0 / b as f64);
     let round = Duration::from_secs_f64(rtt.as_secs_f64() + xfer(resp, down) + xfer(req, up));
     let duration = t.duration.max((round * LINK_ROUNDS).min(MAX_RUN));
-    let warm_up = t.warm_up.max((rtt * 4).min(MAX_RUN));
+    let setup = key.proto.setup_cost() * key.cond.connections();
+    let warm_up = t
+        .warm_up
+        .max((rtt * 4).min(MAX_RUN))
+        .max(setup.min(MAX_RUN));
     (warm_up, duration)
 }
 
