@@ -62,7 +62,8 @@ pub struct PageArgs {
     /// The loss experiment: load the page over the WAN link (40 ms, 50 Mbit/s) at each of
     /// these loss percentages, from 0, 1 and 3 (TCP and UDP relayed with the same loss
     /// probability), HTTP/1.1 x6 vs HTTP/2 vs HTTP/3 by default, with page-time CIs and
-    /// paired verdicts per level [default -n: 6, the fewest rounds that can decide].
+    /// paired verdicts per level; replaces --link [default -n: 6, the fewest rounds that can
+    /// decide].
     #[arg(long, value_name = "LIST", conflicts_with_all = ["slow", "users", "stages", "render"])]
     pub loss: Option<String>,
 
