@@ -239,7 +239,7 @@ fn link_relays_with_the_added_rtt_until_signalled() {
 #[test]
 fn bad_lab_flags_are_one_line_errors() {
     for (args, want) in [
-        (&["compare", "--protocols", "h3"][..], "unknown protocol"),
+        (&["compare", "--protocols", "h4"][..], "unknown protocol"),
         (&["compare", "--payloads", "10q"][..], "unknown payload"),
         (&["compare", "--links", "moon"][..], "--links"),
         (&["compare", "--duration", "5"][..], "--duration"),
