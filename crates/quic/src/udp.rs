@@ -28,6 +28,10 @@ pub struct Received {
     pub ecn: Option<quinn_proto::EcnCodepoint>,
     /// Size of each datagram in the batch (the last may be shorter).
     pub stride: usize,
+    /// Datagrams in the message this one came in (more than 1 with GRO).
+    pub segments: usize,
+    /// This datagram's position in its message (0 for the first).
+    pub index: usize,
 }
 
 /// A transmit that hit a full socket buffer.
@@ -120,17 +124,20 @@ impl UdpIo {
         self.reads += 1;
         for (meta, iov) in self.metas.iter().zip(iovs.iter()).take(n) {
             let stride = meta.stride.max(1);
-            let info = Received {
+            let mut info = Received {
                 from: meta.addr,
                 to_ip: meta.dst_ip,
                 ecn: meta
                     .ecn
                     .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8)),
                 stride,
+                segments: meta.len.div_ceil(stride),
+                index: 0,
             };
             let data = iov.get(..meta.len).unwrap_or_default();
-            for d in data.chunks(stride) {
+            for (i, d) in data.chunks(stride).enumerate() {
                 self.datagrams_in += 1;
+                info.index = i;
                 on_datagram(info, d);
             }
         }

@@ -590,6 +590,25 @@ impl Connection {
                 .is_some_and(|s| s.wants_write() || s.wants_close())
     }
 
+    /// HTTP/3: quinn-proto's figures of the connection (when it got that far) and the
+    /// socket's counters; `None` for TCP. Read once, when the connection goes away.
+    pub(crate) fn quic_figures(
+        &mut self,
+    ) -> Option<(
+        Option<crate::h3::stats::QuicConnSample>,
+        crate::h3::stats::LinkCounters,
+    )> {
+        let Socket::Quic(link) = &mut self.transport.socket else {
+            return None;
+        };
+        let sample = match (&self.session, &link.conn) {
+            (Some(AnySession::H3(h3)), _) => Some(quic::conn_sample(&h3.quic)),
+            (_, Some(c)) => Some(quic::conn_sample(c)),
+            _ => None,
+        };
+        Some((sample, link.counters()))
+    }
+
     /// Drops a connection whose connect failed: deregisters the socket (nothing to say
     /// goodbye to).
     pub(crate) fn discard(mut self, registry: &Registry) {

@@ -24,6 +24,19 @@ use mio::{Interest, Registry, Token};
 
 use super::Establish;
 use crate::error::TransportError;
+use crate::h3::stats::{LinkCounters, QuicConnSample};
+
+/// quinn-proto's figures of `conn` as h2load reports them per client.
+pub(crate) fn conn_sample(conn: &Connection) -> QuicConnSample {
+    let st = conn.stats();
+    QuicConnSample {
+        min_rtt: st.path.min_rtt,
+        smoothed_rtt: st.path.rtt,
+        packets_sent: st.path.sent_packets,
+        packets_recv: st.udp_rx.datagrams,
+        packets_lost: st.path.lost_packets,
+    }
+}
 
 /// How to open QUIC connections (`-p h3`).
 #[derive(Debug, Clone)]
@@ -46,6 +59,8 @@ pub(crate) struct QuicLink {
     timer: crate::timer::DeadlineTimer,
     send_buf: Vec<u8>,
     resp_buf: Vec<u8>,
+    /// Receive calls by datagrams returned (h2load's "GRO packets").
+    gro: LinkCounters,
 }
 
 impl std::fmt::Debug for QuicLink {
@@ -85,6 +100,7 @@ impl QuicLink {
             timer,
             send_buf: Vec::with_capacity(64 * 1024),
             resp_buf: Vec::new(),
+            gro: LinkCounters::default(),
         })
     }
 
@@ -96,10 +112,14 @@ impl QuicLink {
             io,
             endpoint,
             resp_buf,
+            gro,
             ..
         } = self;
         loop {
             let more = io.recv_batch(|r, data| {
+                if r.index == 0 {
+                    gro.on_receive(r.segments);
+                }
                 total += data.len();
                 resp_buf.clear();
                 if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
@@ -169,6 +189,15 @@ impl QuicLink {
             self.timer.arm(t, now);
         }
         sent
+    }
+
+    /// The datagram counters of this connection's socket (read when it goes away).
+    pub(crate) fn counters(&self) -> LinkCounters {
+        LinkCounters {
+            datagrams_sent: self.io.datagrams_out,
+            datagrams_recv: self.io.datagrams_in,
+            gro: self.gro.gro,
+        }
     }
 
     /// Deregisters the socket (the timer closes with its fd).

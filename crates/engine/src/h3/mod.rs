@@ -24,6 +24,7 @@
 //! trait; the QUIC transport is `crate::conn::quic`.
 
 mod conn;
+pub mod stats;
 mod streams;
 
 pub use conn::H3Conn;

@@ -1,0 +1,117 @@
+//! `h2lab bench --h3` against `h2lab serve --h3` (in process, loopback, port 0): the QUIC
+//! figures h2load 1.69+ reports — the `UDP datagram:` line, the six QUIC rows of the 1.70
+//! table, `udp_datagram` and the QUIC entries of `--output-file`, the `quic` object of
+//! `--json` — are there and agree with each other.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin_cmd;
+use h2lab_server::ServerConfig;
+use serde_json::Value;
+
+#[test]
+fn quic_rows_text_output_file_and_json_agree() {
+    let dir = common::scratch_dir("h3-report");
+    let server = h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir.join("certs")),
+        h3: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/data?size=653",
+        server.tls_addr().unwrap().port()
+    );
+    let (out_file, json_file) = (dir.join("h2load.json"), dir.join("bench.json"));
+    let out = cargo_bin_cmd!("h2lab")
+        .args(["bench", "--h3", "-n", "300", "-c", "3", "-m", "10"])
+        .args(["--output-format", "h2load-1.70"])
+        .arg(format!("--output-file={}", out_file.display()))
+        .arg(format!("--json={}", json_file.display()))
+        .arg(&url)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    assert!(
+        stdout.contains("requests: 300 total, 300 started, 300 done, 300 succeeded, 0 failed"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(195900) data\n"), "{stdout}");
+
+    // The datagram line after `traffic:`, the six rows after `req/s`.
+    let lines: Vec<&str> = stdout.lines().collect();
+    let t = lines
+        .iter()
+        .position(|l| l.starts_with("traffic:"))
+        .unwrap();
+    let udp: Vec<u64> = lines[t + 1]
+        .strip_prefix("UDP datagram: ")
+        .unwrap_or_else(|| panic!("no datagram line in\n{stdout}"))
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(udp.len() == 2 && udp[0] > 0 && udp[1] > 0, "{stdout}");
+    let r = lines.iter().position(|l| l.starts_with("req/s")).unwrap();
+    let titles = [
+        "min RTT     : ",
+        "smoothed RTT: ",
+        "packets sent: ",
+        "packets recv: ",
+        "packets lost: ",
+        "GRO packets : ",
+    ];
+    for (i, title) in titles.iter().enumerate() {
+        let l = lines[r + 1 + i];
+        assert!(l.starts_with(title) && l.ends_with('%'), "{l:?}\n{stdout}");
+    }
+
+    // --output-file: h2load's keys, the same datagram counts, one sample per client.
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
+    let m = &doc["measurements"];
+    assert_eq!(m["udp_datagram"]["sent"], udp[0]);
+    assert_eq!(m["udp_datagram"]["recv"], udp[1]);
+    let p = &m["performance"];
+    for k in [
+        "min_rtt",
+        "smoothed_rtt",
+        "packets_sent",
+        "packets_recv",
+        "packets_lost",
+    ] {
+        assert_eq!(p[k]["samples"].as_array().unwrap().len(), 3, "{k}");
+    }
+    let min_rtt = p["min_rtt"]["min"].as_f64().unwrap();
+    assert!(min_rtt > 0.0 && min_rtt < 1.0, "{min_rtt}");
+    assert!(p["smoothed_rtt"]["min"].as_f64().unwrap() >= min_rtt);
+    assert!(p["packets_sent"]["min"].as_f64().unwrap() > 0.0);
+
+    // --json: the same figures; the GRO counts add up to the datagrams received.
+    let j: Value = serde_json::from_str(&std::fs::read_to_string(&json_file).unwrap()).unwrap();
+    let q = &j["quic"];
+    assert_eq!(q["datagrams_sent"], udp[0]);
+    assert_eq!(q["datagrams_received"], udp[1]);
+    let by_read: u64 = q["gro_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .map(|(k, c)| k as u64 * c.as_u64().unwrap())
+        .sum();
+    assert_eq!(by_read, udp[1], "{q}");
+    // Each connection processed at most what its socket received.
+    let recv: f64 = q["packets_received"]["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!(recv > 0.0 && recv <= udp[1] as f64, "{recv} of {}", udp[1]);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
