@@ -115,3 +115,68 @@ fn quic_rows_text_output_file_and_json_agree() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn qlog_file_per_connection() {
+    let dir = common::scratch_dir("h3-qlog");
+    let server = h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir.join("certs")),
+        h3: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/data?size=653",
+        server.tls_addr().unwrap().port()
+    );
+    let base = dir.join("run");
+    let out = cargo_bin_cmd!("h2lab")
+        .args(["bench", "--h3", "-n", "40", "-c", "3", "-t", "2", "-m", "4"])
+        .arg(format!("--qlog-file-base={}", base.display()))
+        .arg(&url)
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    assert!(stdout.contains("40 succeeded, 0 failed"), "{stdout}");
+    // h2load's naming: BASE.<worker>.<client>.sqlog (-c 3 -t 2: two clients on thread 0).
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sqlog"))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["run.0.0.sqlog", "run.0.1.sqlog", "run.1.0.sqlog"],
+        "{stdout}"
+    );
+    for n in &names {
+        let text = std::fs::read_to_string(dir.join(n)).unwrap();
+        // JSON-SEQ (RFC 7464): each record is RS, a JSON text, LF.
+        let records: Vec<Value> = text
+            .split('\u{1e}')
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| serde_json::from_str(r.trim()).unwrap_or_else(|e| panic!("{n}: {e}: {r}")))
+            .collect();
+        assert!(
+            records[0].get("qlog_version").is_some(),
+            "{n}: {}",
+            records[0]
+        );
+        let events: Vec<&str> = records[1..]
+            .iter()
+            .map(|e| {
+                assert!(e["time"].is_number(), "{n}: {e}");
+                e["name"].as_str().unwrap_or_default()
+            })
+            .collect();
+        for want in ["transport:packet_sent", "transport:packet_received"] {
+            assert!(events.contains(&want), "{n}: no {want} in {events:?}");
+        }
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,6 +18,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use h2lab_quic::quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
+    QlogConfig, TransportConfig,
 };
 use h2lab_quic::UdpIo;
 use mio::{Interest, Registry, Token};
@@ -47,6 +48,64 @@ pub(crate) struct QuicDial {
     pub server_name: String,
     /// Send with UDP GSO when the kernel supports it (`--no-udp-gso` turns it off).
     pub gso: bool,
+    /// `--max-udp-payload-size` (a connection with its own transport configuration, for
+    /// qlog, is configured the same).
+    pub max_udp_payload_size: Option<u16>,
+    /// `--qlog-file-base`: one qlog file per connection.
+    pub qlog: Option<QlogFiles>,
+}
+
+/// Where the qlog files of a worker's connections go: `BASE.<worker>.<client>.sqlog`, as
+/// h2load names them (a client's reconnection overwrites its file, as h2load's does).
+#[derive(Debug, Clone)]
+pub(crate) struct QlogFiles {
+    /// `--qlog-file-base`.
+    pub base: std::path::PathBuf,
+    /// The worker (thread) id.
+    pub worker: u32,
+}
+
+impl QlogFiles {
+    /// The file of client `client`.
+    pub(crate) fn path(&self, client: usize) -> std::path::PathBuf {
+        let mut p = self.base.clone().into_os_string();
+        p.push(format!(".{}.{client}.sqlog", self.worker));
+        p.into()
+    }
+}
+
+/// The QUIC transport configuration of a client connection.
+pub(crate) fn transport_config(max_udp_payload_size: Option<u16>) -> TransportConfig {
+    let mut tc = TransportConfig::default();
+    // The server's push and QPACK streams, and its control stream.
+    tc.max_concurrent_uni_streams(16u32.into());
+    // Request streams are ours: the server opens none.
+    tc.max_concurrent_bidi_streams(0u32.into());
+    if let Some(size) = max_udp_payload_size {
+        tc.initial_mtu(size.max(1200));
+        tc.mtu_discovery_config(None);
+    }
+    tc
+}
+
+/// `dial`'s configuration with a qlog writer to `path` (quinn-proto's qlog: JSON-SEQ with
+/// packet_sent, packet_received, packet_lost and metrics_updated events).
+fn with_qlog(dial: &QuicDial, path: &std::path::Path, now: Instant) -> io::Result<ClientConfig> {
+    let file = std::fs::File::create(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot create qlog file {}: {e}", path.display()),
+        )
+    })?;
+    let mut q = QlogConfig::default();
+    q.writer(Box::new(io::BufWriter::new(file)))
+        .title(Some("h2lab bench".into()))
+        .start_time(now);
+    let mut tc = transport_config(dial.max_udp_payload_size);
+    tc.qlog_stream(q.into_stream());
+    let mut config = dial.config.clone();
+    config.transport_config(Arc::new(tc));
+    Ok(config)
 }
 
 /// The transport half of a QUIC connection (see the module docs).
@@ -88,8 +147,13 @@ impl QuicLink {
         let mut io = UdpIo::new(sock, dial.gso)?;
         registry.register(io.socket(), token, Interest::READABLE | Interest::WRITABLE)?;
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let config = match &dial.qlog {
+            // The client's index is the low half of its token (see the worker).
+            Some(q) => with_qlog(dial, &q.path(token.0 & 0xffff_ffff), now)?,
+            None => dial.config.clone(),
+        };
         let (handle, conn) = endpoint
-            .connect(now, dial.config.clone(), addr, &dial.server_name)
+            .connect(now, config, addr, &dial.server_name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let timer = crate::timer::DeadlineTimer::with_token(registry, token);
         Ok(QuicLink {
