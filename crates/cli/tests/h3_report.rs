@@ -180,3 +180,96 @@ fn qlog_file_per_connection() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that stops in the middle of a run: the client's reconnections meet a closed UDP
+/// port, which the kernel reports (ICMP port unreachable → ECONNREFUSED on the connected
+/// socket) at once; the run ends with the failures counted instead of waiting out QUIC's
+/// idle timeout on every connection. (The deadline below only bounds a hang.)
+#[test]
+fn a_stopped_server_ends_the_run_with_failed_connections() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = common::scratch_dir("h3-stopped");
+    let server = h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir.join("certs")),
+        h3: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/data?size=653",
+        server.tls_addr().unwrap().port()
+    );
+    let log = dir.join("requests.log");
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
+        .args([
+            "bench",
+            "--h3",
+            "-n",
+            "100000000",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            &url,
+        ])
+        .arg(format!("--log-file={}", log.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if line.starts_with("Application protocol:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        panic!("the run never reported its protocol");
+    }
+    // Responses are arriving (the per-request log grows) before the server stops.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::fs::metadata(&log).map_or(0, |m| m.len()) < 4096 {
+        assert!(std::time::Instant::now() < deadline, "no responses logged");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    server.shutdown();
+    server.join().unwrap();
+    // QUIC's idle timeout is 30 s; a refused reconnection is reported within milliseconds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not end after the server stopped");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = reader.join().unwrap();
+    assert_eq!(status.code(), Some(0), "{out}");
+    let requests = out
+        .lines()
+        .find(|l| l.starts_with("requests: 100000000 total"))
+        .unwrap_or_else(|| panic!("no requests line in\n{out}"));
+    let n: Vec<u64> = requests
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    // total, started, done, succeeded, failed, errored, timeout: every request accounted
+    // for, the ones never sent failed.
+    assert_eq!(n[3] + n[4], 100_000_000, "{requests}");
+    assert!(n[4] > 0 && n[5] > 0, "{requests}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -58,6 +58,9 @@ pub struct UdpIo {
     pub reads: u64,
     /// Datagrams sent.
     pub datagrams_out: u64,
+    /// A receive reported ECONNREFUSED (an ICMP port unreachable: on a connected socket,
+    /// the peer's port is closed). A server ignores it; a client's connection has failed.
+    pub refused: bool,
 }
 
 impl UdpIo {
@@ -79,6 +82,7 @@ impl UdpIo {
             datagrams_in: 0,
             reads: 0,
             datagrams_out: 0,
+            refused: false,
         })
     }
 
@@ -118,7 +122,10 @@ impl UdpIo {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(true),
             // ICMP errors (a peer gone) surface here on some kernels: not fatal for a server.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.refused = true;
+                return Ok(true);
+            }
             Err(e) => return Err(e),
         };
         self.reads += 1;

@@ -398,8 +398,17 @@ impl Connection {
 
     /// Drives the connect and the TLS handshake as far as the socket allows.
     pub(crate) fn establish(&mut self) -> Result<Establish, ConnEnd> {
+        let addr_idx = self.addr_idx;
         if let Some(link) = self.quic() {
-            return link.handshake(Instant::now()).map_err(ConnEnd::Tls);
+            return link.handshake(Instant::now()).map_err(|e| match e {
+                // Nobody listens on the server's UDP port: a failed connect, as on TCP.
+                TransportError::HandshakeRead(source)
+                    if source.kind() == io::ErrorKind::ConnectionRefused =>
+                {
+                    ConnEnd::Connect { addr_idx, source }
+                }
+                e => ConnEnd::Tls(e),
+            });
         }
         let mut progressed = false;
         if self.state == ConnState::Connecting {

@@ -144,6 +144,9 @@ impl QuicLink {
             (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
         };
         let sock = std::net::UdpSocket::bind(bind)?;
+        // Connected, so that an ICMP port unreachable (nobody listens: a stopped server)
+        // comes back as ECONNREFUSED at once instead of after the idle timeout.
+        sock.connect(addr)?;
         let mut io = UdpIo::new(sock, dial.gso)?;
         registry.register(io.socket(), token, Interest::READABLE | Interest::WRITABLE)?;
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
@@ -195,6 +198,12 @@ impl QuicLink {
             if !more {
                 break;
             }
+        }
+        if io.refused {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "connection refused (ICMP port unreachable)",
+            ));
         }
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             conn.handle_timeout(now);
