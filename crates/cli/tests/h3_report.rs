@@ -74,6 +74,13 @@ fn quic_rows_text_output_file_and_json_agree() {
     // --output-file: h2load's keys, the same datagram counts, one sample per client.
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
     let m = &doc["measurements"];
+    // Header bytes as h2load counts them for HTTP/3: the QPACK-encoded sections (HEADERS
+    // payloads) and the decoded names and values.
+    let (head, decomp) = (
+        m["traffic"]["headers"].as_u64().unwrap(),
+        m["traffic"]["headers_decompressed"].as_u64().unwrap(),
+    );
+    assert!(head > 0 && head < decomp, "{head} {decomp}");
     assert_eq!(m["udp_datagram"]["sent"], udp[0]);
     assert_eq!(m["udp_datagram"]["recv"], udp[1]);
     let p = &m["performance"];
@@ -271,5 +278,54 @@ fn a_stopped_server_ends_the_run_with_failed_connections() {
     // for, the ones never sent failed.
     assert_eq!(n[3] + n[4], 100_000_000, "{requests}");
     assert!(n[4] > 0 && n[5] > 0, "{requests}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The body bytes counted over HTTP/3 are the response contents, exactly as over HTTP/2 over
+/// TLS, for every endpoint (a frame header or a varint counted as body would show here).
+#[test]
+fn body_bytes_over_h3_equal_those_over_h2() {
+    let dir = common::scratch_dir("h3-bodies");
+    let server = h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir.join("certs")),
+        h3: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let port = server.tls_addr().unwrap().port();
+    let data = |flags: &[&str], path: &str| -> u64 {
+        let out = cargo_bin_cmd!("h2lab")
+            .arg("bench")
+            .args(flags)
+            .args(["-n", "20", "-c", "2", "-m", "5"])
+            .arg(format!("https://127.0.0.1:{port}{path}"))
+            .timeout(Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("traffic: "))
+            .unwrap_or_else(|| panic!("{path}: {stdout}"));
+        line[line.rfind('(').unwrap() + 1..line.rfind(") data").unwrap()]
+            .parse()
+            .unwrap()
+    };
+    for path in [
+        "/",
+        "/ping",
+        "/json",
+        "/info",
+        "/data?size=1",
+        "/data?size=70000",
+    ] {
+        let h3 = data(&["--h3"], path);
+        assert_eq!(h3, data(&[], path), "{path}");
+        assert!(h3 > 0, "{path}");
+    }
+    // /ping answers "pong": 4 bytes per response, over every protocol.
+    assert_eq!(data(&["--h3"], "/ping"), 20 * 4);
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

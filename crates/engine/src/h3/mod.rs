@@ -58,11 +58,16 @@ struct Req {
 struct Sink<'a> {
     slot: u32,
     ev: &'a mut dyn SessionEvents,
+    /// QPACK-encoded size of the current section (the HEADERS frame payload).
+    encoded: usize,
     decoded: usize,
     done: &'a mut bool,
 }
 
 impl RequestEvents for Sink<'_> {
+    fn section_start(&mut self, encoded_len: usize) {
+        self.encoded = encoded_len;
+    }
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.decoded += name.len() + value.len();
     }
@@ -72,9 +77,10 @@ impl RequestEvents for Sink<'_> {
                 self.ev.status(self.slot, s);
             }
         }
-        // The QPACK-compressed size is not reported by the stream reader: the decoded size
-        // stands for both until it is.
-        self.ev.header_bytes(self.decoded, self.decoded);
+        // As h2load: the HEADERS frame payload (QPACK-encoded) and the sum of the decoded
+        // names and values (no per-field overhead, unlike HTTP/2's 32 octets).
+        self.ev.header_bytes(self.encoded, self.decoded);
+        self.encoded = 0;
         self.decoded = 0;
     }
     fn data(&mut self, chunk: &[u8]) {
@@ -449,6 +455,7 @@ impl H3Session {
         let mut sink = Sink {
             slot: r.slot,
             ev: &mut *ev,
+            encoded: 0,
             decoded: 0,
             done: &mut r.done,
         };
