@@ -322,3 +322,45 @@ fn body_bytes_over_h3_equal_those_over_h2() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The server's MAX_STREAMS (4) below `-m 16`: no request stream beyond the limit is ever
+/// opened. quinn-proto on the server closes a connection that opens one (STREAM_LIMIT_ERROR),
+/// which would show as failed requests, errors and reconnections; none do, and the counts are
+/// exact.
+#[test]
+fn no_stream_beyond_the_servers_max_streams() {
+    let dir = common::scratch_dir("h3-max-streams");
+    let server = h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir.join("certs")),
+        h3: true,
+        max_concurrent_streams: 4,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/data?size=653",
+        server.tls_addr().unwrap().port()
+    );
+    let out = cargo_bin_cmd!("h2lab")
+        .args(["bench", "--h3", "-n", "400", "-c", "2", "-m", "16", &url])
+        .timeout(Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "requests: 400 total, 400 started, 400 done, 400 succeeded, 0 failed, 0 errored, \
+             0 timeout"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(261200) data"), "{stdout}");
+    assert!(
+        !stdout.contains("errors:") && !stdout.contains("connections:"),
+        "{stdout}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
