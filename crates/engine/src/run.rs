@@ -22,11 +22,7 @@ use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
 use crate::{EngineError, Observer, StopFlag};
 
 /// HTTP/3 (`--h3`, `-p h3`: `h3` first in the ALPN list): how to open QUIC connections.
-fn quic_dial(
-    cfg: &BenchConfig,
-    alpn: &[String],
-    prep: &Prepared,
-) -> Result<Option<QuicDial>, EngineError> {
+fn quic_dial(cfg: &BenchConfig, alpn: &[String]) -> Result<Option<QuicDial>, EngineError> {
     if alpn.first().map(String::as_str) != Some("h3") {
         return Ok(None);
     }
@@ -37,9 +33,6 @@ fn quic_dial(
     };
     if cfg.scheme() != Scheme::Https {
         return invalid("h3: HTTP/3 needs an https:// URI");
-    }
-    if prep.body.is_some() {
-        return invalid("h3: request bodies (-d) are not supported over HTTP/3 yet");
     }
     let mut config =
         crate::h3::quic_client_config(cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
@@ -89,7 +82,7 @@ pub fn run(
         None
     };
     let prep = Prepared::new(cfg)?;
-    let quic = quic_dial(cfg, &alpn, &prep)?;
+    let quic = quic_dial(cfg, &alpn)?;
     let log = match &cfg.log_file {
         Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
             context: format!("cannot open log file {}", p.display()),

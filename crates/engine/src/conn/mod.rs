@@ -344,7 +344,8 @@ impl Dialer {
                 };
                 AnySession::H3(Box::new(H3Conn {
                     quic,
-                    session: H3Session::new(h3_template(&self.prep), self.max_streams),
+                    session: H3Session::new(h3_template(&self.prep), self.max_streams)
+                        .with_body(self.prep.body.clone()),
                 }))
             }
         };

@@ -52,6 +52,9 @@ struct Req {
     /// Bytes of an incomplete HEADERS frame.
     inbuf: Vec<u8>,
     done: bool,
+    /// Request body (`-d`) octets written so far; `None` once it is all written (or there is
+    /// none) and the stream is finished.
+    body_sent: Option<usize>,
 }
 
 /// Forwards one stream's response to the caller's [`SessionEvents`].
@@ -111,6 +114,14 @@ pub struct H3Session {
     closed: bool,
     /// The connection error we closed with, if any.
     error: Option<ErrorCode>,
+    /// The request body (`-d`), sent in one DATA frame after each request's HEADERS.
+    body: Option<Arc<[u8]>>,
+    /// Requests whose body is not all written yet (waiting for flow control).
+    bodies_pending: usize,
+    /// Send sides to reset: the response completed before the request body was all sent.
+    abandon: Vec<StreamId>,
+    /// Scratch list of stream ids (reused).
+    scratch_ids: Vec<StreamId>,
 }
 
 fn code(c: ErrorCode) -> VarInt {
@@ -138,7 +149,18 @@ impl H3Session {
             goaway: None,
             closed: false,
             error: None,
+            body: None,
+            bodies_pending: 0,
+            abandon: Vec::new(),
+            scratch_ids: Vec::new(),
         }
+    }
+
+    /// Sends `body` with every request (`-d`): HEADERS (with its content-length, from the
+    /// template), then one DATA frame, written as QUIC flow control allows.
+    pub fn with_body(mut self, body: Option<Arc<[u8]>>) -> H3Session {
+        self.body = body.filter(|b| !b.is_empty());
+        self
     }
 
     /// Requests submitted and not yet finished.
@@ -243,6 +265,9 @@ impl H3Session {
         );
         self.frame.clear();
         write_headers(&self.section, &mut self.frame);
+        if let Some(b) = &self.body {
+            h2lab_wire::h3::request::write_data_header(b.len() as u64, &mut self.frame);
+        }
         let mut s = conn.send_stream(id);
         // A new stream has its whole initial window (≥ 1 KiB in practice); a request
         // head that does not fit is an error of ours, not the server's.
@@ -253,13 +278,20 @@ impl H3Session {
                 return Err(SubmitError::WouldBlock);
             }
         }
-        let _ = s.finish();
+        let body_sent = if self.body.is_some() {
+            self.bodies_pending += 1;
+            Some(0)
+        } else {
+            let _ = s.finish();
+            None
+        };
         let req = match self.pool.pop() {
             Some(mut r) => {
                 r.slot = slot;
                 r.recv = RequestStream::new(Role::Client, u64::from(id));
                 r.inbuf.clear();
                 r.done = false;
+                r.body_sent = body_sent;
                 r
             }
             None => Req {
@@ -267,10 +299,61 @@ impl H3Session {
                 recv: RequestStream::new(Role::Client, u64::from(id)),
                 inbuf: Vec::new(),
                 done: false,
+                body_sent,
             },
         };
         self.reqs.insert(id, req);
+        self.write_body(conn, id);
         Ok(())
+    }
+
+    /// Writes as much of request `id`'s body as flow control allows; finishes the stream
+    /// once it is all written.
+    fn write_body(&mut self, conn: &mut Connection, id: StreamId) {
+        let (Some(body), Some(r)) = (&self.body, self.reqs.get_mut(&id)) else {
+            return;
+        };
+        let Some(mut off) = r.body_sent else {
+            return;
+        };
+        let mut s = conn.send_stream(id);
+        while off < body.len() {
+            match s.write(body.get(off..).unwrap_or_default()) {
+                Ok(n) if n > 0 => off += n,
+                // Blocked: a Writable event comes when credit does. Stopped or closed: the
+                // response (or its reset) tells what happened.
+                _ => break,
+            }
+        }
+        if off >= body.len() {
+            let _ = s.finish();
+            r.body_sent = None;
+            self.bodies_pending = self.bodies_pending.saturating_sub(1);
+        } else {
+            r.body_sent = Some(off);
+        }
+    }
+
+    /// Stops the bodies of finished requests and continues those waiting for flow control.
+    fn write_bodies(&mut self, conn: &mut Connection) {
+        for id in self.abandon.drain(..) {
+            let _ = conn.send_stream(id).reset(code(ErrorCode::H3_NO_ERROR));
+        }
+        if self.bodies_pending == 0 {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        ids.clear();
+        ids.extend(
+            self.reqs
+                .iter()
+                .filter(|(_, r)| r.body_sent.is_some())
+                .map(|(id, _)| *id),
+        );
+        for id in &ids {
+            self.write_body(conn, *id);
+        }
+        self.scratch_ids = ids;
     }
 
     /// Handles what QUIC has for the application (stream data, GOAWAY, the connection
@@ -296,6 +379,7 @@ impl H3Session {
                     self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ev),
+                Event::Stream(StreamEvent::Writable { id }) => self.write_body(conn, id),
                 Event::ConnectionLost { .. } => self.closed = true,
                 _ => {}
             }
@@ -312,6 +396,7 @@ impl H3Session {
             self.read(conn, id, ev);
         }
         self.start(conn);
+        self.write_bodies(conn);
         self.flush(conn);
     }
 
@@ -437,6 +522,11 @@ impl H3Session {
     /// Drops request `id` (its buffers are kept for the next request); its slot.
     fn forget(&mut self, id: StreamId) -> Option<u32> {
         let r = self.reqs.remove(&id)?;
+        if r.body_sent.is_some() {
+            // The response ended before the body was all sent: stop sending it.
+            self.bodies_pending = self.bodies_pending.saturating_sub(1);
+            self.abandon.push(id);
+        }
         let slot = r.slot;
         if self.pool.len() < self.max_streams {
             self.pool.push(r);
