@@ -10,7 +10,9 @@
 //! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
 //! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
 //! literals; we announce a QPACK table of 0, so response sections never block) in one
-//! HEADERS frame on a new bidirectional stream, finished at once. At most `-m` requests are
+//! HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
+//! follows, written as flow control allows, and the stream is finished after its last
+//! byte). At most `-m` requests are
 //! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
 //! open a stream beyond it and [`H3Session::submit`] then says
 //! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
