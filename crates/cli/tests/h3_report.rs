@@ -428,3 +428,20 @@ fn request_bodies_small_and_ten_megabytes() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--qlog-file-base` without HTTP/3: h2load's warning on stderr, the run goes on.
+#[test]
+fn qlog_file_base_without_h3_warns_like_h2load() {
+    let port = common::closed_port();
+    let out = cargo_bin_cmd!("h2lab")
+        .args(["bench", "-n", "1", "--qlog-file-base=/nonexistent/q"])
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("Warning: --qlog-file-base: only effective in quic, ignoring.\n"),
+        "{stderr}"
+    );
+}
