@@ -32,6 +32,15 @@
 #   OHA       oha binary (default: oha on PATH, else ~/.cargo/bin/oha)
 #   NO_READ_WAIT_ROW=1  on the h2c/TLS/HTTP/1.1 workloads also run `h2lab bench --read-wait 0`
 #             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
+#   N_H3      requests per HTTP/3 run (default: N / 10; Caddy answers ~10k req/s over HTTP/3)
+#
+# The h3 group (issue 16; in the default WORKLOADS): `h2lab bench --h3 -c10 -m10` against
+# Caddy (HTTP/3 by quic-go, GOMAXPROCS=1) and `h2lab serve --tls --h3` (one thread), each
+# alternated with: h2load --h3 (only when the installed h2load has it: 1.52 does not, the row
+# then says "skipped"), oha --http-version 3 (only when oha was built with HTTP/3: `cargo
+# install oha --locked --features http3`; otherwise "skipped"), and h2lab's own HTTP/2 over
+# TLS against the same server (the issue's "<= 1.5x h2lab's HTTP/2" target). Skipped whole
+# when caddy is not installed (the h2lab serve rows still run).
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -41,7 +50,8 @@ N=${N:-300000}
 N_H1=${N_H1:-$N}
 DURATION=${DURATION:-3}
 N_C1000=${N_C1000:-200000}
-WORKLOADS=${WORKLOADS:-"h2c tls h1 c1000"}
+WORKLOADS=${WORKLOADS:-"h2c tls h1 c1000 h3"}
+N_H3=${N_H3:-$((N / 10))}
 H2LAB=${H2LAB:-$REPO_ROOT/target/release/h2lab}
 
 bench_init
@@ -178,6 +188,61 @@ with_extra() {
   done
 }
 
+# --- HTTP/3 (issue 16) --------------------------------------------------------------------
+SKIPPED=()
+# h3_anchors URL C M: H3_PAIRS=(name command ...) of the HTTP/3 peers that can run here.
+h3_anchors() {
+  local url=$1 c=$2 m=$3
+  H3_PAIRS=()
+  local help probe
+  help=$(h2load --help 2>&1 || true)
+  if grep -q -- '--h3' <<<"$help"; then
+    H3_PAIRS+=("h2load --h3" "h2load --h3 -t1 -n$N_H3 -c$c -m$m $url")
+  else
+    SKIPPED+=("h2load --h3: skipped: $(h2load --version 2>/dev/null | sed -n 's/^h2load nghttp2\///p' | head -n 1 | sed 's/^/h2load /') has no --h3")
+  fi
+  if [ ${#OHA_CMD[@]} -gt 0 ]; then
+    probe=$("${OHA_CMD[0]}" --no-tui --http-version 3 --insecure -n 1 "$url" 2>&1 || true)
+    if grep -q 'not been built with HTTP/3' <<<"$probe"; then
+      SKIPPED+=("oha --http-version 3: skipped: $("${OHA_CMD[0]}" --version 2>/dev/null | head -n 1) was built without HTTP/3 (cargo install oha --locked --features http3)")
+    else
+      H3_PAIRS+=("oha h3" "${OHA_CMD[0]} --no-tui --no-color --insecure --http-version 3 -n $N_H3 -c $c -p $m $url")
+    fi
+  fi
+  if [ ${#SUT[@]} -gt 0 ]; then
+    H3_PAIRS+=("h2lab h2 (TLS)" "${SUT[*]} -t1 -n$N_H3 -c$c -m$m $url")
+  fi
+}
+h3_workloads() {
+  if [ ${#SUT[@]} -eq 0 ]; then
+    log "h3: no h2lab binary; skipping the HTTP/3 rows"
+    SKIPPED+=("h3 rows: skipped: no h2lab binary")
+    return
+  fi
+  local -a targets=()
+  if [ -x "$H2LAB" ]; then
+    local port
+    port=$(free_port)
+    start_bg h2lab-serve taskset -c "$SERVER_CPUS" "$H2LAB" serve --tls --listen "127.0.0.1:$port" \
+      --h3 --threads 1 --cert "$WORK/cert.pem" --key "$WORK/key.pem" -q
+    wait_port "$port" || fail_start h2lab-serve
+    targets+=("h2lab-serve" "https://127.0.0.1:$port/data?size=653")
+  fi
+  if command -v caddy >/dev/null 2>&1; then
+    start_caddy caddy "$WWW"
+    targets+=("caddy" "https://127.0.0.1:$PORT$F")
+  else
+    SKIPPED+=("caddy h3 rows: skipped: caddy is not installed (.ci/install-anchors.sh)")
+  fi
+  local i
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    local name=${targets[$i]} url=${targets[$((i + 1))]}
+    h3_anchors "$url" 10 10
+    # The server is pinned like the others; h2lab's HTTP/3 run is the row under test.
+    compare "$name h3 -c10 -m10" "--h3 -t1 -n$N_H3 -c10 -m10 $url" "${H3_PAIRS[@]}"
+  done
+}
+
 F=/file653
 for w in $WORKLOADS; do
   case $w in
@@ -213,7 +278,10 @@ for w in $WORKLOADS; do
     args="-t1 -n$N_C1000 -c1000 -m10 http://127.0.0.1:$NGHTTPD_H2C$F"
     compare "nghttpd h2c -c1000 -m10" "$args" h2load "h2load $args"
     ;;
-  *) die "unknown workload group '$w' (h2c tls h1 c1000)" ;;
+  h3)
+    h3_workloads
+    ;;
+  *) die "unknown workload group '$w' (h2c tls h1 c1000 h3)" ;;
   esac
 done
 
@@ -231,3 +299,7 @@ echo
 echo "| workload | anchor | h2lab CPU s/Mreq | anchor CPU s/Mreq | ratio h2lab/anchor | h2lab RSS MB | anchor RSS MB | h2lab req/s | anchor req/s |"
 echo "|---|---|---:|---:|---:|---:|---:|---:|---:|"
 printf '%s\n' "${ROWS[@]}"
+if [ ${#SKIPPED[@]} -gt 0 ]; then
+  echo
+  printf -- '- %s\n' "${SKIPPED[@]}" | sort -u
+fi

@@ -95,6 +95,12 @@ pub fn main(args: BenchArgs) -> ExitCode {
             eprintln!("-t: warning: the number of threads is greater than hardware cores.");
         }
     }
+    // h2load's warning, word for word.
+    if cfg.qlog_file_base.is_some()
+        && cfg.effective_alpn().first().map(String::as_str) != Some("h3")
+    {
+        eprintln!("Warning: --qlog-file-base: only effective in quic, ignoring.");
+    }
 
     let stop = StopFlag::new();
     if let Err(e) = crate::signals::stop_on_signals(&stop) {

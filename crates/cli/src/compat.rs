@@ -1,7 +1,7 @@
 //! h2load 1.69/1.70 options beyond the 1.52 set: `-f/--max-frame-size`, `--ciphers`,
 //! `--tls13-ciphers`, `--groups` (rustls' names), h2lab's `--tls-resume`, and the options h2lab
-//! accepts but cannot honour yet (`--tls-session-file`, `--ktls`, `--qlog-file-base`), and the
-//! HTTP/3 ones (`--h3`, `--no-udp-gso`, `--max-udp-payload-size`);
+//! accepts but cannot honour yet (`--tls-session-file`, `--ktls`), and the
+//! HTTP/3 ones (`--h3`, `--no-udp-gso`, `--max-udp-payload-size`, `--qlog-file-base`);
 //! which fail with one line saying so instead of clap's "unexpected argument".
 
 use std::path::PathBuf;
@@ -55,7 +55,9 @@ pub struct CompatArgs {
     #[arg(long = "h3")]
     pub h3: bool,
 
-    /// Not supported yet (HTTP/3: qlog files).
+    /// HTTP/3: write a qlog (JSON-SEQ, quinn-proto's events) per connection to
+    /// PATH.<thread>.<client>.sqlog (h2load's naming; a reconnection overwrites its client's
+    /// file). Only effective with HTTP/3.
     #[arg(long = "qlog-file-base", value_name = "PATH")]
     pub qlog_file_base: Option<PathBuf>,
 
@@ -100,9 +102,6 @@ fn unsupported(a: &CompatArgs) -> Option<String> {
     if a.ktls {
         return not_yet("--ktls", "kernel TLS");
     }
-    if a.qlog_file_base.is_some() {
-        return not_yet("--qlog-file-base", "HTTP/3 qlog files");
-    }
     None
 }
 
@@ -120,6 +119,7 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
     }
     cfg.no_udp_gso = a.no_udp_gso;
     cfg.max_udp_payload_size = a.max_udp_payload_size;
+    cfg.qlog_file_base = a.qlog_file_base.clone();
     cfg.tls = TlsOptions {
         ciphers: a
             .ciphers
@@ -226,7 +226,6 @@ mod tests {
         for (argv, opt) in [
             (&["--tls-session-file=/tmp/s.pem"][..], "--tls-session-file"),
             (&["--ktls"], "--ktls"),
-            (&["--qlog-file-base=/tmp/q"], "--qlog-file-base"),
         ] {
             let mut a = argv.to_vec();
             a.push("https://127.0.0.1/");
@@ -257,6 +256,12 @@ mod tests {
         assert_eq!(c.effective_alpn(), ["h3"]);
         assert!(build(&["--max-udp-payload-size=1000", "https://h/"]).is_err());
         assert!(build(&["--h3", "--h1", "https://h/"]).is_err());
+        // --qlog-file-base is supported now (it was "not supported yet").
+        let c = build(&["--h3", "--qlog-file-base=/tmp/q", "https://h/"]).unwrap();
+        assert_eq!(
+            c.qlog_file_base.as_deref(),
+            Some(std::path::Path::new("/tmp/q"))
+        );
     }
 
     #[test]

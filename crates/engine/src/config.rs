@@ -157,6 +157,9 @@ pub struct BenchConfig {
     /// HTTP/3: the UDP payload size to use from the start, without path MTU discovery
     /// (`--max-udp-payload-size`); `None`: quinn-proto's default (1200, then discovery).
     pub max_udp_payload_size: Option<u16>,
+    /// HTTP/3: write a qlog (JSON-SEQ) per connection to `BASE.<worker>.<client>.sqlog`
+    /// (`--qlog-file-base`, h2load's naming; a reconnection overwrites its client's file).
+    pub qlog_file_base: Option<std::path::PathBuf>,
 }
 
 /// The longest hold of request coalescing when `--coalesce` is given without a
@@ -204,6 +207,7 @@ impl BenchConfig {
             tls: crate::tls_opts::TlsOptions::default(),
             no_udp_gso: false,
             max_udp_payload_size: None,
+            qlog_file_base: None,
         }
     }
 

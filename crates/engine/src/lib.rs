@@ -93,6 +93,7 @@ pub use config::{
     Scheme, Target, DEFAULT_COALESCE_HOLD, DEFAULT_READ_WAIT,
 };
 pub use error::{EngineError, ProtocolError, TimeoutError, TransportError};
+pub use h3::stats::{QuicConnSample, QuicStats};
 pub use interval::{IntervalErrors, IntervalHistograms, IntervalLatency, IntervalRow};
 pub use load::{LoadShape, ShardLanes};
 pub use request::USER_AGENT;

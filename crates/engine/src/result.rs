@@ -334,6 +334,8 @@ pub struct RunResult {
     /// Raw samples (bounded reservoirs), only when
     /// [`BenchConfig::max_samples`](crate::BenchConfig::max_samples) was set.
     pub samples: Option<crate::samples::Samples>,
+    /// QUIC figures (HTTP/3 runs only): datagrams, RTTs, packets, GRO.
+    pub quic: Option<crate::h3::stats::QuicStats>,
 }
 
 impl RunResult {

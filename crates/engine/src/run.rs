@@ -22,11 +22,7 @@ use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
 use crate::{EngineError, Observer, StopFlag};
 
 /// HTTP/3 (`--h3`, `-p h3`: `h3` first in the ALPN list): how to open QUIC connections.
-fn quic_dial(
-    cfg: &BenchConfig,
-    alpn: &[String],
-    prep: &Prepared,
-) -> Result<Option<QuicDial>, EngineError> {
+fn quic_dial(cfg: &BenchConfig, alpn: &[String]) -> Result<Option<QuicDial>, EngineError> {
     if alpn.first().map(String::as_str) != Some("h3") {
         return Ok(None);
     }
@@ -38,25 +34,20 @@ fn quic_dial(
     if cfg.scheme() != Scheme::Https {
         return invalid("h3: HTTP/3 needs an https:// URI");
     }
-    if prep.body.is_some() {
-        return invalid("h3: request bodies (-d) are not supported over HTTP/3 yet");
-    }
     let mut config =
         crate::h3::quic_client_config(cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
-    let mut tc = h2lab_quic::quinn_proto::TransportConfig::default();
-    // The server's push and QPACK streams, and its control stream.
-    tc.max_concurrent_uni_streams(16u32.into());
-    // Request streams are ours: the server opens none.
-    tc.max_concurrent_bidi_streams(0u32.into());
-    if let Some(size) = cfg.max_udp_payload_size {
-        tc.initial_mtu(size.max(1200));
-        tc.mtu_discovery_config(None);
-    }
-    config.transport_config(Arc::new(tc));
+    config.transport_config(Arc::new(crate::conn::quic::transport_config(
+        cfg.max_udp_payload_size,
+    )));
     Ok(Some(QuicDial {
         config,
         server_name: cfg.server_name(),
         gso: !cfg.no_udp_gso,
+        max_udp_payload_size: cfg.max_udp_payload_size,
+        qlog: cfg
+            .qlog_file_base
+            .clone()
+            .map(|base| crate::conn::quic::QlogFiles { base, worker: 0 }),
     }))
 }
 
@@ -91,7 +82,7 @@ pub fn run(
         None
     };
     let prep = Prepared::new(cfg)?;
-    let quic = quic_dial(cfg, &alpn, &prep)?;
+    let quic = quic_dial(cfg, &alpn)?;
     let log = match &cfg.log_file {
         Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
             context: format!("cannot open log file {}", p.display()),
@@ -144,7 +135,12 @@ pub fn run(
                 max_streams: cfg.max_concurrent_streams,
                 h2,
                 verbose: cfg.verbose,
-                quic: quic.clone(),
+                quic: quic.clone().map(|mut q| {
+                    if let Some(f) = q.qlog.as_mut() {
+                        f.worker = i;
+                    }
+                    q
+                }),
             },
             require: cfg.require_protocol,
             timing,

@@ -104,7 +104,8 @@ pub trait SessionEvents {
     /// (called for interim 1xx responses too, then again for the final one).
     fn status(&mut self, slot: u32, status: u16);
     /// Header bytes received: as on the wire (HPACK-compressed block length
-    /// for HTTP/2; field names + values for HTTP/1.1) and decompressed.
+    /// for HTTP/2; QPACK-encoded section, the HEADERS frame payload, for HTTP/3;
+    /// field names + values for HTTP/1.1) and decompressed.
     fn header_bytes(&mut self, wire: usize, decoded: usize);
     /// Response body bytes received for `slot`.
     fn body(&mut self, slot: u32, len: usize);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use crate::config::AppProtocol;
+use crate::h3::stats::QuicStats;
 use crate::result::{
     new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunError, RunResult,
     StatusCounts, TlsInfo, Traffic, MAX_ERROR_MESSAGES,
@@ -62,6 +63,8 @@ pub(crate) struct WorkerStats {
     pub series: Option<Box<SeriesRecorder>>,
     /// Raw-sample reservoirs (only with `max_samples`).
     pub samples: Option<Box<WorkerSamples>>,
+    /// QUIC figures (HTTP/3 runs only).
+    pub quic: Option<Box<QuicStats>>,
 }
 
 impl WorkerStats {
@@ -97,6 +100,7 @@ impl WorkerStats {
             open_conns: 0,
             series: None,
             samples: None,
+            quic: None,
         }
     }
 
@@ -254,7 +258,11 @@ pub(crate) fn merge(
     let mut protocol_fallback = false;
     let mut tls = None;
     let mut samples: Option<Samples> = None;
+    let mut quic: Option<QuicStats> = None;
     for w in workers {
+        if let Some(q) = &w.quic {
+            quic.get_or_insert_with(QuicStats::default).merge(q);
+        }
         if let Some(s) = &w.samples {
             samples.get_or_insert_with(Samples::default).add(s);
         }
@@ -337,6 +345,7 @@ pub(crate) fn merge(
         interrupted,
         pacing,
         timeseries: Vec::new(),
+        quic,
         samples: samples.map(|mut s| {
             s.sort();
             s

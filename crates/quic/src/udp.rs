@@ -28,6 +28,10 @@ pub struct Received {
     pub ecn: Option<quinn_proto::EcnCodepoint>,
     /// Size of each datagram in the batch (the last may be shorter).
     pub stride: usize,
+    /// Datagrams in the message this one came in (more than 1 with GRO).
+    pub segments: usize,
+    /// This datagram's position in its message (0 for the first).
+    pub index: usize,
 }
 
 /// A transmit that hit a full socket buffer.
@@ -54,6 +58,9 @@ pub struct UdpIo {
     pub reads: u64,
     /// Datagrams sent.
     pub datagrams_out: u64,
+    /// A receive reported ECONNREFUSED (an ICMP port unreachable: on a connected socket,
+    /// the peer's port is closed). A server ignores it; a client's connection has failed.
+    pub refused: bool,
 }
 
 impl UdpIo {
@@ -75,6 +82,7 @@ impl UdpIo {
             datagrams_in: 0,
             reads: 0,
             datagrams_out: 0,
+            refused: false,
         })
     }
 
@@ -114,23 +122,29 @@ impl UdpIo {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(true),
             // ICMP errors (a peer gone) surface here on some kernels: not fatal for a server.
-            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => return Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                self.refused = true;
+                return Ok(true);
+            }
             Err(e) => return Err(e),
         };
         self.reads += 1;
         for (meta, iov) in self.metas.iter().zip(iovs.iter()).take(n) {
             let stride = meta.stride.max(1);
-            let info = Received {
+            let mut info = Received {
                 from: meta.addr,
                 to_ip: meta.dst_ip,
                 ecn: meta
                     .ecn
                     .and_then(|e| quinn_proto::EcnCodepoint::from_bits(e as u8)),
                 stride,
+                segments: meta.len.div_ceil(stride),
+                index: 0,
             };
             let data = iov.get(..meta.len).unwrap_or_default();
-            for d in data.chunks(stride) {
+            for (i, d) in data.chunks(stride).enumerate() {
                 self.datagrams_in += 1;
+                info.index = i;
                 on_datagram(info, d);
             }
         }

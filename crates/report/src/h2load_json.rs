@@ -6,7 +6,10 @@
 //!   "requests":{"total","started","done","succeeded","failed","errored","timeout"},
 //!   "status_codes":{"2xx","3xx","4xx","5xx"},
 //!   "traffic":{"total","headers","headers_decompressed","data"},
-//!   "performance":{"request":STAT,"connect":STAT,"ttfb":STAT,"request_per_second":STAT}}}
+//!   "udp_datagram":{"sent","recv"},                       (HTTP/3 runs only)
+//!   "performance":{"request":STAT,"connect":STAT,"ttfb":STAT,"request_per_second":STAT,
+//!     "min_rtt":STAT,"smoothed_rtt":STAT,"packets_sent":STAT,"packets_recv":STAT,
+//!     "packets_lost":STAT,"gro_packets":STAT}}}       (the last six: HTTP/3 runs only)
 //! STAT = {"min","max","median","p95","p99","mean","sd","within_sd","samples":[…]}
 //! ```
 //!
@@ -58,8 +61,19 @@ pub struct Measurements {
     pub status_codes: StatusCodes,
     /// The `traffic:` line.
     pub traffic: TrafficJson,
+    /// The `UDP datagram:` line (HTTP/3 runs only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub udp_datagram: Option<UdpDatagram>,
     /// The latency table.
     pub performance: Performance,
+}
+
+/// `udp_datagram` (HTTP/3 runs only).
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
+pub struct UdpDatagram {
+    pub sent: u64,
+    pub recv: u64,
 }
 
 /// `requests`.
@@ -107,6 +121,43 @@ pub struct Performance {
     pub connect: StatJson,
     pub ttfb: StatJson,
     pub request_per_second: StatJson,
+    /// The QUIC rows (HTTP/3 runs only), flattened into `performance` as h2load writes them.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicPerformance>,
+}
+
+/// The QUIC entries of `performance` (HTTP/3 runs only): RTTs in seconds.
+#[derive(Debug, Serialize)]
+#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
+pub struct QuicPerformance {
+    pub min_rtt: StatJson,
+    pub smoothed_rtt: StatJson,
+    pub packets_sent: StatJson,
+    pub packets_recv: StatJson,
+    pub packets_lost: StatJson,
+    pub gro_packets: StatJson,
+}
+
+fn quic_performance(q: &h2lab_engine::QuicStats) -> QuicPerformance {
+    use crate::quic::{as_f64, gro_samples, gro_stat, int_stat, time_stat, MAX_SAMPLES};
+    let secs = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        StatJson::new(time_stat(&v), 1.0, v)
+    };
+    let ints = |v: &[u64]| StatJson::new(int_stat(v), 1.0, as_f64(v));
+    QuicPerformance {
+        min_rtt: secs(&q.min_rtt),
+        smoothed_rtt: secs(&q.smoothed_rtt),
+        packets_sent: ints(&q.packets_sent),
+        packets_recv: ints(&q.packets_recv),
+        packets_lost: ints(&q.packets_lost),
+        gro_packets: StatJson::new(
+            gro_stat(&q.gro_counts),
+            1.0,
+            gro_samples(&q.gro_counts, MAX_SAMPLES),
+        ),
+    }
 }
 
 /// One statistic with its samples.
@@ -176,11 +227,16 @@ pub fn document(r: &RunResult) -> Document {
                 headers_decompressed: r.traffic.bytes_head_decomp,
                 data: r.traffic.bytes_body,
             },
+            udp_datagram: r.quic.as_ref().map(|q| UdpDatagram {
+                sent: q.datagrams_sent,
+                recv: q.datagrams_recv,
+            }),
             performance: Performance {
                 request: StatJson::new(Stat::from_histogram(&r.request_time), NS, samples.request),
                 connect: StatJson::new(Stat::from_histogram(&r.connect_time), NS, samples.connect),
                 ttfb: StatJson::new(Stat::from_histogram(&r.ttfb), NS, samples.ttfb),
                 request_per_second: StatJson::new(Stat::from_samples(&rps), 1.0, rps),
+                quic: r.quic.as_ref().map(quic_performance),
             },
         },
     }

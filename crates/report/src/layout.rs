@@ -205,20 +205,36 @@ pub fn latency_table(r: &RunResult, format: OutputFormat, histogram: bool) -> St
         let fmt: &dyn Fn(f64) -> String = if quirk { &stream_default } else { &dtos };
         plot_samples(&mut s, &r.client_rps, fmt, quirk);
     }
+    if let Some(q) = &r.quic {
+        s.push_str(&crate::quic::rows(q, format, histogram));
+    }
     s
 }
 
 /// One row: the title left-aligned in 12 columns, `: `, seven values right-aligned in 10
 /// columns, the within-sd share right-aligned in 9 columns and `%`.
 fn row(s: &mut String, format: OutputFormat, title: &str, st: &Stat, f: &dyn Fn(f64) -> String) {
+    row_with(s, format, title, st, f, f);
+}
+
+/// [`row`] with `f` for min, max, median, p95 and p99 and `g` for mean and sd (h2load prints
+/// the integer rows of QUIC so: integers, then doubles).
+pub fn row_with(
+    s: &mut String,
+    format: OutputFormat,
+    title: &str,
+    st: &Stat,
+    f: &dyn Fn(f64) -> String,
+    g: &dyn Fn(f64) -> String,
+) {
     let v = [
         f(st.min),
         f(st.max),
         f(st.median),
         f(st.p95),
         f(st.p99),
-        f(st.mean),
-        f(st.sd),
+        g(st.mean),
+        g(st.sd),
     ];
     // Gaps after min, max, median, p95, p99, mean.
     let gaps: [&str; 6] = if format == OutputFormat::H2load169 {

@@ -7,6 +7,7 @@
 //! - [`h2load_json`]: h2load's `--output-file` document (JSON "v1"), key for key.
 //! - [`layout`]: the latency tables of h2load 1.69 and 1.70 (`--output-format`) and h2load's
 //!   text histogram (`--histogram`).
+//! - [`quic`]: the QUIC figures of HTTP/3 runs (h2load 1.69+'s QUIC rows).
 //! - [`csv`]: one row per run with a header row.
 //! - [`progress`]: live progress (a single updating line on a TTY, h2load's `progress:` lines
 //!   otherwise).
@@ -24,6 +25,7 @@ pub mod layout;
 pub mod model;
 pub mod options;
 pub mod progress;
+pub mod quic;
 pub mod shard;
 pub mod stats;
 pub mod text;

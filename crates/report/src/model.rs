@@ -82,6 +82,7 @@ pub fn empty_result() -> RunResult {
         pacing: None,
         timeseries: Vec::new(),
         samples: None,
+        quic: None,
     }
 }
 

@@ -141,12 +141,18 @@ pub fn summary_as(r: &RunResult, format: OutputFormat, histogram: bool) -> Strin
     let mut s = String::with_capacity(1024);
     s.push('\n');
     s.push_str(&counters(r));
+    if let Some(q) = &r.quic {
+        s.push_str(&crate::quic::datagram_line(q));
+    }
     s.push_str(&match format {
         OutputFormat::H2load152 => latency_table_with(r, histogram),
         _ => crate::layout::latency_table(r, format, histogram),
     });
     let extra = extra_lines(r);
     if format == OutputFormat::H2load152 {
+        if let Some(q) = &r.quic {
+            s.push_str(&crate::quic::summary_line(q));
+        }
         s.push_str(&extra);
     } else {
         // The newer tables have one request row, and it is the corrected one.

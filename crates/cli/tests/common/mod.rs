@@ -215,6 +215,16 @@ pub fn assert_h2load_shape(stdout: &str, protocol: &str, n: u64, body: u64) {
         "{}",
         lines[fin + 3]
     );
+    // HTTP/3: h2load's `UDP datagram: N sent, M received` line follows the traffic line.
+    let fin = if protocol == "h3" {
+        assert!(
+            lines[fin + 4].starts_with("UDP datagram: ") && lines[fin + 4].ends_with(" received"),
+            "{stdout}"
+        );
+        fin + 1
+    } else {
+        fin
+    };
     assert_eq!(
         lines[fin + 4],
         "                     min         max         mean         sd        +/- sd         p50         p90         p99       p99.9"

@@ -344,7 +344,8 @@ impl Dialer {
                 };
                 AnySession::H3(Box::new(H3Conn {
                     quic,
-                    session: H3Session::new(h3_template(&self.prep), self.max_streams),
+                    session: H3Session::new(h3_template(&self.prep), self.max_streams)
+                        .with_body(self.prep.body.clone()),
                 }))
             }
         };
@@ -398,8 +399,17 @@ impl Connection {
 
     /// Drives the connect and the TLS handshake as far as the socket allows.
     pub(crate) fn establish(&mut self) -> Result<Establish, ConnEnd> {
+        let addr_idx = self.addr_idx;
         if let Some(link) = self.quic() {
-            return link.handshake(Instant::now()).map_err(ConnEnd::Tls);
+            return link.handshake(Instant::now()).map_err(|e| match e {
+                // Nobody listens on the server's UDP port: a failed connect, as on TCP.
+                TransportError::HandshakeRead(source)
+                    if source.kind() == io::ErrorKind::ConnectionRefused =>
+                {
+                    ConnEnd::Connect { addr_idx, source }
+                }
+                e => ConnEnd::Tls(e),
+            });
         }
         let mut progressed = false;
         if self.state == ConnState::Connecting {
@@ -588,6 +598,25 @@ impl Connection {
                 .session
                 .as_ref()
                 .is_some_and(|s| s.wants_write() || s.wants_close())
+    }
+
+    /// HTTP/3: quinn-proto's figures of the connection (when it got that far) and the
+    /// socket's counters; `None` for TCP. Read once, when the connection goes away.
+    pub(crate) fn quic_figures(
+        &mut self,
+    ) -> Option<(
+        Option<crate::h3::stats::QuicConnSample>,
+        crate::h3::stats::LinkCounters,
+    )> {
+        let Socket::Quic(link) = &mut self.transport.socket else {
+            return None;
+        };
+        let sample = match (&self.session, &link.conn) {
+            (Some(AnySession::H3(h3)), _) => Some(quic::conn_sample(&h3.quic)),
+            (_, Some(c)) => Some(quic::conn_sample(c)),
+            _ => None,
+        };
+        Some((sample, link.counters()))
     }
 
     /// Drops a connection whose connect failed: deregisters the socket (nothing to say

@@ -18,12 +18,26 @@ use std::time::Instant;
 use bytes::BytesMut;
 use h2lab_quic::quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
+    QlogConfig, TransportConfig,
 };
 use h2lab_quic::UdpIo;
 use mio::{Interest, Registry, Token};
 
 use super::Establish;
 use crate::error::TransportError;
+use crate::h3::stats::{LinkCounters, QuicConnSample};
+
+/// quinn-proto's figures of `conn` as h2load reports them per client.
+pub(crate) fn conn_sample(conn: &Connection) -> QuicConnSample {
+    let st = conn.stats();
+    QuicConnSample {
+        min_rtt: st.path.min_rtt,
+        smoothed_rtt: st.path.rtt,
+        packets_sent: st.path.sent_packets,
+        packets_recv: st.udp_rx.datagrams,
+        packets_lost: st.path.lost_packets,
+    }
+}
 
 /// How to open QUIC connections (`-p h3`).
 #[derive(Debug, Clone)]
@@ -34,6 +48,64 @@ pub(crate) struct QuicDial {
     pub server_name: String,
     /// Send with UDP GSO when the kernel supports it (`--no-udp-gso` turns it off).
     pub gso: bool,
+    /// `--max-udp-payload-size` (a connection with its own transport configuration, for
+    /// qlog, is configured the same).
+    pub max_udp_payload_size: Option<u16>,
+    /// `--qlog-file-base`: one qlog file per connection.
+    pub qlog: Option<QlogFiles>,
+}
+
+/// Where the qlog files of a worker's connections go: `BASE.<worker>.<client>.sqlog`, as
+/// h2load names them (a client's reconnection overwrites its file, as h2load's does).
+#[derive(Debug, Clone)]
+pub(crate) struct QlogFiles {
+    /// `--qlog-file-base`.
+    pub base: std::path::PathBuf,
+    /// The worker (thread) id.
+    pub worker: u32,
+}
+
+impl QlogFiles {
+    /// The file of client `client`.
+    pub(crate) fn path(&self, client: usize) -> std::path::PathBuf {
+        let mut p = self.base.clone().into_os_string();
+        p.push(format!(".{}.{client}.sqlog", self.worker));
+        p.into()
+    }
+}
+
+/// The QUIC transport configuration of a client connection.
+pub(crate) fn transport_config(max_udp_payload_size: Option<u16>) -> TransportConfig {
+    let mut tc = TransportConfig::default();
+    // The server's push and QPACK streams, and its control stream.
+    tc.max_concurrent_uni_streams(16u32.into());
+    // Request streams are ours: the server opens none.
+    tc.max_concurrent_bidi_streams(0u32.into());
+    if let Some(size) = max_udp_payload_size {
+        tc.initial_mtu(size.max(1200));
+        tc.mtu_discovery_config(None);
+    }
+    tc
+}
+
+/// `dial`'s configuration with a qlog writer to `path` (quinn-proto's qlog: JSON-SEQ with
+/// packet_sent, packet_received, packet_lost and metrics_updated events).
+fn with_qlog(dial: &QuicDial, path: &std::path::Path, now: Instant) -> io::Result<ClientConfig> {
+    let file = std::fs::File::create(path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot create qlog file {}: {e}", path.display()),
+        )
+    })?;
+    let mut q = QlogConfig::default();
+    q.writer(Box::new(io::BufWriter::new(file)))
+        .title(Some("h2lab bench".into()))
+        .start_time(now);
+    let mut tc = transport_config(dial.max_udp_payload_size);
+    tc.qlog_stream(q.into_stream());
+    let mut config = dial.config.clone();
+    config.transport_config(Arc::new(tc));
+    Ok(config)
 }
 
 /// The transport half of a QUIC connection (see the module docs).
@@ -46,6 +118,8 @@ pub(crate) struct QuicLink {
     timer: crate::timer::DeadlineTimer,
     send_buf: Vec<u8>,
     resp_buf: Vec<u8>,
+    /// Receive calls by datagrams returned (h2load's "GRO packets").
+    gro: LinkCounters,
 }
 
 impl std::fmt::Debug for QuicLink {
@@ -70,11 +144,19 @@ impl QuicLink {
             (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
         };
         let sock = std::net::UdpSocket::bind(bind)?;
+        // Connected, so that an ICMP port unreachable (nobody listens: a stopped server)
+        // comes back as ECONNREFUSED at once instead of after the idle timeout.
+        sock.connect(addr)?;
         let mut io = UdpIo::new(sock, dial.gso)?;
         registry.register(io.socket(), token, Interest::READABLE | Interest::WRITABLE)?;
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
+        let config = match &dial.qlog {
+            // The client's index is the low half of its token (see the worker).
+            Some(q) => with_qlog(dial, &q.path(token.0 & 0xffff_ffff), now)?,
+            None => dial.config.clone(),
+        };
         let (handle, conn) = endpoint
-            .connect(now, dial.config.clone(), addr, &dial.server_name)
+            .connect(now, config, addr, &dial.server_name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let timer = crate::timer::DeadlineTimer::with_token(registry, token);
         Ok(QuicLink {
@@ -85,6 +167,7 @@ impl QuicLink {
             timer,
             send_buf: Vec::with_capacity(64 * 1024),
             resp_buf: Vec::new(),
+            gro: LinkCounters::default(),
         })
     }
 
@@ -96,10 +179,14 @@ impl QuicLink {
             io,
             endpoint,
             resp_buf,
+            gro,
             ..
         } = self;
         loop {
             let more = io.recv_batch(|r, data| {
+                if r.index == 0 {
+                    gro.on_receive(r.segments);
+                }
                 total += data.len();
                 resp_buf.clear();
                 if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
@@ -111,6 +198,12 @@ impl QuicLink {
             if !more {
                 break;
             }
+        }
+        if io.refused {
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "connection refused (ICMP port unreachable)",
+            ));
         }
         if conn.poll_timeout().is_some_and(|t| t <= now) {
             conn.handle_timeout(now);
@@ -169,6 +262,15 @@ impl QuicLink {
             self.timer.arm(t, now);
         }
         sent
+    }
+
+    /// The datagram counters of this connection's socket (read when it goes away).
+    pub(crate) fn counters(&self) -> LinkCounters {
+        LinkCounters {
+            datagrams_sent: self.io.datagrams_out,
+            datagrams_recv: self.io.datagrams_in,
+            gro: self.gro.gro,
+        }
     }
 
     /// Deregisters the socket (the timer closes with its fd).

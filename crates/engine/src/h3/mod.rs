@@ -10,7 +10,9 @@
 //! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
 //! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
 //! literals; we announce a QPACK table of 0, so response sections never block) in one
-//! HEADERS frame on a new bidirectional stream, finished at once. At most `-m` requests are
+//! HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
+//! follows, written as flow control allows, and the stream is finished after its last
+//! byte). At most `-m` requests are
 //! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
 //! open a stream beyond it and [`H3Session::submit`] then says
 //! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
@@ -24,6 +26,7 @@
 //! trait; the QUIC transport is `crate::conn::quic`.
 
 mod conn;
+pub mod stats;
 mod streams;
 
 pub use conn::H3Conn;
@@ -51,17 +54,25 @@ struct Req {
     /// Bytes of an incomplete HEADERS frame.
     inbuf: Vec<u8>,
     done: bool,
+    /// Request body (`-d`) octets written so far; `None` once it is all written (or there is
+    /// none) and the stream is finished.
+    body_sent: Option<usize>,
 }
 
 /// Forwards one stream's response to the caller's [`SessionEvents`].
 struct Sink<'a> {
     slot: u32,
     ev: &'a mut dyn SessionEvents,
+    /// QPACK-encoded size of the current section (the HEADERS frame payload).
+    encoded: usize,
     decoded: usize,
     done: &'a mut bool,
 }
 
 impl RequestEvents for Sink<'_> {
+    fn section_start(&mut self, encoded_len: usize) {
+        self.encoded = encoded_len;
+    }
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.decoded += name.len() + value.len();
     }
@@ -71,9 +82,10 @@ impl RequestEvents for Sink<'_> {
                 self.ev.status(self.slot, s);
             }
         }
-        // The QPACK-compressed size is not reported by the stream reader: the decoded size
-        // stands for both until it is.
-        self.ev.header_bytes(self.decoded, self.decoded);
+        // As h2load: the HEADERS frame payload (QPACK-encoded) and the sum of the decoded
+        // names and values (no per-field overhead, unlike HTTP/2's 32 octets).
+        self.ev.header_bytes(self.encoded, self.decoded);
+        self.encoded = 0;
         self.decoded = 0;
     }
     fn data(&mut self, chunk: &[u8]) {
@@ -104,6 +116,14 @@ pub struct H3Session {
     closed: bool,
     /// The connection error we closed with, if any.
     error: Option<ErrorCode>,
+    /// The request body (`-d`), sent in one DATA frame after each request's HEADERS.
+    body: Option<Arc<[u8]>>,
+    /// Requests whose body is not all written yet (waiting for flow control).
+    bodies_pending: usize,
+    /// Send sides to reset: the response completed before the request body was all sent.
+    abandon: Vec<StreamId>,
+    /// Scratch list of stream ids (reused).
+    scratch_ids: Vec<StreamId>,
 }
 
 fn code(c: ErrorCode) -> VarInt {
@@ -131,7 +151,18 @@ impl H3Session {
             goaway: None,
             closed: false,
             error: None,
+            body: None,
+            bodies_pending: 0,
+            abandon: Vec::new(),
+            scratch_ids: Vec::new(),
         }
+    }
+
+    /// Sends `body` with every request (`-d`): HEADERS (with its content-length, from the
+    /// template), then one DATA frame, written as QUIC flow control allows.
+    pub fn with_body(mut self, body: Option<Arc<[u8]>>) -> H3Session {
+        self.body = body.filter(|b| !b.is_empty());
+        self
     }
 
     /// Requests submitted and not yet finished.
@@ -243,6 +274,9 @@ impl H3Session {
         );
         self.frame.clear();
         write_headers(&self.section, &mut self.frame);
+        if let Some(b) = &self.body {
+            h2lab_wire::h3::request::write_data_header(b.len() as u64, &mut self.frame);
+        }
         let mut s = conn.send_stream(id);
         // A new stream has its whole initial window (≥ 1 KiB in practice); a request
         // head that does not fit is an error of ours, not the server's.
@@ -253,13 +287,20 @@ impl H3Session {
                 return Err(SubmitError::WouldBlock);
             }
         }
-        let _ = s.finish();
+        let body_sent = if self.body.is_some() {
+            self.bodies_pending += 1;
+            Some(0)
+        } else {
+            let _ = s.finish();
+            None
+        };
         let req = match self.pool.pop() {
             Some(mut r) => {
                 r.slot = slot;
                 r.recv = RequestStream::new(Role::Client, u64::from(id));
                 r.inbuf.clear();
                 r.done = false;
+                r.body_sent = body_sent;
                 r
             }
             None => Req {
@@ -267,10 +308,61 @@ impl H3Session {
                 recv: RequestStream::new(Role::Client, u64::from(id)),
                 inbuf: Vec::new(),
                 done: false,
+                body_sent,
             },
         };
         self.reqs.insert(id, req);
+        self.write_body(conn, id);
         Ok(())
+    }
+
+    /// Writes as much of request `id`'s body as flow control allows; finishes the stream
+    /// once it is all written.
+    fn write_body(&mut self, conn: &mut Connection, id: StreamId) {
+        let (Some(body), Some(r)) = (&self.body, self.reqs.get_mut(&id)) else {
+            return;
+        };
+        let Some(mut off) = r.body_sent else {
+            return;
+        };
+        let mut s = conn.send_stream(id);
+        while off < body.len() {
+            match s.write(body.get(off..).unwrap_or_default()) {
+                Ok(n) if n > 0 => off += n,
+                // Blocked: a Writable event comes when credit does. Stopped or closed: the
+                // response (or its reset) tells what happened.
+                _ => break,
+            }
+        }
+        if off >= body.len() {
+            let _ = s.finish();
+            r.body_sent = None;
+            self.bodies_pending = self.bodies_pending.saturating_sub(1);
+        } else {
+            r.body_sent = Some(off);
+        }
+    }
+
+    /// Stops the bodies of finished requests and continues those waiting for flow control.
+    fn write_bodies(&mut self, conn: &mut Connection) {
+        for id in self.abandon.drain(..) {
+            let _ = conn.send_stream(id).reset(code(ErrorCode::H3_NO_ERROR));
+        }
+        if self.bodies_pending == 0 {
+            return;
+        }
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        ids.clear();
+        ids.extend(
+            self.reqs
+                .iter()
+                .filter(|(_, r)| r.body_sent.is_some())
+                .map(|(id, _)| *id),
+        );
+        for id in &ids {
+            self.write_body(conn, *id);
+        }
+        self.scratch_ids = ids;
     }
 
     /// Handles what QUIC has for the application (stream data, GOAWAY, the connection
@@ -296,6 +388,7 @@ impl H3Session {
                     self.close(conn, ErrorCode::H3_STREAM_CREATION_ERROR);
                 }
                 Event::Stream(StreamEvent::Readable { id }) => self.read(conn, id, ev),
+                Event::Stream(StreamEvent::Writable { id }) => self.write_body(conn, id),
                 Event::ConnectionLost { .. } => self.closed = true,
                 _ => {}
             }
@@ -312,6 +405,7 @@ impl H3Session {
             self.read(conn, id, ev);
         }
         self.start(conn);
+        self.write_bodies(conn);
         self.flush(conn);
     }
 
@@ -437,6 +531,11 @@ impl H3Session {
     /// Drops request `id` (its buffers are kept for the next request); its slot.
     fn forget(&mut self, id: StreamId) -> Option<u32> {
         let r = self.reqs.remove(&id)?;
+        if r.body_sent.is_some() {
+            // The response ended before the body was all sent: stop sending it.
+            self.bodies_pending = self.bodies_pending.saturating_sub(1);
+            self.abandon.push(id);
+        }
         let slot = r.slot;
         if self.pool.len() < self.max_streams {
             self.pool.push(r);
@@ -455,6 +554,7 @@ impl H3Session {
         let mut sink = Sink {
             slot: r.slot,
             ev: &mut *ev,
+            encoded: 0,
             decoded: 0,
             done: &mut r.done,
         };

@@ -79,6 +79,8 @@ pub(super) struct Client {
     pub(super) dirty: bool,
     pub(super) conn: Option<Connection>,
     pub(super) core: Core,
+    /// HTTP/3: quinn-proto's figures of the client's last QUIC connection.
+    pub(super) quic: crate::h3::stats::QuicConnSample,
 }
 
 impl Client {
@@ -88,6 +90,7 @@ impl Client {
             gen: 0,
             dirty: false,
             conn: None,
+            quic: Default::default(),
             core: Core {
                 out: Vec::with_capacity(4096),
                 out_pos: 0,

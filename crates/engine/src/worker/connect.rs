@@ -57,7 +57,8 @@ impl Worker<'_> {
     /// h2load walking getaddrinfo's list), or give the client up.
     fn connect_failed(&mut self, idx: usize, addr_idx: usize, e: io::Error) {
         let addr = self.s.dialer.describe(addr_idx);
-        if let Some(conn) = self.clients[idx].conn.take() {
+        if let Some(mut conn) = self.clients[idx].conn.take() {
+            self.harvest_quic(idx, &mut conn);
             conn.discard(self.poll.registry());
         }
         if addr_idx + 1 < self.s.dialer.addresses() {
@@ -104,11 +105,25 @@ impl Worker<'_> {
     }
 
     pub(super) fn close_conn(&mut self, idx: usize) {
-        if let Some(conn) = self.clients[idx].conn.take() {
+        if let Some(mut conn) = self.clients[idx].conn.take() {
             if conn.session.is_some() {
                 self.stats.open_conns = self.stats.open_conns.saturating_sub(1);
             }
+            self.harvest_quic(idx, &mut conn);
             conn.close(self.poll.registry());
+        }
+    }
+
+    /// HTTP/3: keeps the QUIC figures of a connection that goes away (its socket's
+    /// counters go to the worker's totals, quinn-proto's to the client's last sample).
+    pub(super) fn harvest_quic(&mut self, idx: usize, conn: &mut crate::conn::Connection) {
+        let Some((sample, counters)) = conn.quic_figures() else {
+            return;
+        };
+        let q = self.stats.quic.get_or_insert_with(Default::default);
+        counters.add_to(q);
+        if let Some(s) = sample {
+            self.clients[idx].quic = s;
         }
     }
 

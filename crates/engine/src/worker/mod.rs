@@ -417,6 +417,19 @@ impl<'o> Worker<'o> {
     fn finish(mut self, interrupted: bool) -> WorkerOutcome {
         let now = Instant::now();
         self.finish_pacing(now);
+        if self.s.dialer.quic.is_some() {
+            // Connections still open count as they are now; then one sample per client.
+            for idx in 0..self.clients.len() {
+                if let Some(mut conn) = self.clients[idx].conn.take() {
+                    self.harvest_quic(idx, &mut conn);
+                    self.clients[idx].conn = Some(conn);
+                }
+            }
+            let q = self.stats.quic.get_or_insert_with(Default::default);
+            for c in &self.clients {
+                q.push_client(&c.quic);
+            }
+        }
         for c in &mut self.clients {
             let (Some(start), end) = (c.core.start, c.core.end.unwrap_or(now)) else {
                 continue;
@@ -451,6 +464,7 @@ impl<'o> Worker<'o> {
                 }
                 let c = &mut self.clients[idx].core;
                 conn.goodbye(&mut c.out, c.out_pos);
+                self.harvest_quic(idx, &mut conn);
                 conn.close(self.poll.registry());
             }
             let c = &mut self.clients[idx].core;

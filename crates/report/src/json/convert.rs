@@ -194,7 +194,62 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
         thresholds: None,
         shard: None,
         sharded: None,
+        quic: r.quic.as_ref().map(quic_json),
     })
+}
+
+fn quic_stat_json(st: crate::layout::Stat, values: Option<Vec<f64>>) -> QuicStatJson {
+    QuicStatJson {
+        min: st.min,
+        max: st.max,
+        median: st.median,
+        p95: st.p95,
+        p99: st.p99,
+        mean: st.mean,
+        sd: st.sd,
+        within_sd: st.within_sd,
+        values,
+    }
+}
+
+fn quic_json(q: &h2lab_engine::QuicStats) -> QuicJson {
+    use crate::quic::{gro_stat, int_stat, time_stat};
+    let ints = |v: &[u64]| quic_stat_json(int_stat(v), Some(v.iter().map(|x| *x as f64).collect()));
+    QuicJson {
+        datagrams_sent: q.datagrams_sent,
+        datagrams_received: q.datagrams_recv,
+        min_rtt_seconds: quic_stat_json(time_stat(&q.min_rtt), Some(q.min_rtt.clone())),
+        smoothed_rtt_seconds: quic_stat_json(
+            time_stat(&q.smoothed_rtt),
+            Some(q.smoothed_rtt.clone()),
+        ),
+        packets_sent: ints(&q.packets_sent),
+        packets_received: ints(&q.packets_recv),
+        packets_lost: ints(&q.packets_lost),
+        gro_packets: quic_stat_json(gro_stat(&q.gro_counts), None),
+        gro_counts: q.gro_counts.clone(),
+    }
+}
+
+/// The run's QUIC figures back from a document (values as written; absent lists empty).
+fn quic_from_json(j: &QuicJson) -> h2lab_engine::QuicStats {
+    let ints = |s: &QuicStatJson| -> Vec<u64> {
+        s.values
+            .iter()
+            .flatten()
+            .map(|v| if *v > 0.0 { *v as u64 } else { 0 })
+            .collect()
+    };
+    h2lab_engine::QuicStats {
+        datagrams_sent: j.datagrams_sent,
+        datagrams_recv: j.datagrams_received,
+        min_rtt: j.min_rtt_seconds.values.clone().unwrap_or_default(),
+        smoothed_rtt: j.smoothed_rtt_seconds.values.clone().unwrap_or_default(),
+        packets_sent: ints(&j.packets_sent),
+        packets_recv: ints(&j.packets_received),
+        packets_lost: ints(&j.packets_lost),
+        gro_counts: j.gro_counts.clone(),
+    }
 }
 
 /// Recovers the run (counters, histograms, options) from a result document. Derived
@@ -280,6 +335,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
             .map(crate::model::IntervalRow::from)
             .collect(),
         samples: None,
+        quic: doc.quic.as_ref().map(quic_from_json),
         tls_resumed: 0,
         pushed_streams: doc.push.map_or(0, |p| p.streams),
         pushed_bytes: doc.push.map_or(0, |p| p.bytes),

@@ -94,6 +94,14 @@ pub fn merge_results(
         // Interval percentiles cannot be merged: merged documents carry no series.
         timeseries: Vec::new(),
         samples: None,
+        quic: match (&a.quic, &b.quic) {
+            (None, None) => None,
+            (x, y) => {
+                let mut q = x.clone().unwrap_or_default();
+                q.merge(&y.clone().unwrap_or_default());
+                Some(q)
+            }
+        },
         tls_resumed: 0,
         pushed_streams: s(a.pushed_streams, b.pushed_streams),
         pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),

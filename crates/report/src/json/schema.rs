@@ -69,6 +69,58 @@ pub struct BenchJson {
     /// The shards a merged document holds (`h2lab merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharded: Option<ShardedJson>,
+    /// QUIC figures (HTTP/3 runs only): h2load 1.69+'s QUIC rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicJson>,
+}
+
+/// `quic` object: UDP datagrams, per-client RTTs and packet counts of the last QUIC
+/// connection, datagrams per receive call (GRO). The statistics are computed as h2load
+/// computes its QUIC rows (see `crate::quic`); the raw values make documents mergeable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuicJson {
+    /// UDP datagrams sent (GSO batches count their segments).
+    pub datagrams_sent: u64,
+    /// UDP datagrams received (GRO batches count their segments).
+    pub datagrams_received: u64,
+    /// Minimum RTT per client, seconds.
+    pub min_rtt_seconds: QuicStatJson,
+    /// Smoothed RTT per client, seconds.
+    pub smoothed_rtt_seconds: QuicStatJson,
+    /// QUIC packets sent per client.
+    pub packets_sent: QuicStatJson,
+    /// Datagrams received per client (quinn-proto counts datagrams, not coalesced packets).
+    pub packets_received: QuicStatJson,
+    /// Packets declared lost per client.
+    pub packets_lost: QuicStatJson,
+    /// Datagrams returned per receive call.
+    pub gro_packets: QuicStatJson,
+    /// `gro_counts[k]`: receive calls that returned `k` datagrams.
+    pub gro_counts: Vec<u64>,
+}
+
+/// One QUIC statistic (h2load's columns) and, for the per-client ones, the values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuicStatJson {
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Median.
+    pub median: f64,
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Population standard deviation.
+    pub sd: f64,
+    /// Percentage of values within mean ± sd.
+    pub within_sd: f64,
+    /// One value per client (absent for `gro_packets`: see `gro_counts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<f64>>,
 }
 
 /// `push` object: pushed streams and their body bytes, all unused (the benchmark never

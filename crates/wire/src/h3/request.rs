@@ -27,6 +27,9 @@ use crate::qpack::{Decoded, Decoder, QpackError};
 
 /// What the stream reports, in order.
 pub trait RequestEvents {
+    /// A HEADERS frame of `encoded_len` payload octets (the QPACK-encoded section) is about
+    /// to be decoded (h2load counts these octets as the compressed header bytes).
+    fn section_start(&mut self, _encoded_len: usize) {}
     /// One validated field of the current section.
     fn field(&mut self, name: &[u8], value: &[u8]);
     /// The section is complete and valid. `informational` for a 1xx response (more header
@@ -264,6 +267,7 @@ impl RequestStream {
         let kind = self.section_kind();
         let mut v = FieldValidator::new(kind);
         let mut bad = None;
+        ev.section_start(section.len());
         let r = qpack.decode_section(self.stream_id, section, |f| {
             if bad.is_none() {
                 match v.field(f.name, f.value) {
