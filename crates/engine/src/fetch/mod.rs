@@ -582,6 +582,8 @@ fn quic_dial(cfg: &FetchConfig, endpoint: &Endpoint) -> Result<QuicDial, EngineE
         config,
         server_name: cfg.sni.clone().unwrap_or_else(|| cfg.origin.host.clone()),
         gso: true,
+        max_udp_payload_size: None,
+        qlog: None,
     })
 }
 
