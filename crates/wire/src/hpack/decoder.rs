@@ -47,6 +47,16 @@ pub struct Decoder {
     scratch: Vec<u8>,
     /// Recent Huffman decodings (servers repeat unindexed literals block after block).
     huffman: HuffmanCache,
+    /// Bumped by every setter (limits and the size-update ceiling), for [`Decoder::context`].
+    settings_epoch: u64,
+}
+
+/// Everything besides a block's own octets that decoding it depends on (see
+/// [`Decoder::context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecodeContext {
+    table_generation: u64,
+    settings_epoch: u64,
 }
 
 /// Where a string literal's bytes ended up.
@@ -90,7 +100,21 @@ impl Decoder {
             max_string_len: DEFAULT_MAX_STRING_LEN,
             scratch: Vec::new(),
             huffman: HuffmanCache::default(),
+            settings_epoch: 0,
         }
+    }
+
+    /// What decoding a block depends on besides its octets: the dynamic table (its
+    /// generation changes with every insertion, eviction or resize) and the limits set on
+    /// this decoder. Decoding the same octets twice under an equal context delivers the
+    /// same fields with the same result; a block that leaves the context unchanged
+    /// inserted nothing and resized nothing. `None` while the next block must start with
+    /// a size update (it cannot be repeated).
+    pub(crate) fn context(&self) -> Option<DecodeContext> {
+        self.required_update.is_none().then_some(DecodeContext {
+            table_generation: self.table.generation(),
+            settings_epoch: self.settings_epoch,
+        })
     }
 
     /// Applies the SETTINGS_HEADER_TABLE_SIZE we advertised, once the peer has
@@ -99,6 +123,7 @@ impl Decoder {
     /// update to at most the smallest value set since the previous block (RFC 7541 §4.2),
     /// else [`HpackError::MissingSizeUpdate`].
     pub fn set_max_table_size(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.settings_max = n;
         if n < self.table.max_size() {
             self.required_update = Some(self.required_update.map_or(n, |r| r.min(n)));
@@ -122,6 +147,7 @@ impl Decoder {
     /// or Huffman-decoded unless it is inserted in the table, so a "bomb" of 1-byte
     /// references to a large entry costs a few nanoseconds per octet and no memory.
     pub fn set_max_header_list_size(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.max_header_list_size = n;
     }
 
@@ -129,6 +155,7 @@ impl Decoder {
     /// Default [`DEFAULT_MAX_STRING_LEN`]. Exceeding it is [`HpackError::StringTooLong`]
     /// (a connection error: the literal cannot be skipped safely if it was to be indexed).
     pub fn set_max_string_len(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.max_string_len = n;
     }
 
@@ -175,6 +202,7 @@ impl Decoder {
             max_string_len,
             scratch,
             huffman,
+            settings_epoch: _,
         } = self;
         let max_list = *max_header_list_size;
         let max_str = *max_string_len;

@@ -1,0 +1,251 @@
+//! A client whose event sink does not want the fields (`Events::wants_fields` false, the
+//! load generator's case) skips decoding a response block that repeats the previous one
+//! under the same HPACK context: what it reports must be exactly what decoding reports.
+
+use h2lab_wire::h2::testing::{self as t, read_frames, Event, Recorder};
+use h2lab_wire::h2::{
+    Connection, ErrorCode, Events, HeadersDone, Limits, LocalSettings, Role, StreamId,
+};
+use h2lab_wire::hpack::{Encoder, Indexing};
+
+/// Records what the load generator uses: `headers_done` and resets, plus how many fields
+/// were delivered (to see that repeated blocks were not decoded).
+#[derive(Default)]
+struct Summary {
+    done: Vec<(u32, HeadersDone)>,
+    resets: Vec<(u32, ErrorCode, bool)>,
+    fields: usize,
+}
+
+impl Events for Summary {
+    fn header(&mut self, _: StreamId, _: &[u8], _: &[u8]) {
+        self.fields += 1;
+    }
+    fn wants_fields(&self) -> bool {
+        false
+    }
+    fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
+        self.done.push((stream.get(), done));
+    }
+    fn reset(&mut self, stream: StreamId, code: ErrorCode, by_peer: bool) {
+        self.resets.push((stream.get(), code, by_peer));
+    }
+}
+
+/// Starts a client, completes the SETTINGS exchange and opens `n` streams.
+fn client(n: usize, sink: &mut impl Events) -> (Connection, Vec<StreamId>) {
+    let mut conn = Connection::new(Role::Client, LocalSettings::client(), Limits::new());
+    let mut out = Vec::new();
+    conn.start(&mut out);
+    let mut b = Vec::new();
+    t::settings(&mut b, &[(3, 1000)]);
+    t::settings_ack(&mut b);
+    assert_eq!(conn.recv(&b, &mut out, sink).unwrap(), b.len());
+    let fields = [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        (":authority", "localhost"),
+    ];
+    let ids = (0..n)
+        .map(|_| {
+            conn.send_request(
+                |enc, buf| {
+                    enc.encode(
+                        fields.iter().map(|(n, v)| (n.as_bytes(), v.as_bytes())),
+                        buf,
+                    )
+                },
+                true,
+                &mut out,
+            )
+            .unwrap()
+        })
+        .collect();
+    (conn, ids)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// HEADERS, then DATA with END_STREAM.
+    Body,
+    /// HEADERS with END_STREAM.
+    NoBody,
+    /// An interim response: the final one follows on the same stream.
+    Interim,
+}
+
+/// The server's response blocks: runs of identical blocks (literals without indexing
+/// like nginx, indexed fields like nghttpd) broken by blocks that insert into the table
+/// (a new `date`), a table size update, a malformed block repeated, and 1xx responses.
+fn server_blocks() -> Vec<(Vec<u8>, Shape)> {
+    let mut enc = Encoder::new(4096);
+    let mut blocks = Vec::new();
+    let mut push = |enc: &mut Encoder, fields: &[(&str, &str, Indexing)], shape: Shape| {
+        let mut b = Vec::new();
+        enc.encode_with(
+            fields
+                .iter()
+                .map(|(n, v, i)| (n.as_bytes(), v.as_bytes(), *i)),
+            &mut b,
+        );
+        blocks.push((b, shape));
+    };
+    let nginx = |date: &'static str| {
+        [
+            (":status", "200", Indexing::NoIndex),
+            ("server", "nginx/1.22.1", Indexing::NoIndex),
+            ("date", date, Indexing::NoIndex),
+            ("content-length", "653", Indexing::NoIndex),
+            ("etag", "\"6566b8c2-28d\"", Indexing::NoIndex),
+        ]
+    };
+    for date in [
+        "Sat, 21 Nov 2026 20:55:48 GMT",
+        "Sat, 21 Nov 2026 20:55:49 GMT",
+    ] {
+        for _ in 0..3 {
+            push(&mut enc, &nginx(date), Shape::Body);
+        }
+    }
+    for date in [
+        "Sat, 21 Nov 2026 20:55:50 GMT",
+        "Sat, 21 Nov 2026 20:55:51 GMT",
+    ] {
+        // The first block inserts (new entries), the next ones only refer to them.
+        for _ in 0..3 {
+            let fields = [
+                (":status", "200", Indexing::Auto),
+                ("date", date, Indexing::Auto),
+                ("content-length", "0", Indexing::Auto),
+            ];
+            push(&mut enc, &fields, Shape::NoBody);
+        }
+    }
+    // A table size update, then the same field again.
+    enc.set_max_table_size(2048);
+    for _ in 0..2 {
+        push(
+            &mut enc,
+            &[(":status", "404", Indexing::Auto)],
+            Shape::NoBody,
+        );
+    }
+    // A malformed block (uppercase name), twice: reset both times.
+    for _ in 0..2 {
+        let fields = [
+            (":status", "200", Indexing::NoIndex),
+            ("Bad", "x", Indexing::NoIndex),
+        ];
+        push(&mut enc, &fields, Shape::NoBody);
+    }
+    // An interim response, then the final one, twice.
+    for _ in 0..2 {
+        push(
+            &mut enc,
+            &[(":status", "103", Indexing::NoIndex)],
+            Shape::Interim,
+        );
+        push(
+            &mut enc,
+            &[(":status", "204", Indexing::NoIndex)],
+            Shape::NoBody,
+        );
+    }
+    blocks
+}
+
+#[test]
+fn repeated_blocks_report_what_decoding_reports() {
+    let blocks = server_blocks();
+    let streams = blocks.iter().filter(|(_, s)| *s != Shape::Interim).count();
+    let mut full = Recorder::default();
+    let mut summary = Summary::default();
+    let (mut a, ids) = client(streams, &mut full);
+    let (mut b, ids_b) = client(streams, &mut summary);
+    assert_eq!(ids, ids_b);
+    full.events.clear();
+    let (mut out_a, mut out_b) = (Vec::new(), Vec::new());
+    let mut next = ids.iter();
+    let mut stream = next.next().copied();
+    for (block, shape) in &blocks {
+        let id = stream.expect("a stream per final response").get();
+        let mut wire = Vec::new();
+        t::headers(&mut wire, id, block, *shape == Shape::NoBody);
+        if *shape == Shape::Body {
+            t::data(&mut wire, id, &[b'x'; 653], true);
+        }
+        assert_eq!(a.recv(&wire, &mut out_a, &mut full).unwrap(), wire.len());
+        assert_eq!(b.recv(&wire, &mut out_b, &mut summary).unwrap(), wire.len());
+        if *shape != Shape::Interim {
+            stream = next.next().copied();
+        }
+    }
+    let done: Vec<(u32, HeadersDone)> = full
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HeadersDone(s, d) => Some((*s, *d)),
+            _ => None,
+        })
+        .collect();
+    let resets: Vec<(u32, ErrorCode, bool)> = full
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Reset(s, c, p) => Some((*s, *c, *p)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        done.len(),
+        blocks.len() - 2,
+        "every valid block is reported"
+    );
+    assert_eq!(summary.done, done);
+    assert_eq!(resets.len(), 2, "both malformed blocks reset their streams");
+    assert_eq!(summary.resets, resets);
+    // The same frames went out (WINDOW_UPDATEs, RST_STREAMs).
+    let frames = |o: &[u8]| {
+        read_frames(o)
+            .into_iter()
+            .map(|f| (f.kind, f.flags, f.stream, f.payload))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(frames(&out_a), frames(&out_b));
+    // Repeated blocks were not decoded. Decoded: of each nginx run of 3 the first (it
+    // changes nothing, so it is remembered) = 2 × 5 fields; of each indexed run the
+    // inserting block and the next (the first remembered) = 2 × 2 × 3; the size update's block and the next = 2 × 1; the malformed blocks up to their
+    // bad field = 2 × 1; the alternating 103 / 204 blocks, never equal to the previous
+    // one = 4 × 1.
+    let sent = full
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::Header(..)))
+        .count();
+    assert_eq!(sent, 56);
+    assert_eq!(summary.fields, 10 + 12 + 2 + 2 + 4);
+}
+
+#[test]
+fn a_sink_that_wants_fields_gets_every_field_of_repeated_blocks() {
+    let mut rec = Recorder::default();
+    let (mut c, ids) = client(3, &mut rec);
+    rec.events.clear();
+    let mut enc = Encoder::new(4096);
+    let mut block = Vec::new();
+    enc.encode_with(
+        [(&b":status"[..], &b"200"[..], Indexing::NoIndex)],
+        &mut block,
+    );
+    let mut out = Vec::new();
+    for id in &ids {
+        let mut wire = Vec::new();
+        t::headers(&mut wire, id.get(), &block, true);
+        assert_eq!(c.recv(&wire, &mut out, &mut rec).unwrap(), wire.len());
+        assert_eq!(
+            rec.headers(id.get()),
+            [(":status".to_owned(), "200".to_owned())]
+        );
+    }
+}
