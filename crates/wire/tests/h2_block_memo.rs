@@ -152,7 +152,42 @@ fn server_blocks() -> Vec<(Vec<u8>, Shape)> {
             Shape::NoBody,
         );
     }
+    // nginx's blocks: the same literals with incremental indexing every time (static
+    // names, never a reference to the dynamic table), so each block inserts its four
+    // entries again.
+    let nginx_indexing = nginx_indexing_block();
+    for _ in 0..3 {
+        blocks.push((nginx_indexing.clone(), Shape::Body));
+    }
+    // Then blocks that read what those insertions left: `content-length` as inserted by
+    // the first of those three blocks (index 70: two blocks of four entries later). Had
+    // the repeated blocks not inserted theirs, index 70 would be an older entry.
+    for _ in 0..2 {
+        blocks.push((vec![0x88, 0x80 | 70], Shape::Body));
+    }
     blocks
+}
+
+/// A response block as nginx 1.22 writes it (`:status` indexed, then literals with
+/// incremental indexing and static names, and one without indexing), not Huffman-coded.
+fn nginx_indexing_block() -> Vec<u8> {
+    let mut b = vec![0x88];
+    for (index, value) in [
+        (54u8, &b"nginx/1.22.1"[..]),
+        (33, b"Sat, 21 Nov 2026 20:55:52 GMT"),
+        (31, b"text/plain"),
+        (28, b"653"),
+    ] {
+        b.push(0x40 | index);
+        b.push(value.len() as u8);
+        b.extend_from_slice(value);
+    }
+    let etag = b"\"6566b8c2-28d\"";
+    b.extend_from_slice(&[0x00, 4]);
+    b.extend_from_slice(b"etag");
+    b.push(etag.len() as u8);
+    b.extend_from_slice(etag);
+    b
 }
 
 #[test]
@@ -223,8 +258,8 @@ fn repeated_blocks_report_what_decoding_reports() {
         .iter()
         .filter(|e| matches!(e, Event::Header(..)))
         .count();
-    assert_eq!(sent, 56);
-    assert_eq!(summary.fields, 10 + 12 + 2 + 2 + 4);
+    assert_eq!(sent, 56 + 3 * 6 + 2 * 2);
+    assert_eq!(summary.fields, 10 + 12 + 2 + 2 + 4 + 6 + 2);
 }
 
 #[test]

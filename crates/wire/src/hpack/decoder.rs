@@ -59,6 +59,26 @@ pub(crate) struct DecodeContext {
     settings_epoch: u64,
 }
 
+impl DecodeContext {
+    /// The part of the context that does not depend on the dynamic table.
+    pub(crate) fn settings_epoch(self) -> u64 {
+        self.settings_epoch
+    }
+}
+
+/// What decoding one block did besides delivering fields (see [`Decoder::decode_logged`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DecodeLog {
+    /// Some field referred to the dynamic table (an indexed field or a literal's name).
+    pub(crate) dynamic_refs: bool,
+    /// The block carried a dynamic table size update.
+    pub(crate) size_update: bool,
+    /// Literals with incremental indexing (entries inserted, in order).
+    pub(crate) inserts: usize,
+    /// Some insertion emptied the table instead (an entry larger than the table).
+    pub(crate) insert_failed: bool,
+}
+
 /// Where a string literal's bytes ended up.
 #[derive(Debug, Clone, Copy)]
 enum Str {
@@ -190,7 +210,35 @@ impl Decoder {
     ///
     /// The caller bounds the block length (frame layer); the work done here is linear in
     /// it.
-    pub fn decode<F>(&mut self, block: &[u8], mut on_field: F) -> Result<(), HpackError>
+    pub fn decode<F>(&mut self, block: &[u8], on_field: F) -> Result<(), HpackError>
+    where
+        F: FnMut(Field<'_>),
+    {
+        self.decode_logged(block, on_field, &mut DecodeLog::default())
+    }
+
+    /// The `n` newest dynamic table entries, oldest first (the order they were
+    /// inserted in).
+    pub(crate) fn newest_entries(&self, n: usize) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..n.min(self.table.len()))
+            .rev()
+            .filter_map(|i| self.table.get(i))
+    }
+
+    /// Inserts `name: value` into the dynamic table as a literal with incremental
+    /// indexing would (RFC 7541 §6.2.1); `false` when it emptied the table instead.
+    pub(crate) fn insert(&mut self, name: &[u8], value: &[u8]) -> bool {
+        self.table.insert(NameSrc::Bytes(name), value)
+    }
+
+    /// [`Decoder::decode`], also recording in `log` what the block did to (and needed
+    /// from) the dynamic table.
+    pub(crate) fn decode_logged<F>(
+        &mut self,
+        block: &[u8],
+        mut on_field: F,
+        log: &mut DecodeLog,
+    ) -> Result<(), HpackError>
     where
         F: FnMut(Field<'_>),
     {
@@ -236,6 +284,7 @@ impl Decoder {
                 if required_update.is_some_and(|r| size <= r) {
                     *required_update = None;
                 }
+                log.size_update = true;
                 table.set_max_size(size);
                 continue;
             }
@@ -249,6 +298,7 @@ impl Decoder {
                 // RFC 7541 §6.1: indexed header field, 7-bit prefix.
                 let (index, n) = integer::decode(rest, 7)?;
                 pos += n;
+                log.dynamic_refs |= index > STATIC_LEN;
                 let (name, value) = lookup(table, index)?;
                 if !over_limit {
                     list_size = list_size
@@ -289,6 +339,7 @@ impl Decoder {
                 Name::Static(static_entry(name_index).map(|(n, _)| n).unwrap_or_default())
             } else {
                 // Validates the index even when the name is not needed.
+                log.dynamic_refs = true;
                 lookup(table, name_index)?;
                 Name::Dynamic(name_index - STATIC_LEN - 1)
             };
@@ -320,7 +371,8 @@ impl Decoder {
                     Name::Dynamic(i) => NameSrc::Dynamic(i),
                     Name::Literal(s) => NameSrc::Bytes(str_slice(s, block, scratch)),
                 };
-                table.insert(src, str_slice(value, block, scratch));
+                log.inserts += 1;
+                log.insert_failed |= !table.insert(src, str_slice(value, block, scratch));
             }
         }
 

@@ -2,7 +2,7 @@
 //! and field validation (RFC 9113 §6.2, §6.6, §8).
 
 use crate::frame::{BlockKind, ErrorCode, H2Error, HeaderBlock, StreamId};
-use crate::hpack::HpackError;
+use crate::hpack::{DecodeLog, HpackError};
 
 use super::{conn_err, protocol, Absent};
 use crate::h2::conn::{Role, State};
@@ -270,22 +270,31 @@ impl State {
         out: &mut Vec<u8>,
         sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
-        // A response block equal to the last one under the same HPACK context decodes to
-        // the same fields and facts (see `memo`): skip decoding and validating it when the
-        // sink does not want the fields.
+        // A response block equal to the last one, in a state it decodes the same under,
+        // gives the same fields and facts (see `memo`): when the sink does not want the
+        // fields, replay it instead of decoding and validating it again.
         let memo = kind == Expect::Response && !sink.wants_fields();
-        let context = if memo { self.dec.context() } else { None };
-        let (facts, decoded_len) = match self.memo.get(block, context) {
+        let known = if memo {
+            self.memo.replay(block, &mut self.dec)
+        } else {
+            None
+        };
+        let (facts, decoded_len) = match known {
             Some(known) => known,
-            None => match self.decode_block(id, kind, block, out, sink)? {
-                Some((facts, decoded_len)) => {
-                    if let Some(c) = context.filter(|c| self.dec.context() == Some(*c)) {
-                        self.memo.set(block, c, facts, decoded_len);
+            None => {
+                let before = if memo { self.dec.context() } else { None };
+                let mut log = DecodeLog::default();
+                match self.decode_block(id, kind, block, &mut log, out, sink)? {
+                    Some((facts, decoded_len)) => {
+                        if let Some(before) = before {
+                            self.memo
+                                .remember(block, before, log, &self.dec, facts, decoded_len);
+                        }
+                        (facts, decoded_len)
                     }
-                    (facts, decoded_len)
+                    None => return Ok(()),
                 }
-                None => return Ok(()),
-            },
+            }
         };
         let client = self.role == Role::Client;
         let Some(s) = self.streams.get_mut(id) else {
@@ -375,24 +384,29 @@ impl State {
         id: StreamId,
         kind: Expect,
         block: &[u8],
+        log: &mut DecodeLog,
         out: &mut Vec<u8>,
         sink: &mut (impl Events + ?Sized),
     ) -> Result<Option<(BlockFacts, usize)>, H2Error> {
         let mut check = FieldCheck::new(kind);
         let mut bad: Option<Malformed> = None;
         let mut decoded_len = 0usize;
-        let res = self.dec.decode(block, |f| {
-            if bad.is_some() {
-                return;
-            }
-            match check.field(f.name, f.value) {
-                Ok(()) => {
-                    decoded_len = decoded_len.saturating_add(f.name.len() + f.value.len());
-                    sink.header(id, f.name, f.value);
+        let res = self.dec.decode_logged(
+            block,
+            |f| {
+                if bad.is_some() {
+                    return;
                 }
-                Err(m) => bad = Some(m),
-            }
-        });
+                match check.field(f.name, f.value) {
+                    Ok(()) => {
+                        decoded_len = decoded_len.saturating_add(f.name.len() + f.value.len());
+                        sink.header(id, f.name, f.value);
+                    }
+                    Err(m) => bad = Some(m),
+                }
+            },
+            log,
+        );
         match res {
             Ok(()) => {}
             // RFC 9113 §10.5.1: "A server that receives a larger field block
