@@ -61,6 +61,11 @@ impl wh2::Events for Bridge<'_> {
         }
     }
 
+    fn wants_fields(&self) -> bool {
+        // Only `-v` prints them; everything counted comes with `headers_done`.
+        self.verbose
+    }
+
     fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
         let Some(slot) = self.map.get(stream.get()) else {
             if self.is_pushed(stream) {

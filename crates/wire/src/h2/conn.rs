@@ -123,6 +123,8 @@ pub(crate) struct State {
     /// Idle client streams named by a PRIORITY_UPDATE (server role; RFC 9218
     /// §7.1 bounds them, with the active streams, by MAX_CONCURRENT_STREAMS).
     pub(crate) prio_idle: Vec<u32>,
+    /// The last response field block and what it decoded to (`recv/memo.rs`).
+    pub(crate) memo: super::recv::memo::BlockMemo,
 }
 
 impl Connection<hpack::Encoder> {
@@ -188,6 +190,7 @@ impl<E: HeaderEncoder> Connection<E> {
                 block_error: None,
                 guard: Guard::default(),
                 prio_idle: Vec::new(),
+                memo: Default::default(),
             },
         }
     }

@@ -49,6 +49,16 @@ pub trait Events {
     /// One decoded field line of the block being received on `stream`.
     fn header(&mut self, stream: StreamId, name: &[u8], value: &[u8]);
 
+    /// Whether [`header`](Events::header) must see every field of a response. A sink
+    /// that needs only [`headers_done`](Events::headers_done) (status, lengths, content
+    /// length) returns `false`: a response block that repeats the previous one
+    /// byte for byte under the same HPACK context is then not decoded again, and its
+    /// fields are not delivered (its `headers_done` is). Request, trailer and push
+    /// promise blocks are always decoded and delivered.
+    fn wants_fields(&self) -> bool {
+        true
+    }
+
     /// The field block on `stream` is complete and valid.
     fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
         let _ = (stream, done);

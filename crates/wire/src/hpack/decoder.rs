@@ -47,6 +47,36 @@ pub struct Decoder {
     scratch: Vec<u8>,
     /// Recent Huffman decodings (servers repeat unindexed literals block after block).
     huffman: HuffmanCache,
+    /// Bumped by every setter (limits and the size-update ceiling), for [`Decoder::context`].
+    settings_epoch: u64,
+}
+
+/// Everything besides a block's own octets that decoding it depends on (see
+/// [`Decoder::context`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DecodeContext {
+    table_generation: u64,
+    settings_epoch: u64,
+}
+
+impl DecodeContext {
+    /// The part of the context that does not depend on the dynamic table.
+    pub(crate) fn settings_epoch(self) -> u64 {
+        self.settings_epoch
+    }
+}
+
+/// What decoding one block did besides delivering fields (see [`Decoder::decode_logged`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DecodeLog {
+    /// Some field referred to the dynamic table (an indexed field or a literal's name).
+    pub(crate) dynamic_refs: bool,
+    /// The block carried a dynamic table size update.
+    pub(crate) size_update: bool,
+    /// Literals with incremental indexing (entries inserted, in order).
+    pub(crate) inserts: usize,
+    /// Some insertion emptied the table instead (an entry larger than the table).
+    pub(crate) insert_failed: bool,
 }
 
 /// Where a string literal's bytes ended up.
@@ -90,7 +120,21 @@ impl Decoder {
             max_string_len: DEFAULT_MAX_STRING_LEN,
             scratch: Vec::new(),
             huffman: HuffmanCache::default(),
+            settings_epoch: 0,
         }
+    }
+
+    /// What decoding a block depends on besides its octets: the dynamic table (its
+    /// generation changes with every insertion, eviction or resize) and the limits set on
+    /// this decoder. Decoding the same octets twice under an equal context delivers the
+    /// same fields with the same result; a block that leaves the context unchanged
+    /// inserted nothing and resized nothing. `None` while the next block must start with
+    /// a size update (it cannot be repeated).
+    pub(crate) fn context(&self) -> Option<DecodeContext> {
+        self.required_update.is_none().then_some(DecodeContext {
+            table_generation: self.table.generation(),
+            settings_epoch: self.settings_epoch,
+        })
     }
 
     /// Applies the SETTINGS_HEADER_TABLE_SIZE we advertised, once the peer has
@@ -99,6 +143,7 @@ impl Decoder {
     /// update to at most the smallest value set since the previous block (RFC 7541 §4.2),
     /// else [`HpackError::MissingSizeUpdate`].
     pub fn set_max_table_size(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.settings_max = n;
         if n < self.table.max_size() {
             self.required_update = Some(self.required_update.map_or(n, |r| r.min(n)));
@@ -122,6 +167,7 @@ impl Decoder {
     /// or Huffman-decoded unless it is inserted in the table, so a "bomb" of 1-byte
     /// references to a large entry costs a few nanoseconds per octet and no memory.
     pub fn set_max_header_list_size(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.max_header_list_size = n;
     }
 
@@ -129,6 +175,7 @@ impl Decoder {
     /// Default [`DEFAULT_MAX_STRING_LEN`]. Exceeding it is [`HpackError::StringTooLong`]
     /// (a connection error: the literal cannot be skipped safely if it was to be indexed).
     pub fn set_max_string_len(&mut self, n: usize) {
+        self.settings_epoch = self.settings_epoch.wrapping_add(1);
         self.max_string_len = n;
     }
 
@@ -163,7 +210,35 @@ impl Decoder {
     ///
     /// The caller bounds the block length (frame layer); the work done here is linear in
     /// it.
-    pub fn decode<F>(&mut self, block: &[u8], mut on_field: F) -> Result<(), HpackError>
+    pub fn decode<F>(&mut self, block: &[u8], on_field: F) -> Result<(), HpackError>
+    where
+        F: FnMut(Field<'_>),
+    {
+        self.decode_logged(block, on_field, &mut DecodeLog::default())
+    }
+
+    /// The `n` newest dynamic table entries, oldest first (the order they were
+    /// inserted in).
+    pub(crate) fn newest_entries(&self, n: usize) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..n.min(self.table.len()))
+            .rev()
+            .filter_map(|i| self.table.get(i))
+    }
+
+    /// Inserts `name: value` into the dynamic table as a literal with incremental
+    /// indexing would (RFC 7541 §6.2.1); `false` when it emptied the table instead.
+    pub(crate) fn insert(&mut self, name: &[u8], value: &[u8]) -> bool {
+        self.table.insert(NameSrc::Bytes(name), value)
+    }
+
+    /// [`Decoder::decode`], also recording in `log` what the block did to (and needed
+    /// from) the dynamic table.
+    pub(crate) fn decode_logged<F>(
+        &mut self,
+        block: &[u8],
+        mut on_field: F,
+        log: &mut DecodeLog,
+    ) -> Result<(), HpackError>
     where
         F: FnMut(Field<'_>),
     {
@@ -175,6 +250,7 @@ impl Decoder {
             max_string_len,
             scratch,
             huffman,
+            settings_epoch: _,
         } = self;
         let max_list = *max_header_list_size;
         let max_str = *max_string_len;
@@ -208,6 +284,7 @@ impl Decoder {
                 if required_update.is_some_and(|r| size <= r) {
                     *required_update = None;
                 }
+                log.size_update = true;
                 table.set_max_size(size);
                 continue;
             }
@@ -221,6 +298,7 @@ impl Decoder {
                 // RFC 7541 §6.1: indexed header field, 7-bit prefix.
                 let (index, n) = integer::decode(rest, 7)?;
                 pos += n;
+                log.dynamic_refs |= index > STATIC_LEN;
                 let (name, value) = lookup(table, index)?;
                 if !over_limit {
                     list_size = list_size
@@ -261,6 +339,7 @@ impl Decoder {
                 Name::Static(static_entry(name_index).map(|(n, _)| n).unwrap_or_default())
             } else {
                 // Validates the index even when the name is not needed.
+                log.dynamic_refs = true;
                 lookup(table, name_index)?;
                 Name::Dynamic(name_index - STATIC_LEN - 1)
             };
@@ -292,7 +371,8 @@ impl Decoder {
                     Name::Dynamic(i) => NameSrc::Dynamic(i),
                     Name::Literal(s) => NameSrc::Bytes(str_slice(s, block, scratch)),
                 };
-                table.insert(src, str_slice(value, block, scratch));
+                log.inserts += 1;
+                log.insert_failed |= !table.insert(src, str_slice(value, block, scratch));
             }
         }
 

@@ -8,7 +8,11 @@
 //! the coded octets, so a hit returns exactly what [`huffman::decode`] would; only
 //! successful decodings are stored, so errors are always re-detected.
 //!
-//! Direct-mapped, fixed size, allocated once with the decoder: no allocation per field.
+//! Direct-mapped, fixed size (about 4 KiB), allocated once per decoder — and only once the
+//! decoder has Huffman-decoded [`ALLOCATE_AFTER`] cacheable literals: a peer that indexes its
+//! fields (nghttpd, h2o) sends few literals after its first blocks, so its connections never
+//! pay for a cache they would not use (4 MB of a client's memory at `-c1000`). No
+//! allocation per field.
 
 use super::huffman;
 use super::HpackError;
@@ -19,6 +23,8 @@ const RAW_MAX: usize = 48;
 const OUT_MAX: usize = RAW_MAX * 8 / 5;
 /// Number of slots (a power of two, at most 64).
 const SLOTS: usize = 32;
+/// Cacheable literals decoded without a cache before it is allocated.
+pub(crate) const ALLOCATE_AFTER: u32 = 32;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -36,22 +42,17 @@ const EMPTY: Entry = Entry {
 };
 
 /// Recent Huffman decodings (see the module documentation).
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(crate) struct HuffmanCache {
-    slots: Box<[Entry; SLOTS]>,
+    /// `None` until [`ALLOCATE_AFTER`] cacheable literals were decoded.
+    slots: Option<Box<[Entry; SLOTS]>>,
+    /// Cacheable literals decoded so far without a cache (up to [`ALLOCATE_AFTER`]).
+    uncached: u32,
 }
 
 impl std::fmt::Debug for HuffmanCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HuffmanCache").finish_non_exhaustive()
-    }
-}
-
-impl Default for HuffmanCache {
-    fn default() -> Self {
-        HuffmanCache {
-            slots: Box::new([EMPTY; SLOTS]),
-        }
     }
 }
 
@@ -80,7 +81,14 @@ impl HuffmanCache {
         if raw.is_empty() || raw.len() > RAW_MAX {
             return huffman::decode(raw, dst);
         }
-        let Some(e) = self.slots.get_mut(slot_of(raw)) else {
+        if self.slots.is_none() {
+            if self.uncached < ALLOCATE_AFTER {
+                self.uncached += 1;
+                return huffman::decode(raw, dst);
+            }
+            self.slots = Some(Box::new([EMPTY; SLOTS]));
+        }
+        let Some(e) = self.slots.as_mut().and_then(|s| s.get_mut(slot_of(raw))) else {
             return huffman::decode(raw, dst);
         };
         if usize::from(e.raw_len) == raw.len() && e.raw.get(..raw.len()) == Some(raw) {
@@ -114,9 +122,42 @@ mod tests {
         c.decode(raw, &mut v).map(|()| v.split_off(6))
     }
 
+    /// A cache past its allocation threshold (so the tests exercise hits).
+    fn warmed() -> HuffmanCache {
+        let mut c = HuffmanCache::default();
+        let mut enc = Vec::new();
+        huffman::encode(b"warm-up", &mut enc);
+        for _ in 0..=ALLOCATE_AFTER {
+            assert_eq!(cached(&mut c, &enc), plain(&enc));
+        }
+        assert!(c.slots.is_some());
+        c
+    }
+
+    #[test]
+    fn allocated_only_after_enough_cacheable_literals() {
+        let mut c = HuffmanCache::default();
+        let mut long = Vec::new();
+        huffman::encode(&[b'a'; 200], &mut long);
+        // Literals the cache would not hold never count.
+        for _ in 0..2 * ALLOCATE_AFTER {
+            assert_eq!(cached(&mut c, &long), plain(&long));
+            assert_eq!(cached(&mut c, &[]), plain(&[]));
+        }
+        assert!(c.slots.is_none());
+        let mut enc = Vec::new();
+        huffman::encode(b"nginx/1.22.1", &mut enc);
+        for _ in 0..ALLOCATE_AFTER {
+            assert_eq!(cached(&mut c, &enc), plain(&enc));
+        }
+        assert!(c.slots.is_none(), "still decoding without a cache");
+        assert_eq!(cached(&mut c, &enc), plain(&enc));
+        assert!(c.slots.is_some(), "allocated by the next cacheable literal");
+    }
+
     #[test]
     fn hits_and_misses_match_the_plain_decoder() {
-        let mut c = HuffmanCache::default();
+        let mut c = warmed();
         let mut inputs: Vec<Vec<u8>> = Vec::new();
         for s in [
             &b"nginx/1.22.1"[..],
@@ -146,7 +187,7 @@ mod tests {
 
     #[test]
     fn colliding_inputs_replace_each_other() {
-        let mut c = HuffmanCache::default();
+        let mut c = warmed();
         let mut encs = Vec::new();
         for i in 0..100u32 {
             let mut enc = Vec::new();

@@ -23,6 +23,7 @@ pub mod integer;
 pub mod table;
 mod template;
 
+pub(crate) use decoder::{DecodeContext, DecodeLog};
 pub use decoder::{Decoder, Field, DEFAULT_MAX_HEADER_LIST_SIZE, DEFAULT_MAX_STRING_LEN};
 pub(crate) use encoder::is_sensitive;
 pub use encoder::{Encoder, Indexing, SHORT_COOKIE_LEN};

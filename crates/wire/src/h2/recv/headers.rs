@@ -2,12 +2,12 @@
 //! and field validation (RFC 9113 §6.2, §6.6, §8).
 
 use crate::frame::{BlockKind, ErrorCode, H2Error, HeaderBlock, StreamId};
-use crate::hpack::HpackError;
+use crate::hpack::{DecodeLog, HpackError};
 
 use super::{conn_err, protocol, Absent};
 use crate::h2::conn::{Role, State};
 use crate::h2::events::{Events, HeadersDone, HeadersKind};
-use crate::h2::fields::{BlockKind as Expect, FieldCheck, Malformed};
+use crate::h2::fields::{BlockFacts, BlockKind as Expect, FieldCheck, Malformed};
 use crate::h2::store::{flag, Closed};
 
 impl State {
@@ -270,46 +270,30 @@ impl State {
         out: &mut Vec<u8>,
         sink: &mut (impl Events + ?Sized),
     ) -> Result<(), H2Error> {
-        let mut check = FieldCheck::new(kind);
-        let mut bad: Option<Malformed> = None;
-        let mut decoded_len = 0usize;
-        let res = self.dec.decode(block, |f| {
-            if bad.is_some() {
-                return;
-            }
-            match check.field(f.name, f.value) {
-                Ok(()) => {
-                    decoded_len = decoded_len.saturating_add(f.name.len() + f.value.len());
-                    sink.header(id, f.name, f.value);
+        // A response block equal to the last one, in a state it decodes the same under,
+        // gives the same fields and facts (see `memo`): when the sink does not want the
+        // fields, replay it instead of decoding and validating it again.
+        let memo = kind == Expect::Response && !sink.wants_fields();
+        let known = if memo {
+            self.memo.replay(block, &mut self.dec)
+        } else {
+            None
+        };
+        let (facts, decoded_len) = match known {
+            Some(known) => known,
+            None => {
+                let before = if memo { self.dec.context() } else { None };
+                let mut log = DecodeLog::default();
+                match self.decode_block(id, kind, block, &mut log, out, sink)? {
+                    Some((facts, decoded_len)) => {
+                        if let Some(before) = before {
+                            self.memo
+                                .remember(block, before, log, &self.dec, facts, decoded_len);
+                        }
+                        (facts, decoded_len)
+                    }
+                    None => return Ok(()),
                 }
-                Err(m) => bad = Some(m),
-            }
-        });
-        match res {
-            Ok(()) => {}
-            // RFC 9113 §10.5.1: "A server that receives a larger field block
-            // than it is willing to handle can send an HTTP 431 (Request Header
-            // Fields Too Large) status code. A client can discard responses
-            // that it cannot process." The decoder kept the HPACK context in
-            // sync; the stream is refused.
-            Err(HpackError::HeaderListTooLarge { .. }) => {
-                let e = H2Error::stream(
-                    id,
-                    ErrorCode::REFUSED_STREAM,
-                    "RFC 9113 §10.5.1: header list larger than SETTINGS_MAX_HEADER_LIST_SIZE",
-                );
-                return self.stream_error(e, out, sink);
-            }
-            Err(e) => return Err(compression_error(e)),
-        }
-        let facts = match bad.map_or_else(|| check.finish(), Err) {
-            Ok(f) => f,
-            Err(rule) => {
-                return self.stream_error(
-                    H2Error::stream(id, ErrorCode::PROTOCOL_ERROR, rule),
-                    out,
-                    sink,
-                )
             }
         };
         let client = self.role == Role::Client;
@@ -391,6 +375,65 @@ impl State {
             self.recv_end(id);
         }
         Ok(())
+    }
+
+    /// Decodes and validates a field block, delivering its fields to `sink`: its facts
+    /// and decoded length, or `None` when it was malformed (the stream was reset).
+    fn decode_block(
+        &mut self,
+        id: StreamId,
+        kind: Expect,
+        block: &[u8],
+        log: &mut DecodeLog,
+        out: &mut Vec<u8>,
+        sink: &mut (impl Events + ?Sized),
+    ) -> Result<Option<(BlockFacts, usize)>, H2Error> {
+        let mut check = FieldCheck::new(kind);
+        let mut bad: Option<Malformed> = None;
+        let mut decoded_len = 0usize;
+        let res = self.dec.decode_logged(
+            block,
+            |f| {
+                if bad.is_some() {
+                    return;
+                }
+                match check.field(f.name, f.value) {
+                    Ok(()) => {
+                        decoded_len = decoded_len.saturating_add(f.name.len() + f.value.len());
+                        sink.header(id, f.name, f.value);
+                    }
+                    Err(m) => bad = Some(m),
+                }
+            },
+            log,
+        );
+        match res {
+            Ok(()) => {}
+            // RFC 9113 §10.5.1: "A server that receives a larger field block
+            // than it is willing to handle can send an HTTP 431 (Request Header
+            // Fields Too Large) status code. A client can discard responses
+            // that it cannot process." The decoder kept the HPACK context in
+            // sync; the stream is refused.
+            Err(HpackError::HeaderListTooLarge { .. }) => {
+                let e = H2Error::stream(
+                    id,
+                    ErrorCode::REFUSED_STREAM,
+                    "RFC 9113 §10.5.1: header list larger than SETTINGS_MAX_HEADER_LIST_SIZE",
+                );
+                return self.stream_error(e, out, sink).map(|()| None);
+            }
+            Err(e) => return Err(compression_error(e)),
+        }
+        match bad.map_or_else(|| check.finish(), Err) {
+            Ok(facts) => Ok(Some((facts, decoded_len))),
+            Err(rule) => self
+                .stream_error(
+                    H2Error::stream(id, ErrorCode::PROTOCOL_ERROR, rule),
+                    out,
+                    sink,
+                )
+                .map(|()| None),
+        }
     }
 }
 

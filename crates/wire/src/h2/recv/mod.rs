@@ -4,6 +4,7 @@
 mod control;
 mod data;
 mod headers;
+pub(crate) mod memo;
 mod priority;
 
 use crate::frame::{
