@@ -150,6 +150,12 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT")]
     pub target_width: Option<String>,
 
+    /// Measure every run on fresh connections (connect, warm up, measure, close: the
+    /// behaviour before standing connections; slower, for comparison) instead of keeping
+    /// each arm's connections open between its runs.
+    #[arg(long)]
+    pub fresh_connections: bool,
+
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
     pub report: PathBuf,
@@ -335,6 +341,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         cfg.equivalence = parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
     }
     cfg.strict = args.strict;
+    cfg.fresh_connections = args.fresh_connections;
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }
@@ -423,6 +430,8 @@ pub fn main(args: CompareArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    eprintln!("{}", r.wall.summary());
+    let written = std::time::Instant::now();
     println!("{}", output::render_text(&r));
     let json = output::json(&r);
     let csv = output::csv(&r);
@@ -455,5 +464,9 @@ pub fn main(args: CompareArgs) -> ExitCode {
     ) {
         status = EXIT_FAILURE;
     }
+    eprintln!(
+        "tables and report written in {:.1} s",
+        written.elapsed().as_secs_f64()
+    );
     ExitCode::from(status)
 }

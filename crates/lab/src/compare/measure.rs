@@ -3,8 +3,11 @@
 //! A *round* runs every arm of a condition once, back to back, the starting arm rotated
 //! and the direction reversed from round to round ([`round_position`]), so that whatever the machine does drifts over all arms alike; the
 //! decisions then pair the arms' runs by round ([`crate::stats::ci::paired_ratio`]).
-//! Each run is a timing-based engine run (a warm-up, then the measured period) and also
-//! records:
+//! Each run is a window of the arm's standing connections ([`super::arms`]: client
+//! threads and connections opened at the arm's first run and kept between its runs; the
+//! first window warms up for the full warm-up, later ones for [`resume_warm_up`], enough
+//! to fill the pipeline again) — or, with `fresh_connections`, a whole timing-based engine
+//! run (connect, warm-up, measured period, close) as before — and also records:
 //! - the CPU time of the built-in server's threads and of the client's worker threads over
 //!   the measured period (per-thread CPU clocks, read when each worker enters and leaves
 //!   the measured period), per completed request;
@@ -14,18 +17,21 @@
 //! [`Measurer`] is the reusable part: any experiment that has [`CellResult`]s (a key each)
 //! and an environment can measure rounds of them.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use h2lab_engine::{
     new_duration_histogram, AppProtocol, IntervalRow, Observer, StopFlag, TimedRunPhase, TlsInfo,
 };
 use hdrhistogram::Histogram;
 
+use super::arms::Arms;
 use super::matrix::MatrixPlan;
 use super::run::{
-    bench_config, cell_timing, rounds_for, sample, CellResult, Progress, RunSample, Timing,
+    bench_config, cell_timing, resume_warm_up, rounds_for, sample, CellResult, Progress, RunSample,
+    Timing,
 };
+use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
 use crate::host::{self, LoadProbe};
 
@@ -44,6 +50,8 @@ struct CellObserver {
     server: Mutex<(Option<u64>, Option<u64>)>,
     /// Each client worker's own CPU (ns) at the same edges.
     client: Mutex<Vec<(Option<u64>, Option<u64>)>>,
+    /// When worker 0 began the run, the measured period, and ended it.
+    edges: Mutex<RunEdges>,
 }
 
 impl CellObserver {
@@ -53,6 +61,7 @@ impl CellObserver {
             server_tids,
             server: Mutex::new((None, None)),
             client: Mutex::new(vec![(None, None); threads as usize]),
+            edges: Mutex::new(RunEdges::default()),
         }
     }
 
@@ -108,6 +117,17 @@ impl Observer for CellObserver {
     // The cells run without a time series and h2load's phase lines are not shown.
     fn interval(&self, _row: &IntervalRow) {}
     fn phase(&self, thread: u32, phase: TimedRunPhase) {
+        if thread == 0 {
+            if let Ok(mut e) = self.edges.lock() {
+                let now = Some(Instant::now());
+                match phase {
+                    TimedRunPhase::WarmUpStarted => e.warm_up = now,
+                    TimedRunPhase::MainStarted => e.main = now,
+                    TimedRunPhase::MainOver => e.over = now,
+                    _ => {}
+                }
+            }
+        }
         let edge = match phase {
             TimedRunPhase::MainStarted => 0,
             TimedRunPhase::MainOver => 1,
@@ -215,6 +235,15 @@ pub struct Measurer<'a> {
     strict: bool,
     stop: StopFlag,
     server_tids: Vec<u32>,
+    /// Standing connections per cell (unused with `fresh`).
+    arms: Arms,
+    /// A whole engine run (connect, warm up, measure, close) per run, as before standing
+    /// connections.
+    fresh: bool,
+    /// The cells of the round being measured (their arms stay open).
+    current: Vec<usize>,
+    /// Where the time went.
+    wall: WallTally,
 }
 
 impl<'a> Measurer<'a> {
@@ -227,7 +256,30 @@ impl<'a> Measurer<'a> {
             strict,
             stop: stop.clone(),
             server_tids,
+            arms: Arms::default(),
+            fresh: false,
+            current: Vec::new(),
+            wall: WallTally::default(),
         }
+    }
+
+    /// Measures every run on fresh connections (a whole engine run each) instead of the
+    /// arms' standing connections.
+    pub fn fresh_connections(mut self, fresh: bool) -> Self {
+        self.fresh = fresh;
+        self
+    }
+
+    /// Where the time went so far.
+    pub fn wall(&mut self) -> &mut WallTally {
+        &mut self.wall
+    }
+
+    /// Closes every standing connection (before the report is written).
+    pub fn close_arms(&mut self) {
+        let t0 = Instant::now();
+        self.arms.close_all();
+        self.wall.open_close_secs += t0.elapsed().as_secs_f64();
     }
 
     /// The run timing.
@@ -247,6 +299,7 @@ impl<'a> Measurer<'a> {
     fn run_once(&mut self, cell: &mut CellResult, idx: usize, round: u32) -> Option<RunOut> {
         let out = self.run_timed(cell, idx, round, 1)?;
         if out.sample.completed == 0 && out.sample.failed == 0 && !self.stop.is_stopped() {
+            self.wall.retries += 1;
             return self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
         }
         Some(out)
@@ -276,11 +329,36 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let obs = CellObserver::new(self.server_tids.clone(), cfg.threads);
+        let obs = Arc::new(CellObserver::new(self.server_tids.clone(), cfg.threads));
+        let (first_warm_up, d) = cell_timing(&key, &timing);
+        let mut w = first_warm_up;
         let probe = LoadProbe::start();
-        let r = match h2lab_engine::run(&cfg, &obs, &self.stop) {
+        let call = Instant::now();
+        let r = if self.fresh {
+            h2lab_engine::run(&cfg, &*obs, &self.stop)
+        } else {
+            match self
+                .arms
+                .get(idx, &cfg, cell.connections, &self.current, &self.stop)
+            {
+                Ok((arm, took)) => {
+                    if arm.windows() > 0 {
+                        w = resume_warm_up(&key, &self.timing) * warm_up_factor;
+                    } else {
+                        self.wall.opened += 1;
+                    }
+                    self.wall.open_close_secs += took.as_secs_f64();
+                    arm.measure(w, d, obs.clone())
+                }
+                Err(e) => Err(e),
+            }
+        };
+        let edges = obs.edges.lock().map(|e| *e).unwrap_or_default();
+        self.wall.add_run(call, Instant::now(), edges, w + d);
+        let r = match r {
             Ok(r) => r,
             Err(e) => {
+                self.arms.close(idx);
                 cell.error.get_or_insert(e.to_string());
                 return None;
             }
@@ -300,7 +378,6 @@ impl<'a> Measurer<'a> {
         }
         s.busy = load.is_some_and(|l| l.busy());
         s.load = load;
-        let (w, d) = cell_timing(&key, &timing);
         Some(RunOut {
             idx,
             sample: s,
@@ -317,6 +394,16 @@ impl<'a> Measurer<'a> {
         if n == 0 {
             return;
         }
+        let t0 = Instant::now();
+        let runs_before = self.wall.runs_secs() + self.wall.open_close_secs;
+        self.current = idxs.to_vec();
+        self.measure_round(cells, idxs, round);
+        let inside = self.wall.runs_secs() + self.wall.open_close_secs - runs_before;
+        self.wall.between_secs += (t0.elapsed().as_secs_f64() - inside).max(0.0);
+    }
+
+    fn measure_round(&mut self, cells: &mut [CellResult], idxs: &[usize], round: u32) {
+        let n = idxs.len();
         let mut attempt = 0;
         loop {
             let mut outs = Vec::with_capacity(n);

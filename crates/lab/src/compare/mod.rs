@@ -10,6 +10,7 @@
 //! With no target it starts the built-in server and the links in-process
 //! ([`crate::env::LabEnv`]).
 
+pub mod arms;
 pub mod axes;
 pub mod decision;
 pub mod headers;
@@ -18,6 +19,7 @@ pub mod measure;
 pub mod output;
 pub mod run;
 pub mod sequential;
+pub mod wall;
 
 use std::time::Duration;
 
@@ -85,6 +87,9 @@ pub struct CompareConfig {
     /// The relative CI width (`(hi - lo) / ratio`) at which a condition stops getting
     /// rounds from the budget.
     pub target_width: f64,
+    /// Measure every run on fresh connections (a whole engine run: connect, warm up,
+    /// measure, close) instead of the arms' standing connections ([`arms`]).
+    pub fresh_connections: bool,
 }
 
 impl CompareConfig {
@@ -170,6 +175,7 @@ impl CompareConfig {
                 Preset::Tiny => None,
             },
             target_width: DEFAULT_TARGET_WIDTH,
+            fresh_connections: false,
         }
     }
 }
@@ -250,6 +256,10 @@ pub struct CompareReport {
     pub decisions: Vec<DecisionRow>,
     /// Things worth knowing (skipped protocols, failed cells).
     pub notes: Vec<String>,
+    /// Where the wall time went ([`wall`]).
+    pub wall: wall::WallTally,
+    /// Runs measured on fresh connections each ([`CompareConfig::fresh_connections`]).
+    pub fresh_connections: bool,
 }
 
 impl CompareReport {
@@ -331,9 +341,17 @@ pub fn run(
         run::estimate(&plan, &cfg.timing),
         &format!("{}\ncpus: {}", env.describe(), isolation.note),
     );
-    let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop);
+    let env_secs = start.elapsed();
+    let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop)
+        .fresh_connections(cfg.fresh_connections);
+    m.wall().phase("start", env_secs);
+    let t = std::time::Instant::now();
     let mut cells = measure::run_plan(&mut m, &plan, on_cell);
+    m.wall().phase("first rounds", t.elapsed());
+    let t = std::time::Instant::now();
     let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
+    m.wall().phase("decisions", t.elapsed());
+    let t = std::time::Instant::now();
     let mut sequential_rounds = 0;
     if let Some(budget) = cfg.budget {
         sequential_rounds = sequential::refine(
@@ -345,11 +363,16 @@ pub fn run(
             cfg.target_width,
             start + budget,
         );
+        m.wall().phase("budget rounds", t.elapsed());
     }
     let mut extra_rounds = 0;
     if let Some(limit) = cfg.until_decided {
+        let t = std::time::Instant::now();
         extra_rounds = until_decided(&mut m, &plan, &mut cells, &mut decisions, cfg, limit);
+        m.wall().phase("until decided", t.elapsed());
     }
+    m.close_arms();
+    let wall = std::mem::take(m.wall());
     drop(m);
     let empty: usize = cells
         .iter()
@@ -398,6 +421,8 @@ pub fn run(
         cells,
         decisions,
         notes,
+        wall,
+        fresh_connections: cfg.fresh_connections,
     })
 }
 
