@@ -100,16 +100,19 @@ pub struct CompareArgs {
     pub full: bool,
 
     /// First rounds per condition: every protocol runs once per round, back to back
-    /// [default: 6]; --budget adds more.
+    /// [default: 9; fewer, down to 6, when they would not fit in --budget]; --budget adds
+    /// more.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
     /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 120ms; --quick 100ms].
+    /// concurrency [default: 100ms; --quick 60ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Unmeasured warm-up at the start of each run, discarded [default: 100ms].
+    /// Unmeasured warm-up at the start of each arm's first run (its connections are set up
+    /// then), discarded [default: 100ms]; later runs on the open connections warm up for
+    /// 20 ms (two RTTs on a shaped link).
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 

@@ -447,14 +447,64 @@ impl<'a> Measurer<'a> {
     }
 }
 
+/// Expected wall time of `rounds` first rounds of the cells at `idxs`: each arm's first
+/// run with the full warm-up (its connections are opened then), the later ones with the
+/// resume warm-up.
+fn first_rounds_cost(plan: &MatrixPlan, idxs: &[usize], rounds: u32, t: &Timing) -> Duration {
+    idxs.iter()
+        .filter_map(|&i| plan.cells.get(i))
+        .map(|k| {
+            let (w, d) = cell_timing(k, t);
+            let later = resume_warm_up(k, t) + d + super::run::WINDOW_OVERHEAD;
+            w + d + super::run::WINDOW_OVERHEAD + later * rounds.saturating_sub(1)
+        })
+        .sum()
+}
+
+/// How many first rounds a condition gets so that the first rounds of it and of every
+/// condition after it fit in the time left: `planned` when they do; otherwise its share
+/// of the time left, `left / need` of `planned`, but never fewer than
+/// [`crate::stats::ci::MIN_ROUNDS`] (the fewest that can decide) nor more than `planned`.
+pub fn fitted_rounds(planned: u32, need: Duration, left: Duration) -> u32 {
+    let floor = crate::stats::ci::MIN_ROUNDS as u32;
+    if need <= left || planned <= floor {
+        return planned;
+    }
+    let share = left.as_secs_f64() / need.as_secs_f64().max(1e-9);
+    ((f64::from(planned) * share).floor() as u32).clamp(floor, planned)
+}
+
+/// The cells of each condition of `plan` measured with it (a cell shared by several
+/// conditions is measured with the first).
+fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
+    let mut seen = vec![false; plan.cells.len()];
+    plan.conditions
+        .iter()
+        .map(|cond| {
+            let mut idxs: Vec<usize> = Vec::new();
+            for &(_, i) in &cond.cells {
+                if !seen[i] && !idxs.contains(&i) {
+                    idxs.push(i);
+                }
+            }
+            for &i in &idxs {
+                seen[i] = true;
+            }
+            idxs
+        })
+        .collect()
+}
+
 /// Measures every cell of `plan`, condition by condition, `timing.runs` rounds each (fewer
-/// on stretched links: [`rounds_for`]), and
-/// returns the results in `plan.cells` order (a cell shared by several conditions is
-/// measured with the first). `on_cell` is called after each cell; a stop leaves the rest
-/// unmeasured (with an error).
+/// on stretched links: [`rounds_for`]; fewer when the first rounds would not end by
+/// `deadline`: [`fitted_rounds`], planned with how much slower than planned the rounds so
+/// far were), and returns the results in `plan.cells` order (a cell shared by several
+/// conditions is measured with the first). `on_cell` is called after each cell; a stop
+/// leaves the rest unmeasured (with an error).
 pub fn run_plan(
     m: &mut Measurer<'_>,
     plan: &MatrixPlan,
+    deadline: Option<Instant>,
     on_cell: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<CellResult> {
     let t = m.timing().clone();
@@ -465,28 +515,52 @@ pub fn run_plan(
         .collect();
     let mut measured = vec![false; cells.len()];
     let mut done = 0usize;
-    for cond in &plan.conditions {
-        let mut idxs: Vec<usize> = Vec::new();
-        for &(_, i) in &cond.cells {
-            if !measured[i] && !idxs.contains(&i) {
-                idxs.push(i);
-            }
-        }
+    let groups = condition_cells(plan);
+    let planned: Vec<u32> = groups
+        .iter()
+        .map(|idxs| {
+            idxs.iter()
+                .map(|&i| rounds_for(&plan.cells[i], &t))
+                .min()
+                .unwrap_or(1)
+        })
+        .collect();
+    let costs: Vec<Duration> = groups
+        .iter()
+        .zip(&planned)
+        .map(|(idxs, &r)| first_rounds_cost(plan, idxs, r, &t))
+        .collect();
+    let started = Instant::now();
+    let mut spent_planned = Duration::ZERO;
+    for (g, idxs) in groups.iter().enumerate() {
         if idxs.is_empty() {
             continue;
         }
-        let rounds = idxs
-            .iter()
-            .map(|&i| rounds_for(&plan.cells[i], &t))
-            .min()
-            .unwrap_or(1);
+        // How much slower than planned the rounds so far went (at least 1).
+        let slowdown = if spent_planned > Duration::from_millis(500) {
+            (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
+        } else {
+            1.0
+        };
+        let rounds = match deadline {
+            Some(d) => {
+                let need: Duration = costs[g..].iter().sum::<Duration>().mul_f64(slowdown);
+                fitted_rounds(
+                    planned[g],
+                    need,
+                    d.saturating_duration_since(Instant::now()),
+                )
+            }
+            None => planned[g],
+        };
         for r in 0..rounds {
             if m.stopped() {
                 break;
             }
-            m.round(&mut cells, &idxs, r);
+            m.round(&mut cells, idxs, r);
         }
-        for &i in &idxs {
+        spent_planned += first_rounds_cost(plan, idxs, rounds, &t);
+        for &i in idxs {
             measured[i] = true;
             let c = &mut cells[i];
             c.refresh();
@@ -511,7 +585,23 @@ pub fn run_plan(
 
 #[cfg(test)]
 mod tests {
-    use super::{round_position, thread_cpu_ns};
+    use super::{fitted_rounds, round_position, thread_cpu_ns};
+    use std::time::Duration;
+
+    #[test]
+    fn first_rounds_shrink_to_fit_the_time_left_but_not_below_six() {
+        let s = Duration::from_secs;
+        assert_eq!(fitted_rounds(9, s(40), s(50)), 9, "fits");
+        assert_eq!(fitted_rounds(9, s(60), s(40)), 6, "two thirds of 9");
+        assert_eq!(fitted_rounds(12, s(60), s(45)), 9);
+        assert_eq!(fitted_rounds(9, s(60), s(1)), 6, "never below six");
+        assert_eq!(fitted_rounds(9, s(60), s(0)), 6);
+        assert_eq!(
+            fitted_rounds(4, s(60), s(1)),
+            4,
+            "fewer planned: as planned"
+        );
+    }
 
     #[test]
     fn thread_clocks_read_this_and_other_threads() {

@@ -41,11 +41,12 @@ use run::{CellResult, Progress, Timing};
 pub enum Preset {
     /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
-    /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
+    /// 9 rounds of 100 ms (each arm's connections kept open between its runs), then more
+    /// rounds on imprecise conditions within a 285 s budget.
     Default,
     /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
-    /// payload; 6 rounds of 100 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 55 s
-    /// budget.
+    /// payload; 9 rounds of 60 ms (each arm's connections kept open between its runs), then
+    /// more rounds on imprecise conditions within a 55 s budget.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
     Tiny,
@@ -116,9 +117,9 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 6,
+                    runs: 9,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(120),
+                    duration: Duration::from_millis(100),
                     client_threads: 1,
                 },
             ),
@@ -134,9 +135,9 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 6,
+                    runs: 9,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(100),
+                    duration: Duration::from_millis(60),
                     client_threads: 1,
                 },
             ),
@@ -346,7 +347,7 @@ pub fn run(
         .fresh_connections(cfg.fresh_connections);
     m.wall().phase("start", env_secs);
     let t = std::time::Instant::now();
-    let mut cells = measure::run_plan(&mut m, &plan, on_cell);
+    let mut cells = measure::run_plan(&mut m, &plan, cfg.budget.map(|b| start + b), on_cell);
     m.wall().phase("first rounds", t.elapsed());
     let t = std::time::Instant::now();
     let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
