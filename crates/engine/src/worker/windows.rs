@@ -22,6 +22,10 @@ use crate::{Observer, TimedRunPhase};
 /// tokens carry a client index below 2^32 in their low half).
 pub(crate) const WAKE: Token = Token(usize::MAX);
 
+/// Longest poll between windows (the stop flag is seen this late at worst; commands wake
+/// the loop at once).
+const PAUSED_POLL_WAIT: Duration = Duration::from_secs(1);
+
 /// What a standing worker is told.
 pub(crate) enum WindowCmd {
     /// Measure a window: `warm_up` (not counted), then `duration`; report phases to
@@ -140,7 +144,13 @@ impl Worker<'_> {
                     next_timer = Some(now + step);
                 }
             }
-            let mut wait = MAX_POLL_WAIT;
+            // Paused, the loop only waits for a command (the waker), the stop flag or a
+            // connection event: it need not wake ten times a second on the client's CPU.
+            let mut wait = if window.is_some() {
+                MAX_POLL_WAIT
+            } else {
+                PAUSED_POLL_WAIT
+            };
             if let Some(w) = &window {
                 let next = if w.measuring { w.main_end } else { w.warm_end };
                 wait = wait.min(next.saturating_duration_since(now));
