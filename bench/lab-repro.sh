@@ -13,7 +13,11 @@
 #   (d) the share of undecided decisions                                target <= 20%
 #   (e) the A/A control's outcomes                                      target: never a win
 # and the machine's load while it ran (load average, busy runs): on a shared machine the
-# figures are worse than on a quiet one, and the script says so rather than hiding it.
+# figures are worse than on a quiet one, and the script says so rather than hiding it. Per
+# compare it also prints where the wall time went (the process's time against the budget;
+# results.json `wall`: set-up, warm-ups, measured periods and teardown of the runs, arms
+# opened, time between runs, and the phases of the run).
+# EXTRA="--fresh-connections" measures every run on fresh connections (the old way).
 #
 # Environment:
 #   H2LAB       h2lab binary (default: target/release/h2lab)

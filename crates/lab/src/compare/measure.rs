@@ -300,7 +300,15 @@ impl<'a> Measurer<'a> {
         let out = self.run_timed(cell, idx, round, 1)?;
         if out.sample.completed == 0 && out.sample.failed == 0 && !self.stop.is_stopped() {
             self.wall.retries += 1;
-            return self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
+            let again = self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
+            if again
+                .as_ref()
+                .is_some_and(|o| o.sample.completed == 0 && o.sample.failed == 0)
+            {
+                // Its connections may be gone for good: the next run opens the arm anew.
+                self.arms.close(idx);
+            }
+            return again;
         }
         Some(out)
     }
