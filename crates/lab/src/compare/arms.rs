@@ -49,6 +49,7 @@ pub fn open_files_limit() -> Option<u64> {
     };
     // SAFETY: `r` is a valid, writable rlimit for the duration of the call.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every Unix
     ok.then_some(r.rlim_cur as u64)
 }
 
