@@ -106,7 +106,7 @@ pub struct CompareArgs {
     pub runs: Option<u32>,
 
     /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 100ms; --quick 60ms].
+    /// concurrency [default: 100ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 

@@ -45,8 +45,9 @@ pub enum Preset {
     /// rounds on imprecise conditions within a 285 s budget.
     Default,
     /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
-    /// payload; 9 rounds of 60 ms (each arm's connections kept open between its runs), then
-    /// more rounds on imprecise conditions within a 55 s budget.
+    /// payload; 9 rounds of 100 ms (each arm's connections kept open between its runs; fewer,
+    /// at least 6, when they would not fit), then more rounds on imprecise conditions within a
+    /// 55 s budget.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
     Tiny,
@@ -137,7 +138,7 @@ impl CompareConfig {
                 Timing {
                     runs: 9,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(60),
+                    duration: Duration::from_millis(100),
                     client_threads: 1,
                 },
             ),
