@@ -13,7 +13,11 @@
 #   (d) the share of undecided decisions                                target <= 20%
 #   (e) the A/A control's outcomes                                      target: never a win
 # and the machine's load while it ran (load average, busy runs): on a shared machine the
-# figures are worse than on a quiet one, and the script says so rather than hiding it.
+# figures are worse than on a quiet one, and the script says so rather than hiding it. Per
+# compare it also prints where the wall time went (the process's time against the budget;
+# results.json `wall`: set-up, warm-ups, measured periods and teardown of the runs, arms
+# opened, time between runs, and the phases of the run).
+# EXTRA="--fresh-connections" measures every run on fresh connections (the old way).
 #
 # Environment:
 #   H2LAB       h2lab binary (default: target/release/h2lab)
@@ -43,12 +47,14 @@ for run in 1 2; do
   "$H2LAB" compare --quick --protocols "$PROTOCOLS" $EXTRA --report "$OUT/run$run" \
     >"$OUT/run$run.txt" 2>"$OUT/run$run.err"
   log "run $run: $(( $(date +%s) - start )) s, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "$(( $(date +%s) - start ))" >"$OUT/run$run.secs"
 done
 
-python3 - "$OUT/run1/results.json" "$OUT/run2/results.json" <<'PY'
+python3 - "$OUT/run1/results.json" "$OUT/run2/results.json" "$OUT/run1.secs" "$OUT/run2.secs" <<'PY'
 import json, statistics, sys
 
 runs = [json.load(open(p)) for p in sys.argv[1:3]]
+process_secs = [float(open(p).read()) for p in sys.argv[3:5]]
 
 def decisions(r):
     """(key, decision) for every non-control decision, and the A/A controls."""
@@ -110,6 +116,18 @@ for i, r in enumerate(runs, 1):
     print(f'  run {i}: {r["elapsed_secs"]:.0f} s, {len(r["cells"])} cells, '
           f'{busy}/{total} runs on a busy machine, {empty} completed nothing, '
           f'+{r.get("sequential_rounds", 0)} budget rounds; cpus: {r["isolation"]["note"]}')
+    w = r.get("wall")
+    if w:
+        phases = ", ".join(f"{n} {s:.1f}" for n, s in w["phases"])
+        outside = process_secs[i - 1] - r["elapsed_secs"]
+        print(f'    wall: process {process_secs[i - 1]:.0f} s = measuring {r["elapsed_secs"]:.1f} s '
+              f'({phases}) + start-up and report {outside:.1f} s')
+        print(f'    {w["runs"]} runs ({w["retries"]} retried; '
+              f'{"fresh connections" if r.get("fresh_connections") else "standing connections"}): '
+              f'planned {w["planned_secs"]:.1f} s; set-up {w["setup_secs"]:.1f} + warm-up '
+              f'{w["warm_up_secs"]:.1f} + measured {w["measured_secs"]:.1f} + teardown '
+              f'{w["teardown_secs"]:.1f} s; {w["opened"]} arms opened, open/close '
+              f'{w["open_close_secs"]:.1f} s; between runs {w["between_secs"]:.1f} s')
 print()
 print(f"(a) same verdict in both runs:           {pct(a):>7} of {len(keys)} decisions   target >= 90%  {ok(a >= 0.9)}")
 if b[1]:

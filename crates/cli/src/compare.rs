@@ -110,16 +110,19 @@ pub struct CompareArgs {
     pub full: bool,
 
     /// First rounds per condition: every protocol runs once per round, back to back
-    /// [default: 6]; --budget adds more.
+    /// [default: 9; fewer, down to 6, when they would not fit in --budget]; --budget adds
+    /// more.
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
     /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 120ms; --quick 100ms].
+    /// concurrency [default: 100ms].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
-    /// Unmeasured warm-up at the start of each run, discarded [default: 100ms].
+    /// Unmeasured warm-up at the start of each arm's first run (its connections are set up
+    /// then), discarded [default: 100ms]; later runs on the open connections warm up for
+    /// 20 ms (two RTTs on a shaped link).
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 
@@ -159,6 +162,12 @@ pub struct CompareArgs {
     /// the budget [default: 3%].
     #[arg(long, value_name = "PERCENT")]
     pub target_width: Option<String>,
+
+    /// Measure every run on fresh connections (connect, warm up, measure, close: the
+    /// behaviour before standing connections; slower, for comparison) instead of keeping
+    /// each arm's connections open between its runs.
+    #[arg(long)]
+    pub fresh_connections: bool,
 
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
@@ -350,6 +359,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         cfg.equivalence = parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
     }
     cfg.strict = args.strict;
+    cfg.fresh_connections = args.fresh_connections;
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }
@@ -438,6 +448,8 @@ pub fn main(args: CompareArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    eprintln!("{}", r.wall.summary());
+    let written = std::time::Instant::now();
     println!("{}", output::render_text(&r));
     let json = output::json(&r);
     let csv = output::csv(&r);
@@ -470,5 +482,9 @@ pub fn main(args: CompareArgs) -> ExitCode {
     ) {
         status = EXIT_FAILURE;
     }
+    eprintln!(
+        "tables and report written in {:.1} s",
+        written.elapsed().as_secs_f64()
+    );
     ExitCode::from(status)
 }

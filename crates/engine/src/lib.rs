@@ -78,6 +78,7 @@ mod run;
 pub mod samples;
 pub mod schedule;
 pub mod session;
+pub mod standing;
 mod stats;
 pub mod syntax;
 pub mod target;
@@ -103,6 +104,7 @@ pub use result::{
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};
+pub use standing::StandingRun;
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,

@@ -337,7 +337,7 @@ fn join(
 }
 
 /// Resolves where connections go (once, before the run, like h2load).
-fn resolve(cfg: &BenchConfig) -> Result<Endpoint, EngineError> {
+pub(crate) fn resolve(cfg: &BenchConfig) -> Result<Endpoint, EngineError> {
     if let Some(BaseUri::Unix(p)) = &cfg.base_uri {
         return Ok(Endpoint::Unix(p.clone()));
     }

@@ -326,3 +326,42 @@ fn the_budget_adds_paired_rounds_until_every_condition_can_decide() {
     let text = output::render_text(&r);
     assert!(text.contains("budget 120 s"), "{text}");
 }
+
+#[test]
+fn arms_keep_their_connections_between_rounds_and_say_where_the_time_went() {
+    // Standing connections (the default): each arm connects once; its later runs reuse the
+    // connections (no reconnect over HTTP/1.1 or h2c, every run completes requests).
+    let mut cfg = tiny();
+    cfg.timing.runs = 4;
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(!r.fresh_connections);
+    assert_eq!(r.wall.opened, 4, "one opening per cell: {:?}", r.wall);
+    assert_eq!(r.wall.runs, 16 + r.wall.retries, "{:?}", r.wall);
+    for c in &r.cells {
+        assert!(c.error.is_none(), "{:?}", c.error);
+        assert_eq!(c.runs.len(), 4);
+        for s in &c.runs {
+            assert!(s.completed > 0 && s.failed == 0, "{s:?}");
+            assert_eq!(s.reconnects, 0, "{s:?}");
+            assert!(s.server_cpu_us.is_some_and(|v| v > 0.0), "{s:?}");
+            assert!(s.client_cpu_us.is_some_and(|v| v > 0.0), "{s:?}");
+        }
+    }
+    let w = &r.wall;
+    assert!(w.measured_secs > 0.0 && w.warm_up_secs > 0.0, "{w:?}");
+    let phases: Vec<&str> = w.phases.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(phases, vec!["start", "first rounds", "decisions"], "{w:?}");
+    let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
+    assert_eq!(json["wall"]["opened"], 4);
+
+    // Fresh connections per run (the old way) measure the same cells and open no arm.
+    cfg.fresh_connections = true;
+    cfg.timing.runs = 2;
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert!(r.fresh_connections);
+    assert_eq!(r.wall.opened, 0);
+    assert!(r
+        .cells
+        .iter()
+        .all(|c| c.error.is_none() && c.runs.iter().all(|s| s.completed > 0)));
+}

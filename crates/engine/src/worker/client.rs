@@ -57,6 +57,9 @@ pub(super) struct Core {
     pub(super) active: bool,
     /// Switched off by the gate: submit nothing more, close once idle.
     pub(super) parked: bool,
+    /// Between the windows of a standing run (`windows`): submit nothing, keep the
+    /// connection open.
+    pub(super) paused: bool,
     /// Intended starts of paced requests the server refused (retried first; at most `-m`).
     pub(super) retry: Vec<Instant>,
     /// Free slots are being held back since then (request coalescing).
@@ -70,7 +73,7 @@ pub(super) struct Core {
 impl Core {
     /// The client has requests to send: work left and not switched off by the gate.
     pub(super) fn wants_requests(&self) -> bool {
-        !self.parked && (self.unbounded || self.req_left > 0)
+        !self.parked && !self.paused && (self.unbounded || self.req_left > 0)
     }
 
     /// [`Core::wants_requests`] and a free slot to put one in.
@@ -130,6 +133,7 @@ impl Client {
                 pace: ClientPace::default(),
                 active: true,
                 parked: false,
+                paused: false,
                 retry: Vec::with_capacity(m as usize),
                 held_since: None,
                 reconnect_to: None,

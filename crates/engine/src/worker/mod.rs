@@ -43,6 +43,9 @@ mod events;
 mod pace;
 mod read_wait;
 mod turn;
+mod windows;
+
+pub(crate) use windows::{WindowCmd, WAKE};
 /// Consecutive connections closed by the server before any response
 /// completed, after which a client gives up.
 const MAX_FAILS_WITHOUT_PROGRESS: u32 = 3;

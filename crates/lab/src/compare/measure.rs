@@ -3,8 +3,11 @@
 //! A *round* runs every arm of a condition once, back to back, the starting arm rotated
 //! and the direction reversed from round to round ([`round_position`]), so that whatever the machine does drifts over all arms alike; the
 //! decisions then pair the arms' runs by round ([`crate::stats::ci::paired_ratio`]).
-//! Each run is a timing-based engine run (a warm-up, then the measured period) and also
-//! records:
+//! Each run is a window of the arm's standing connections ([`super::arms`]: client
+//! threads and connections opened at the arm's first run and kept between its runs; the
+//! first window warms up for the full warm-up, later ones for [`resume_warm_up`], enough
+//! to fill the pipeline again) — or, with `fresh_connections`, a whole timing-based engine
+//! run (connect, warm-up, measured period, close) as before — and also records:
 //! - the CPU time of the built-in server's threads and of the client's worker threads over
 //!   the measured period (per-thread CPU clocks, read when each worker enters and leaves
 //!   the measured period), per completed request;
@@ -14,18 +17,21 @@
 //! [`Measurer`] is the reusable part: any experiment that has [`CellResult`]s (a key each)
 //! and an environment can measure rounds of them.
 
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use h2lab_engine::{
     new_duration_histogram, AppProtocol, IntervalRow, Observer, StopFlag, TimedRunPhase, TlsInfo,
 };
 use hdrhistogram::Histogram;
 
+use super::arms::Arms;
 use super::matrix::MatrixPlan;
 use super::run::{
-    bench_config, cell_timing, rounds_for, sample, CellResult, Progress, RunSample, Timing,
+    bench_config, cell_timing, resume_warm_up, rounds_for, sample, CellResult, Progress, RunSample,
+    Timing,
 };
+use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
 use crate::host::{self, LoadProbe};
 
@@ -44,6 +50,8 @@ struct CellObserver {
     server: Mutex<(Option<u64>, Option<u64>)>,
     /// Each client worker's own CPU (ns) at the same edges.
     client: Mutex<Vec<(Option<u64>, Option<u64>)>>,
+    /// When worker 0 began the run, the measured period, and ended it.
+    edges: Mutex<RunEdges>,
 }
 
 impl CellObserver {
@@ -53,6 +61,7 @@ impl CellObserver {
             server_tids,
             server: Mutex::new((None, None)),
             client: Mutex::new(vec![(None, None); threads as usize]),
+            edges: Mutex::new(RunEdges::default()),
         }
     }
 
@@ -108,6 +117,17 @@ impl Observer for CellObserver {
     // The cells run without a time series and h2load's phase lines are not shown.
     fn interval(&self, _row: &IntervalRow) {}
     fn phase(&self, thread: u32, phase: TimedRunPhase) {
+        if thread == 0 {
+            if let Ok(mut e) = self.edges.lock() {
+                let now = Some(Instant::now());
+                match phase {
+                    TimedRunPhase::WarmUpStarted => e.warm_up = now,
+                    TimedRunPhase::MainStarted => e.main = now,
+                    TimedRunPhase::MainOver => e.over = now,
+                    _ => {}
+                }
+            }
+        }
         let edge = match phase {
             TimedRunPhase::MainStarted => 0,
             TimedRunPhase::MainOver => 1,
@@ -215,6 +235,15 @@ pub struct Measurer<'a> {
     strict: bool,
     stop: StopFlag,
     server_tids: Vec<u32>,
+    /// Standing connections per cell (unused with `fresh`).
+    arms: Arms,
+    /// A whole engine run (connect, warm up, measure, close) per run, as before standing
+    /// connections.
+    fresh: bool,
+    /// The cells of the round being measured (their arms stay open).
+    current: Vec<usize>,
+    /// Where the time went.
+    wall: WallTally,
 }
 
 impl<'a> Measurer<'a> {
@@ -227,7 +256,30 @@ impl<'a> Measurer<'a> {
             strict,
             stop: stop.clone(),
             server_tids,
+            arms: Arms::default(),
+            fresh: false,
+            current: Vec::new(),
+            wall: WallTally::default(),
         }
+    }
+
+    /// Measures every run on fresh connections (a whole engine run each) instead of the
+    /// arms' standing connections.
+    pub fn fresh_connections(mut self, fresh: bool) -> Self {
+        self.fresh = fresh;
+        self
+    }
+
+    /// Where the time went so far.
+    pub fn wall(&mut self) -> &mut WallTally {
+        &mut self.wall
+    }
+
+    /// Closes every standing connection (before the report is written).
+    pub fn close_arms(&mut self) {
+        let t0 = Instant::now();
+        self.arms.close_all();
+        self.wall.open_close_secs += t0.elapsed().as_secs_f64();
     }
 
     /// The run timing.
@@ -247,7 +299,16 @@ impl<'a> Measurer<'a> {
     fn run_once(&mut self, cell: &mut CellResult, idx: usize, round: u32) -> Option<RunOut> {
         let out = self.run_timed(cell, idx, round, 1)?;
         if out.sample.completed == 0 && out.sample.failed == 0 && !self.stop.is_stopped() {
-            return self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
+            self.wall.retries += 1;
+            let again = self.run_timed(cell, idx, round, EMPTY_RETRY_WARM_UP);
+            if again
+                .as_ref()
+                .is_some_and(|o| o.sample.completed == 0 && o.sample.failed == 0)
+            {
+                // Its connections may be gone for good: the next run opens the arm anew.
+                self.arms.close(idx);
+            }
+            return again;
         }
         Some(out)
     }
@@ -276,11 +337,36 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let obs = CellObserver::new(self.server_tids.clone(), cfg.threads);
+        let obs = Arc::new(CellObserver::new(self.server_tids.clone(), cfg.threads));
+        let (first_warm_up, d) = cell_timing(&key, &timing);
+        let mut w = first_warm_up;
         let probe = LoadProbe::start();
-        let r = match h2lab_engine::run(&cfg, &obs, &self.stop) {
+        let call = Instant::now();
+        let r = if self.fresh {
+            h2lab_engine::run(&cfg, &*obs, &self.stop)
+        } else {
+            match self
+                .arms
+                .get(idx, &cfg, cell.connections, &self.current, &self.stop)
+            {
+                Ok((arm, took)) => {
+                    if arm.windows() > 0 {
+                        w = resume_warm_up(&key, &self.timing) * warm_up_factor;
+                    } else {
+                        self.wall.opened += 1;
+                    }
+                    self.wall.open_close_secs += took.as_secs_f64();
+                    arm.measure(w, d, obs.clone())
+                }
+                Err(e) => Err(e),
+            }
+        };
+        let edges = obs.edges.lock().map(|e| *e).unwrap_or_default();
+        self.wall.add_run(call, Instant::now(), edges, w + d);
+        let r = match r {
             Ok(r) => r,
             Err(e) => {
+                self.arms.close(idx);
                 cell.error.get_or_insert(e.to_string());
                 return None;
             }
@@ -300,7 +386,6 @@ impl<'a> Measurer<'a> {
         }
         s.busy = load.is_some_and(|l| l.busy());
         s.load = load;
-        let (w, d) = cell_timing(&key, &timing);
         Some(RunOut {
             idx,
             sample: s,
@@ -317,6 +402,16 @@ impl<'a> Measurer<'a> {
         if n == 0 {
             return;
         }
+        let t0 = Instant::now();
+        let runs_before = self.wall.runs_secs() + self.wall.open_close_secs;
+        self.current = idxs.to_vec();
+        self.measure_round(cells, idxs, round);
+        let inside = self.wall.runs_secs() + self.wall.open_close_secs - runs_before;
+        self.wall.between_secs += (t0.elapsed().as_secs_f64() - inside).max(0.0);
+    }
+
+    fn measure_round(&mut self, cells: &mut [CellResult], idxs: &[usize], round: u32) {
+        let n = idxs.len();
         let mut attempt = 0;
         loop {
             let mut outs = Vec::with_capacity(n);
@@ -360,14 +455,64 @@ impl<'a> Measurer<'a> {
     }
 }
 
+/// Expected wall time of `rounds` first rounds of the cells at `idxs`: each arm's first
+/// run with the full warm-up (its connections are opened then), the later ones with the
+/// resume warm-up.
+fn first_rounds_cost(plan: &MatrixPlan, idxs: &[usize], rounds: u32, t: &Timing) -> Duration {
+    idxs.iter()
+        .filter_map(|&i| plan.cells.get(i))
+        .map(|k| {
+            let (w, d) = cell_timing(k, t);
+            let later = resume_warm_up(k, t) + d + super::run::WINDOW_OVERHEAD;
+            w + d + super::run::WINDOW_OVERHEAD + later * rounds.saturating_sub(1)
+        })
+        .sum()
+}
+
+/// How many first rounds a condition gets so that the first rounds of it and of every
+/// condition after it fit in the time left: `planned` when they do; otherwise its share
+/// of the time left, `left / need` of `planned`, but never fewer than
+/// [`crate::stats::ci::MIN_ROUNDS`] (the fewest that can decide) nor more than `planned`.
+pub fn fitted_rounds(planned: u32, need: Duration, left: Duration) -> u32 {
+    let floor = crate::stats::ci::MIN_ROUNDS as u32;
+    if need <= left || planned <= floor {
+        return planned;
+    }
+    let share = left.as_secs_f64() / need.as_secs_f64().max(1e-9);
+    ((f64::from(planned) * share).floor() as u32).clamp(floor, planned)
+}
+
+/// The cells of each condition of `plan` measured with it (a cell shared by several
+/// conditions is measured with the first).
+fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
+    let mut seen = vec![false; plan.cells.len()];
+    plan.conditions
+        .iter()
+        .map(|cond| {
+            let mut idxs: Vec<usize> = Vec::new();
+            for &(_, i) in &cond.cells {
+                if !seen[i] && !idxs.contains(&i) {
+                    idxs.push(i);
+                }
+            }
+            for &i in &idxs {
+                seen[i] = true;
+            }
+            idxs
+        })
+        .collect()
+}
+
 /// Measures every cell of `plan`, condition by condition, `timing.runs` rounds each (fewer
-/// on stretched links: [`rounds_for`]), and
-/// returns the results in `plan.cells` order (a cell shared by several conditions is
-/// measured with the first). `on_cell` is called after each cell; a stop leaves the rest
-/// unmeasured (with an error).
+/// on stretched links: [`rounds_for`]; fewer when the first rounds would not end by
+/// `deadline`: [`fitted_rounds`], planned with how much slower than planned the rounds so
+/// far were), and returns the results in `plan.cells` order (a cell shared by several
+/// conditions is measured with the first). `on_cell` is called after each cell; a stop
+/// leaves the rest unmeasured (with an error).
 pub fn run_plan(
     m: &mut Measurer<'_>,
     plan: &MatrixPlan,
+    deadline: Option<Instant>,
     on_cell: &mut dyn FnMut(Progress<'_>),
 ) -> Vec<CellResult> {
     let t = m.timing().clone();
@@ -378,28 +523,52 @@ pub fn run_plan(
         .collect();
     let mut measured = vec![false; cells.len()];
     let mut done = 0usize;
-    for cond in &plan.conditions {
-        let mut idxs: Vec<usize> = Vec::new();
-        for &(_, i) in &cond.cells {
-            if !measured[i] && !idxs.contains(&i) {
-                idxs.push(i);
-            }
-        }
+    let groups = condition_cells(plan);
+    let planned: Vec<u32> = groups
+        .iter()
+        .map(|idxs| {
+            idxs.iter()
+                .map(|&i| rounds_for(&plan.cells[i], &t))
+                .min()
+                .unwrap_or(1)
+        })
+        .collect();
+    let costs: Vec<Duration> = groups
+        .iter()
+        .zip(&planned)
+        .map(|(idxs, &r)| first_rounds_cost(plan, idxs, r, &t))
+        .collect();
+    let started = Instant::now();
+    let mut spent_planned = Duration::ZERO;
+    for (g, idxs) in groups.iter().enumerate() {
         if idxs.is_empty() {
             continue;
         }
-        let rounds = idxs
-            .iter()
-            .map(|&i| rounds_for(&plan.cells[i], &t))
-            .min()
-            .unwrap_or(1);
+        // How much slower than planned the rounds so far went (at least 1).
+        let slowdown = if spent_planned > Duration::from_millis(500) {
+            (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
+        } else {
+            1.0
+        };
+        let rounds = match deadline {
+            Some(d) => {
+                let need: Duration = costs[g..].iter().sum::<Duration>().mul_f64(slowdown);
+                fitted_rounds(
+                    planned[g],
+                    need,
+                    d.saturating_duration_since(Instant::now()),
+                )
+            }
+            None => planned[g],
+        };
         for r in 0..rounds {
             if m.stopped() {
                 break;
             }
-            m.round(&mut cells, &idxs, r);
+            m.round(&mut cells, idxs, r);
         }
-        for &i in &idxs {
+        spent_planned += first_rounds_cost(plan, idxs, rounds, &t);
+        for &i in idxs {
             measured[i] = true;
             let c = &mut cells[i];
             c.refresh();
@@ -424,7 +593,23 @@ pub fn run_plan(
 
 #[cfg(test)]
 mod tests {
-    use super::{round_position, thread_cpu_ns};
+    use super::{fitted_rounds, round_position, thread_cpu_ns};
+    use std::time::Duration;
+
+    #[test]
+    fn first_rounds_shrink_to_fit_the_time_left_but_not_below_six() {
+        let s = Duration::from_secs;
+        assert_eq!(fitted_rounds(9, s(40), s(50)), 9, "fits");
+        assert_eq!(fitted_rounds(9, s(60), s(40)), 6, "two thirds of 9");
+        assert_eq!(fitted_rounds(12, s(60), s(45)), 9);
+        assert_eq!(fitted_rounds(9, s(60), s(1)), 6, "never below six");
+        assert_eq!(fitted_rounds(9, s(60), s(0)), 6);
+        assert_eq!(
+            fitted_rounds(4, s(60), s(1)),
+            4,
+            "fewer planned: as planned"
+        );
+    }
 
     #[test]
     fn thread_clocks_read_this_and_other_threads() {

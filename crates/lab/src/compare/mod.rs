@@ -10,6 +10,7 @@
 //! With no target it starts the built-in server and the links in-process
 //! ([`crate::env::LabEnv`]).
 
+pub mod arms;
 pub mod axes;
 pub mod decision;
 pub mod headers;
@@ -18,6 +19,7 @@ pub mod measure;
 pub mod output;
 pub mod run;
 pub mod sequential;
+pub mod wall;
 
 use std::time::Duration;
 
@@ -39,11 +41,13 @@ use run::{CellResult, Progress, Timing};
 pub enum Preset {
     /// About 5 minutes on 2 cores: 7 payloads × 5 protocols at the base point, and
     /// concurrency 10/200, 4 KiB headers, 10 streams, LAN and WAN links on 2 payloads;
-    /// 6 rounds of 120 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 285 s budget.
+    /// 9 rounds of 100 ms (each arm's connections kept open between its runs), then more
+    /// rounds on imprecise conditions within a 285 s budget.
     Default,
     /// About 1 minute: 4 payloads × 5 protocols; 4 KiB headers and the WAN link on the 10k
-    /// payload; 6 rounds of 100 ms after 100 ms warm-ups, then more rounds on imprecise conditions within a 55 s
-    /// budget.
+    /// payload; 9 rounds of 100 ms (each arm's connections kept open between its runs; fewer,
+    /// at least 6, when they would not fit), then more rounds on imprecise conditions within a
+    /// 55 s budget.
     Quick,
     /// A few seconds, for tests: 2 payloads, 2 protocols, 2 short runs.
     Tiny,
@@ -85,6 +89,9 @@ pub struct CompareConfig {
     /// The relative CI width (`(hi - lo) / ratio`) at which a condition stops getting
     /// rounds from the budget.
     pub target_width: f64,
+    /// Measure every run on fresh connections (a whole engine run: connect, warm up,
+    /// measure, close) instead of the arms' standing connections ([`arms`]).
+    pub fresh_connections: bool,
 }
 
 impl CompareConfig {
@@ -115,9 +122,9 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 6,
+                    runs: 9,
                     warm_up: Duration::from_millis(100),
-                    duration: Duration::from_millis(120),
+                    duration: Duration::from_millis(100),
                     client_threads: 1,
                 },
             ),
@@ -133,7 +140,7 @@ impl CompareConfig {
                     full: false,
                 },
                 Timing {
-                    runs: 6,
+                    runs: 9,
                     warm_up: Duration::from_millis(100),
                     duration: Duration::from_millis(100),
                     client_threads: 1,
@@ -174,6 +181,7 @@ impl CompareConfig {
                 Preset::Tiny => None,
             },
             target_width: DEFAULT_TARGET_WIDTH,
+            fresh_connections: false,
         }
     }
 }
@@ -254,6 +262,10 @@ pub struct CompareReport {
     pub decisions: Vec<DecisionRow>,
     /// Things worth knowing (skipped protocols, failed cells).
     pub notes: Vec<String>,
+    /// Where the wall time went ([`wall`]).
+    pub wall: wall::WallTally,
+    /// Runs measured on fresh connections each ([`CompareConfig::fresh_connections`]).
+    pub fresh_connections: bool,
 }
 
 impl CompareReport {
@@ -342,9 +354,17 @@ pub fn run(
         run::estimate(&plan, &cfg.timing),
         &format!("{}\ncpus: {}", env.describe(), isolation.note),
     );
-    let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop);
-    let mut cells = measure::run_plan(&mut m, &plan, on_cell);
+    let env_secs = start.elapsed();
+    let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop)
+        .fresh_connections(cfg.fresh_connections);
+    m.wall().phase("start", env_secs);
+    let t = std::time::Instant::now();
+    let mut cells = measure::run_plan(&mut m, &plan, cfg.budget.map(|b| start + b), on_cell);
+    m.wall().phase("first rounds", t.elapsed());
+    let t = std::time::Instant::now();
     let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
+    m.wall().phase("decisions", t.elapsed());
+    let t = std::time::Instant::now();
     let mut sequential_rounds = 0;
     if let Some(budget) = cfg.budget {
         sequential_rounds = sequential::refine(
@@ -356,11 +376,16 @@ pub fn run(
             cfg.target_width,
             start + budget,
         );
+        m.wall().phase("budget rounds", t.elapsed());
     }
     let mut extra_rounds = 0;
     if let Some(limit) = cfg.until_decided {
+        let t = std::time::Instant::now();
         extra_rounds = until_decided(&mut m, &plan, &mut cells, &mut decisions, cfg, limit);
+        m.wall().phase("until decided", t.elapsed());
     }
+    m.close_arms();
+    let wall = std::mem::take(m.wall());
     drop(m);
     let empty: usize = cells
         .iter()
@@ -409,6 +434,8 @@ pub fn run(
         cells,
         decisions,
         notes,
+        wall,
+        fresh_connections: cfg.fresh_connections,
     })
 }
 

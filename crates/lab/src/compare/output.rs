@@ -170,11 +170,18 @@ pub fn render_text(r: &CompareReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "h2lab compare: {} cells, {} round(s) of {} after a {} warm-up each{}{}, in {:.0} s",
+        "h2lab compare: {} cells, {} round(s) of {} {}{}{}, in {:.0} s",
         r.cells.len(),
         r.timing.runs,
         fmt::dur(r.timing.duration),
-        fmt::dur(r.timing.warm_up),
+        if r.fresh_connections {
+            format!("after a {} warm-up each", fmt::dur(r.timing.warm_up))
+        } else {
+            format!(
+                "on each arm's open connections (warm-up {} on the first)",
+                fmt::dur(r.timing.warm_up)
+            )
+        },
         match r.budget_secs {
             Some(b) => format!(
                 " (+{} rounds on conditions with CIs wider than {:.0}%, budget {b:.0} s)",

@@ -190,6 +190,20 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     (warm_up, duration)
 }
 
+/// Least warm-up of a run on an arm's standing connections after its first: time for the
+/// client to fill its pipeline again after idling while the other arms ran.
+pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
+
+/// The warm-up of `key`'s runs after the first on its standing connections (connections
+/// are open; the first run warmed them up for [`cell_timing`]'s warm-up): the time for
+/// every in-flight slot to be taken again — [`RESUME_WARM_UP`], two RTTs on a shaped
+/// link — never more than the first warm-up.
+pub fn resume_warm_up(key: &CellKey, t: &Timing) -> Duration {
+    let (rtt, _, _) = key.cond.link.shape();
+    let (first, _) = cell_timing(key, t);
+    RESUME_WARM_UP.max(rtt * 2).min(first)
+}
+
 /// The engine configuration for one run of `key` against `origin`.
 pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchConfig, LabError> {
     let url = origin.url(&key.cond.payload.path);
@@ -425,13 +439,20 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
     }
 }
 
-/// Estimated wall time of a plan.
+/// Per-run cost beyond the warm-up and the measured period on standing connections (the
+/// command to the worker, the window's statistics, load probes).
+pub const WINDOW_OVERHEAD: Duration = Duration::from_millis(8);
+
+/// Estimated wall time of a plan's first rounds on standing connections: per cell one
+/// first run (full warm-up, plus opening the arm) and the rest after a resume warm-up.
 pub fn estimate(plan: &MatrixPlan, t: &Timing) -> Duration {
     plan.cells
         .iter()
         .map(|k| {
             let (w, d) = cell_timing(k, t);
-            (w + d + Duration::from_millis(30)) * rounds_for(k, t)
+            let rounds = rounds_for(k, t);
+            let later = (resume_warm_up(k, t) + d + WINDOW_OVERHEAD) * rounds.saturating_sub(1);
+            w + d + Duration::from_millis(30) + later
         })
         .sum()
 }

@@ -24,12 +24,12 @@ use std::time::{Duration, Instant};
 use super::decision::{self, DecisionRow, Metric};
 use super::matrix::{MatrixPlan, PlannedCondition};
 use super::measure::Measurer;
-use super::run::{cell_timing, CellResult};
+use super::run::{cell_timing, resume_warm_up, CellResult};
 use crate::stats::ci::MIN_ROUNDS;
 
-/// Fixed per-run cost beyond the warm-up and the measured period (threads, connections),
-/// for planning rounds into the budget.
-pub const RUN_OVERHEAD: Duration = Duration::from_millis(40);
+/// Fixed per-run cost beyond the warm-up and the measured period on standing connections,
+/// for planning rounds into the budget (the measured slowdown of the last round scales it).
+pub const RUN_OVERHEAD: Duration = super::run::WINDOW_OVERHEAD;
 
 /// The widest relative CI width of `row`'s throughput and server-cost decisions (A/A
 /// controls left out); infinite when such a decision has fewer than [`MIN_ROUNDS`] paired
@@ -84,8 +84,8 @@ pub fn round_cost(pc: &PlannedCondition, cells: &[CellResult], m: &Measurer<'_>)
         .iter()
         .filter_map(|&i| cells.get(i))
         .map(|c| {
-            let (w, d) = cell_timing(&c.key, m.timing());
-            w + d + RUN_OVERHEAD
+            let (_, d) = cell_timing(&c.key, m.timing());
+            resume_warm_up(&c.key, m.timing()) + d + RUN_OVERHEAD
         })
         .sum()
 }

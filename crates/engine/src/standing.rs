@@ -1,0 +1,316 @@
+//! A *standing* run: workers that connect once and then measure as many windows as asked,
+//! on the connections they keep open in between.
+//!
+//! [`run`](crate::run) opens its connections, warms up, measures and closes everything, so
+//! an experiment that measures many short periods of the same configuration (the lab's
+//! rounds) pays thread start, connection and TLS set-up and teardown every time — on a busy
+//! machine often more than the measured period itself. [`StandingRun::open`] starts the
+//! workers and their connections once; [`StandingRun::measure`] tells them to send requests
+//! for a warm-up and a measured period and returns that window's [`RunResult`]; between
+//! windows the workers send nothing and sleep in their event loops (connections idle).
+//!
+//! Closed model only: no `--rps`, arrival rate, stages, `-r`, time series, log file or
+//! request count; the configuration's duration and warm-up are ignored (each window has
+//! its own).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use mio::Waker;
+
+use crate::config::ConfigError;
+use crate::config::{BenchConfig, Scheme};
+use crate::conn::{AlpnOffer, Dialer};
+use crate::error::TimeoutError;
+use crate::h2::H2Settings;
+use crate::pacing::Pacer;
+use crate::plan::Plan;
+use crate::request::Prepared;
+use crate::result::RunResult;
+use crate::stats::merge;
+use crate::transport;
+use crate::worker::{Progress, WindowCmd, Worker, WorkerOutcome, WorkerSetup, WAKE};
+use crate::{EngineError, Observer, StopFlag};
+
+/// One standing worker thread, as the controller sees it.
+struct Standing {
+    commands: Sender<WindowCmd>,
+    waker: Arc<Waker>,
+    progress: Arc<Progress>,
+    thread: Option<JoinHandle<WorkerOutcome>>,
+}
+
+/// Workers that stay connected between measured windows (see the module docs). Dropping it
+/// closes the connections and joins the threads.
+pub struct StandingRun {
+    workers: Vec<Standing>,
+    abort: Arc<AtomicBool>,
+    windows: u32,
+}
+
+/// How often [`StandingRun::measure`] reports progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
+
+impl StandingRun {
+    /// Starts `cfg.threads` workers that connect `cfg.clients` clients and wait, paused,
+    /// for [`StandingRun::measure`]. Connection failures show in the first window's result
+    /// (or as its error when nothing could connect).
+    pub fn open(cfg: &BenchConfig, stop: &StopFlag) -> Result<StandingRun, EngineError> {
+        // Validated as a timing-based run (windows have durations, not request counts).
+        let mut timed = cfg.clone();
+        timed.duration = Some(timed.duration.unwrap_or(Duration::from_secs(1)));
+        timed.validate()?;
+        let cfg = &timed;
+        let unsupported = |what: &str| {
+            Err(EngineError::Config(ConfigError::Invalid(format!(
+                "a standing run measures the closed model only ({what} is not supported)"
+            ))))
+        };
+        let l = &cfg.load;
+        if l.rps.is_some()
+            || l.arrival_rate.is_some()
+            || !l.stages.is_empty()
+            || l.timing_script.is_some()
+            || l.connection_rate.is_some()
+        {
+            return unsupported("pacing, stages or -r");
+        }
+        if l.interval.is_some() || cfg.log_file.is_some() {
+            return unsupported("a time series or a log file");
+        }
+        let alpn = cfg.effective_alpn();
+        if alpn.first().map(String::as_str) == Some("h3") {
+            return unsupported("HTTP/3");
+        }
+        let endpoint = crate::run::resolve(cfg)?;
+        let tls = if cfg.scheme() == Scheme::Https {
+            let c = transport::client_config(&alpn, cfg.insecure, &cfg.tls)
+                .map_err(EngineError::Tls)?;
+            let name = transport::server_name(&cfg.server_name()).map_err(EngineError::Tls)?;
+            Some((Arc::new(c), name))
+        } else {
+            None
+        };
+        let prep = Prepared::new(cfg)?;
+        let h2 = H2Settings {
+            window_bits: cfg.window_bits,
+            connection_window_bits: cfg.connection_window_bits,
+            header_table_size: cfg.header_table_size,
+            encoder_header_table_size: cfg.encoder_header_table_size,
+            max_frame_size: cfg.max_frame_size,
+            enable_push: cfg.accept_push,
+        };
+        let plan = Plan::new(cfg);
+        let abort = Arc::new(AtomicBool::new(false));
+        let start = Instant::now();
+        let mut run = StandingRun {
+            workers: Vec::with_capacity(cfg.threads as usize),
+            abort: Arc::clone(&abort),
+            windows: 0,
+        };
+        for i in 0..cfg.threads {
+            let progress = Arc::new(Progress::default());
+            let setup: WorkerSetup<'static> = WorkerSetup {
+                id: i,
+                nclients: plan.clients_of(i),
+                req_todo: 0,
+                dialer: Dialer {
+                    endpoint: endpoint.clone(),
+                    tls: tls.clone(),
+                    alpn: AlpnOffer::of(&alpn),
+                    cleartext: cfg.cleartext_protocol(),
+                    prep: Arc::new(prep.clone()),
+                    max_streams: cfg.max_concurrent_streams,
+                    h2,
+                    verbose: cfg.verbose,
+                    quic: None,
+                },
+                require: cfg.require_protocol,
+                timing: None,
+                active_timeout: cfg.connection_active_timeout,
+                inactivity_timeout: cfg.connection_inactivity_timeout,
+                start,
+                stop: stop.clone(),
+                abort: Arc::clone(&abort),
+                progress: Arc::clone(&progress),
+                observer: None,
+                phases: None,
+                log: None,
+                verbose: cfg.verbose,
+                pacer: Pacer::Closed,
+                gate: plan.gate_of(i),
+                series: None,
+                coalesce: cfg.coalesce,
+                read_wait: cfg.read_wait,
+                max_samples: None,
+            };
+            let (tx, rx) = mpsc::channel();
+            let (waker_tx, waker_rx) = mpsc::sync_channel(1);
+            let thread = std::thread::Builder::new()
+                .name(format!("h2lab-standing-{i}"))
+                .spawn(move || standing_worker(setup, rx, waker_tx))
+                .map_err(|e| EngineError::Io {
+                    context: "cannot spawn worker thread".into(),
+                    source: e,
+                })?;
+            let waker = match waker_rx.recv() {
+                Ok(Ok(w)) => w,
+                Ok(Err(e)) => {
+                    let _ = thread.join();
+                    return Err(EngineError::Io {
+                        context: "cannot create event loop".into(),
+                        source: e,
+                    });
+                }
+                Err(_) => {
+                    let _ = thread.join();
+                    return Err(EngineError::Io {
+                        context: "worker thread ended at start".into(),
+                        source: std::io::Error::other("no event loop"),
+                    });
+                }
+            };
+            run.workers.push(Standing {
+                commands: tx,
+                waker,
+                progress,
+                thread: Some(thread),
+            });
+        }
+        Ok(run)
+    }
+
+    /// Windows measured so far.
+    pub fn windows(&self) -> u32 {
+        self.windows
+    }
+
+    /// Sends requests on the open connections for `warm_up` (not counted), then measures
+    /// for `duration`, and returns what the window measured (its `duration` is the
+    /// measured period). `observer` gets each worker's [`crate::TimedRunPhase`]s from the
+    /// worker's thread (`WarmUpStarted`, `MainStarted`, `MainOver`) and progress from this
+    /// thread about every 100 ms. Errors as [`crate::run`]: when no connection could be
+    /// established, the first connection error.
+    pub fn measure(
+        &mut self,
+        warm_up: Duration,
+        duration: Duration,
+        observer: Arc<dyn Observer + Send + Sync>,
+    ) -> Result<RunResult, EngineError> {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        let start = Instant::now();
+        let mut expected = 0;
+        for w in &self.workers {
+            let sent = w.commands.send(WindowCmd::Measure {
+                warm_up,
+                duration,
+                observer: Arc::clone(&observer),
+                reply: reply_tx.clone(),
+            });
+            if sent.is_ok() {
+                expected += 1;
+                let _ = w.waker.wake();
+            }
+        }
+        drop(reply_tx);
+        self.windows += 1;
+        let mut outcomes: Vec<WorkerOutcome> = Vec::with_capacity(expected);
+        while outcomes.len() < expected {
+            match reply_rx.recv_timeout(PROGRESS_INTERVAL) {
+                Ok(o) => outcomes.push(o),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // A worker ended (stop flag, or it could not run): no more replies.
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            let (done, errors) = self.workers.iter().fold((0, 0), |(d, e), w| {
+                (
+                    d + w.progress.done.load(Ordering::Relaxed),
+                    e + w.progress.errors.load(Ordering::Relaxed),
+                )
+            });
+            observer.progress(done, 0, start.elapsed(), errors);
+        }
+        let interrupted = outcomes.len() < self.workers.len();
+        let mut stats = Vec::with_capacity(outcomes.len());
+        let mut connected = false;
+        let mut first = None;
+        for o in outcomes {
+            if let Some(e) = o.fatal {
+                return Err(e);
+            }
+            connected |= o.connected;
+            if first.is_none() {
+                first = match (
+                    o.first_connect_error,
+                    o.first_tls_error,
+                    o.first_protocol_error,
+                ) {
+                    (Some((addr, source)), _, _) => Some(EngineError::Connect { addr, source }),
+                    (None, Some(e), _) => Some(EngineError::Tls(e)),
+                    (None, None, Some(e)) => Some(EngineError::Protocol(e)),
+                    _ => None,
+                };
+            }
+            stats.push(o.stats);
+        }
+        if !connected && !interrupted {
+            if let Some(e) = first {
+                return Err(e);
+            }
+            if stats.iter().any(|s| s.errors.timeout > 0) {
+                return Err(EngineError::Timeout(TimeoutError::NoConnection));
+            }
+        }
+        Ok(merge(stats, duration, true, interrupted))
+    }
+
+    /// Closes every connection and joins the worker threads.
+    pub fn close(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        for w in &self.workers {
+            let _ = w.commands.send(WindowCmd::Close);
+            let _ = w.waker.wake();
+        }
+        for w in &mut self.workers {
+            if let Some(t) = w.thread.take() {
+                if t.join().is_err() {
+                    self.abort.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for StandingRun {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// A standing worker's thread: its event loop, then windows until told to close.
+fn standing_worker(
+    setup: WorkerSetup<'static>,
+    commands: Receiver<WindowCmd>,
+    waker_tx: mpsc::SyncSender<std::io::Result<Arc<Waker>>>,
+) -> WorkerOutcome {
+    let worker = Worker::new(setup).and_then(|w| {
+        let waker = Waker::new(w.registry(), WAKE)?;
+        Ok((w, Arc::new(waker)))
+    });
+    match worker {
+        Ok((w, waker)) => {
+            let _ = waker_tx.send(Ok(waker));
+            w.run_windows(commands)
+        }
+        Err(e) => {
+            let _ = waker_tx.send(Err(e));
+            WorkerOutcome::empty()
+        }
+    }
+}

@@ -1,0 +1,145 @@
+//! Standing runs (`h2lab_engine::StandingRun`): workers that connect once and measure several
+//! windows on the same connections. Against a counting HTTP/1.1 responder (connections
+//! accepted, requests answered) and the real h2lab server over h2c.
+//!
+//! Timing: the assertions are counts (connections, completed and failed requests, phases);
+//! the windows only have to complete something, which on loopback they do whatever the load.
+
+mod common;
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{h1_config, tcp_server, Behavior};
+use h2lab_engine::{
+    AppProtocol, BenchConfig, IntervalRow, NoopObserver, Observer, ProtocolChoice, StandingRun,
+    StopFlag, TimedRunPhase, TlsInfo,
+};
+
+/// Records the phases a window's workers report.
+#[derive(Default)]
+struct Phases(Mutex<Vec<(u32, TimedRunPhase)>>);
+
+impl Observer for Phases {
+    fn progress(&self, _done: u64, _total: u64, _elapsed: Duration, _errors: u64) {}
+    fn tls_info(&self, _info: &TlsInfo) {}
+    fn protocol(&self, _p: AppProtocol) {}
+    fn interval(&self, _row: &IntervalRow) {}
+    fn phase(&self, thread: u32, phase: TimedRunPhase) {
+        self.0.lock().unwrap().push((thread, phase));
+    }
+}
+
+const WARM: Duration = Duration::from_millis(30);
+const MEASURED: Duration = Duration::from_millis(120);
+
+/// Measures `windows` windows; every one completes requests, fails none, and reports its
+/// workers' phases in order.
+fn windows(run: &mut StandingRun, windows: u32, threads: u32) -> u64 {
+    let mut total = 0;
+    for _ in 0..windows {
+        let phases = Arc::new(Phases::default());
+        let r = run.measure(WARM, MEASURED, phases.clone()).unwrap();
+        assert!(r.requests.completed > 0, "{:?}", r.requests);
+        assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
+        assert_eq!(r.elapsed, MEASURED);
+        assert_eq!(r.request_time.len(), r.requests.completed);
+        let p = phases.0.lock().unwrap().clone();
+        for t in 0..threads {
+            let mine: Vec<TimedRunPhase> =
+                p.iter().filter(|(w, _)| *w == t).map(|(_, x)| *x).collect();
+            assert_eq!(
+                mine,
+                vec![
+                    TimedRunPhase::WarmUpStarted,
+                    TimedRunPhase::MainStarted,
+                    TimedRunPhase::MainOver
+                ],
+                "worker {t}"
+            );
+        }
+        total += r.requests.completed;
+    }
+    assert_eq!(run.windows(), windows);
+    total
+}
+
+#[test]
+fn h1_windows_reuse_the_connections_opened_once() {
+    let (addr, counters) = tcp_server(Behavior {
+        body_len: 100,
+        ..Behavior::default()
+    });
+    let mut cfg = h1_config(&format!("http://{addr}/"));
+    cfg.clients = 6;
+    cfg.threads = 2;
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    let done = windows(&mut run, 4, 2);
+    run.close();
+    assert_eq!(
+        counters.conns.load(Ordering::SeqCst),
+        6,
+        "one connection per client"
+    );
+    // Requests answered: the measured ones, plus warm-ups and the ones in flight at each
+    // window's end (at most one per client per window: no pipelining).
+    let answered = counters.requests.load(Ordering::SeqCst);
+    assert!(answered >= done, "{answered} < {done}");
+}
+
+#[test]
+fn h2c_windows_against_the_real_server() {
+    let srv = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
+    let addr = srv.addr().unwrap();
+    let mut cfg = BenchConfig::from_uris(&[format!("http://{addr}/data?size=1k")], None).unwrap();
+    cfg.protocol = ProtocolChoice::H2;
+    cfg.clients = 2;
+    cfg.max_concurrent_streams = 5;
+    cfg.require_protocol = Some(AppProtocol::H2c);
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    windows(&mut run, 3, 1);
+    let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
+    assert_eq!(r.reconnects, 0, "the connections stayed open");
+    // Bodies of the completed requests, give or take those in flight at the window's edges
+    // (2 connections × 5 streams).
+    let expected = r.requests.completed * 1024;
+    assert!(
+        r.traffic.bytes_body.abs_diff(expected) <= 10 * 1024,
+        "{} vs {expected}",
+        r.traffic.bytes_body
+    );
+    drop(run);
+}
+
+#[test]
+fn no_connection_is_an_error_and_pacing_is_refused() {
+    // A port nothing listens on (bound, then closed).
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let cfg = h1_config(&format!("http://{addr}/"));
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    let e = run.measure(WARM, MEASURED, Arc::new(NoopObserver));
+    assert!(e.is_err(), "{e:?}");
+
+    let mut paced = h1_config(&format!("http://{addr}/"));
+    paced.load.rps = Some(10.0);
+    let e = StandingRun::open(&paced, &StopFlag::new()).err().unwrap();
+    assert!(e.to_string().contains("closed model"), "{e}");
+}
+
+#[test]
+fn a_stop_ends_the_window_early() {
+    let (addr, _) = tcp_server(Behavior::default());
+    let stop = StopFlag::new();
+    let mut run = StandingRun::open(&h1_config(&format!("http://{addr}/")), &stop).unwrap();
+    stop.stop();
+    // The worker ends at once; the window reports it as interrupted rather than hanging.
+    let r = run.measure(WARM, Duration::from_secs(600), Arc::new(NoopObserver));
+    match r {
+        Ok(r) => assert!(r.interrupted, "{r:?}"),
+        Err(e) => panic!("{e}"),
+    }
+}

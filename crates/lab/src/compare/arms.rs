@@ -1,0 +1,146 @@
+//! The arms' standing connections: each cell measured gets an
+//! [`h2lab_engine::StandingRun`] (its client threads and connections, opened once) that its
+//! later runs reuse, so a round costs its warm-ups and measured periods rather than thread
+//! start, connection and TLS set-up and teardown per run. The pool keeps the arms of the
+//! conditions measured last open, up to a connection cap (file descriptors: every client
+//! connection is also a server connection, and on a shaped link two more in the relay);
+//! older arms are closed when a new one would exceed it.
+
+use std::time::Instant;
+
+use h2lab_engine::{BenchConfig, EngineError, StandingRun, StopFlag};
+
+/// Most client connections kept open at once (when the file limit allows).
+pub const MAX_OPEN_CONNECTIONS: u32 = 2_000;
+
+struct OpenArm {
+    cell: usize,
+    run: StandingRun,
+    connections: u32,
+    last_use: u64,
+}
+
+/// Open arms, by cell index (see the module docs).
+pub struct Arms {
+    open: Vec<OpenArm>,
+    cap: u32,
+    clock: u64,
+}
+
+impl Default for Arms {
+    fn default() -> Self {
+        Arms::new(connection_cap())
+    }
+}
+
+/// [`MAX_OPEN_CONNECTIONS`], or a quarter of the process's file limit if that is lower.
+pub fn connection_cap() -> u32 {
+    let files = open_files_limit().unwrap_or(1024);
+    MAX_OPEN_CONNECTIONS.min(u32::try_from(files / 4).unwrap_or(u32::MAX))
+}
+
+/// The process's soft limit on open files.
+#[cfg(unix)]
+#[allow(unsafe_code)] // getrlimit has no safe wrapper in std
+pub fn open_files_limit() -> Option<u64> {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid, writable rlimit for the duration of the call.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every Unix
+    ok.then_some(r.rlim_cur as u64)
+}
+
+/// The process's limit on open files (unknown here).
+#[cfg(not(unix))]
+pub fn open_files_limit() -> Option<u64> {
+    None
+}
+
+impl Arms {
+    /// A pool that keeps at most `cap` client connections open.
+    pub fn new(cap: u32) -> Arms {
+        Arms {
+            open: Vec::new(),
+            cap,
+            clock: 0,
+        }
+    }
+
+    /// Client connections open now.
+    pub fn connections(&self) -> u32 {
+        self.open.iter().map(|a| a.connections).sum()
+    }
+
+    /// Whether cell `cell` has its arm open.
+    pub fn is_open(&self, cell: usize) -> bool {
+        self.open.iter().any(|a| a.cell == cell)
+    }
+
+    /// The standing run of cell `cell`, opened with `cfg` (`connections` client
+    /// connections) if it is not open yet — closing the least recently used arms not in
+    /// `keep` while the cap would be exceeded. Returns the run and how long opening (and
+    /// closing others) took.
+    pub fn get(
+        &mut self,
+        cell: usize,
+        cfg: &BenchConfig,
+        connections: u32,
+        keep: &[usize],
+        stop: &StopFlag,
+    ) -> Result<(&mut StandingRun, std::time::Duration), EngineError> {
+        self.clock += 1;
+        let t0 = Instant::now();
+        if !self.is_open(cell) {
+            while self.connections() + connections > self.cap {
+                let victim = self
+                    .open
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, a)| !keep.contains(&a.cell))
+                    .min_by_key(|(_, a)| a.last_use)
+                    .map(|(i, _)| i);
+                let Some(i) = victim else { break };
+                self.open.swap_remove(i).run.close();
+            }
+            let run = StandingRun::open(cfg, stop)?;
+            self.open.push(OpenArm {
+                cell,
+                run,
+                connections,
+                last_use: 0,
+            });
+        }
+        let took = t0.elapsed();
+        let clock = self.clock;
+        let arm = self
+            .open
+            .iter_mut()
+            .find(|a| a.cell == cell)
+            .expect("opened above");
+        arm.last_use = clock;
+        Ok((&mut arm.run, took))
+    }
+
+    /// Closes cell `cell`'s arm (after an error: the next run opens it anew).
+    pub fn close(&mut self, cell: usize) {
+        if let Some(i) = self.open.iter().position(|a| a.cell == cell) {
+            self.open.swap_remove(i).run.close();
+        }
+    }
+
+    /// Closes every arm.
+    pub fn close_all(&mut self) {
+        for a in self.open.drain(..) {
+            a.run.close();
+        }
+    }
+}
+
+impl Drop for Arms {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
