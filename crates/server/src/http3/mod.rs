@@ -104,7 +104,7 @@ pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
 /// `n - 1` more sockets on `first`'s address (SO_REUSEPORT, Linux), one per extra HTTP/3
 /// thread: the kernel spreads datagrams over the group by a hash of the 4-tuple, so every
 /// datagram of a client address lands on one socket, i.e. one thread and its QUIC endpoint.
-/// Elsewhere (or if the kernel refuses) there is one socket and one thread.
+/// Elsewhere there is one socket and one thread; on Linux a refused bind is an error.
 pub fn bind_more(first: &std::net::UdpSocket, n: usize) -> io::Result<Vec<std::net::UdpSocket>> {
     let mut more = Vec::new();
     if cfg!(any(target_os = "linux", target_os = "android")) {
