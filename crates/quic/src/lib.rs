@@ -6,12 +6,12 @@
 //! connections ([`Shell::read`]); a client shell opens them ([`Shell::connect`]).
 
 pub mod h3;
+pub mod hash;
 pub mod udp;
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::BytesMut;
 use quinn_proto::{
     ClientConfig, ConnectError, Connection, ConnectionHandle, DatagramEvent, Endpoint,
     EndpointConfig, ServerConfig, VarInt,
@@ -185,10 +185,9 @@ impl<A: ConnApp> Shell<A> {
         let mut responses: Vec<(quinn_proto::Transmit, Vec<u8>)> = Vec::new();
         let mut more = false;
         for _ in 0..16 {
-            more = io.recv_batch(|r, data| {
+            more = io.recv_batch_owned(|r, data| {
                 resp_buf.clear();
-                let ev =
-                    endpoint.handle(now, r.from, r.to_ip, r.ecn, BytesMut::from(data), resp_buf);
+                let ev = endpoint.handle(now, r.from, r.to_ip, r.ecn, data, resp_buf);
                 match ev {
                     Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                         if let Some(Some(e)) = conns.get_mut(ch.0) {
@@ -310,13 +309,19 @@ impl<A: ConnApp> Shell<A> {
         };
         let ch = ConnectionHandle(i);
         e.app.drive(&mut e.conn, ctx, now);
+        let mut answered = false;
         while let Some(ev) = e.conn.poll_endpoint_events() {
             if let Some(cev) = self.endpoint.handle_event(ch, ev) {
                 e.conn.handle_event(cev);
+                answered = true;
             }
         }
-        // Events raised by the endpoint's answers (new connection IDs) and by the writes.
-        e.app.drive(&mut e.conn, ctx, now);
+        // Events raised by the endpoint's answers (new connection IDs). Without one nothing
+        // changed since the first run (the application's own calls raise no events), so the
+        // second run, which would find nothing to do, is skipped.
+        if answered {
+            e.app.drive(&mut e.conn, ctx, now);
+        }
         transmit(&mut self.io, &mut e.conn, &mut self.send_buf, now);
         if self.io.has_pending() {
             // Resumed by `on_writable`.

@@ -344,8 +344,9 @@ pub fn run_with_ids(
     result
 }
 
-/// Starts the HTTP/3 thread of each TLS listener (binding its UDP socket if
-/// [`Listener::with_h3`] did not).
+/// Starts the HTTP/3 threads of each TLS listener (binding its UDP socket if
+/// [`Listener::with_h3`] did not): `config.threads` of them, each with its own UDP socket on
+/// the port (SO_REUSEPORT, Linux; see [`http3::bind_more`]) and its own QUIC endpoint.
 fn spawn_h3(
     listeners: &[Listener],
     config: &ServerConfig,
@@ -354,23 +355,26 @@ fn spawn_h3(
 ) -> Result<Vec<JoinHandle<std::io::Result<()>>>, ServerError> {
     let mut handles = Vec::new();
     for l in listeners.iter().filter(|l| l.tls) {
+        let addr = l.local_addr().map_err(io_err("local_addr"))?;
         let udp = match &l.udp {
             Some(u) => u.try_clone().map_err(io_err("HTTP/3 socket"))?,
-            None => {
-                let addr = l.local_addr().map_err(io_err("local_addr"))?;
-                http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?
-            }
+            None => http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?,
         };
+        let more = http3::bind_more(&udp, config.threads)
+            .map_err(|source| ServerError::Listen { addr, source })?;
         let quic = http3::quic_server_config(config)?;
-        let (config, shutdown, ids) = (config.clone(), shutdown.clone(), ids.clone());
-        let t = std::thread::Builder::new()
-            .name("h2lab-h3".into())
-            .spawn(move || {
-                ids.register_current();
-                http3::run(udp, &config, quic, &shutdown)
-            })
-            .map_err(io_err("spawning the HTTP/3 thread"))?;
-        handles.push(t);
+        for udp in std::iter::once(udp).chain(more) {
+            let (config, shutdown, ids) = (config.clone(), shutdown.clone(), ids.clone());
+            let quic = Arc::clone(&quic);
+            let t = std::thread::Builder::new()
+                .name("h2lab-h3".into())
+                .spawn(move || {
+                    ids.register_current();
+                    http3::run(udp, &config, quic, &shutdown)
+                })
+                .map_err(io_err("spawning the HTTP/3 thread"))?;
+            handles.push(t);
+        }
     }
     if handles.is_empty() {
         return Err(ServerError::Config("HTTP/3 needs a TLS port".into()));
@@ -424,10 +428,16 @@ impl RunningServer {
         self.ids.get()
     }
 
-    /// How many threads the server runs: the server thread, its workers and, with more
-    /// than one worker, the acceptor.
+    /// How many threads the server runs: the server thread, its workers, with more than
+    /// one worker the acceptor, and the HTTP/3 threads (as many as workers on Linux, one
+    /// elsewhere).
     pub fn expected_threads(&self) -> usize {
-        1 + self.threads + usize::from(self.threads > 1) + usize::from(self.h3_addr.is_some())
+        let h3 = if cfg!(any(target_os = "linux", target_os = "android")) {
+            self.threads
+        } else {
+            1
+        };
+        1 + self.threads + usize::from(self.threads > 1) + usize::from(self.h3_addr.is_some()) * h3
     }
 
     /// A clone of the stop handle.

@@ -187,6 +187,57 @@ fn many_concurrent_streams_beyond_max_streams() {
 }
 
 #[test]
+fn two_http3_threads_serve_many_connections() {
+    // `--threads 2`: two HTTP/3 threads, each with its own SO_REUSEPORT socket and QUIC
+    // endpoint (Linux). 24 connections (each its own client socket, so the kernel's 4-tuple
+    // hash spreads them) x 10 requests: every response exact, on whichever thread.
+    let (server, _dir) = start_h3(|c| c.threads = 2);
+    let h3_threads = || {
+        server
+            .thread_ids()
+            .iter()
+            .filter(|tid| {
+                std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+                    .is_ok_and(|n| n.trim() == "h2lab-h3")
+            })
+            .count()
+    };
+    if cfg!(target_os = "linux") {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while h3_threads() < 2 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(h3_threads(), 2);
+    }
+    let ok = rt().block_on(async {
+        let mut tasks = Vec::new();
+        for c in 0..24usize {
+            let (ep, send) = h3_client(&server).await;
+            tasks.push(tokio::spawn(async move {
+                let _ep = ep;
+                let mut n = 0;
+                for i in 0..10usize {
+                    let mut send = send.clone();
+                    let size = 100 + c * 31 + i;
+                    let (st, _, body) =
+                        fetch(&mut send, "GET", &format!("/data?size={size}")).await;
+                    assert_eq!(st, 200);
+                    assert!(body == filler(size));
+                    n += 1;
+                }
+                n
+            }));
+        }
+        let mut ok = 0;
+        for t in tasks {
+            ok += t.await.unwrap();
+        }
+        ok
+    });
+    assert_eq!(ok, 240);
+}
+
+#[test]
 fn delayed_responses_do_not_block_others() {
     let (server, _dir) = start_h3(|_| {});
     rt().block_on(async {

@@ -13,9 +13,8 @@
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use h2lab_quic::quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
     QlogConfig, TransportConfig,
@@ -38,6 +37,11 @@ pub(crate) fn conn_sample(conn: &Connection) -> QuicConnSample {
         packets_lost: st.path.lost_packets,
     }
 }
+
+/// When a send found the socket buffer full, it is tried again this much later (the socket
+/// is registered readable only; see [`QuicLink::connect`]). A client's datagrams are small
+/// (requests and ACKs) and its send buffer large, so this is rare.
+const SEND_RETRY: Duration = Duration::from_micros(500);
 
 /// How to open QUIC connections (`-p h3`).
 #[derive(Debug, Clone)]
@@ -116,6 +120,8 @@ pub(crate) struct QuicLink {
     /// The connection until the session takes it.
     pub(crate) conn: Option<Connection>,
     timer: crate::timer::DeadlineTimer,
+    /// The deadline the timer is armed for (re-armed only for an earlier one).
+    timer_at: Option<Instant>,
     send_buf: Vec<u8>,
     resp_buf: Vec<u8>,
     /// Receive calls by datagrams returned (h2load's "GRO packets").
@@ -148,7 +154,15 @@ impl QuicLink {
         // comes back as ECONNREFUSED at once instead of after the idle timeout.
         sock.connect(addr)?;
         let mut io = UdpIo::new(sock, dial.gso)?;
-        registry.register(io.socket(), token, Interest::READABLE | Interest::WRITABLE)?;
+        // Readable only on Linux: there every datagram sent raises a writable edge (the
+        // skb's memory returns to the socket), which would cost the worker a turn per send.
+        // A send that would block is retried by the timerfd instead ([`SEND_RETRY`]).
+        let interest = if cfg!(target_os = "linux") {
+            Interest::READABLE
+        } else {
+            Interest::READABLE | Interest::WRITABLE
+        };
+        registry.register(io.socket(), token, interest)?;
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
         let config = match &dial.qlog {
             // The client's index is the low half of its token (see the worker).
@@ -159,16 +173,24 @@ impl QuicLink {
             .connect(now, config, addr, &dial.server_name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
         let timer = crate::timer::DeadlineTimer::with_token(registry, token);
-        Ok(QuicLink {
+        let mut link = QuicLink {
             io,
             endpoint,
             handle,
-            conn: Some(conn),
+            conn: None,
             timer,
+            timer_at: None,
             send_buf: Vec::with_capacity(64 * 1024),
             resp_buf: Vec::new(),
             gro: LinkCounters::default(),
-        })
+        };
+        // The first flight (the client's Initial) goes now, as a TCP connect sends its SYN:
+        // with readable interest only, nothing else would wake the client to send it. The
+        // server's answer (or the loss timer) wakes it next.
+        let mut conn = conn;
+        link.transmit(&mut conn, now);
+        link.conn = Some(conn);
+        Ok(link)
     }
 
     /// Reads every datagram the socket has into `conn` and fires its expired timers.
@@ -183,14 +205,14 @@ impl QuicLink {
             ..
         } = self;
         loop {
-            let more = io.recv_batch(|r, data| {
+            let more = io.recv_batch_owned(|r, data| {
                 if r.index == 0 {
                     gro.on_receive(r.segments);
                 }
                 total += data.len();
                 resp_buf.clear();
                 if let Some(DatagramEvent::ConnectionEvent(_, ev)) =
-                    endpoint.handle(now, r.from, r.to_ip, r.ecn, BytesMut::from(data), resp_buf)
+                    endpoint.handle(now, r.from, r.to_ip, r.ecn, data, resp_buf)
                 {
                     conn.handle_event(ev);
                 }
@@ -209,6 +231,9 @@ impl QuicLink {
             conn.handle_timeout(now);
         }
         self.timer.expire(now);
+        if self.timer_at.is_some_and(|a| a <= now) {
+            self.timer_at = None;
+        }
         Ok(total)
     }
 
@@ -245,21 +270,32 @@ impl QuicLink {
                 conn.handle_event(cev);
             }
         }
-        if self.io.has_pending() && !self.io.retry() {
-            return 0;
+        if !self.io.has_pending() || self.io.retry() {
+            while !self.io.has_pending() {
+                self.send_buf.clear();
+                let Some(t) = conn.poll_transmit(now, self.io.max_segments(), &mut self.send_buf)
+                else {
+                    break;
+                };
+                self.io
+                    .send(&t, self.send_buf.get(..t.size).unwrap_or_default());
+                sent += t.size;
+            }
         }
-        while !self.io.has_pending() {
-            self.send_buf.clear();
-            let Some(t) = conn.poll_transmit(now, self.io.max_segments(), &mut self.send_buf)
-            else {
-                break;
+        // quinn-proto's deadline moves at nearly every packet (idle, loss detection and ACK
+        // timers restart): re-arming the timerfd for each would cost a system call per turn.
+        // Armed only when nothing earlier is: a wake-up before the real deadline finds
+        // nothing due and re-arms for it here.
+        let retry = self.io.has_pending().then(|| now + SEND_RETRY);
+        if let Some(t) = [conn.poll_timeout(), retry].into_iter().flatten().min() {
+            let earlier = match self.timer_at {
+                Some(a) => t < a,
+                None => true,
             };
-            self.io
-                .send(&t, self.send_buf.get(..t.size).unwrap_or_default());
-            sent += t.size;
-        }
-        if let Some(t) = conn.poll_timeout() {
-            self.timer.arm(t, now);
+            if t > now && earlier {
+                self.timer.arm(t, now);
+                self.timer_at = Some(t);
+            }
         }
         sent
     }

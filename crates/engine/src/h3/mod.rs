@@ -31,10 +31,10 @@ mod streams;
 
 pub use conn::H3Conn;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use h2lab_quic::hash::{stream_map, StreamMap};
 use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 use h2lab_wire::h3::control::write_control_stream_start;
 use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
@@ -107,7 +107,7 @@ pub struct H3Session {
     decoder_out: OutStream,
     peer: PeerUni,
     qdec: Decoder,
-    reqs: HashMap<StreamId, Req>,
+    reqs: StreamMap<Req>,
     pool: Vec<Req>,
     section: Vec<u8>,
     frame: Vec<u8>,
@@ -143,7 +143,7 @@ impl H3Session {
             decoder_out: OutStream::default(),
             peer: PeerUni::new(),
             qdec: Decoder::new(0, 0),
-            reqs: HashMap::with_capacity(max_streams),
+            reqs: stream_map(max_streams),
             pool: Vec::with_capacity(max_streams),
             section: Vec::with_capacity(256),
             frame: Vec::with_capacity(256),

@@ -6,9 +6,9 @@
 //! Errors follow their scope: a stream error resets that request stream (both directions)
 //! with its code; a connection error closes the QUIC connection with it.
 
-use std::collections::HashMap;
 use std::time::Instant;
 
+use h2lab_quic::hash::{stream_map, StreamMap};
 use h2lab_wire::h3::control::{write_control_stream_start, ControlReader};
 use h2lab_wire::h3::frame::{Frame, Settings};
 use h2lab_wire::h3::stream::{PeerStreams, UniStreamType};
@@ -38,12 +38,12 @@ pub struct H3Conn {
     control: OutStream,
     encoder_out: OutStream,
     decoder_out: OutStream,
-    uni: HashMap<StreamId, Uni>,
+    uni: StreamMap<Uni>,
     peer_streams: PeerStreams,
     control_in: ControlReader,
     qdec: Decoder,
     qenc: Encoder,
-    reqs: HashMap<StreamId, Req>,
+    reqs: StreamMap<Req>,
     /// Finished request streams whose buffers are reused.
     pool: Vec<Req>,
     /// `/delay` responses waiting: (when, stream).
@@ -75,7 +75,7 @@ impl H3Conn {
             control: OutStream::default(),
             encoder_out: OutStream::default(),
             decoder_out: OutStream::default(),
-            uni: HashMap::new(),
+            uni: stream_map(4),
             peer_streams: PeerStreams::new(Role::Server),
             control_in: ControlReader::new(Role::Server),
             qdec,
@@ -83,7 +83,7 @@ impl H3Conn {
                 use_dynamic_table: dynamic_table,
                 max_table_capacity: 4096,
             }),
-            reqs: HashMap::new(),
+            reqs: stream_map(0),
             pool: Vec::new(),
             delayed: Vec::new(),
             sending: Vec::new(),

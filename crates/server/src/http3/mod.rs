@@ -84,9 +84,36 @@ pub fn quic_server_config(
     Ok(Arc::new(sc))
 }
 
-/// Binds the HTTP/3 UDP socket on `addr` (the TLS listener's address).
+/// Binds the HTTP/3 UDP socket on `addr` (the TLS listener's address). On Linux it is
+/// bound with SO_REUSEPORT, so that [`bind_more`] can add sockets on the same address for
+/// more HTTP/3 threads (the kernel requires every socket of the group to have it, and the
+/// same user).
 pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use socket2::{Domain, Protocol, Socket, Type};
+        let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_reuse_port(true)?;
+        s.bind(&addr.into())?;
+        Ok(s.into())
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
     std::net::UdpSocket::bind(addr)
+}
+
+/// `n - 1` more sockets on `first`'s address (SO_REUSEPORT, Linux), one per extra HTTP/3
+/// thread: the kernel spreads datagrams over the group by a hash of the 4-tuple, so every
+/// datagram of a client address lands on one socket, i.e. one thread and its QUIC endpoint.
+/// Elsewhere there is one socket and one thread; on Linux a refused bind is an error.
+pub fn bind_more(first: &std::net::UdpSocket, n: usize) -> io::Result<Vec<std::net::UdpSocket>> {
+    let mut more = Vec::new();
+    if cfg!(any(target_os = "linux", target_os = "android")) {
+        let addr = first.local_addr()?;
+        for _ in 1..n {
+            more.push(bind(addr)?);
+        }
+    }
+    Ok(more)
 }
 
 /// Serves HTTP/3 on `socket` until `shutdown`; then sends GOAWAY and closes every
@@ -102,11 +129,11 @@ pub fn run(
     shutdown.register(waker);
     let io = UdpIo::new(socket, config.h3_gso)?;
     let mut shell: Shell<conn::H3Conn> = Shell::new(io, Some(server), MAX_CONNECTIONS);
-    poll.registry().register(
-        shell.io().socket(),
-        SOCKET,
-        Interest::READABLE | Interest::WRITABLE,
-    )?;
+    // Writable interest only while a send waits: on Linux every datagram sent raises a
+    // writable edge (its memory returns to the socket), a loop turn per send for nothing.
+    poll.registry()
+        .register(shell.io().socket(), SOCKET, Interest::READABLE)?;
+    let mut write_interest = false;
     let mut ctx = Ctx {
         router: Router::new(config)?,
         date: DateCache::default(),
@@ -157,5 +184,16 @@ pub fn run(
             })?;
         }
         shell.drive(now, &mut ctx);
+        let pending = shell.io().has_pending();
+        if pending != write_interest {
+            let interest = if pending {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            poll.registry()
+                .reregister(shell.io().socket(), SOCKET, interest)?;
+            write_interest = pending;
+        }
     }
 }
