@@ -198,6 +198,22 @@ pub fn push_response_field(lines: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     lines.extend_from_slice(b"\r\n");
 }
 
+/// Trailer fields from `name: value\r\n` lines (as [`push_response_field`] writes them),
+/// names lower-cased for HTTP/2.
+pub fn trailer_fields(lines: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    lines
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let c = l.iter().position(|&b| b == b':')?;
+            Some((
+                l[..c].to_ascii_lowercase(),
+                l[c + 1..].trim_ascii().to_vec(),
+            ))
+        })
+        .collect()
+}
+
 /// Writes the client's IP address as text into `buf`; returns the used part.
 pub fn ip_text(ip: IpAddr, buf: &mut [u8; 48]) -> &[u8] {
     let mut w = &mut buf[..];

@@ -75,6 +75,9 @@ impl Up {
                 ..LocalSettings::client()
             };
             let mut conn = Box::new(Connection::new(Role::Client, local, Limits::new()));
+            // A stream's window is returned as its client takes the bytes (see
+            // `Worker::return_window`): a slow client stops only its own stream.
+            conn.set_manual_stream_windows(true);
             conn.start(out.tail());
             UpKind::H2 {
                 conn,
@@ -408,6 +411,7 @@ impl Events for Sink<'_> {
         let (now, timeout) = (self.now, self.timeout);
         if let Some((i, f)) = self.front(stream) {
             f.resp_body(data);
+            f.unreleased += data.len();
             f.deadline = Some(now + timeout);
             self.touched.push(i);
         }

@@ -188,6 +188,17 @@ impl Worker {
             .count() as u64;
         s.open_upstream_connections = self.ups.len() as u64;
         s.open_upstream_streams = self.ups.iter_mut().map(|(_, u)| u.in_flight() as u64).sum();
+        s.largest_client_queue = self
+            .fronts
+            .iter_mut()
+            .map(|(_, f)| {
+                let spill: usize =
+                    f.h2.as_ref()
+                        .map_or(0, |h| h.streams.iter().map(|st| st.spill.len()).sum());
+                (f.out.len() + spill) as u64
+            })
+            .max()
+            .unwrap_or(0);
         s
     }
 

@@ -55,7 +55,12 @@ fn trailers_are_passed_to_the_client() {
     let p = proxy_to(up);
     let mut c = Client::connect(p.addr().unwrap());
     for _ in 0..3 {
-        let r = c.get("/");
+        // The client says it takes trailers (RFC 9110 §10.1.4).
+        let r = c.send(
+            "GET / HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n\r\n",
+            b"",
+            false,
+        );
         assert_eq!(r.status, 200);
         assert_eq!(r.body, b"hello world");
         assert_eq!(
@@ -63,6 +68,10 @@ fn trailers_are_passed_to_the_client() {
             vec![("x-checksum".to_string(), "abc".to_string())]
         );
     }
+    // Without `TE: trailers` they are dropped (RFC 9110 §6.5.1), the body is the same.
+    let r = c.get("/");
+    assert_eq!(r.body, b"hello world");
+    assert!(r.trailers.is_empty(), "{:?}", r.trailers);
     drop(c);
     p.shutdown();
     let s = p.join().unwrap();

@@ -122,6 +122,7 @@ impl Worker {
                 self.queue_up(l.up);
             }
         }
+        self.return_window(i);
     }
 
     pub(super) fn kill_front(&mut self, i: usize) {
@@ -200,6 +201,7 @@ impl Worker {
                         f.retried = false;
                         f.body = None;
                         f.pending.clear();
+                        f.req_trailers.clear();
                         f.body_ended = false;
                         f.req_done = false;
                         f.resp = Resp::default();
