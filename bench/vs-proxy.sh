@@ -7,7 +7,8 @@
 # configuration, keepalive 256; h2lab proxy: --pool 256). Clients h2load --h1 and wrk, 653 B
 # and 100 KB responses, h2lab proxy and nginx ALTERNATED (A B, then B A, ...).
 # Per run: request rate (as the client reports it) and proxy CPU (user+sys of its process
-# group, /proc) per request. Ratio columns: median over rounds of h2lab / nginx.
+# group, /proc) per request. Ratio columns: median over rounds of h2lab / nginx, with the
+# range (lowest-highest per-round ratio) in brackets.
 # Then the multiplexing row: h2lab proxy with h2c-mux vs h1 upstreams at c=200 (h2load --h1,
 # 653 B): request rate and upstream connections opened (the proxy's --stats).
 #
@@ -27,6 +28,12 @@ CONNS=${CONNS:-50}
 H2LAB=${H2LAB:-$REPO_ROOT/target/release/h2lab}
 
 bench_init
+
+# span X...: "lowest-highest" of the numeric arguments.
+span() {
+  printf '%s\n' "$@" | { grep -E '^-?[0-9.]+$' || true; } | sort -g |
+    awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "n/a"; else printf "%s-%s", lo, hi }'
+}
 require_bin h2load nginx wrk python3
 [ -x "$H2LAB" ] || die "h2lab binary not found: $H2LAB (cargo build --release)"
 NGINX=$(bin_path nginx)
@@ -117,7 +124,7 @@ for client in h2load wrk; do
       rr+=("$(ratio "$h_rps" "$n_rps")") cr+=("$(ratio "$h_cpu" "$n_cpu")")
       log "$client $size round $round: h2lab $h_rps req/s $h_cpu us/req, nginx $n_rps req/s $n_cpu us/req"
     done
-    echo "| $client | $size | $(fmt "$(median "${hr[@]}")" 0) | $(fmt "$(median "${nr[@]}")" 0) | $(median "${rr[@]}") | $(median "${hc[@]}") | $(median "${nc[@]}") | $(median "${cr[@]}") |"
+    echo "| $client | $size | $(fmt "$(median "${hr[@]}")" 0) | $(fmt "$(median "${nr[@]}")" 0) | $(median "${rr[@]}") ($(span "${rr[@]}")) | $(median "${hc[@]}") | $(median "${nc[@]}") | $(median "${cr[@]}") ($(span "${cr[@]}")) |"
   done
 done
 stop_bg "$H2LAB_PID"

@@ -89,6 +89,8 @@ pub struct Front {
     pub is_head: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
+    /// The poller reported the peer's FIN (or an error): reads go on until EOF shows.
+    pub hup: bool,
     /// The client closed its sending side.
     pub read_eof: bool,
     /// Waiting for an upstream stream slot (h2c-mux at its connection limit).
@@ -170,6 +172,7 @@ impl Front {
             http10: false,
             is_head: false,
             want_read: true,
+            hup: false,
             read_eof: false,
             waiting: false,
             queued: false,

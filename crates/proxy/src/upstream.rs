@@ -54,6 +54,8 @@ pub struct Up {
     pub closing: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
+    /// The poller reported the peer's FIN (or an error): reads go on until EOF shows.
+    pub hup: bool,
     /// On the worker's work list.
     pub queued: bool,
     /// In its upstream's idle list.
@@ -99,6 +101,7 @@ impl Up {
             used: 0,
             closing: false,
             want_read: true,
+            hup: false,
             queued: false,
             idle: false,
             chunked_request: false,

@@ -42,6 +42,9 @@ const HIGH: usize = 64 * 1024;
 const FRONT_MAX_IN: usize = 64 * 1024;
 /// Most unread upstream input (holds any HTTP/2 frame we accept).
 const UP_MAX_IN: usize = 128 * 1024;
+/// Room offered to each upstream read: large response bodies come in few reads (and leave
+/// by write-through in few writes).
+const UP_READ_CHUNK: usize = 64 * 1024;
 
 fn ftoken(i: usize) -> Token {
     Token(i << 1)
@@ -150,14 +153,17 @@ impl Worker {
                     continue;
                 }
                 let i = t.0 >> 1;
-                let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let hup = ev.is_read_closed() || ev.is_error();
+                let readable = ev.is_readable() || hup;
                 if t.0 & 1 == 0 {
                     if let Some(f) = self.fronts.at(i) {
                         f.want_read |= readable;
+                        f.hup |= hup;
                         self.queue_front(i);
                     }
                 } else if let Some(u) = self.ups.at(i) {
                     u.want_read |= readable;
+                    u.hup |= hup;
                     self.queue_up(i);
                 }
             }

@@ -201,3 +201,79 @@ fn http1_clients_get_trailers_only_with_te_trailers() {
         assert!(settled, "{proto:?}");
     }
 }
+
+/// An HTTP/1.1 upstream played by a raw socket: reads a chunked request, answers a chunked
+/// body `hello` with trailers `x-upstream: done` and `x-echo-NAME: VALUE` per request trailer.
+fn h1_upstream() -> SocketAddr {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut buf = Vec::new();
+                let mut b = [0u8; 4096];
+                loop {
+                    // The end of a chunked body: the last chunk and the trailer section.
+                    let end = buf
+                        .windows(5)
+                        .position(|w| w == b"\r\n0\r\n")
+                        .and_then(|i| {
+                            let rest = &buf[i + 5..];
+                            if rest.starts_with(b"\r\n") {
+                                return Some((i + 5, i + 7));
+                            }
+                            let e = rest.windows(4).position(|w| w == b"\r\n\r\n")?;
+                            Some((i + 5, i + 5 + e + 4))
+                        });
+                    if let Some((t0, t1)) = end {
+                        let section = String::from_utf8_lossy(&buf[t0..t1]).to_string();
+                        buf.drain(..t1);
+                        let mut resp = String::from(
+                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nx-upstream: done\r\n",
+                        );
+                        for line in section.split("\r\n").filter(|l| !l.is_empty()) {
+                            let (n, v) = line.split_once(':').unwrap();
+                            resp.push_str(&format!("x-echo-{}: {}\r\n", n.trim(), v.trim()));
+                        }
+                        resp.push_str("\r\n");
+                        if s.write_all(resp.as_bytes()).is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    match s.read(&mut b) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&b[..n]),
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn http2_client_trailers_both_ways_over_an_http1_upstream() {
+    let up = h1_upstream();
+    let p = proxy_to(up, UpstreamProtocol::H1);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let mut t = HeaderMap::new();
+        t.insert("x-checksum", HeaderValue::from_static("abc123"));
+        let g = rt.block_on(h2_request(p.addr().unwrap(), "/", &[b'q'; 20_000], t));
+        assert_eq!(g.body, b"hello");
+        let mut want = HeaderMap::new();
+        want.insert("x-upstream", HeaderValue::from_static("done"));
+        want.insert("x-echo-x-checksum", HeaderValue::from_static("abc123"));
+        assert_eq!(g.trailers, want);
+    }
+    p.shutdown();
+    let s = p.join().unwrap();
+    assert_eq!(s.responses, 2, "{s}");
+    assert_eq!(s.upstream_connections_opened, 1, "{s}");
+}

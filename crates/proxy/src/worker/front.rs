@@ -13,7 +13,7 @@ impl Worker {
         let Some(f) = self.fronts.at(i) else { return };
         let backlogged = f.h2.as_ref().is_some_and(|h| h.backlogged);
         if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN && !backlogged {
-            match f.io.fill(&mut f.inbuf, FRONT_MAX_IN) {
+            match f.io.fill(&mut f.inbuf, FRONT_MAX_IN, f.hup) {
                 Ok(fill) => {
                     if fill.got > 0 {
                         f.last_active = now;

@@ -2,7 +2,7 @@
 //! back-pressure, protocol processing), returning them to the pool, waking clients that wait
 //! for an h2c-mux stream slot, and failing their exchanges when a connection ends.
 
-use super::{Worker, HIGH, UP_MAX_IN};
+use super::{Worker, HIGH, UP_MAX_IN, UP_READ_CHUNK};
 use crate::config::UpstreamProtocol;
 use crate::upstream::UpKind;
 use h2lab_wire::h2::StreamId;
@@ -48,7 +48,7 @@ impl Worker {
         }
         let mut eof = false;
         if u.want_read && !paused {
-            match u.sock.fill(&mut u.inbuf, UP_MAX_IN) {
+            match u.sock.fill(&mut u.inbuf, UP_MAX_IN, UP_READ_CHUNK, u.hup) {
                 Ok(fl) => {
                     eof = fl.eof;
                     if fl.blocked {
