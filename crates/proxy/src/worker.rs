@@ -290,7 +290,13 @@ impl Worker {
         let idle = self.shared.config.front.idle_timeout;
         let mut timed_out = Vec::new();
         let mut idle_out = Vec::new();
+        let upstream_timeout = self.shared.config.upstream_timeout;
         for (i, f) in self.fronts.iter_mut() {
+            if f.deadline.is_some() && f.out.len() > HIGH {
+                // The proxy holds the upstream back (its client reads slowly): not the
+                // upstream's delay.
+                f.deadline = Some(now + upstream_timeout);
+            }
             if let (Some(d), Some(_)) = (f.deadline, f.link) {
                 if now >= d && !f.resp.done {
                     timed_out.push(i);

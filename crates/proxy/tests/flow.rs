@@ -7,7 +7,7 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{backends, proxy, Client};
 use h2lab_proxy::UpstreamProtocol;
@@ -16,6 +16,7 @@ const SIZE: usize = 10 * 1024 * 1024;
 /// What the proxy may hold for one client: the upstream stream window (256 KiB), the output
 /// high-water mark (64 KiB) and a frame or two of slack.
 const QUEUE_BOUND: u64 = 512 * 1024;
+const UPSTREAM_TIMEOUT: Duration = Duration::from_millis(300);
 
 /// A client socket with a small receive buffer, so that the kernel cannot absorb the body.
 fn small_window_client(addr: SocketAddr) -> std::net::TcpStream {
@@ -39,6 +40,9 @@ fn a_stalled_client_stops_only_its_own_stream() {
         c.front.threads = 1;
         c.pool = 1;
         c.streams = 8;
+        // Short, so that the stall below outlasts it: holding a slow client's stream back
+        // is the proxy's doing, not an upstream timeout.
+        c.upstream_timeout = UPSTREAM_TIMEOUT;
     });
     let addr = p.addr().unwrap();
     let path = format!("/data?size={SIZE}");
@@ -52,9 +56,13 @@ fn a_stalled_client_stops_only_its_own_stream() {
     });
     assert!(stalled, "the slow client's request went upstream");
 
-    // Another client, same upstream connection (pool 1), completes 100 requests.
+    // Another client, same upstream connection (pool 1), completes 100 requests (and goes
+    // on until the stall lasted three upstream timeouts).
     let mut fast = Client::connect(addr);
-    for k in 0..100 {
+    let t0 = Instant::now();
+    let mut k = 0;
+    while k < 100 || t0.elapsed() < 3 * UPSTREAM_TIMEOUT {
+        k += 1;
         let r = fast.get("/data?size=10000");
         assert_eq!(r.status, 200, "request {k}");
         assert_eq!(r.body.len(), 10_000, "request {k}");
@@ -64,7 +72,7 @@ fn a_stalled_client_stops_only_its_own_stream() {
         s.upstream_connections_opened, 1,
         "one shared connection: {s}"
     );
-    assert_eq!(s.upstream_requests, 101, "{s}");
+    assert_eq!(s.upstream_requests, 1 + k as u64, "{s}");
     // The slow client's stream is still open upstream (stopped at its window, not drained
     // into the proxy), and what the proxy holds for it is bounded.
     assert_eq!(s.open_upstream_streams, 1, "{s}");
