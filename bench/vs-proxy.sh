@@ -18,6 +18,9 @@
 #   DURATION  seconds per run (default 5)
 #   CONNS     client connections of the proxy-vs-nginx runs (default 50)
 #   SERVER_CPUS, CLIENT_CPUS  taskset CPU lists (default 0 and 1)
+#   SYSCALLS  1: also count each proxy's system calls per request (strace -c -f -p, attached
+#             during an h2load -n $SYSCALL_REQS run per response size; strace slows the
+#             proxy, so these runs are not timed)
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -127,6 +130,33 @@ for client in h2load wrk; do
     echo "| $client | $size | $(fmt "$(median "${hr[@]}")" 0) | $(fmt "$(median "${nr[@]}")" 0) | $(median "${rr[@]}") ($(span "${rr[@]}")) | $(median "${hc[@]}") | $(median "${nc[@]}") | $(median "${cr[@]}") ($(span "${cr[@]}")) |"
   done
 done
+if [ "${SYSCALLS:-0}" = 1 ] && command -v strace >/dev/null; then
+  SYSCALL_REQS=${SYSCALL_REQS:-20000}
+  echo
+  echo "## System calls per request (strace -c -f, h2load --h1 -n $SYSCALL_REQS -c $CONNS)"
+  echo
+  echo "| proxy | response | total | by call |"
+  echo "|---|---|---|---|"
+  nginx_worker=$(pgrep -P "$NGINX_PID" | head -n 1)
+  for size in 653 100k; do
+    for who in h2lab nginx; do
+      if [ "$who" = h2lab ]; then port=$H2LAB_PORT pid=$H2LAB_PID; else port=$NGINX_PORT pid=$nginx_worker; fi
+      st="$WORK/strace-$who-$size"
+      strace -c -f -p "$pid" -o "$st" 2>/dev/null &
+      spid=$!
+      sleep 0.5 # attached (upstream connections are warm from the runs above)
+      run_client "$st.out" h2load --h1 -n "$SYSCALL_REQS" -c "$CONNS" -t 1 "http://127.0.0.1:$port/data?size=$size"
+      kill -INT "$spid" 2>/dev/null
+      wait "$spid" 2>/dev/null || true
+      n=$SYSCALL_REQS
+      # strace -c columns: % time, seconds, usecs/call, calls, [errors], syscall.
+      total=$(awk -v n="$n" '$NF == "total" { printf "%.2f", $4 / n }' "$st")
+      calls=$(awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 {
+          if ($4 / n >= 0.1) printf "%s %.2f, ", $NF, $4 / n }' "$st")
+      echo "| $who | $size | $total | ${calls%, } |"
+    done
+  done
+fi
 stop_bg "$H2LAB_PID"
 stop_bg "$NGINX_PID"
 

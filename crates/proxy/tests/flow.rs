@@ -118,3 +118,76 @@ fn a_stalled_client_stops_only_its_own_stream() {
     let s = p.join().unwrap();
     assert_eq!(s.bad_gateway_reset + s.gateway_timeout, 0, "{s}");
 }
+
+/// The same with an HTTP/2 client (the `h2` crate) as the slow one: it takes none of a 10 MB
+/// response (no flow-control credit back to the proxy) while an HTTP/1.1 client completes 100
+/// requests on the same upstream connection; then it reads everything.
+#[test]
+fn a_stalled_http2_client_stops_only_its_own_stream() {
+    use bytes::Bytes;
+    let b = backends(1);
+    let p = proxy(&b, UpstreamProtocol::H2cMux, |c| {
+        c.front.threads = 1;
+        c.pool = 1;
+        c.streams = 8;
+    });
+    let addr = p.addr().unwrap();
+    let path = format!("/data?size={SIZE}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (mut body, _conn) = rt.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        let conn = tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client.ready().await.unwrap();
+        let req = http::Request::get(format!("http://localhost{path}"))
+            .body(())
+            .unwrap();
+        let (fut, _) = client.send_request(req, true).unwrap();
+        let resp = fut.await.unwrap();
+        assert_eq!(resp.status(), 200);
+        (resp.into_body(), conn)
+    });
+    // The h2 crate's windows (64 KiB) fill and stay full: nothing is released.
+    let stalled = common::wait_until(20, || {
+        rt.block_on(tokio::task::yield_now());
+        let s = p.stats().snapshot(Duration::from_secs(1));
+        s.largest_client_queue > 128 * 1024
+    });
+    assert!(
+        stalled,
+        "the proxy holds bytes for the stalled HTTP/2 client"
+    );
+
+    let mut fast = Client::connect(addr);
+    for k in 0..100 {
+        let r = fast.get("/data?size=10000");
+        assert_eq!(r.status, 200, "request {k}");
+        assert_eq!(r.body.len(), 10_000, "request {k}");
+    }
+    let s = p.stats().snapshot(Duration::from_secs(1));
+    assert_eq!(s.upstream_connections_opened, 1, "{s}");
+    assert_eq!(s.open_upstream_streams, 1, "{s}");
+    assert!(s.largest_client_queue <= QUEUE_BOUND, "{s}");
+
+    let got = rt.block_on(async {
+        let mut got = Vec::with_capacity(SIZE);
+        while let Some(chunk) = body.data().await {
+            let chunk: Bytes = chunk.unwrap();
+            got.extend_from_slice(&chunk);
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
+        got
+    });
+    assert_eq!(got.len(), SIZE);
+    let direct = Client::connect(b[0].addr().unwrap()).get(&path);
+    assert!(direct.body == got, "the body differs from the backend's");
+    drop(fast);
+    p.shutdown();
+    let s = p.join().unwrap();
+    assert_eq!(s.bad_gateway_reset + s.gateway_timeout, 0, "{s}");
+}

@@ -202,6 +202,7 @@ impl Worker {
                         f.body = None;
                         f.pending.clear();
                         f.req_trailers.clear();
+                        f.unreleased = 0;
                         f.body_ended = false;
                         f.req_done = false;
                         f.resp = Resp::default();
