@@ -61,6 +61,9 @@ pub struct Forward<'a> {
     pub body_len: Option<u64>,
     /// Whether there is a body at all.
     pub has_body: bool,
+    /// The client sent `TE: trailers`: said to HTTP/2 upstreams (RFC 9113 §8.2.2 allows
+    /// that one value; gRPC servers ask for it), never to HTTP/1.x ones (hop-by-hop).
+    pub te_trailers: bool,
 }
 
 impl Forward<'_> {
@@ -157,7 +160,7 @@ impl Forward<'_> {
             }
             _ => b"",
         };
-        let mut fields: [(&[u8], &[u8]); 144] = [(b"", b""); 144];
+        let mut fields: [(&[u8], &[u8]); 145] = [(b"", b""); 145];
         let base: [(&[u8], &[u8]); 7] = [
             (b":method", self.method),
             (b":scheme", b"http"),
@@ -181,6 +184,10 @@ impl Forward<'_> {
         }
         if !len_str.is_empty() {
             fields[n] = (b"content-length", len_str);
+            n += 1;
+        }
+        if self.te_trailers {
+            fields[n] = (b"te", b"trailers");
             n += 1;
         }
         f(&fields[..n])
@@ -239,6 +246,7 @@ mod tests {
             https: false,
             body_len: Some(3),
             has_body: true,
+            te_trailers: false,
         });
     }
 

@@ -55,9 +55,14 @@ async fn answer(req: Request<h2::RecvStream>, mut respond: h2::server::SendRespo
         let _ = body.flow_control().release_capacity(chunk.len());
     }
     let got = body.trailers().await.ok().flatten().unwrap_or_default();
+    let te = parts
+        .headers
+        .get("te")
+        .map_or("none", |v| v.to_str().unwrap());
     let mut resp = Response::builder()
         .status(200)
-        .header("x-body-len", len.to_string());
+        .header("x-body-len", len.to_string())
+        .header("x-te", te);
     if parts.uri.path() == "/cl" {
         resp = resp.header("content-length", RESP_LEN.to_string());
     }
@@ -102,6 +107,7 @@ async fn h2_request(addr: SocketAddr, path: &str, body: &[u8], trailers: HeaderM
     let req = Request::builder()
         .method("POST")
         .uri(format!("http://localhost{path}"))
+        .header("te", "trailers")
         .body(())
         .unwrap();
     let (fut, mut send) = client.send_request(req, false).unwrap();
@@ -151,6 +157,8 @@ fn http2_client_trailers_both_ways_over_h2c_upstreams() {
                 "{proto:?} {path}"
             );
             assert!(g.body == expected_body(), "{proto:?} {path}: body differs");
+            // `te: trailers` reaches an HTTP/2 upstream.
+            assert_eq!(text(&g.headers, "x-te").as_deref(), Some("trailers"));
             let mut want = HeaderMap::new();
             want.insert("x-upstream", HeaderValue::from_static("done"));
             want.insert("x-echo-x-checksum", HeaderValue::from_static("abc123"));
@@ -179,6 +187,8 @@ fn http1_clients_get_trailers_only_with_te_trailers() {
             let r = c.send(&head, body, false);
             assert_eq!(r.status, 200, "{proto:?}");
             assert_eq!(r.header("x-body-len"), Some("5"), "{proto:?}");
+            let te_seen = if te { "trailers" } else { "none" };
+            assert_eq!(r.header("x-te"), Some(te_seen), "{proto:?}");
             assert!(r.body == expected_body(), "{proto:?}");
             let mut t = r.trailers.clone();
             t.sort();

@@ -62,11 +62,11 @@ impl Worker {
         let is_head = head.method == "HEAD";
         // RFC 9110 §10.1.4: `TE: trailers` says the client accepts a trailer section; an
         // HTTP/2 stream (a virtual connection) always can.
-        let te_trailers = f.parent.is_some()
-            || head.headers.get_all("te").any(|v| {
-                v.split(|&b| b == b',')
-                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
-            });
+        let client_te = head.headers.get_all("te").any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+        });
+        let te_trailers = f.parent.is_some() || client_te;
         let fw = Forward {
             method: head.method.as_bytes(),
             target: head.target.as_bytes(),
@@ -75,6 +75,7 @@ impl Worker {
             https: f.io.is_tls(),
             body_len,
             has_body,
+            te_trailers: client_te,
         };
         let mut ipb = [0u8; 48];
         let ip = ip_text(f.peer.ip(), &mut ipb);
