@@ -109,3 +109,46 @@ fn a_cut_response_cuts_the_client_response() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.ends_with("only part"), "{text}");
 }
+
+#[test]
+fn a_cut_response_resets_the_http2_clients_stream() {
+    let up = fake(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part",
+        true,
+    );
+    let p = proxy_to(up);
+    let addr = p.addr().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (got, err) = rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client.ready().await.unwrap();
+        let req = http::Request::get("http://localhost/").body(()).unwrap();
+        let (fut, _) = client.send_request(req, true).unwrap();
+        let resp = tokio::time::timeout(std::time::Duration::from_secs(10), fut)
+            .await
+            .expect("a response head")
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut body = resp.into_body();
+        let mut got = Vec::new();
+        let err = loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), body.data()).await {
+                Ok(Some(Ok(c))) => got.extend_from_slice(&c),
+                Ok(Some(Err(e))) => break Some(e),
+                Ok(None) => break None,
+                Err(_) => panic!("the stream was left open"),
+            }
+        };
+        (got, err)
+    });
+    assert_eq!(got, b"only part");
+    let err = err.expect("the stream is reset, not ended");
+    assert_eq!(err.reason(), Some(h2::Reason::INTERNAL_ERROR), "{err}");
+}

@@ -93,6 +93,8 @@ impl Worker {
             // again once request bodies drained below the backlog).
             let drained = f.inbuf.len() <= crate::front_h2::BACKLOG;
             let wake = !f.out.is_empty()
+                || f.resp.done
+                || f.state == FState::Closing
                 || (drained
                     && self
                         .fronts
