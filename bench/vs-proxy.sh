@@ -7,7 +7,8 @@
 # configuration, keepalive 256; h2lab proxy: --pool 256). Clients h2load --h1 and wrk, 653 B
 # and 100 KB responses, h2lab proxy and nginx ALTERNATED (A B, then B A, ...).
 # Per run: request rate (as the client reports it) and proxy CPU (user+sys of its process
-# group, /proc) per request. Ratio columns: median over rounds of h2lab / nginx.
+# group, /proc) per request. Ratio columns: median over rounds of h2lab / nginx, with the
+# range (lowest-highest per-round ratio) in brackets.
 # Then the multiplexing row: h2lab proxy with h2c-mux vs h1 upstreams at c=200 (h2load --h1,
 # 653 B): request rate and upstream connections opened (the proxy's --stats).
 #
@@ -17,6 +18,9 @@
 #   DURATION  seconds per run (default 5)
 #   CONNS     client connections of the proxy-vs-nginx runs (default 50)
 #   SERVER_CPUS, CLIENT_CPUS  taskset CPU lists (default 0 and 1)
+#   SYSCALLS  1: also count each proxy's system calls per request (strace -c -f -p, attached
+#             during an h2load -n $SYSCALL_REQS run per response size; strace slows the
+#             proxy, so these runs are not timed)
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -27,6 +31,12 @@ CONNS=${CONNS:-50}
 H2LAB=${H2LAB:-$REPO_ROOT/target/release/h2lab}
 
 bench_init
+
+# span X...: "lowest-highest" of the numeric arguments.
+span() {
+  printf '%s\n' "$@" | { grep -E '^-?[0-9.]+$' || true; } | sort -g |
+    awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "n/a"; else printf "%s-%s", lo, hi }'
+}
 require_bin h2load nginx wrk python3
 [ -x "$H2LAB" ] || die "h2lab binary not found: $H2LAB (cargo build --release)"
 NGINX=$(bin_path nginx)
@@ -117,9 +127,36 @@ for client in h2load wrk; do
       rr+=("$(ratio "$h_rps" "$n_rps")") cr+=("$(ratio "$h_cpu" "$n_cpu")")
       log "$client $size round $round: h2lab $h_rps req/s $h_cpu us/req, nginx $n_rps req/s $n_cpu us/req"
     done
-    echo "| $client | $size | $(fmt "$(median "${hr[@]}")" 0) | $(fmt "$(median "${nr[@]}")" 0) | $(median "${rr[@]}") | $(median "${hc[@]}") | $(median "${nc[@]}") | $(median "${cr[@]}") |"
+    echo "| $client | $size | $(fmt "$(median "${hr[@]}")" 0) | $(fmt "$(median "${nr[@]}")" 0) | $(median "${rr[@]}") ($(span "${rr[@]}")) | $(median "${hc[@]}") | $(median "${nc[@]}") | $(median "${cr[@]}") ($(span "${cr[@]}")) |"
   done
 done
+if [ "${SYSCALLS:-0}" = 1 ] && command -v strace >/dev/null; then
+  SYSCALL_REQS=${SYSCALL_REQS:-20000}
+  echo
+  echo "## System calls per request (strace -c -f, h2load --h1 -n $SYSCALL_REQS -c $CONNS)"
+  echo
+  echo "| proxy | response | total | by call |"
+  echo "|---|---|---|---|"
+  nginx_worker=$(pgrep -P "$NGINX_PID" | head -n 1)
+  for size in 653 100k; do
+    for who in h2lab nginx; do
+      if [ "$who" = h2lab ]; then port=$H2LAB_PORT pid=$H2LAB_PID; else port=$NGINX_PORT pid=$nginx_worker; fi
+      st="$WORK/strace-$who-$size"
+      strace -c -f -p "$pid" -o "$st" 2>/dev/null &
+      spid=$!
+      sleep 0.5 # attached (upstream connections are warm from the runs above)
+      run_client "$st.out" h2load --h1 -n "$SYSCALL_REQS" -c "$CONNS" -t 1 "http://127.0.0.1:$port/data?size=$size"
+      kill -INT "$spid" 2>/dev/null
+      wait "$spid" 2>/dev/null || true
+      n=$SYSCALL_REQS
+      # strace -c columns: % time, seconds, usecs/call, calls, [errors], syscall.
+      total=$(awk -v n="$n" '$NF == "total" { printf "%.2f", $4 / n }' "$st")
+      calls=$(awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 {
+          if ($4 / n >= 0.1) printf "%s %.2f, ", $NF, $4 / n }' "$st")
+      echo "| $who | $size | $total | ${calls%, } |"
+    done
+  done
+fi
 stop_bg "$H2LAB_PID"
 stop_bg "$NGINX_PID"
 

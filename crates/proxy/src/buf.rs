@@ -100,6 +100,11 @@ impl InBuf {
         self.end = self.buf.len();
     }
 
+    /// Room left after the unread bytes (a read that left some did not fill the buffer).
+    pub fn spare(&self) -> usize {
+        self.buf.len() - self.end
+    }
+
     /// Reads once from `r` into at least `chunk` bytes of room; `Ok(0)` is EOF.
     pub fn read_from(
         &mut self,

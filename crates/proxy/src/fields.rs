@@ -61,6 +61,9 @@ pub struct Forward<'a> {
     pub body_len: Option<u64>,
     /// Whether there is a body at all.
     pub has_body: bool,
+    /// The client sent `TE: trailers`: said to HTTP/2 upstreams (RFC 9113 §8.2.2 allows
+    /// that one value; gRPC servers ask for it), never to HTTP/1.x ones (hop-by-hop).
+    pub te_trailers: bool,
 }
 
 impl Forward<'_> {
@@ -157,7 +160,7 @@ impl Forward<'_> {
             }
             _ => b"",
         };
-        let mut fields: [(&[u8], &[u8]); 144] = [(b"", b""); 144];
+        let mut fields: [(&[u8], &[u8]); 145] = [(b"", b""); 145];
         let base: [(&[u8], &[u8]); 7] = [
             (b":method", self.method),
             (b":scheme", b"http"),
@@ -183,6 +186,10 @@ impl Forward<'_> {
             fields[n] = (b"content-length", len_str);
             n += 1;
         }
+        if self.te_trailers {
+            fields[n] = (b"te", b"trailers");
+            n += 1;
+        }
         f(&fields[..n])
     }
 }
@@ -196,6 +203,22 @@ pub fn push_response_field(lines: &mut Vec<u8>, name: &[u8], value: &[u8]) {
     lines.extend_from_slice(b": ");
     lines.extend_from_slice(value);
     lines.extend_from_slice(b"\r\n");
+}
+
+/// Trailer fields from `name: value\r\n` lines (as [`push_response_field`] writes them),
+/// names lower-cased for HTTP/2.
+pub fn trailer_fields(lines: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    lines
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let c = l.iter().position(|&b| b == b':')?;
+            Some((
+                l[..c].to_ascii_lowercase(),
+                l[c + 1..].trim_ascii().to_vec(),
+            ))
+        })
+        .collect()
 }
 
 /// Writes the client's IP address as text into `buf`; returns the used part.
@@ -223,6 +246,7 @@ mod tests {
             https: false,
             body_len: Some(3),
             has_body: true,
+            te_trailers: false,
         });
     }
 

@@ -89,6 +89,8 @@ pub struct Front {
     pub is_head: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
+    /// The poller reported the peer's FIN (or an error): reads go on until EOF shows.
+    pub hup: bool,
     /// The client closed its sending side.
     pub read_eof: bool,
     /// Waiting for an upstream stream slot (h2c-mux at its connection limit).
@@ -119,6 +121,13 @@ pub struct Front {
     pub idempotent: bool,
     /// The current request went on an upstream connection that had carried one before.
     pub reused: bool,
+    /// Response DATA bytes received on the current exchange's h2c stream and not yet
+    /// returned to the upstream (WINDOW_UPDATE) because they are still queued here.
+    pub unreleased: usize,
+    /// HTTP/1.1 trailers may be sent to this client (`TE: trailers`, or an HTTP/2 stream).
+    pub te_trailers: bool,
+    /// Trailer lines of the current request body (`name: value\r\n` each).
+    pub req_trailers: Vec<u8>,
 }
 
 /// What is known of an upstream request that failed before any of its response arrived.
@@ -163,6 +172,7 @@ impl Front {
             http10: false,
             is_head: false,
             want_read: true,
+            hup: false,
             read_eof: false,
             waiting: false,
             queued: false,
@@ -177,6 +187,9 @@ impl Front {
             retried: false,
             idempotent: false,
             reused: false,
+            unreleased: 0,
+            te_trailers: false,
+            req_trailers: Vec::new(),
         }
     }
 
@@ -286,10 +299,16 @@ impl Front {
         if self.resp.chunked && !self.resp.no_body {
             let out = self.out.tail();
             out.extend_from_slice(b"0\r\n");
-            out.extend_from_slice(&self.trailers);
+            if self.te_trailers && self.parent.is_none() {
+                // Otherwise dropped, as RFC 9110 §6.5.1 allows.
+                out.extend_from_slice(&self.trailers);
+            }
             out.extend_from_slice(b"\r\n");
         }
-        self.trailers.clear();
+        if self.parent.is_none() {
+            self.trailers.clear();
+        } // An HTTP/2 stream's trailers are taken from here by its connection (`pump`).
+
         self.resp.done = true;
         self.link = None;
         self.deadline = None;

@@ -11,6 +11,8 @@ use h2lab_wire::h2::{
 };
 
 use crate::buf::Buf;
+use crate::fields::trailer_fields;
+use crate::front::{FState, Front};
 
 /// What the connection reported, owned (handled after `recv` returns).
 pub enum FEv {
@@ -31,6 +33,8 @@ pub enum FEv {
         data: Vec<u8>,
         /// Last of the body.
         end: bool,
+        /// The request's trailer fields (with `end`).
+        trailers: Vec<(Vec<u8>, Vec<u8>)>,
     },
     /// The client reset the stream (or it failed).
     Reset {
@@ -61,6 +65,7 @@ impl Events for Sink<'_> {
                 id: stream.get(),
                 data: Vec::new(),
                 end: true,
+                trailers: fields,
             }),
             _ => {}
         }
@@ -71,6 +76,7 @@ impl Events for Sink<'_> {
             id: stream.get(),
             data: data.to_vec(),
             end: end_stream,
+            trailers: Vec::new(),
         });
     }
 
@@ -95,6 +101,9 @@ pub struct Stream {
     pub spill: Vec<u8>,
     /// Trailer fields to send at the end.
     pub trailers: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The response body is complete; the stream ends once the exchange does (trailers
+    /// of an upstream response with a Content-Length come after its last byte).
+    pub ended: bool,
     /// The stream is finished (ended or reset).
     pub done: bool,
 }
@@ -202,9 +211,15 @@ fn hop_by_hop(name: &[u8]) -> bool {
     .any(|n| n.eq_ignore_ascii_case(name))
 }
 
+/// The virtual connection's exchange is over (its response complete or cut): nothing more
+/// will be queued.
+fn exchange_over(c: &Front) -> bool {
+    c.resp.done || c.state == FState::Closing
+}
+
 /// Translates what the virtual connection queued (`child`, `None` once it is gone) into
 /// frames for stream `s`, as far as flow control allows.
-pub fn pump(s: &mut Stream, mut child: Option<&mut Buf>, conn: &mut Connection, out: &mut Buf) {
+pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection, out: &mut Buf) {
     let id = StreamId::new(s.id);
     while !s.done {
         if !s.spill.is_empty() {
@@ -216,8 +231,33 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Buf>, conn: &mut Connection, 
                 return;
             }
         }
+        if s.ended {
+            if child.as_deref().is_some_and(|c| !exchange_over(c)) {
+                return; // trailers may still come
+            }
+            if s.trailers.is_empty() {
+                if let Some(c) = child.as_deref_mut() {
+                    s.trailers = trailer_fields(&c.trailers);
+                    c.trailers.clear();
+                }
+            }
+            if s.trailers.is_empty() {
+                let _ = conn.send_data(id, &[], true, out.tail());
+            } else {
+                let t: Vec<(&[u8], &[u8])> = s
+                    .trailers
+                    .iter()
+                    .map(|(n, v)| (n.as_slice(), v.as_slice()))
+                    .collect();
+                let _ = conn.send_header_fields(id, &t, true, out.tail());
+            }
+            s.done = true;
+            return;
+        }
         let gone = child.is_none();
-        let data: &[u8] = child.as_deref().map_or(&[][..], Buf::data);
+        // The exchange ended (or was cut) with nothing more to come.
+        let cut = child.as_deref().is_some_and(exchange_over);
+        let data: &[u8] = child.as_deref().map_or(&[][..], |c| c.out.data());
         let limit = if s.head_sent {
             data.len().min(conn.send_capacity(id) + 64)
         } else {
@@ -231,12 +271,11 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Buf>, conn: &mut Connection, 
                 return;
             }
         };
-        let mut finished = false;
         let mut stop = false;
         match ev {
             Event::NeedMore => {
                 if n == 0 {
-                    if gone {
+                    if gone || (cut && limit == data.len()) {
                         conn.reset(id, ErrorCode::INTERNAL_ERROR, out.tail());
                         s.done = true;
                     }
@@ -280,27 +319,14 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Buf>, conn: &mut Connection, 
                     .map(|f| (f.name.as_bytes().to_ascii_lowercase(), f.value.to_vec()))
                     .collect();
             }
-            Event::End { .. } => finished = true,
+            Event::End { .. } => s.ended = true,
             Event::Upgrade(_) | Event::Closed => {
                 conn.reset(id, ErrorCode::INTERNAL_ERROR, out.tail());
                 s.done = true;
             }
         }
         if let Some(c) = child.as_deref_mut() {
-            c.consume(n);
-        }
-        if finished {
-            if s.trailers.is_empty() {
-                let _ = conn.send_data(id, &[], true, out.tail());
-            } else {
-                let t: Vec<(&[u8], &[u8])> = s
-                    .trailers
-                    .iter()
-                    .map(|(n, v)| (n.as_slice(), v.as_slice()))
-                    .collect();
-                let _ = conn.send_header_fields(id, &t, true, out.tail());
-            }
-            s.done = true;
+            c.out.consume(n);
         }
         if stop {
             return;

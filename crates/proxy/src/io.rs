@@ -19,7 +19,8 @@ pub struct Fill {
     pub got: usize,
     /// The peer closed its sending side.
     pub eof: bool,
-    /// The socket would block (readiness consumed).
+    /// The socket would block, or a read returned less than it had room for (TCP and UNIX
+    /// stream sockets: the receive queue was emptied): readiness consumed.
     pub blocked: bool,
 }
 
@@ -75,8 +76,10 @@ impl FrontIo {
         matches!(self, FrontIo::Tls(..) | FrontIo::Virtual(true))
     }
 
-    /// Reads until the socket would block or `inbuf` holds `max` bytes.
-    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
+    /// Reads until the socket would block or `inbuf` holds `max` bytes. A read that does
+    /// not fill the buffer ends it (edge-triggered readiness: new bytes bring a new event)
+    /// unless `to_eof`: the peer's FIN was already signalled, so read until it shows.
+    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize, to_eof: bool) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
             match self {
@@ -89,7 +92,13 @@ impl FrontIo {
                         f.eof = true;
                         break;
                     }
-                    Ok(n) => f.got += n,
+                    Ok(n) => {
+                        f.got += n;
+                        if !to_eof && inbuf.spare() > 0 {
+                            f.blocked = true;
+                            break;
+                        }
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                         f.blocked = true;
                         break;
@@ -263,16 +272,29 @@ impl UpSock {
         }
     }
 
-    /// Reads until the socket would block or `inbuf` holds `max` bytes.
-    pub fn fill(&mut self, inbuf: &mut InBuf, max: usize) -> io::Result<Fill> {
+    /// Reads until the socket would block or `inbuf` holds `max` bytes (a short read ends
+    /// it unless `to_eof`, as in [`FrontIo::fill`]), `chunk` bytes of room at least per read.
+    pub fn fill(
+        &mut self,
+        inbuf: &mut InBuf,
+        max: usize,
+        chunk: usize,
+        to_eof: bool,
+    ) -> io::Result<Fill> {
         let mut f = Fill::default();
         while inbuf.len() < max {
-            match inbuf.read_from(self, READ_CHUNK) {
+            match inbuf.read_from(self, chunk) {
                 Ok(0) => {
                     f.eof = true;
                     break;
                 }
-                Ok(n) => f.got += n,
+                Ok(n) => {
+                    f.got += n;
+                    if !to_eof && inbuf.spare() > 0 {
+                        f.blocked = true;
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     f.blocked = true;
                     break;

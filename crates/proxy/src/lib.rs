@@ -10,8 +10,9 @@
 //!   (`--streams` per connection, capped by the upstream's MAX_CONCURRENT_STREAMS).
 //! - Forwarding as the seed's nginx configuration: `Host`, `X-Real-IP`, `X-Forwarded-For`,
 //!   `X-Forwarded-Proto`; hop-by-hop fields dropped; bodies streamed both ways with
-//!   back-pressure (at most about 64 KiB queued per direction and exchange); trailers passed
-//!   (chunked).
+//!   back-pressure (at most about 64 KiB queued per direction and exchange; h2c upstream
+//!   streams stop at their own window, returned as their client drains); trailers passed both
+//!   ways (to HTTP/1.1 clients with `TE: trailers`).
 //! - Failures: connect refused → 502, upstream reset/closed/garbage → 502, no upstream
 //!   progress for `upstream_timeout` → 504; a client that goes away cancels its upstream
 //!   request (HTTP/1.x: the upstream connection is closed; h2c: RST_STREAM CANCEL).

@@ -40,6 +40,10 @@ pub struct Stats {
     pub open_upstream_connections: u64,
     /// Upstream streams open when the snapshot was taken.
     pub open_upstream_streams: u64,
+    /// The most response bytes queued in the proxy for one client connection (or HTTP/2
+    /// stream) when the snapshot was taken: what a slow client costs (bounded by the
+    /// upstream stream window plus the output high-water mark).
+    pub largest_client_queue: u64,
 }
 
 impl Stats {
@@ -61,6 +65,7 @@ impl Stats {
         self.open_exchanges += o.open_exchanges;
         self.open_upstream_connections += o.open_upstream_connections;
         self.open_upstream_streams += o.open_upstream_streams;
+        self.largest_client_queue = self.largest_client_queue.max(o.largest_client_queue);
     }
 
     /// Mean requests per opened upstream connection.
@@ -100,8 +105,11 @@ impl std::fmt::Display for Stats {
         )?;
         write!(
             f,
-            "open: {} exchanges, {} upstream connections, {} upstream streams",
-            self.open_exchanges, self.open_upstream_connections, self.open_upstream_streams
+            "open: {} exchanges, {} upstream connections, {} upstream streams; largest client queue {} bytes",
+            self.open_exchanges,
+            self.open_upstream_connections,
+            self.open_upstream_streams,
+            self.largest_client_queue
         )
     }
 }

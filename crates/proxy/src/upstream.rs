@@ -54,6 +54,8 @@ pub struct Up {
     pub closing: bool,
     /// Readable readiness not yet consumed.
     pub want_read: bool,
+    /// The poller reported the peer's FIN (or an error): reads go on until EOF shows.
+    pub hup: bool,
     /// On the worker's work list.
     pub queued: bool,
     /// In its upstream's idle list.
@@ -75,6 +77,9 @@ impl Up {
                 ..LocalSettings::client()
             };
             let mut conn = Box::new(Connection::new(Role::Client, local, Limits::new()));
+            // A stream's window is returned as its client takes the bytes (see
+            // `Worker::return_window`): a slow client stops only its own stream.
+            conn.set_manual_stream_windows(true);
             conn.start(out.tail());
             UpKind::H2 {
                 conn,
@@ -96,6 +101,7 @@ impl Up {
             used: 0,
             closing: false,
             want_read: true,
+            hup: false,
             queued: false,
             idle: false,
             chunked_request: false,
@@ -408,6 +414,7 @@ impl Events for Sink<'_> {
         let (now, timeout) = (self.now, self.timeout);
         if let Some((i, f)) = self.front(stream) {
             f.resp_body(data);
+            f.unreleased += data.len();
             f.deadline = Some(now + timeout);
             self.touched.push(i);
         }

@@ -42,6 +42,9 @@ const HIGH: usize = 64 * 1024;
 const FRONT_MAX_IN: usize = 64 * 1024;
 /// Most unread upstream input (holds any HTTP/2 frame we accept).
 const UP_MAX_IN: usize = 128 * 1024;
+/// Room offered to each upstream read: large response bodies come in few reads (and leave
+/// by write-through in few writes).
+const UP_READ_CHUNK: usize = 64 * 1024;
 
 fn ftoken(i: usize) -> Token {
     Token(i << 1)
@@ -150,14 +153,17 @@ impl Worker {
                     continue;
                 }
                 let i = t.0 >> 1;
-                let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+                let hup = ev.is_read_closed() || ev.is_error();
+                let readable = ev.is_readable() || hup;
                 if t.0 & 1 == 0 {
                     if let Some(f) = self.fronts.at(i) {
                         f.want_read |= readable;
+                        f.hup |= hup;
                         self.queue_front(i);
                     }
                 } else if let Some(u) = self.ups.at(i) {
                     u.want_read |= readable;
+                    u.hup |= hup;
                     self.queue_up(i);
                 }
             }
@@ -188,6 +194,17 @@ impl Worker {
             .count() as u64;
         s.open_upstream_connections = self.ups.len() as u64;
         s.open_upstream_streams = self.ups.iter_mut().map(|(_, u)| u.in_flight() as u64).sum();
+        s.largest_client_queue = self
+            .fronts
+            .iter_mut()
+            .map(|(_, f)| {
+                let spill: usize =
+                    f.h2.as_ref()
+                        .map_or(0, |h| h.streams.iter().map(|st| st.spill.len()).sum());
+                (f.out.len() + spill) as u64
+            })
+            .max()
+            .unwrap_or(0);
         s
     }
 
@@ -273,7 +290,13 @@ impl Worker {
         let idle = self.shared.config.front.idle_timeout;
         let mut timed_out = Vec::new();
         let mut idle_out = Vec::new();
+        let upstream_timeout = self.shared.config.upstream_timeout;
         for (i, f) in self.fronts.iter_mut() {
+            if f.deadline.is_some() && f.out.len() > HIGH {
+                // The proxy holds the upstream back (its client reads slowly): not the
+                // upstream's delay.
+                f.deadline = Some(now + upstream_timeout);
+            }
             if let (Some(d), Some(_)) = (f.deadline, f.link) {
                 if now >= d && !f.resp.done {
                     timed_out.push(i);

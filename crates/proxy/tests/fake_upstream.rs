@@ -55,7 +55,12 @@ fn trailers_are_passed_to_the_client() {
     let p = proxy_to(up);
     let mut c = Client::connect(p.addr().unwrap());
     for _ in 0..3 {
-        let r = c.get("/");
+        // The client says it takes trailers (RFC 9110 §10.1.4).
+        let r = c.send(
+            "GET / HTTP/1.1\r\nHost: x\r\nTE: trailers\r\n\r\n",
+            b"",
+            false,
+        );
         assert_eq!(r.status, 200);
         assert_eq!(r.body, b"hello world");
         assert_eq!(
@@ -63,6 +68,10 @@ fn trailers_are_passed_to_the_client() {
             vec![("x-checksum".to_string(), "abc".to_string())]
         );
     }
+    // Without `TE: trailers` they are dropped (RFC 9110 §6.5.1), the body is the same.
+    let r = c.get("/");
+    assert_eq!(r.body, b"hello world");
+    assert!(r.trailers.is_empty(), "{:?}", r.trailers);
     drop(c);
     p.shutdown();
     let s = p.join().unwrap();
@@ -99,4 +108,47 @@ fn a_cut_response_cuts_the_client_response() {
     let text = String::from_utf8_lossy(&got);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.ends_with("only part"), "{text}");
+}
+
+#[test]
+fn a_cut_response_resets_the_http2_clients_stream() {
+    let up = fake(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part",
+        true,
+    );
+    let p = proxy_to(up);
+    let addr = p.addr().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (got, err) = rt.block_on(async move {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        let mut client = client.ready().await.unwrap();
+        let req = http::Request::get("http://localhost/").body(()).unwrap();
+        let (fut, _) = client.send_request(req, true).unwrap();
+        let resp = tokio::time::timeout(std::time::Duration::from_secs(10), fut)
+            .await
+            .expect("a response head")
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut body = resp.into_body();
+        let mut got = Vec::new();
+        let err = loop {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), body.data()).await {
+                Ok(Some(Ok(c))) => got.extend_from_slice(&c),
+                Ok(Some(Err(e))) => break Some(e),
+                Ok(None) => break None,
+                Err(_) => panic!("the stream was left open"),
+            }
+        };
+        (got, err)
+    });
+    assert_eq!(got, b"only part");
+    let err = err.expect("the stream is reset, not ended");
+    assert_eq!(err.reason(), Some(h2::Reason::INTERNAL_ERROR), "{err}");
 }

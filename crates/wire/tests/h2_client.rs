@@ -758,3 +758,54 @@ fn streams_before_server_settings_are_capped() {
     c.recv(&b, &mut out, &mut Recorder::default()).unwrap();
     assert!(get(&mut c, &mut out).is_ok());
 }
+
+#[test]
+fn manual_stream_windows_are_returned_only_when_released() {
+    let mut c = client();
+    c.conn.set_manual_stream_windows(true);
+    let id = c.get("/big");
+    c.frames();
+    let block = c.peer.response_block(200, &[]);
+    let mut b = Vec::new();
+    t::headers(&mut b, id.get(), &block, false);
+    // The whole default stream window (65,535), padded frames included.
+    t::data(&mut b, id.get(), &[1; 16_384], false);
+    t::data(&mut b, id.get(), &[2; 16_384], false);
+    t::data_padded(&mut b, id.get(), &[3; 16_128], 255, false);
+    t::data(&mut b, id.get(), &[4; 16_383], false);
+    c.feed(&b).unwrap();
+    // The connection window is returned; the stream's is not: no more DATA may come on it.
+    let f = c.frames();
+    assert!(
+        f.iter().all(|f| f.stream == 0),
+        "no stream WINDOW_UPDATE before release: {f:?}"
+    );
+    let mut b = Vec::new();
+    t::data(&mut b, id.get(), &[5; 1], false);
+    assert_eq!(c.stream_error(&b, id.get()), ErrorCode::FLOW_CONTROL_ERROR);
+
+    // Another stream: released bytes come back, batched at half the window.
+    let id = c.get("/again");
+    c.frames();
+    let block = c.peer.response_block(200, &[]);
+    let mut b = Vec::new();
+    t::headers(&mut b, id.get(), &block, false);
+    for n in [16_384, 16_384, 7_232] {
+        t::data(&mut b, id.get(), &vec![1; n], false);
+    }
+    c.feed(&b).unwrap();
+    c.frames();
+    c.conn.release_stream_window(id, 10_000, &mut c.out);
+    assert!(c.frames().is_empty(), "below the threshold");
+    c.conn.release_stream_window(id, 30_000, &mut c.out);
+    let f = c.frames();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!((f[0].kind, f[0].stream), (kind::WINDOW_UPDATE, id.get()));
+    assert_eq!(f[0].increment(), Some(40_000));
+    let mut b = Vec::new();
+    for (n, end) in [(16_384, false), (16_384, false), (7_232, true)] {
+        t::data(&mut b, id.get(), &vec![2; n], end);
+    }
+    c.feed(&b).unwrap();
+    assert_eq!(c.rec.body(id.get()).0.len(), 80_000);
+}

@@ -7,7 +7,7 @@ use h2lab_wire::h2::HeaderEncoder;
 use super::pool::{acquire, looks_like_http1, push_body};
 use super::{Acq, Worker};
 use crate::config::UpstreamProtocol;
-use crate::fields::{ip_text, Forward};
+use crate::fields::{ip_text, push_response_field, Forward};
 use crate::front::{write_error, FState, Link};
 use crate::upstream::UpKind;
 
@@ -60,6 +60,13 @@ impl Worker {
             Framing::None | Framing::CloseDelimited => (false, Some(0)),
         };
         let is_head = head.method == "HEAD";
+        // RFC 9110 §10.1.4: `TE: trailers` says the client accepts a trailer section; an
+        // HTTP/2 stream (a virtual connection) always can.
+        let client_te = head.headers.get_all("te").any(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+        });
+        let te_trailers = f.parent.is_some() || client_te;
         let fw = Forward {
             method: head.method.as_bytes(),
             target: head.target.as_bytes(),
@@ -68,6 +75,7 @@ impl Worker {
             https: f.io.is_tls(),
             body_len,
             has_body,
+            te_trailers: client_te,
         };
         let mut ipb = [0u8; 48];
         let ip = ip_text(f.peer.ip(), &mut ipb);
@@ -153,6 +161,7 @@ impl Worker {
         f.persist = head.keep_alive && cfg.front.keep_alive;
         f.body = has_body.then(|| f.parser.body_decoder(&head));
         f.idempotent = idempotent(head.method);
+        f.te_trailers = te_trailers;
         f.reused = u.used > 0;
         let expect_continue = head.expect_continue;
         let n = head.head_len;
@@ -215,7 +224,13 @@ impl Worker {
         let mut progress = false;
         loop {
             if !f.pending.is_empty() || f.body_ended {
-                let (n, fin) = push_body(u, link.stream, f.pending.data(), f.body_ended);
+                let (n, fin) = push_body(
+                    u,
+                    link.stream,
+                    f.pending.data(),
+                    f.body_ended,
+                    &f.req_trailers,
+                );
                 f.pending.consume(n);
                 progress |= n > 0 || fin;
                 if fin {
@@ -241,7 +256,13 @@ impl Worker {
                         break;
                     }
                 }
-                Ok((n, BodyEvent::Trailers { .. })) => f.inbuf.consume(n),
+                Ok((n, BodyEvent::Trailers { headers, .. })) => {
+                    f.req_trailers.clear();
+                    for h in headers.iter() {
+                        push_response_field(&mut f.req_trailers, h.name.as_bytes(), h.value);
+                    }
+                    f.inbuf.consume(n);
+                }
                 Ok((n, BodyEvent::End)) => {
                     f.inbuf.consume(n);
                     f.body = None;

@@ -13,7 +13,7 @@ impl Worker {
         let Some(f) = self.fronts.at(i) else { return };
         let backlogged = f.h2.as_ref().is_some_and(|h| h.backlogged);
         if f.want_read && !f.read_eof && f.inbuf.len() < FRONT_MAX_IN && !backlogged {
-            match f.io.fill(&mut f.inbuf, FRONT_MAX_IN) {
+            match f.io.fill(&mut f.inbuf, FRONT_MAX_IN, f.hup) {
                 Ok(fill) => {
                     if fill.got > 0 {
                         f.last_active = now;
@@ -93,6 +93,8 @@ impl Worker {
             // again once request bodies drained below the backlog).
             let drained = f.inbuf.len() <= crate::front_h2::BACKLOG;
             let wake = !f.out.is_empty()
+                || f.resp.done
+                || f.state == FState::Closing
                 || (drained
                     && self
                         .fronts
@@ -122,6 +124,7 @@ impl Worker {
                 self.queue_up(l.up);
             }
         }
+        self.return_window(i);
     }
 
     pub(super) fn kill_front(&mut self, i: usize) {
@@ -200,6 +203,8 @@ impl Worker {
                         f.retried = false;
                         f.body = None;
                         f.pending.clear();
+                        f.req_trailers.clear();
+                        f.unreleased = 0;
                         f.body_ended = false;
                         f.req_done = false;
                         f.resp = Resp::default();

@@ -47,11 +47,17 @@ impl Worker {
                         head_sent: false,
                         spill: Vec::new(),
                         trailers: Vec::new(),
+                        ended: false,
                         done: false,
                     });
                     self.queue_front(ci);
                 }
-                FEv::Data { id, data, end } => {
+                FEv::Data {
+                    id,
+                    data,
+                    end,
+                    trailers,
+                } => {
                     let Some(st) = h2.streams.iter().find(|s| s.id == id) else {
                         continue;
                     };
@@ -65,9 +71,15 @@ impl Worker {
                             c.inbuf.extend(&v);
                         }
                         if end {
-                            c.inbuf.extend(b"0\r\n\r\n");
+                            let mut t = b"0\r\n".to_vec();
+                            for (n, v) in &trailers {
+                                crate::fields::push_response_field(&mut t, n, v);
+                            }
+                            t.extend_from_slice(b"\r\n");
+                            c.inbuf.extend(&t);
                         }
                     } else {
+                        // Content-Length framing has no room for trailers: dropped.
                         c.inbuf.extend(&data);
                     }
                     self.queue_front(st.child.0);
@@ -87,7 +99,7 @@ impl Worker {
             let (was_high, link) = child
                 .as_ref()
                 .map_or((false, None), |c| (c.out.len() > HIGH, c.link));
-            pump(st, child.map(|c| &mut c.out), &mut h2.conn, &mut out);
+            pump(st, child, &mut h2.conn, &mut out);
             if let Some(l) = link {
                 let low = self
                     .fronts
@@ -96,6 +108,7 @@ impl Worker {
                 if was_high && low {
                     self.queue_up(l.up);
                 }
+                self.return_window(st.child.0);
             }
         }
         let mut k = 0;

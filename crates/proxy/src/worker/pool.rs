@@ -6,6 +6,7 @@ use mio::Registry;
 
 use super::{utoken, Acq, HIGH};
 use crate::config::{ProxyConfig, UpstreamProtocol};
+use crate::fields::trailer_fields;
 use crate::io::UpSock;
 use crate::slab::Slab;
 use crate::stats::Stats;
@@ -98,8 +99,15 @@ fn open(
     Ok((j, g))
 }
 
-/// Queues request body bytes on the upstream; returns (bytes taken, end sent).
-pub(super) fn push_body(u: &mut Up, stream: u32, data: &[u8], end: bool) -> (usize, bool) {
+/// Queues request body bytes on the upstream (`trailers`: `name: value\r\n` lines sent
+/// after the last byte when `end`); returns (bytes taken, end sent).
+pub(super) fn push_body(
+    u: &mut Up,
+    stream: u32,
+    data: &[u8],
+    end: bool,
+    trailers: &[u8],
+) -> (usize, bool) {
     if u.out.len() > HIGH {
         return (0, false);
     }
@@ -111,7 +119,9 @@ pub(super) fn push_body(u: &mut Up, stream: u32, data: &[u8], end: bool) -> (usi
                     h2lab_wire::h1::encode_chunk(out, data);
                 }
                 if end {
-                    out.extend_from_slice(b"0\r\n\r\n");
+                    out.extend_from_slice(b"0\r\n");
+                    out.extend_from_slice(trailers);
+                    out.extend_from_slice(b"\r\n");
                 }
             } else {
                 out.extend_from_slice(data);
@@ -120,6 +130,22 @@ pub(super) fn push_body(u: &mut Up, stream: u32, data: &[u8], end: bool) -> (usi
                 *req_done = true;
             }
             (data.len(), end)
+        }
+        UpKind::H2 { conn, .. } if end && !trailers.is_empty() => {
+            let id = StreamId::new(stream);
+            match conn.send_data(id, data, false, u.out.tail()) {
+                Ok(n) if n == data.len() => {
+                    let fields = trailer_fields(trailers);
+                    let pairs: Vec<(&[u8], &[u8])> = fields
+                        .iter()
+                        .map(|(n, v)| (n.as_slice(), v.as_slice()))
+                        .collect();
+                    let _ = conn.send_header_fields(id, &pairs, true, u.out.tail());
+                    (n, true)
+                }
+                Ok(n) => (n, false),
+                Err(_) => (data.len(), end),
+            }
         }
         UpKind::H2 { conn, .. } => {
             match conn.send_data(StreamId::new(stream), data, end, u.out.tail()) {

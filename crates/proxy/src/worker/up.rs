@@ -2,9 +2,10 @@
 //! back-pressure, protocol processing), returning them to the pool, waking clients that wait
 //! for an h2c-mux stream slot, and failing their exchanges when a connection ends.
 
-use super::{Worker, HIGH, UP_MAX_IN};
+use super::{Worker, HIGH, UP_MAX_IN, UP_READ_CHUNK};
 use crate::config::UpstreamProtocol;
 use crate::upstream::UpKind;
+use h2lab_wire::h2::StreamId;
 
 impl Worker {
     pub(super) fn drive_up(&mut self, j: usize) {
@@ -33,8 +34,11 @@ impl Worker {
                 }
             });
         }
+        // HTTP/1.x: a client with too much queued stops its upstream connection. h2c: every
+        // stream has its own window, returned as its client drains (`return_window`), so the
+        // connection is always read and a slow client stalls only its own stream.
         let mut paused = false;
-        {
+        if let UpKind::H1 { .. } = u.kind {
             let fronts = &mut self.fronts;
             u.for_each_front(|i, g| {
                 if fronts.get(i, g).is_some_and(|f| f.out.len() > HIGH) {
@@ -44,7 +48,7 @@ impl Worker {
         }
         let mut eof = false;
         if u.want_read && !paused {
-            match u.sock.fill(&mut u.inbuf, UP_MAX_IN) {
+            match u.sock.fill(&mut u.inbuf, UP_MAX_IN, UP_READ_CHUNK, u.hup) {
                 Ok(fl) => {
                     eof = fl.eof;
                     if fl.blocked {
@@ -74,6 +78,16 @@ impl Worker {
             self.queue_touched();
             return self.fail_up(j, false);
         }
+        if let UpKind::H2 { conn, streams } = &mut u.kind {
+            for &(id, i, g) in streams.iter() {
+                if let Some(f) = self.fronts.get(i, g) {
+                    if f.unreleased > 0 && f.out.len() <= HIGH {
+                        let n = std::mem::take(&mut f.unreleased);
+                        conn.release_stream_window(StreamId::new(id), n, u.out.tail());
+                    }
+                }
+            }
+        }
         if u.sock.flush(&mut u.out).is_err() {
             self.queue_touched();
             return self.fail_up(j, false);
@@ -83,6 +97,27 @@ impl Worker {
         self.after_stream_end(j);
         if again {
             self.queue_up(j);
+        }
+    }
+
+    /// h2c: returns to the upstream the window of the response bytes client `i` no longer
+    /// holds queued (at most [`HIGH`] left), so that its stream may send more.
+    pub(super) fn return_window(&mut self, i: usize) {
+        let Some(f) = self.fronts.at(i) else { return };
+        if f.unreleased == 0 || f.out.len() > HIGH {
+            return;
+        }
+        let n = std::mem::take(&mut f.unreleased);
+        let Some(l) = f.link else { return };
+        let Some(u) = self.ups.get(l.up, l.gen) else {
+            return;
+        };
+        if let UpKind::H2 { conn, .. } = &mut u.kind {
+            let before = u.out.len();
+            conn.release_stream_window(StreamId::new(l.stream), n, u.out.tail());
+            if u.out.len() > before {
+                self.queue_up(l.up);
+            }
         }
     }
 

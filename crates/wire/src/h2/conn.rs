@@ -125,6 +125,9 @@ pub(crate) struct State {
     pub(crate) prio_idle: Vec<u32>,
     /// The last response field block and what it decoded to (`recv/memo.rs`).
     pub(crate) memo: super::recv::memo::BlockMemo,
+    /// Stream receive windows are returned by
+    /// [`release_stream_window`](Connection::release_stream_window) only.
+    pub(crate) manual_stream_windows: bool,
 }
 
 impl Connection<hpack::Encoder> {
@@ -191,6 +194,7 @@ impl<E: HeaderEncoder> Connection<E> {
                 guard: Guard::default(),
                 prio_idle: Vec::new(),
                 memo: Default::default(),
+                manual_stream_windows: false,
             },
         }
     }
@@ -295,6 +299,32 @@ impl<E: HeaderEncoder> Connection<E> {
     /// sample.
     pub fn settings_acked(&self) -> bool {
         self.st.local_applied
+    }
+
+    /// Manual stream flow control: when on, DATA received on a stream is not
+    /// returned to the peer when the sink has taken it, only when the caller
+    /// says so with [`release_stream_window`](Connection::release_stream_window)
+    /// (a proxy returns it once the bytes left for their destination, so a
+    /// slow destination stops its stream at the stream window while the
+    /// others flow). The connection window is still returned automatically.
+    pub fn set_manual_stream_windows(&mut self, on: bool) {
+        self.st.manual_stream_windows = on;
+    }
+
+    /// With [`set_manual_stream_windows`](Connection::set_manual_stream_windows):
+    /// the caller is done with `n` received DATA octets of `stream`; a
+    /// WINDOW_UPDATE is queued in `out` once half the stream window is owed.
+    /// Nothing happens for a stream that is closed or no longer receiving.
+    pub fn release_stream_window(&mut self, stream: StreamId, n: usize, out: &mut Vec<u8>) {
+        if let Some(s) = self.st.streams.get_mut(stream) {
+            if s.has(flag::RECV_CLOSED) {
+                return;
+            }
+            s.recv.release(u32::try_from(n).unwrap_or(u32::MAX));
+            if let Some(inc) = s.recv.take_update() {
+                encode_window_update(stream, inc, out);
+            }
+        }
     }
 
     /// Size a read buffer must be able to hold so that any frame we accept

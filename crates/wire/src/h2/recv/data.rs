@@ -116,8 +116,14 @@ impl State {
             self.recv_end(id);
         } else if let Some(s) = self.streams.get_mut(id) {
             // The sink consumed the bytes: return them to the peer once half
-            // the stream window is used.
-            s.recv.release(flen);
+            // the stream window is used (manual windows: only the padding,
+            // the caller returns the data with `release_stream_window`).
+            let manual = self.manual_stream_windows;
+            s.recv.release(if manual {
+                flen.saturating_sub(d.data.len() as u32)
+            } else {
+                flen
+            });
             if let Some(inc) = s.recv.take_update() {
                 encode_window_update(id, inc, out);
             }
