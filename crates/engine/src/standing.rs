@@ -55,6 +55,13 @@ pub struct StandingRun {
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 impl StandingRun {
+    /// Whether [`StandingRun::open`] can measure `cfg` on standing connections: HTTP/3 is
+    /// not supported yet (its connections are driven through QUIC timers a paused worker
+    /// does not serve), so a caller measures such a configuration with whole runs instead.
+    pub fn supports(cfg: &BenchConfig) -> bool {
+        cfg.effective_alpn().first().map(String::as_str) != Some("h3")
+    }
+
     /// Starts `cfg.threads` workers that connect `cfg.clients` clients and wait, paused,
     /// for [`StandingRun::measure`]. Connection failures show in the first window's result
     /// (or as its error when nothing could connect).
