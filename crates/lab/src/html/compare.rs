@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::forest::{ForestPlot, ForestRow};
+use super::forest::ForestRow;
 use super::pairs;
 use super::shell::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
@@ -148,19 +148,12 @@ fn forest(r: &CompareReport) -> String {
                 }
             }
         }
-        if rows.is_empty() {
-            continue;
-        }
-        let (id, title, x) = pairs::forest_titles(m, "forest", "HTTP/2", "HTTP/1.1");
-        out.push_str(&figure(
-            &ForestPlot {
-                id: &id,
-                title: &title,
-                x_label: x,
-                rows,
-                band: r.equivalence,
-            }
-            .svg(),
+        out.push_str(&pairs::forest_figure(
+            m,
+            "forest",
+            ("HTTP/2", "HTTP/1.1"),
+            rows,
+            r.equivalence,
             "One row per condition and like-for-like pair; the shaded band is the equivalence \
              band (parity inside it). Green: win, grey: parity, olive: undecided.",
         ));

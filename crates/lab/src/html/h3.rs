@@ -2,7 +2,7 @@
 //! (forest plots and table) and the loss experiment of `h2lab page --loss` (page time by
 //! loss level, decisions per level).
 
-use super::forest::{ForestPlot, ForestRow};
+use super::forest::ForestRow;
 use super::pairs;
 use super::shell::{figure, table};
 use super::svg::{esc, Bar, BarChart, BarSeries};
@@ -39,19 +39,12 @@ pub fn compare_section(r: &CompareReport) -> String {
                     .filter_map(move |p| pairs::forest_row(&row.label, p.h3, p.h2, &p.decisions, m))
             })
             .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let (id, title, x) = pairs::forest_titles(m, "forest-h3", "HTTP/3", "HTTP/2");
-        out.push_str(&figure(
-            &ForestPlot {
-                id: &id,
-                title: &title,
-                x_label: x,
-                rows,
-                band: r.equivalence,
-            }
-            .svg(),
+        out.push_str(&pairs::forest_figure(
+            m,
+            "forest-h3",
+            ("HTTP/3", "HTTP/2"),
+            rows,
+            r.equivalence,
             "One row per condition: HTTP/3 (QUIC over UDP) against HTTP/2 over TLS, paired by \
              round; the shaded band is the equivalence band. Green: win, grey: parity, olive: \
              undecided.",

@@ -2,7 +2,8 @@
 //! compare report draws the same way for every pair: the table's header and rows, the
 //! forest-plot rows and titles, and the coloured verdict cell.
 
-use super::forest::ForestRow;
+use super::forest::{ForestPlot, ForestRow};
+use super::shell::figure;
 use super::svg::esc;
 use crate::compare::decision::{pair_text, Decision, Metric};
 use crate::proto::LabProtocol;
@@ -53,14 +54,37 @@ pub fn forest_row(
     })
 }
 
-/// The element id (`{prefix}-throughput`…), title and axis label of the forest plot of
-/// metric `m` comparing `new` with `old` (their names, e.g. `HTTP/2`).
-pub fn forest_titles(
+/// The forest plot of metric `m` comparing `new` with `old` (their names, e.g. `HTTP/2`) as
+/// a captioned figure, its element id `{prefix}-throughput`…, the equivalence band `band`;
+/// empty without rows.
+pub fn forest_figure(
     m: Metric,
     prefix: &str,
-    new: &str,
-    old: &str,
-) -> (String, String, &'static str) {
+    (new, old): (&str, &str),
+    rows: Vec<ForestRow>,
+    band: f64,
+    caption: &str,
+) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let (id, title, x_label) = forest_titles(m, prefix, new, old);
+    figure(
+        &ForestPlot {
+            id: &id,
+            title: &title,
+            x_label,
+            rows,
+            band,
+        }
+        .svg(),
+        caption,
+    )
+}
+
+/// The element id (`{prefix}-throughput`…), title and axis label of the forest plot of
+/// metric `m` comparing `new` with `old`.
+fn forest_titles(m: Metric, prefix: &str, new: &str, old: &str) -> (String, String, &'static str) {
     match m {
         Metric::Throughput => (
             format!("{prefix}-throughput"),
