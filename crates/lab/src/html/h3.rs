@@ -9,7 +9,7 @@ use super::svg::{esc, Bar, BarChart, BarSeries};
 use crate::compare::decision::Metric;
 use crate::compare::CompareReport;
 use crate::fmt;
-use crate::page::loss::{decision_text, fmt_pct, LossLevel};
+use crate::page::loss::{decision_cells, fmt_pct, LossLevel};
 use crate::proto::LabProtocol;
 
 fn ms_fmt(v: f64) -> String {
@@ -111,20 +111,13 @@ pub fn page_loss_section(levels: &[LossLevel]) -> String {
     ]];
     for l in levels {
         for d in &l.decisions {
+            let [loss, pair, ratio, verdict, link] = decision_cells(l, d);
             t.push(vec![
-                esc(&fmt_pct(l.loss_pct / 100.0)),
-                esc(&format!("{} / {}", d.a.short(), d.b.short())),
-                esc(&d
-                    .ratio
-                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r))),
-                pairs::verdict_cell(d.winner.is_some(), &decision_text(d)),
-                esc(&format!(
-                    "{} of {} / {} of {}",
-                    l.link_counts.tcp_chunks_lost,
-                    l.link_counts.tcp_chunks,
-                    l.link_counts.udp_datagrams_lost,
-                    l.link_counts.udp_datagrams
-                )),
+                esc(&loss),
+                esc(&pair),
+                esc(&ratio),
+                pairs::verdict_cell(d.winner.is_some(), &verdict),
+                esc(&link),
             ]);
         }
     }
