@@ -33,22 +33,27 @@ fn h3_server(
     (server, url)
 }
 
+/// Runs `cmd` (an `h2lab bench`, at most 120 s), asserts it exited 0 and returns its stdout.
+fn bench_ok(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.timeout(Duration::from_secs(120)).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    stdout
+}
+
 #[test]
 fn quic_rows_text_output_file_and_json_agree() {
     let dir = common::scratch_dir("h3-report");
     let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=653");
     let (out_file, json_file) = (dir.join("h2load.json"), dir.join("bench.json"));
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "300", "-c", "3", "-m", "10"])
-        .args(["--output-format", "h2load-1.70"])
-        .arg(format!("--output-file={}", out_file.display()))
-        .arg(format!("--json={}", json_file.display()))
-        .arg(&url)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab")
+            .args(["bench", "--h3", "-n", "300", "-c", "3", "-m", "10"])
+            .args(["--output-format", "h2load-1.70"])
+            .arg(format!("--output-file={}", out_file.display()))
+            .arg(format!("--json={}", json_file.display()))
+            .arg(&url),
+    );
     assert!(
         stdout.contains("requests: 300 total, 300 started, 300 done, 300 succeeded, 0 failed"),
         "{stdout}"
@@ -139,15 +144,12 @@ fn qlog_file_per_connection() {
     let dir = common::scratch_dir("h3-qlog");
     let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=653");
     let base = dir.join("run");
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "40", "-c", "3", "-t", "2", "-m", "4"])
-        .arg(format!("--qlog-file-base={}", base.display()))
-        .arg(&url)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab")
+            .args(["bench", "--h3", "-n", "40", "-c", "3", "-t", "2", "-m", "4"])
+            .arg(format!("--qlog-file-base={}", base.display()))
+            .arg(&url),
+    );
     assert!(stdout.contains("40 succeeded, 0 failed"), "{stdout}");
     // h2load's naming: BASE.<worker>.<client>.sqlog (-c 3 -t 2: two clients on thread 0).
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -291,13 +293,9 @@ fn no_stream_beyond_the_servers_max_streams() {
         ..ServerConfig::local()
     };
     let (server, url) = h3_server(&dir, limited, "/data?size=653");
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "400", "-c", "2", "-m", "16", &url])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab").args(["bench", "--h3", "-n", "400", "-c", "2", "-m", "16", &url]),
+    );
     assert!(
         stdout.contains(
             "requests: 400 total, 400 started, 400 done, 400 succeeded, 0 failed, 0 errored, \
@@ -327,17 +325,14 @@ fn request_bodies_small_and_ten_megabytes() {
     let big = dir.join("big.bin");
     std::fs::write(&big, vec![b'x'; 10 << 20]).unwrap();
     let run = |flags: &[&str], body: &std::path::Path| -> (String, u64) {
-        let out = cargo_bin_cmd!("h2lab")
-            .arg("bench")
-            .args(flags)
-            .args(["-n", "6", "-c", "2", "-m", "2", "-d"])
-            .arg(body)
-            .arg(&url)
-            .timeout(Duration::from_secs(120))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let stdout = bench_ok(
+            cargo_bin_cmd!("h2lab")
+                .arg("bench")
+                .args(flags)
+                .args(["-n", "6", "-c", "2", "-m", "2", "-d"])
+                .arg(body)
+                .arg(&url),
+        );
         assert!(
             stdout.contains(
                 "requests: 6 total, 6 started, 6 done, 6 succeeded, 0 failed, 0 errored, \
