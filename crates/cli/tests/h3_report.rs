@@ -12,32 +12,48 @@ use assert_cmd::cargo::cargo_bin_cmd;
 use h2lab_server::ServerConfig;
 use serde_json::Value;
 
-#[test]
-fn quic_rows_text_output_file_and_json_agree() {
-    let dir = common::scratch_dir("h3-report");
+/// `h2lab serve --h3` in process on 127.0.0.1 (TLS and QUIC on port 0, certificates in
+/// `dir/certs`) with the rest of `base`, and the `https://` URL of `path` on it.
+fn h3_server(
+    dir: &std::path::Path,
+    base: ServerConfig,
+    path: &str,
+) -> (h2lab_server::RunningServer, String) {
     let server = h2lab_server::spawn(ServerConfig {
         tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
         cert_dir: Some(dir.join("certs")),
         h3: true,
-        ..ServerConfig::local()
+        ..base
     })
     .unwrap();
     let url = format!(
-        "https://127.0.0.1:{}/data?size=653",
+        "https://127.0.0.1:{}{path}",
         server.tls_addr().unwrap().port()
     );
-    let (out_file, json_file) = (dir.join("h2load.json"), dir.join("bench.json"));
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "300", "-c", "3", "-m", "10"])
-        .args(["--output-format", "h2load-1.70"])
-        .arg(format!("--output-file={}", out_file.display()))
-        .arg(format!("--json={}", json_file.display()))
-        .arg(&url)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
+    (server, url)
+}
+
+/// Runs `cmd` (an `h2lab bench`, at most 120 s), asserts it exited 0 and returns its stdout.
+fn bench_ok(cmd: &mut assert_cmd::Command) -> String {
+    let out = cmd.timeout(Duration::from_secs(120)).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    stdout
+}
+
+#[test]
+fn quic_rows_text_output_file_and_json_agree() {
+    let dir = common::scratch_dir("h3-report");
+    let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=653");
+    let (out_file, json_file) = (dir.join("h2load.json"), dir.join("bench.json"));
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab")
+            .args(["bench", "--h3", "-n", "300", "-c", "3", "-m", "10"])
+            .args(["--output-format", "h2load-1.70"])
+            .arg(format!("--output-file={}", out_file.display()))
+            .arg(format!("--json={}", json_file.display()))
+            .arg(&url),
+    );
     assert!(
         stdout.contains("requests: 300 total, 300 started, 300 done, 300 succeeded, 0 failed"),
         "{stdout}"
@@ -126,27 +142,14 @@ fn quic_rows_text_output_file_and_json_agree() {
 #[test]
 fn qlog_file_per_connection() {
     let dir = common::scratch_dir("h3-qlog");
-    let server = h2lab_server::spawn(ServerConfig {
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        cert_dir: Some(dir.join("certs")),
-        h3: true,
-        ..ServerConfig::local()
-    })
-    .unwrap();
-    let url = format!(
-        "https://127.0.0.1:{}/data?size=653",
-        server.tls_addr().unwrap().port()
-    );
+    let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=653");
     let base = dir.join("run");
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "40", "-c", "3", "-t", "2", "-m", "4"])
-        .arg(format!("--qlog-file-base={}", base.display()))
-        .arg(&url)
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{:?}", out.stderr);
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab")
+            .args(["bench", "--h3", "-n", "40", "-c", "3", "-t", "2", "-m", "4"])
+            .arg(format!("--qlog-file-base={}", base.display()))
+            .arg(&url),
+    );
     assert!(stdout.contains("40 succeeded, 0 failed"), "{stdout}");
     // h2load's naming: BASE.<worker>.<client>.sqlog (-c 3 -t 2: two clients on thread 0).
     let mut names: Vec<String> = std::fs::read_dir(&dir)
@@ -194,56 +197,24 @@ fn qlog_file_per_connection() {
 /// idle timeout on every connection. (The deadline below only bounds a hang.)
 #[test]
 fn a_stopped_server_ends_the_run_with_failed_connections() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Command;
     let dir = common::scratch_dir("h3-stopped");
-    let server = h2lab_server::spawn(ServerConfig {
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        cert_dir: Some(dir.join("certs")),
-        h3: true,
-        ..ServerConfig::local()
-    })
-    .unwrap();
-    let url = format!(
-        "https://127.0.0.1:{}/data?size=653",
-        server.tls_addr().unwrap().port()
-    );
+    let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=653");
     let log = dir.join("requests.log");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
-        .args([
-            "bench",
-            "--h3",
-            "-n",
-            "100000000",
-            "-c",
-            "2",
-            "-m",
-            "4",
-            &url,
-        ])
-        .arg(format!("--log-file={}", log.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if line.starts_with("Application protocol:") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
-    if rx.recv_timeout(Duration::from_secs(60)).is_err() {
-        let _ = child.kill();
-        panic!("the run never reported its protocol");
-    }
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"));
+    cmd.args([
+        "bench",
+        "--h3",
+        "-n",
+        "100000000",
+        "-c",
+        "2",
+        "-m",
+        "4",
+        &url,
+    ])
+    .arg(format!("--log-file={}", log.display()));
+    let (mut child, reader) = common::spawn_until_protocol(&mut cmd);
     // Responses are arriving (the per-request log grows) before the server stops.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::fs::metadata(&log).map_or(0, |m| m.len()) < 4096 {
@@ -286,13 +257,7 @@ fn a_stopped_server_ends_the_run_with_failed_connections() {
 #[test]
 fn body_bytes_over_h3_equal_those_over_h2() {
     let dir = common::scratch_dir("h3-bodies");
-    let server = h2lab_server::spawn(ServerConfig {
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        cert_dir: Some(dir.join("certs")),
-        h3: true,
-        ..ServerConfig::local()
-    })
-    .unwrap();
+    let (server, _) = h3_server(&dir, ServerConfig::local(), "/");
     let port = server.tls_addr().unwrap().port();
     let data = |flags: &[&str], path: &str| -> u64 {
         let out = cargo_bin_cmd!("h2lab")
@@ -303,14 +268,7 @@ fn body_bytes_over_h3_equal_those_over_h2() {
             .timeout(Duration::from_secs(120))
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let line = stdout
-            .lines()
-            .find(|l| l.starts_with("traffic: "))
-            .unwrap_or_else(|| panic!("{path}: {stdout}"));
-        line[line.rfind('(').unwrap() + 1..line.rfind(") data").unwrap()]
-            .parse()
-            .unwrap()
+        common::traffic_data_bytes(&String::from_utf8_lossy(&out.stdout))
     };
     for path in ["/", "/ping", "/json", "/data?size=1", "/data?size=70000"] {
         let h3 = data(&["--h3"], path);
@@ -330,25 +288,14 @@ fn body_bytes_over_h3_equal_those_over_h2() {
 #[test]
 fn no_stream_beyond_the_servers_max_streams() {
     let dir = common::scratch_dir("h3-max-streams");
-    let server = h2lab_server::spawn(ServerConfig {
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        cert_dir: Some(dir.join("certs")),
-        h3: true,
+    let limited = ServerConfig {
         max_concurrent_streams: 4,
         ..ServerConfig::local()
-    })
-    .unwrap();
-    let url = format!(
-        "https://127.0.0.1:{}/data?size=653",
-        server.tls_addr().unwrap().port()
+    };
+    let (server, url) = h3_server(&dir, limited, "/data?size=653");
+    let stdout = bench_ok(
+        cargo_bin_cmd!("h2lab").args(["bench", "--h3", "-n", "400", "-c", "2", "-m", "16", &url]),
     );
-    let out = cargo_bin_cmd!("h2lab")
-        .args(["bench", "--h3", "-n", "400", "-c", "2", "-m", "16", &url])
-        .timeout(Duration::from_secs(120))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
     assert!(
         stdout.contains(
             "requests: 400 total, 400 started, 400 done, 400 succeeded, 0 failed, 0 errored, \
@@ -372,33 +319,20 @@ fn no_stream_beyond_the_servers_max_streams() {
 #[test]
 fn request_bodies_small_and_ten_megabytes() {
     let dir = common::scratch_dir("h3-bodies-up");
-    let server = h2lab_server::spawn(ServerConfig {
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
-        cert_dir: Some(dir.join("certs")),
-        h3: true,
-        ..ServerConfig::local()
-    })
-    .unwrap();
-    let url = format!(
-        "https://127.0.0.1:{}/info",
-        server.tls_addr().unwrap().port()
-    );
+    let (server, url) = h3_server(&dir, ServerConfig::local(), "/info");
     let small = dir.join("small.bin");
     std::fs::write(&small, b"hello").unwrap();
     let big = dir.join("big.bin");
     std::fs::write(&big, vec![b'x'; 10 << 20]).unwrap();
     let run = |flags: &[&str], body: &std::path::Path| -> (String, u64) {
-        let out = cargo_bin_cmd!("h2lab")
-            .arg("bench")
-            .args(flags)
-            .args(["-n", "6", "-c", "2", "-m", "2", "-d"])
-            .arg(body)
-            .arg(&url)
-            .timeout(Duration::from_secs(120))
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let stdout = bench_ok(
+            cargo_bin_cmd!("h2lab")
+                .arg("bench")
+                .args(flags)
+                .args(["-n", "6", "-c", "2", "-m", "2", "-d"])
+                .arg(body)
+                .arg(&url),
+        );
         assert!(
             stdout.contains(
                 "requests: 6 total, 6 started, 6 done, 6 succeeded, 0 failed, 0 errored, \
@@ -406,10 +340,7 @@ fn request_bodies_small_and_ten_megabytes() {
             ) && stdout.contains("status codes: 6 2xx"),
             "{stdout}"
         );
-        let line = stdout.lines().find(|l| l.starts_with("traffic: ")).unwrap();
-        let data = line[line.rfind('(').unwrap() + 1..line.rfind(") data").unwrap()]
-            .parse()
-            .unwrap();
+        let data = common::traffic_data_bytes(&stdout);
         (stdout, data)
     };
     for body in [&small, &big] {

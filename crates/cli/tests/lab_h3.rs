@@ -10,10 +10,21 @@ fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")
 }
 
+/// Runs `cmd`, asserts it succeeded and printed every line of `wants`.
+fn succeeds_with(cmd: &mut assert_cmd::Command, wants: &[&str]) {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
+    for want in wants {
+        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
+    }
+}
+
 #[test]
 fn compare_with_h3_prints_the_http3_vs_http2_table() {
-    let out = h2lab()
-        .args([
+    succeeds_with(
+        h2lab().args([
             "compare",
             "--tiny",
             "--protocols",
@@ -23,21 +34,15 @@ fn compare_with_h3_prints_the_http3_vs_http2_table() {
             "--warm-up",
             "600ms",
             "--no-report",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
-    for want in [
-        "HTTP/2 vs HTTP/1.1, like for like",
-        "h2 / http/1.1+tls",
-        "HTTP/3 vs HTTP/2, like for like",
-        "h3 / h2",
-        "UDP: HTTP/3 over QUIC",
-    ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
-    }
+        ]),
+        &[
+            "HTTP/2 vs HTTP/1.1, like for like",
+            "h2 / http/1.1+tls",
+            "HTTP/3 vs HTTP/2, like for like",
+            "h3 / h2",
+            "UDP: HTTP/3 over QUIC",
+        ],
+    );
 }
 
 #[test]
@@ -45,9 +50,8 @@ fn page_loss_experiment_compares_three_protocols_per_level() {
     let dir = std::env::temp_dir().join(format!("h2lab-cli-lab-h3-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let out = h2lab()
-        .current_dir(&dir)
-        .args([
+    succeeds_with(
+        h2lab().current_dir(&dir).args([
             "page",
             "--loss",
             "0,3",
@@ -55,22 +59,16 @@ fn page_loss_experiment_compares_three_protocols_per_level() {
             "1",
             "--page-query",
             "n=30&min=1k&max=4k&seed=1",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
-    for want in [
-        "Page load under loss",
-        "link wan: rtt 40ms",
-        "link lossy3: rtt 40ms, down 50mbit, up 50mbit, loss 3%",
-        "h2 / http/1.1+tls",
-        "h3 / h2",
-        "HTTP/3 (QUIC)",
-    ] {
-        assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
-    }
+        ]),
+        &[
+            "Page load under loss",
+            "link wan: rtt 40ms",
+            "link lossy3: rtt 40ms, down 50mbit, up 50mbit, loss 3%",
+            "h2 / http/1.1+tls",
+            "h3 / h2",
+            "HTTP/3 (QUIC)",
+        ],
+    );
     let json: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("h2lab-page-report").join("results.json")).unwrap(),
     )

@@ -158,15 +158,6 @@ fn all_succeeded(n: u64) -> String {
     )
 }
 
-/// The `traffic:` line's body bytes.
-fn data_bytes(stdout: &str) -> u64 {
-    let line = stdout.lines().find(|l| l.starts_with("traffic: ")).unwrap();
-    let open = line.rfind('(').unwrap();
-    line[open + 1..line.rfind(") data").unwrap()]
-        .parse()
-        .unwrap()
-}
-
 /// `(GOAWAYs received, reconnects)` from the `connections:` line (absent: none of either).
 fn connections_line(stdout: &str) -> (u64, u64) {
     let Some(line) = stdout.lines().find(|l| l.starts_with("connections: ")) else {
@@ -187,7 +178,7 @@ fn exact_counts_and_the_h2load_report() {
         let out = bench(p, &["-n", "200", "-c", "4", "-m", "4", "-N", "20s"], &url);
         let stdout = ok_stdout(p, &out);
         common::assert_h2load_shape(&stdout, p.application, 200, 653);
-        assert_eq!(data_bytes(&stdout), 200 * 653, "{}", p.name);
+        assert_eq!(common::traffic_data_bytes(&stdout), 200 * 653, "{}", p.name);
     }
 }
 
@@ -251,7 +242,7 @@ fn large_bodies_arrive_whole() {
         );
         let stdout = ok_stdout(p, &out);
         assert!(stdout.contains(&all_succeeded(8)), "{}: {stdout}", p.name);
-        assert_eq!(data_bytes(&stdout), 8 << 20, "{}", p.name);
+        assert_eq!(common::traffic_data_bytes(&stdout), 8 << 20, "{}", p.name);
     }
 }
 

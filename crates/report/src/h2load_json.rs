@@ -160,32 +160,29 @@ fn quic_performance(q: &h2lab_engine::QuicStats) -> QuicPerformance {
     }
 }
 
-/// One statistic with its samples.
+/// One statistic (h2load 1.70's keys: those of [`Stat`]) with its samples.
 #[derive(Debug, Serialize)]
-#[allow(missing_docs)] // Reason: the fields are h2load 1.70's JSON keys, one for one (see the struct doc)
 pub struct StatJson {
-    pub min: f64,
-    pub max: f64,
-    pub median: f64,
-    pub p95: f64,
-    pub p99: f64,
-    pub mean: f64,
-    pub sd: f64,
-    pub within_sd: f64,
+    /// The columns, as keys of this object.
+    #[serde(flatten)]
+    pub stat: Stat,
+    /// The samples.
     pub samples: Vec<f64>,
 }
 
 impl StatJson {
     fn new(st: Stat, scale: f64, samples: Vec<f64>) -> StatJson {
         StatJson {
-            min: st.min * scale,
-            max: st.max * scale,
-            median: st.median * scale,
-            p95: st.p95 * scale,
-            p99: st.p99 * scale,
-            mean: st.mean * scale,
-            sd: st.sd * scale,
-            within_sd: st.within_sd,
+            stat: Stat {
+                min: st.min * scale,
+                max: st.max * scale,
+                median: st.median * scale,
+                p95: st.p95 * scale,
+                p99: st.p99 * scale,
+                mean: st.mean * scale,
+                sd: st.sd * scale,
+                within_sd: st.within_sd,
+            },
             samples,
         }
     }

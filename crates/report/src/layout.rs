@@ -61,8 +61,9 @@ pub const HEADER_169: &str =
 pub const HEADER_170: &str =
     "                 min         max         median      p95         p99         mean        sd         +/- sd";
 
-/// The columns of one row of the 1.69/1.70 tables.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+/// The columns of one row of the 1.69/1.70 tables (also the keys of one statistic in
+/// h2load's `--output-file` JSON and in the `quic` object of `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
     /// Smallest value.
     pub min: f64,

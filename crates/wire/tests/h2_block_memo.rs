@@ -66,6 +66,32 @@ fn client(n: usize, sink: &mut impl Events) -> (Connection, Vec<StreamId>) {
     (conn, ids)
 }
 
+/// What the load generator uses of a full recording, as a [`Summary`] (without the
+/// field count): the `headers_done` events and the resets.
+fn summary_of(full: &Recorder) -> Summary {
+    let done = full
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::HeadersDone(s, d) => Some((*s, *d)),
+            _ => None,
+        })
+        .collect();
+    let resets = full
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Reset(s, c, p) => Some((*s, *c, *p)),
+            _ => None,
+        })
+        .collect();
+    Summary {
+        done,
+        resets,
+        fields: 0,
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Shape {
     /// HEADERS, then DATA with END_STREAM.
@@ -217,22 +243,7 @@ fn repeated_blocks_report_what_decoding_reports() {
             stream = next.next().copied();
         }
     }
-    let done: Vec<(u32, HeadersDone)> = full
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::HeadersDone(s, d) => Some((*s, *d)),
-            _ => None,
-        })
-        .collect();
-    let resets: Vec<(u32, ErrorCode, bool)> = full
-        .events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Reset(s, c, p) => Some((*s, *c, *p)),
-            _ => None,
-        })
-        .collect();
+    let Summary { done, resets, .. } = summary_of(&full);
     assert_eq!(
         done.len(),
         blocks.len() - 2,
@@ -409,22 +420,7 @@ proptest! {
                 break;
             }
         }
-        let done: Vec<(u32, HeadersDone)> = full
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::HeadersDone(s, d) => Some((*s, *d)),
-                _ => None,
-            })
-            .collect();
-        let resets: Vec<(u32, ErrorCode, bool)> = full
-            .events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Reset(s, c, p) => Some((*s, *c, *p)),
-                _ => None,
-            })
-            .collect();
+        let Summary { done, resets, .. } = summary_of(&full);
         prop_assert_eq!(summary.done, done);
         prop_assert_eq!(summary.resets, resets);
         prop_assert_eq!(read_frames(&out_a), read_frames(&out_b));

@@ -134,14 +134,33 @@ pub fn interrupt_bench_with(
     json: &std::path::Path,
     signal: &str,
 ) -> (std::process::ExitStatus, String) {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
-        .args(["bench", "-D", "10m", "-c", "2"])
+    use std::process::Command;
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"));
+    cmd.args(["bench", "-D", "10m", "-c", "2"])
         .args(flags)
         .arg("--json")
         .arg(json)
-        .arg(url)
+        .arg(url);
+    let (mut child, reader) = spawn_until_protocol(&mut cmd);
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let all = reader.join().unwrap();
+    (child.wait().unwrap(), all)
+}
+
+/// Spawns `cmd` (an `h2lab bench` run) with its stdout and stderr piped, and waits until it
+/// prints its `Application protocol:` line (the first connection is up); returns the child
+/// and a thread that collects everything it prints on stdout until it exits. Panics (after
+/// killing the child) if the line does not come within 60 s (only a safety net).
+pub fn spawn_until_protocol(
+    cmd: &mut std::process::Command,
+) -> (std::process::Child, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -160,18 +179,22 @@ pub fn interrupt_bench_with(
         }
         all
     });
-    // The timeout is only a safety net.
     if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
         let _ = child.kill();
         panic!("the run never reported its protocol");
     }
-    let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let all = reader.join().unwrap();
-    (child.wait().unwrap(), all)
+    (child, reader)
+}
+
+/// The `(N) data` count of the `traffic:` line of an h2load-style report.
+pub fn traffic_data_bytes(stdout: &str) -> u64 {
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with("traffic: "))
+        .unwrap_or_else(|| panic!("no traffic line in\n{stdout}"));
+    line[line.rfind('(').unwrap() + 1..line.rfind(") data").unwrap()]
+        .parse()
+        .unwrap()
 }
 
 /// The lines h2load prints for a `-n` run, in h2load's order and formats.

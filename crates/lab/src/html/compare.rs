@@ -2,10 +2,11 @@
 
 use std::fmt::Write as _;
 
-use super::forest::{ForestPlot, ForestRow};
+use super::forest::ForestRow;
+use super::pairs;
 use super::shell::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
-use crate::compare::decision::{pair_text, verdict_text, DecisionRow, Metric};
+use crate::compare::decision::{verdict_text, DecisionRow, Metric};
 use crate::compare::matrix::Section;
 use crate::compare::run::CellResult;
 use crate::compare::CompareReport;
@@ -85,13 +86,7 @@ fn decision_table(rows: &[&DecisionRow]) -> String {
         for m in Metric::ALL {
             row.push(r.verdict(m).map_or_else(
                 || "-".into(),
-                |d| {
-                    format!(
-                        "<span class=\"{}\">{}</span>",
-                        if d.winner.is_some() { "win" } else { "par" },
-                        esc(&verdict_text(d))
-                    )
-                },
+                |d| pairs::verdict_cell(d.winner.is_some(), &verdict_text(d)),
             ));
         }
         t.push(row);
@@ -101,28 +96,10 @@ fn decision_table(rows: &[&DecisionRow]) -> String {
 
 /// The HTTP/2-vs-HTTP/1.1 pairs and the A/A controls of every condition.
 fn pairs_table(r: &CompareReport) -> String {
-    let mut t = vec![vec![
-        "condition".to_owned(),
-        "pair".into(),
-        "req/s".into(),
-        "p99".into(),
-        "server CPU/req".into(),
-    ]];
+    let mut t = vec![pairs::header()];
     for row in &r.decisions {
         for p in &row.h2_vs_h1 {
-            let mut v = vec![
-                esc(&row.label),
-                esc(&format!("{} / {}", p.h2.short(), p.h1.short())),
-            ];
-            for m in Metric::ALL {
-                v.push(
-                    p.decisions
-                        .iter()
-                        .find(|d| d.metric == m)
-                        .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
-                );
-            }
-            t.push(v);
+            t.push(pairs::row(&row.label, p.h2, p.h1, &p.decisions));
         }
         for d in &row.controls {
             t.push(vec![
@@ -159,15 +136,7 @@ fn forest(r: &CompareReport) -> String {
         let mut rows = Vec::new();
         for row in &r.decisions {
             for p in &row.h2_vs_h1 {
-                if let Some(d) = p.decisions.iter().find(|d| d.metric == m) {
-                    if let Some(ratio) = d.ratio {
-                        rows.push(ForestRow {
-                            label: format!("{} {}/{}", row.label, p.h2.short(), p.h1.short()),
-                            ratio,
-                            outcome: d.outcome,
-                        });
-                    }
-                }
+                rows.extend(pairs::forest_row(&row.label, p.h2, p.h1, &p.decisions, m));
             }
             for d in row.controls.iter().filter(|d| d.metric == m) {
                 if let Some(ratio) = d.ratio {
@@ -179,35 +148,12 @@ fn forest(r: &CompareReport) -> String {
                 }
             }
         }
-        if rows.is_empty() {
-            continue;
-        }
-        let (id, title, x) = match m {
-            Metric::Throughput => (
-                "forest-throughput",
-                "Throughput: HTTP/2 ÷ HTTP/1.1 (right of 1 = HTTP/2 faster)",
-                "ratio of req/s, median of the per-round ratios, 95% CI",
-            ),
-            Metric::P99 => (
-                "forest-p99",
-                "p99 latency: HTTP/2 ÷ HTTP/1.1 (left of 1 = HTTP/2 faster)",
-                "ratio of p99 request times, median and 95% CI",
-            ),
-            Metric::ServerCost => (
-                "forest-server-cost",
-                "Server cost: HTTP/2 ÷ HTTP/1.1 (left of 1 = HTTP/2 cheaper)",
-                "ratio of server CPU per request, median and 95% CI",
-            ),
-        };
-        out.push_str(&figure(
-            &ForestPlot {
-                id,
-                title,
-                x_label: x,
-                rows,
-                band: r.equivalence,
-            }
-            .svg(),
+        out.push_str(&pairs::forest_figure(
+            m,
+            "forest",
+            ("HTTP/2", "HTTP/1.1"),
+            rows,
+            r.equivalence,
             "One row per condition and like-for-like pair; the shaded band is the equivalence \
              band (parity inside it). Green: win, grey: parity, olive: undecided.",
         ));

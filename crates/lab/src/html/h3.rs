@@ -2,13 +2,14 @@
 //! (forest plots and table) and the loss experiment of `h2lab page --loss` (page time by
 //! loss level, decisions per level).
 
-use super::forest::{ForestPlot, ForestRow};
+use super::forest::ForestRow;
+use super::pairs;
 use super::shell::{figure, table};
 use super::svg::{esc, Bar, BarChart, BarSeries};
-use crate::compare::decision::{pair_text, Metric};
+use crate::compare::decision::Metric;
 use crate::compare::CompareReport;
 use crate::fmt;
-use crate::page::loss::{decision_text, fmt_pct, LossLevel};
+use crate::page::loss::{decision_cells, fmt_pct, LossLevel};
 use crate::proto::LabProtocol;
 
 fn ms_fmt(v: f64) -> String {
@@ -18,28 +19,10 @@ fn ms_fmt(v: f64) -> String {
 /// The HTTP/3-vs-HTTP/2 decisions (`h3` / `h2`, both encrypted) of every condition, as a
 /// table and one forest plot per metric; empty when no condition measured both.
 pub fn compare_section(r: &CompareReport) -> String {
-    let mut t = vec![vec![
-        "condition".to_owned(),
-        "pair".into(),
-        "req/s".into(),
-        "p99".into(),
-        "server CPU/req".into(),
-    ]];
+    let mut t = vec![pairs::header()];
     for row in &r.decisions {
         for p in &row.h3_vs_h2 {
-            let mut v = vec![
-                esc(&row.label),
-                esc(&format!("{} / {}", p.h3.short(), p.h2.short())),
-            ];
-            for m in Metric::ALL {
-                v.push(
-                    p.decisions
-                        .iter()
-                        .find(|d| d.metric == m)
-                        .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
-                );
-            }
-            t.push(v);
+            t.push(pairs::row(&row.label, p.h3, p.h2, &p.decisions));
         }
     }
     if t.len() == 1 {
@@ -51,45 +34,17 @@ pub fn compare_section(r: &CompareReport) -> String {
             .decisions
             .iter()
             .flat_map(|row| {
-                row.h3_vs_h2.iter().filter_map(move |p| {
-                    let d = p.decisions.iter().find(|d| d.metric == m)?;
-                    Some(ForestRow {
-                        label: format!("{} {}/{}", row.label, p.h3.short(), p.h2.short()),
-                        ratio: d.ratio?,
-                        outcome: d.outcome,
-                    })
-                })
+                row.h3_vs_h2
+                    .iter()
+                    .filter_map(move |p| pairs::forest_row(&row.label, p.h3, p.h2, &p.decisions, m))
             })
             .collect();
-        if rows.is_empty() {
-            continue;
-        }
-        let (id, title, x) = match m {
-            Metric::Throughput => (
-                "forest-h3-throughput",
-                "Throughput: HTTP/3 ÷ HTTP/2 (right of 1 = HTTP/3 faster)",
-                "ratio of req/s, median of the per-round ratios, 95% CI",
-            ),
-            Metric::P99 => (
-                "forest-h3-p99",
-                "p99 latency: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 faster)",
-                "ratio of p99 request times, median and 95% CI",
-            ),
-            Metric::ServerCost => (
-                "forest-h3-server-cost",
-                "Server cost: HTTP/3 ÷ HTTP/2 (left of 1 = HTTP/3 cheaper)",
-                "ratio of server CPU per request, median and 95% CI",
-            ),
-        };
-        out.push_str(&figure(
-            &ForestPlot {
-                id,
-                title,
-                x_label: x,
-                rows,
-                band: r.equivalence,
-            }
-            .svg(),
+        out.push_str(&pairs::forest_figure(
+            m,
+            "forest-h3",
+            ("HTTP/3", "HTTP/2"),
+            rows,
+            r.equivalence,
             "One row per condition: HTTP/3 (QUIC over UDP) against HTTP/2 over TLS, paired by \
              round; the shaded band is the equivalence band. Green: win, grey: parity, olive: \
              undecided.",
@@ -156,24 +111,13 @@ pub fn page_loss_section(levels: &[LossLevel]) -> String {
     ]];
     for l in levels {
         for d in &l.decisions {
+            let [loss, pair, ratio, verdict, link] = decision_cells(l, d);
             t.push(vec![
-                esc(&fmt_pct(l.loss_pct / 100.0)),
-                esc(&format!("{} / {}", d.a.short(), d.b.short())),
-                esc(&d
-                    .ratio
-                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r))),
-                format!(
-                    "<span class=\"{}\">{}</span>",
-                    if d.winner.is_some() { "win" } else { "par" },
-                    esc(&decision_text(d))
-                ),
-                esc(&format!(
-                    "{} of {} / {} of {}",
-                    l.link_counts.tcp_chunks_lost,
-                    l.link_counts.tcp_chunks,
-                    l.link_counts.udp_datagrams_lost,
-                    l.link_counts.udp_datagrams
-                )),
+                esc(&loss),
+                esc(&pair),
+                esc(&ratio),
+                pairs::verdict_cell(d.winner.is_some(), &verdict),
+                esc(&link),
             ]);
         }
     }

@@ -9,5 +9,6 @@ pub mod compare;
 pub mod forest;
 pub mod h3;
 pub mod page;
+mod pairs;
 pub mod shell;
 pub mod svg;

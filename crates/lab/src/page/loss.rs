@@ -263,20 +263,7 @@ pub fn render(levels: &[LossLevel]) -> String {
     ]];
     for l in levels {
         for x in &l.decisions {
-            d.push(vec![
-                fmt_pct(l.loss_pct / 100.0),
-                format!("{} / {}", x.a.short(), x.b.short()),
-                x.ratio
-                    .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r)),
-                decision_text(x),
-                format!(
-                    "{} of {} / {} of {}",
-                    l.link_counts.tcp_chunks_lost,
-                    l.link_counts.tcp_chunks,
-                    l.link_counts.udp_datagrams_lost,
-                    l.link_counts.udp_datagrams
-                ),
-            ]);
+            d.push(decision_cells(l, x).to_vec());
         }
     }
     if d.len() > 1 {
@@ -284,6 +271,26 @@ pub fn render(levels: &[LossLevel]) -> String {
         out.push_str(&fmt::table(&d));
     }
     out
+}
+
+/// The cells of decision `x` of level `l` in the decision tables (text and HTML): the loss
+/// level, the pair, the ratio with its CI, the verdict, and what the link lost of what it
+/// carried (TCP chunks / UDP datagrams).
+pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
+    [
+        fmt_pct(l.loss_pct / 100.0),
+        format!("{} / {}", x.a.short(), x.b.short()),
+        x.ratio
+            .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r)),
+        decision_text(x),
+        format!(
+            "{} of {} / {} of {}",
+            l.link_counts.tcp_chunks_lost,
+            l.link_counts.tcp_chunks,
+            l.link_counts.udp_datagrams_lost,
+            l.link_counts.udp_datagrams
+        ),
+    ]
 }
 
 /// `h3 faster`, `parity`, `undecided`.

@@ -191,6 +191,15 @@ impl Ratio {
             slower_ms: slow.1,
         })
     }
+
+    /// [`Ratio::of`] the median page load times of `pages` (those that loaded).
+    pub fn of_pages(pages: &[ProtoPage]) -> Option<Ratio> {
+        let medians: Vec<(LabProtocol, f64)> = pages
+            .iter()
+            .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
+            .collect();
+        Ratio::of(&medians)
+    }
 }
 
 /// The page under test.
@@ -475,12 +484,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         if let Some(first) = report.loss.first() {
             report.protocols = first.protocols.clone();
         }
-        let medians: Vec<(LabProtocol, f64)> = report
-            .protocols
-            .iter()
-            .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
-            .collect();
-        report.ratio = Ratio::of(&medians);
+        report.ratio = Ratio::of_pages(&report.protocols);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -512,12 +516,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
         report.protocols.push(proto_page(pool.proto, pool, l, e));
     }
-    let medians: Vec<(LabProtocol, f64)> = report
-        .protocols
-        .iter()
-        .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
-        .collect();
-    report.ratio = Ratio::of(&medians);
+    report.ratio = Ratio::of_pages(&report.protocols);
     if let Some(lt) = &cfg.load_test {
         let mut results = Vec::new();
         for pool in &pools {

@@ -65,13 +65,9 @@ pub fn run(
         .zip(errors)
         .map(|((p, l), e)| proto_page(p.proto, p, l, e))
         .collect();
-    let medians: Vec<_> = results
-        .iter()
-        .filter_map(|r| r.page_ms.map(|s| (r.proto, s.median)))
-        .collect();
     SlowReport {
         config: *cfg,
-        ratio: Ratio::of(&medians),
+        ratio: Ratio::of_pages(&results),
         results,
     }
 }

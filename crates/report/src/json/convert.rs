@@ -199,17 +199,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
 }
 
 fn quic_stat_json(st: crate::layout::Stat, values: Option<Vec<f64>>) -> QuicStatJson {
-    QuicStatJson {
-        min: st.min,
-        max: st.max,
-        median: st.median,
-        p95: st.p95,
-        p99: st.p99,
-        mean: st.mean,
-        sd: st.sd,
-        within_sd: st.within_sd,
-        values,
-    }
+    QuicStatJson { stat: st, values }
 }
 
 fn quic_json(q: &h2lab_engine::QuicStats) -> QuicJson {

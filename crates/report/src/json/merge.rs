@@ -17,6 +17,20 @@ pub enum MergeMode {
     Sequential,
 }
 
+/// `a` and `b` merged by `merge` (one absent: merged with the default), `None` when both are.
+fn merge_opt<T: Clone + Default>(
+    a: &Option<T>,
+    b: &Option<T>,
+    merge: impl FnOnce(&mut T, &T),
+) -> Option<T> {
+    if a.is_none() && b.is_none() {
+        return None;
+    }
+    let mut m = a.clone().unwrap_or_default();
+    merge(&mut m, &b.clone().unwrap_or_default());
+    Some(m)
+}
+
 /// Merges two runs: counters, errors and histograms add up, per-client rates are concatenated,
 /// the period follows `mode`. The protocol is kept when both agree (else none), TLS details come
 /// from the first run that has them, `protocol_fallback` and `interrupted` are or-ed.
@@ -83,25 +97,11 @@ pub fn merge_results(
         reconnects: s(a.reconnects, b.reconnects),
         read_waits: s(a.read_waits, b.read_waits),
         interrupted: a.interrupted || b.interrupted,
-        pacing: match (&a.pacing, &b.pacing) {
-            (None, None) => None,
-            (x, y) => {
-                let mut p = x.clone().unwrap_or_default();
-                p.merge(&y.clone().unwrap_or_default());
-                Some(p)
-            }
-        },
+        pacing: merge_opt(&a.pacing, &b.pacing, |p, q| p.merge(q)),
         // Interval percentiles cannot be merged: merged documents carry no series.
         timeseries: Vec::new(),
         samples: None,
-        quic: match (&a.quic, &b.quic) {
-            (None, None) => None,
-            (x, y) => {
-                let mut q = x.clone().unwrap_or_default();
-                q.merge(&y.clone().unwrap_or_default());
-                Some(q)
-            }
-        },
+        quic: merge_opt(&a.quic, &b.quic, |p, q| p.merge(q)),
         tls_resumed: 0,
         pushed_streams: s(a.pushed_streams, b.pushed_streams),
         pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),

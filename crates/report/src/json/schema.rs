@@ -102,22 +102,10 @@ pub struct QuicJson {
 /// One QUIC statistic (h2load's columns) and, for the per-client ones, the values.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct QuicStatJson {
-    /// Smallest value.
-    pub min: f64,
-    /// Largest value.
-    pub max: f64,
-    /// Median.
-    pub median: f64,
-    /// 95th percentile.
-    pub p95: f64,
-    /// 99th percentile.
-    pub p99: f64,
-    /// Mean.
-    pub mean: f64,
-    /// Population standard deviation.
-    pub sd: f64,
-    /// Percentage of values within mean ± sd.
-    pub within_sd: f64,
+    /// The columns (`min`, `max`, `median`, `p95`, `p99`, `mean`, `sd`, `within_sd`), as
+    /// keys of this object.
+    #[serde(flatten)]
+    pub stat: crate::layout::Stat,
     /// One value per client (absent for `gro_packets`: see `gro_counts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<Vec<f64>>,
