@@ -55,6 +55,7 @@ mod relay;
 mod ring;
 pub mod shaper;
 mod stats;
+pub mod tcp_model;
 pub mod udp;
 
 use std::io;
@@ -72,6 +73,7 @@ pub use parse::{
     format_duration, format_rate, parse_bytes, parse_duration, parse_loss, parse_rate, ParseError,
 };
 pub use stats::{DirStats, LinkStats, UdpDirStats, UdpStats};
+pub use tcp_model::{TcpModelKind, UnknownTcpModel};
 
 use relay::Relay;
 use stats::Counters;
@@ -167,7 +169,10 @@ impl Link {
     ) -> io::Result<Link> {
         config.validate().map_err(invalid)?;
         let addr = listener.local_addr()?;
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters {
+            tcp_model: config.effective_tcp_model(),
+            ..Counters::default()
+        });
         let relay = Relay::new(listener, config, Arc::clone(&counters), shutdown.clone())?;
         let (udp, udp_addr) = match udp {
             Some(socket) => {

@@ -42,6 +42,7 @@ use super::config::{Direction, LinkConfig, PRE_QUEUE_BYTES};
 use super::ring::Ring;
 use super::shaper::{DelayLine, Handshake, Nanos, Shaper};
 use super::stats::{Counters, DirCounters};
+use super::tcp_model::{TcpModel, TcpModelKind};
 use super::Shutdown;
 
 mod event_loop;
@@ -152,11 +153,17 @@ struct Side {
     broken: bool,
     /// The read budget ran out with the source still readable: come back soon.
     more: bool,
+    /// The emulated sender's congestion window (`None`: `--tcp-model none` or no RTT).
+    tcp: Option<TcpModel>,
+    /// The window is full until this instant: come back then (not in the lane's line).
+    window_at: Option<Nanos>,
 }
 
 impl Side {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, model: Option<TcpModelKind>, rtt: Nanos) -> Self {
         Side {
+            tcp: model.map(|kind| TcpModel::new(kind, rtt)),
+            window_at: None,
             ring: Ring::new(limit),
             line: DelayLine::new(),
             src_ready: false,
@@ -223,6 +230,7 @@ pub(crate) struct Relay {
     upstream: SocketAddr,
     rtt: Nanos,
     emulate_handshake: bool,
+    tcp_model: Option<TcpModelKind>,
     lanes: [Lane; 2],
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
