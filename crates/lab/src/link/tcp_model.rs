@@ -31,7 +31,8 @@
 //!   cwnd` per acknowledged byte), and no growth from chunks sent before the last decrease.
 //! - **Window validation** (RFC 7661, as Linux does): the window grows only while the sender
 //!   uses it: in slow start when at least half the window was in flight, in congestion
-//!   avoidance when it was nearly full, at some send within the last RTT. A request/response
+//!   avoidance when it was nearly full, at some send within the last two round trips (as the
+//!   ACK measures them: queueing delay included). A request/response
 //!   connection does not inflate its window without ever filling it.
 //!
 //! [`TcpModelKind::Cubic`] (the default) is Linux's default CUBIC in its *TCP-friendly region*:
@@ -149,7 +150,6 @@ enum Event {
 #[derive(Debug, Clone)]
 pub struct TcpModel {
     kind: TcpModelKind,
-    rtt: Nanos,
     cwnd: f64,
     ssthresh: f64,
     in_flight: usize,
@@ -167,11 +167,11 @@ pub struct TcpModel {
 }
 
 impl TcpModel {
-    /// A model of `kind` on a path with this round-trip time, at the initial window.
-    pub fn new(kind: TcpModelKind, rtt: Nanos) -> Self {
+    /// A model of `kind` at the initial window. (It needs no RTT: the acknowledgement times
+    /// the caller passes to [`on_send`](Self::on_send) carry it.)
+    pub fn new(kind: TcpModelKind) -> Self {
         TcpModel {
             kind,
-            rtt,
             cwnd: INITIAL_WINDOW as f64,
             ssthresh: f64::INFINITY,
             in_flight: 0,
@@ -292,7 +292,7 @@ impl TcpModel {
                 }
                 let used = self
                     .limited_at
-                    .is_some_and(|l| at.saturating_sub(l) <= self.rtt);
+                    .is_some_and(|l| at.saturating_sub(l) <= 2 * at.saturating_sub(sent));
                 if !used {
                     return;
                 }

@@ -215,8 +215,8 @@ impl Relay {
             connected: false,
             hs: Handshake::new(now, self.rtt, self.emulate_handshake),
             sides: [
-                Side::new(self.lanes[UP].ring_limit, self.tcp_model, self.rtt),
-                Side::new(self.lanes[DOWN].ring_limit, self.tcp_model, self.rtt),
+                Side::new(self.lanes[UP].ring_limit, self.tcp_model),
+                Side::new(self.lanes[DOWN].ring_limit, self.tcp_model),
             ],
             armed: None,
         });

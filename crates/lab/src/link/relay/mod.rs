@@ -160,9 +160,9 @@ struct Side {
 }
 
 impl Side {
-    fn new(limit: usize, model: Option<TcpModelKind>, rtt: Nanos) -> Self {
+    fn new(limit: usize, model: Option<TcpModelKind>) -> Self {
         Side {
-            tcp: model.map(|kind| TcpModel::new(kind, rtt)),
+            tcp: model.map(TcpModel::new),
             window_at: None,
             ring: Ring::new(limit),
             line: DelayLine::new(),

@@ -252,10 +252,10 @@ pub(super) fn admit(
             return admitted;
         }
         let mut n = left.min(lane.want).min(budget);
-        let mut at = lane.shaper.room_at(read_at, n);
+        let mut from = read_at;
         if let Some(model) = side.tcp.as_mut() {
             // The emulated sender's window: at most cwnd bytes in flight.
-            let open = model.ready_at(at, n.min(MSS));
+            let open = model.ready_at(read_at, n.min(MSS));
             dc.window_cuts.fetch_add(model.take_new_cuts(), Relaxed);
             if open > now {
                 // Not in the lane's line: the window, not the queue, holds it back.
@@ -263,8 +263,9 @@ pub(super) fn admit(
                 return admitted;
             }
             n = n.min(model.window(open));
-            at = lane.shaper.room_at(open, n);
+            from = open;
         }
+        let at = lane.shaper.room_at(from, n);
         if at > now {
             if in_line && admitted == Admission::Idle {
                 // Served out of the line but the room is not there yet: keep its place.
