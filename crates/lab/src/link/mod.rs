@@ -7,7 +7,9 @@
 //! pushes back on the sender, optional jitter (never reordering) and optional loss (modelled as
 //! TCP retransmission delay with head-of-line blocking). All connections share each direction's
 //! bandwidth, as they share an access line. The model is documented in [`shaper`], its sans-IO
-//! core.
+//! core. Because the relayed TCP connections run on loopback and never see the path, the relay
+//! also emulates each one's congestion window ([`tcp_model`]: slow start, a cut per modelled
+//! loss; [`LinkConfig::tcp_model`]).
 //!
 //! It relays UDP too ([`udp`], on by default, on the TCP listener's port number when free), so
 //! that HTTP/3 crosses the same emulated path: datagrams get the same delay, rate, queue, jitter
