@@ -16,6 +16,11 @@
 //! when a pre-queue fills, the relay stops reading that socket and TCP flow control pushes back
 //! on the sender. So memory is bounded everywhere.
 //!
+//! Before a chunk enters the queue, the connection-direction's emulated congestion window
+//! ([`tcp_model`](super::tcp_model)) must have room for it, at the chunk's virtual time; a
+//! connection held back by its window waits on its own timer (the next acknowledgement), not in
+//! the lane's line, so it never holds up the connections that wait for queue room.
+//!
 //! Why a pre-queue rather than reading the socket only when the queue has room (the first
 //! design, which lost 2-7% of the configured rate at 10-100 Mbit/s with link stalls of up to
 //! 190 ms on a loaded 2-core machine):
