@@ -32,15 +32,17 @@
 //! - **Window validation** (RFC 7661, as Linux does): the window grows only while the sender
 //!   uses it: in slow start when at least half the window was in flight, in congestion
 //!   avoidance when it was nearly full, at some send within the last two round trips (as the
-//!   ACK measures them: queueing delay included). A request/response
-//!   connection does not inflate its window without ever filling it.
+//!   ACK measures them: queueing delay included). A request/response connection does not
+//!   inflate its window without ever filling it.
 //!
 //! [`TcpModelKind::Cubic`] (the default) is Linux's default CUBIC in its *TCP-friendly region*:
 //! beta 0.7 and `alpha = 3 (1 - beta) / (1 + beta)` ≈ 0.53 (RFC 9438 §4.3), the region CUBIC
-//! is in on the lab's paths (at 40 ms and 50 Mbit/s the window CUBIC's cubic curve would reach
-//! within a few loss epochs is below the Reno-friendly one at 1% loss or more). The cubic
-//! growth curve itself is not modelled. [`TcpModelKind::Reno`] is NewReno: beta 0.5, alpha 1.
-//! Both follow the Mathis formula, throughput ≈ `MSS / RTT × 1.22 / sqrt(p)`.
+//! is in on the lab's lossy paths: with a loss every few round trips (1% loss, 40 ms, a window
+//! of about 15 segments), the cubic curve's plateau `K = cbrt(W_max (1 - beta) / C)` is about
+//! 2 s away and the curve grows slower than the Reno-friendly estimate, which CUBIC then
+//! follows. The cubic growth curve itself is not modelled. [`TcpModelKind::Reno`] is NewReno:
+//! beta 0.5, alpha 1. Both follow the Mathis formula, throughput ≈ `MSS / RTT × 1.22 /
+//! sqrt(p)` (0.86 to 1.01 of it at 0.5-3% loss in the unit tests' simulation).
 //!
 //! Not modelled: retransmission timeouts (a tail loss costs one RTT, not an RTO), the window
 //! reset after an idle period, the receiver's window, pacing, and the CUBIC curve.
