@@ -57,7 +57,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "RATE")]
     pub up: Option<String>,
 
-    /// Packet loss, e.g. 0.5%: retransmission delay on TCP, dropped datagrams on UDP.
+    /// Packet loss, e.g. 0.5%: retransmission delay and a window cut on TCP, dropped datagrams on UDP.
     #[arg(long, value_name = "PERCENT")]
     pub loss: Option<String>,
 
