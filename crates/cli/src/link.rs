@@ -25,7 +25,10 @@ const PREFIX: &str = "h2lab link: error:";
     profile.\nUDP (HTTP/3) is relayed too, on the TCP port number when it is free for UDP \
     (otherwise on another port, printed at start): one upstream socket per client address and \
     port, closed after --udp-idle without traffic; loss drops datagrams and a full queue drops \
-    at the tail (TCP loss is emulated as retransmission delay).\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
+    at the tail (TCP loss is emulated as retransmission delay).\nTCP: the relay terminates TCP on \
+    loopback, so it emulates each relayed connection's congestion window itself (--tcp-model, \
+    default cubic: initial window 10 segments, slow start, window x0.7 per loss, once per \
+    window; reno: x0.5); --tcp-model none relays at loopback TCP's pace (loss only delays).\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
     ns, us, ms, s.\nExample: h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
     --rtt 20ms --down 90mbit --up 12mbit --loss 0.5%"
 )]
@@ -54,7 +57,7 @@ pub struct LinkArgs {
     #[arg(long, value_name = "RATE")]
     pub up: Option<String>,
 
-    /// Packet loss, e.g. 0.5%: retransmission delay on TCP, dropped datagrams on UDP.
+    /// Packet loss, e.g. 0.5%: retransmission delay and a window cut on TCP, dropped datagrams on UDP.
     #[arg(long, value_name = "PERCENT")]
     pub loss: Option<String>,
 
@@ -81,6 +84,10 @@ pub struct LinkArgs {
     /// Idle time after which a UDP flow's upstream socket is closed [default: 30s].
     #[arg(long, value_name = "DURATION")]
     pub udp_idle: Option<String>,
+
+    /// Congestion window emulated per relayed TCP connection: cubic, reno or none.
+    #[arg(long, value_name = "MODEL", default_value = "cubic")]
+    pub tcp_model: String,
 }
 
 /// Runs `h2lab link` and returns the exit status.
@@ -99,6 +106,7 @@ pub fn main(a: LinkArgs) -> ExitCode {
         no_handshake: a.no_handshake,
         no_udp: a.no_udp,
         udp_idle: a.udp_idle.clone(),
+        tcp_model: Some(a.tcp_model.clone()),
     };
     let cfg = match flags.to_config() {
         Ok(c) => c,
@@ -137,6 +145,11 @@ pub fn main(a: LinkArgs) -> ExitCode {
     if let Some(udp) = l.udp_addr() {
         println!("h2lab link: udp {udp} -> {}", cfg.upstream);
     }
+    let model = cfg.effective_tcp_model();
+    println!(
+        "h2lab link: tcp model {}",
+        model.map_or("none", |m| m.name())
+    );
     // Forward the signal flag to the link's shutdown trigger.
     let watcher = {
         let shutdown = shutdown.clone();

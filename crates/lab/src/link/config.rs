@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::parse::{format_duration, format_rate};
 use super::shaper::{self, DirectionParams, Nanos};
+use super::tcp_model::TcpModelKind;
 
 /// A direction of the link. "Up" is client to upstream (requests, uploads), "down" is upstream to
 /// client (responses, downloads), as seen from the client's access line.
@@ -72,6 +73,10 @@ pub struct LinkConfig {
     /// A UDP flow (client address and port) with no datagram either way for this long loses
     /// its upstream socket.
     pub udp_idle: Duration,
+    /// The congestion window emulated for each relayed TCP connection and direction (see
+    /// [`tcp_model`](super::tcp_model)); [`TcpModelKind::None`] relays at the loopback TCP's
+    /// pace (loss then only delays bytes). Applies only when the link adds an RTT.
+    pub tcp_model: TcpModelKind,
 }
 
 /// The default [`LinkConfig::udp_idle`]: 30 seconds (QUIC's usual idle timeout).
@@ -118,6 +123,7 @@ impl LinkConfig {
             seed: 0x6832_6c61_625f_6c6b,
             udp: true,
             udp_idle: DEFAULT_UDP_IDLE,
+            tcp_model: TcpModelKind::default(),
         }
     }
 
@@ -208,6 +214,16 @@ impl LinkConfig {
             }
         };
         path.saturating_add(PRE_QUEUE_BYTES)
+    }
+
+    /// The window model the relay applies: `None` when the link adds no RTT (a window of any
+    /// size opens at once) or the model is [`TcpModelKind::None`].
+    pub fn effective_tcp_model(&self) -> Option<TcpModelKind> {
+        match self.tcp_model {
+            TcpModelKind::None => None,
+            _ if self.rtt.is_zero() => None,
+            kind => Some(kind),
+        }
     }
 
     /// A one-line description such as `rtt 40ms, down 50mbit, up 50mbit`.

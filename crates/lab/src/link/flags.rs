@@ -14,7 +14,7 @@ use super::parse::{parse_bytes, parse_duration, parse_loss, parse_rate, ParseErr
 /// h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
 ///     [--profile loopback|lan|wan|mobile|lossy|lossy3] [--rtt 20ms] [--down 90mbit] [--up 12mbit] \
 ///     [--loss 0.5%] [--jitter 2ms] [--queue 256k] [--seed N] [--no-handshake] \
-///     [--no-udp] [--udp-idle 30s]
+///     [--no-udp] [--udp-idle 30s] [--tcp-model cubic|reno|none]
 /// ```
 ///
 /// `--profile` sets RTT and rates first; the other flags override it.
@@ -46,6 +46,9 @@ pub struct LinkFlags {
     pub no_udp: bool,
     /// `--udp-idle DURATION`: how long a UDP flow lives without traffic (default 30s).
     pub udp_idle: Option<String>,
+    /// `--tcp-model cubic|reno|none`: the congestion window emulated per relayed TCP
+    /// connection (default `cubic`; see [`tcp_model`](super::tcp_model)).
+    pub tcp_model: Option<String>,
 }
 
 /// A flag of `h2lab link` has an unusable value.
@@ -126,6 +129,12 @@ impl LinkFlags {
         if let Some(v) = &self.udp_idle {
             c.udp_idle = parse_duration(v).map_err(flag_err("udp-idle"))?;
         }
+        if let Some(v) = &self.tcp_model {
+            c.tcp_model = v.parse().map_err(|e: super::UnknownTcpModel| FlagError {
+                flag: "tcp-model",
+                message: e.to_string(),
+            })?;
+        }
         c.validate().map_err(|e| FlagError {
             flag: "link",
             message: e.to_string(),
@@ -177,6 +186,25 @@ mod tests {
             ..LinkFlags::default()
         };
         assert!(f.to_config().is_err());
+        let f = LinkFlags {
+            upstream: "127.0.0.1:8080".into(),
+            tcp_model: Some("none".into()),
+            ..LinkFlags::default()
+        };
+        assert_eq!(
+            f.to_config().unwrap().tcp_model,
+            super::super::TcpModelKind::None
+        );
+        let f = LinkFlags {
+            upstream: "127.0.0.1:8080".into(),
+            tcp_model: Some("vegas".into()),
+            ..LinkFlags::default()
+        };
+        assert!(f
+            .to_config()
+            .unwrap_err()
+            .to_string()
+            .contains("--tcp-model"));
     }
 
     #[test]

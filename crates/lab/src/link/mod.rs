@@ -7,7 +7,9 @@
 //! pushes back on the sender, optional jitter (never reordering) and optional loss (modelled as
 //! TCP retransmission delay with head-of-line blocking). All connections share each direction's
 //! bandwidth, as they share an access line. The model is documented in [`shaper`], its sans-IO
-//! core.
+//! core. Because the relayed TCP connections run on loopback and never see the path, the relay
+//! also emulates each one's congestion window ([`tcp_model`]: slow start, a cut per modelled
+//! loss; [`LinkConfig::tcp_model`]).
 //!
 //! It relays UDP too ([`udp`], on by default, on the TCP listener's port number when free), so
 //! that HTTP/3 crosses the same emulated path: datagrams get the same delay, rate, queue, jitter
@@ -55,6 +57,7 @@ mod relay;
 mod ring;
 pub mod shaper;
 mod stats;
+pub mod tcp_model;
 pub mod udp;
 
 use std::io;
@@ -72,6 +75,7 @@ pub use parse::{
     format_duration, format_rate, parse_bytes, parse_duration, parse_loss, parse_rate, ParseError,
 };
 pub use stats::{DirStats, LinkStats, UdpDirStats, UdpStats};
+pub use tcp_model::{TcpModelKind, UnknownTcpModel};
 
 use relay::Relay;
 use stats::Counters;
@@ -167,7 +171,10 @@ impl Link {
     ) -> io::Result<Link> {
         config.validate().map_err(invalid)?;
         let addr = listener.local_addr()?;
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters {
+            tcp_model: config.effective_tcp_model(),
+            ..Counters::default()
+        });
         let relay = Relay::new(listener, config, Arc::clone(&counters), shutdown.clone())?;
         let (udp, udp_addr) = match udp {
             Some(socket) => {

@@ -37,9 +37,10 @@
 //!    one round trip after sending, then resends), and the retransmission occupies the link a
 //!    second time. Because delivery is in order, every byte behind the lost chunk on the same
 //!    connection waits too: this is TCP head-of-line blocking, the effect that makes one HTTP/2
-//!    connection suffer more from loss than six HTTP/1.1 connections. Not modelled: the senders'
-//!    congestion-window reduction (their TCP never sees the loss) and retransmission timeouts for
-//!    tail losses.
+//!    connection suffer more from loss than six HTTP/1.1 connections. The senders' TCP never sees
+//!    the loss, so the relay applies a modelled congestion window per connection and direction
+//!    on top ([`tcp_model`](super::tcp_model), fed by [`Pushed::ack_at`] and
+//!    [`Pushed::loss_seen_at`]). Not modelled: retransmission timeouts for tail losses.
 //! 6. **FIN and RST** travel like a zero-length chunk behind the data that preceded them
 //!    ([`Shaper::push_fin`]).
 //!
@@ -190,6 +191,13 @@ pub struct Pushed {
     pub lost: u64,
     /// Queue depth in bytes right after the push.
     pub queue_bytes: usize,
+    /// When the sender would see the last chunk acknowledged: its delivery (before the
+    /// no-reordering clamp, so a loss ahead of it does not delay it: SACK) plus the ACK's
+    /// one-way trip back. Used by the [`tcp_model`](super::tcp_model).
+    pub ack_at: Nanos,
+    /// When the sender would learn that the last chunk was lost (one round trip after its
+    /// first transmission left the bottleneck, by duplicate ACKs); `None` if it was not lost.
+    pub loss_seen_at: Option<Nanos>,
 }
 
 /// What [`Shaper::push_datagram`] decided for one datagram.
@@ -277,8 +285,10 @@ impl Shaper {
             left -= n;
             let sent = self.serialize(now, n);
             let mut deliver = sent.saturating_add(self.one_way_sample());
+            out.loss_seen_at = None;
             if self.lose(n) {
                 out.lost += 1;
+                out.loss_seen_at = Some(deliver.saturating_add(self.params.one_way));
                 let again = self.params.bps.map_or(0, |bps| serialization_nanos(bps, n));
                 // The retransmission crosses the bottleneck a second time...
                 if self.params.bps.is_some() {
@@ -289,6 +299,7 @@ impl Shaper {
                     .saturating_add(self.params.rtt)
                     .saturating_add(again);
             }
+            out.ack_at = deliver.saturating_add(self.params.one_way);
             line.push(n, deliver);
             out.chunks += 1;
         }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use super::tcp_model::TcpModelKind;
+
 /// Counters of one direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct DirStats {
@@ -20,6 +22,9 @@ pub struct DirStats {
     pub max_queue_bytes: u64,
     /// Largest number of bytes held for a single connection (queued or in flight).
     pub max_conn_held: u64,
+    /// Times a modelled loss cut a connection's congestion window (see
+    /// [`tcp_model`](super::tcp_model)).
+    pub window_cuts: u64,
 }
 
 /// A snapshot of a link's counters.
@@ -39,6 +44,9 @@ pub struct LinkStats {
     pub down: DirStats,
     /// The UDP relay.
     pub udp: UdpStats,
+    /// The congestion window applied to relayed TCP connections (`None`: no window, because
+    /// `--tcp-model none` or no added RTT).
+    pub tcp_model: Option<TcpModelKind>,
 }
 
 /// Counters of one direction of the UDP relay.
@@ -104,6 +112,9 @@ impl fmt::Display for DirStats {
         if self.bytes_dropped > 0 {
             write!(f, ", {} B dropped", self.bytes_dropped)?;
         }
+        if self.window_cuts > 0 {
+            write!(f, ", {} window cuts", self.window_cuts)?;
+        }
         Ok(())
     }
 }
@@ -117,6 +128,12 @@ impl fmt::Display for LinkStats {
             "connections: {} accepted, {} open, {} upstream connect failures, {} reset",
             self.connections, self.active, self.connect_failures, self.resets
         )?;
+        if let Some(model) = self.tcp_model {
+            writeln!(
+                f,
+                "tcp model: {model} (a congestion window per connection and direction)"
+            )?;
+        }
         writeln!(f, "up:   {}", self.up)?;
         write!(f, "down: {}", self.down)?;
         if self.udp.flows > 0 {
@@ -144,6 +161,7 @@ pub(crate) struct DirCounters {
     pub(crate) lost_chunks: AtomicU64,
     pub(crate) max_queue_bytes: AtomicU64,
     pub(crate) max_conn_held: AtomicU64,
+    pub(crate) window_cuts: AtomicU64,
 }
 
 impl DirCounters {
@@ -156,6 +174,7 @@ impl DirCounters {
             lost_chunks: self.lost_chunks.load(Relaxed),
             max_queue_bytes: self.max_queue_bytes.load(Relaxed),
             max_conn_held: self.max_conn_held.load(Relaxed),
+            window_cuts: self.window_cuts.load(Relaxed),
         }
     }
 }
@@ -216,6 +235,7 @@ pub(crate) struct Counters {
     pub(crate) resets: AtomicU64,
     pub(crate) dirs: [DirCounters; 2],
     pub(crate) udp: UdpCounters,
+    pub(crate) tcp_model: Option<TcpModelKind>,
 }
 
 impl Counters {
@@ -228,6 +248,7 @@ impl Counters {
             up: self.dirs[0].snapshot(),
             down: self.dirs[1].snapshot(),
             udp: self.udp.snapshot(),
+            tcp_model: self.tcp_model,
         }
     }
 }

@@ -37,6 +37,7 @@ impl Relay {
             upstream: config.upstream,
             rtt,
             emulate_handshake: config.emulate_handshake,
+            tcp_model: config.effective_tcp_model(),
             lanes: [
                 lane(config, Direction::Up, config.seed),
                 lane(config, Direction::Down, config.seed ^ 0x5bd1_e995_d0d0_cafe),
@@ -214,8 +215,8 @@ impl Relay {
             connected: false,
             hs: Handshake::new(now, self.rtt, self.emulate_handshake),
             sides: [
-                Side::new(self.lanes[UP].ring_limit),
-                Side::new(self.lanes[DOWN].ring_limit),
+                Side::new(self.lanes[UP].ring_limit, self.tcp_model),
+                Side::new(self.lanes[DOWN].ring_limit, self.tcp_model),
             ],
             armed: None,
         });

@@ -16,6 +16,11 @@
 //! when a pre-queue fills, the relay stops reading that socket and TCP flow control pushes back
 //! on the sender. So memory is bounded everywhere.
 //!
+//! Before a chunk enters the queue, the connection-direction's emulated congestion window
+//! ([`tcp_model`](super::tcp_model)) must have room for it, at the chunk's virtual time; a
+//! connection held back by its window waits on its own timer (the next acknowledgement), not in
+//! the lane's line, so it never holds up the connections that wait for queue room.
+//!
 //! Why a pre-queue rather than reading the socket only when the queue has room (the first
 //! design, which lost 2-7% of the configured rate at 10-100 Mbit/s with link stalls of up to
 //! 190 ms on a loaded 2-core machine):
@@ -42,6 +47,7 @@ use super::config::{Direction, LinkConfig, PRE_QUEUE_BYTES};
 use super::ring::Ring;
 use super::shaper::{DelayLine, Handshake, Nanos, Shaper};
 use super::stats::{Counters, DirCounters};
+use super::tcp_model::{TcpModel, TcpModelKind};
 use super::Shutdown;
 
 mod event_loop;
@@ -152,11 +158,17 @@ struct Side {
     broken: bool,
     /// The read budget ran out with the source still readable: come back soon.
     more: bool,
+    /// The emulated sender's congestion window (`None`: `--tcp-model none` or no RTT).
+    tcp: Option<TcpModel>,
+    /// The window is full until this instant: come back then (not in the lane's line).
+    window_at: Option<Nanos>,
 }
 
 impl Side {
-    fn new(limit: usize) -> Self {
+    fn new(limit: usize, model: Option<TcpModelKind>) -> Self {
         Side {
+            tcp: model.map(TcpModel::new),
+            window_at: None,
             ring: Ring::new(limit),
             line: DelayLine::new(),
             src_ready: false,
@@ -223,6 +235,7 @@ pub(crate) struct Relay {
     upstream: SocketAddr,
     rtt: Nanos,
     emulate_handshake: bool,
+    tcp_model: Option<TcpModelKind>,
     lanes: [Lane; 2],
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use mio::{Interest, Poll};
 
 use super::*;
+use crate::link::shaper::MSS;
 
 /// Advances one connection at `now`: handshake steps, writes of due bytes, reads within the
 /// queue's room, FINs; returns when to come back.
@@ -93,6 +94,9 @@ pub(super) fn service_conn(
         }
         if side.more {
             soonest(now);
+        }
+        if let Some(t) = side.window_at {
+            soonest(t);
         }
         if !gate_open {
             soonest(conn.hs.read_from);
@@ -220,6 +224,7 @@ pub(super) fn admit(
 ) -> Admission {
     let gen = conn.gen;
     let side = &mut conn.sides[d];
+    side.window_at = None;
     let mut admitted = Admission::Idle;
     loop {
         if side.waiting || side.broken || side.src_done {
@@ -246,8 +251,21 @@ pub(super) fn admit(
             lane.join(slot, gen, side, now, timers);
             return admitted;
         }
-        let n = left.min(lane.want).min(budget);
-        let at = lane.shaper.room_at(read_at, n);
+        let mut n = left.min(lane.want).min(budget);
+        let mut from = read_at;
+        if let Some(model) = side.tcp.as_mut() {
+            // The emulated sender's window: at most cwnd bytes in flight.
+            let open = model.ready_at(read_at, n.min(MSS));
+            dc.window_cuts.fetch_add(model.take_new_cuts(), Relaxed);
+            if open > now {
+                // Not in the lane's line: the window, not the queue, holds it back.
+                side.window_at = Some(open);
+                return admitted;
+            }
+            n = n.min(model.window(open));
+            from = open;
+        }
+        let at = lane.shaper.room_at(from, n);
         if at > now {
             if in_line && admitted == Admission::Idle {
                 // Served out of the line but the room is not there yet: keep its place.
@@ -263,6 +281,9 @@ pub(super) fn admit(
         budget -= n;
         let pushed = lane.shaper.push(at, n, &mut side.line);
         admitted = Admission::Progress;
+        if let Some(model) = side.tcp.as_mut() {
+            model.on_send(at, n, pushed.ack_at, pushed.loss_seen_at);
+        }
         dc.chunks.fetch_add(pushed.chunks, Relaxed);
         if pushed.lost > 0 {
             dc.lost_chunks.fetch_add(pushed.lost, Relaxed);
