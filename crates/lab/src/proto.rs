@@ -142,13 +142,12 @@ impl FromStr for LabProtocol {
 
 /// The caveat of comparing HTTP/3 with TCP-based protocols across an emulated link (a note
 /// in the `compare` and `page` reports whenever `h3` crosses one).
-pub const H3_LINK_CAVEAT: &str = "HTTP/3 across an emulated link is not yet like for like with \
-TCP: QUIC runs its real congestion control over the link (slow start from about 12 KB, the \
-window cut at every loss), while the relayed TCP connections run on loopback, where the \
-kernel's window starts at 10 x 64 KiB and never sees the link's loss (a loss costs TCP one \
-retransmission round trip and stalls the connection behind it, but no window cut). TCP's \
-times (HTTP/1.1, HTTP/2) are therefore optimistic, more so with loss; HTTP/3's are realistic. \
-Read HTTP/3-vs-HTTP/2 verdicts over a link as a bound against HTTP/3, not as the answer";
+pub const H3_LINK_CAVEAT: &str = "HTTP/3 across an emulated link: QUIC runs its real \
+congestion control over the link's UDP relay, while the relayed TCP connections (HTTP/1.1, \
+HTTP/2) get the link's model of TCP's congestion window (`--tcp-model`, CUBIC's beta 0.7 by \
+default: slow start from 10 segments, one cut per window of data at a loss; no retransmission \
+timeout, CUBIC curve or pacing). Close to like for like, not identical: with `--tcp-model none` \
+TCP never sees the link's loss and its times are optimistic";
 
 /// Parses a comma-separated protocol list (`h1,h2c`), without duplicates.
 pub fn parse_list(s: &str) -> Result<Vec<LabProtocol>, String> {
