@@ -36,6 +36,7 @@ mod front;
 mod front_h2;
 mod io;
 mod slab;
+mod splice;
 pub mod stats;
 mod upstream;
 mod worker;

@@ -83,6 +83,8 @@ pub struct Worker {
     scratch: Vec<u8>,
     lines: Vec<u8>,
     now: Instant,
+    /// Zero-copy response bodies (`crate::splice`).
+    splice: bool,
 }
 
 impl Worker {
@@ -123,6 +125,7 @@ impl Worker {
             scratch: Vec::new(),
             lines: Vec::new(),
             now: Instant::now(),
+            splice: crate::splice::enabled(),
         })
     }
 
@@ -201,7 +204,7 @@ impl Worker {
                 let spill: usize =
                     f.h2.as_ref()
                         .map_or(0, |h| h.streams.iter().map(|st| st.spill.len()).sum());
-                (f.out.len() + spill) as u64
+                (f.out.len() + f.pipe_len() + spill) as u64
             })
             .max()
             .unwrap_or(0);
@@ -292,7 +295,7 @@ impl Worker {
         let mut idle_out = Vec::new();
         let upstream_timeout = self.shared.config.upstream_timeout;
         for (i, f) in self.fronts.iter_mut() {
-            if f.deadline.is_some() && f.out.len() > HIGH {
+            if f.deadline.is_some() && (f.out.len() > HIGH || f.pipe_len() > 0) {
                 // The proxy holds the upstream back (its client reads slowly): not the
                 // upstream's delay.
                 f.deadline = Some(now + upstream_timeout);
