@@ -306,7 +306,14 @@ fn zc_next(zc: Zc, ev: &Event<'_>, f: Option<&mut Front>) -> Zc {
             }
         }
         (Zc::AwaitHead, Event::Interim(_) | Event::NeedMore) => Zc::AwaitHead,
-        (Zc::Body { left, keep, spliced }, Event::Body(b)) => Zc::Body {
+        (
+            Zc::Body {
+                left,
+                keep,
+                spliced,
+            },
+            Event::Body(b),
+        ) => Zc::Body {
             left: left.saturating_sub(b.len() as u64),
             keep,
             spliced,

@@ -167,7 +167,11 @@ fn a_cut_spliced_body_cuts_the_client_response() {
     let head_end = got.windows(4).position(|x| x == b"\r\n\r\n").unwrap() + 4;
     assert!(got.starts_with(b"HTTP/1.1 200"));
     let rest = &got[head_end..];
-    assert_eq!(rest.len(), TEN_MB / 2, "the client connection closes after what came");
+    assert_eq!(
+        rest.len(),
+        TEN_MB / 2,
+        "the client connection closes after what came"
+    );
     assert!(rest == &body(TEN_MB)[..TEN_MB / 2]);
     p.shutdown();
     let st = p.join().unwrap();
