@@ -295,7 +295,15 @@ impl Worker {
         let mut idle_out = Vec::new();
         let upstream_timeout = self.shared.config.upstream_timeout;
         for (i, f) in self.fronts.iter_mut() {
-            if f.deadline.is_some() && (f.out.len() > HIGH || f.pipe_len() > 0) {
+            // A spliced body waits while the client has not taken what it was given.
+            let splice_held = f.pipe_len() > 0
+                || (!f.out.is_empty()
+                    && f.link.is_some_and(|l| {
+                        self.ups
+                            .get(l.up, l.gen)
+                            .is_some_and(|u| matches!(u.zc, crate::splice::Zc::Body { .. }))
+                    }));
+            if f.deadline.is_some() && (f.out.len() > HIGH || splice_held) {
                 // The proxy holds the upstream back (its client reads slowly): not the
                 // upstream's delay.
                 f.deadline = Some(now + upstream_timeout);

@@ -34,8 +34,9 @@ fn upstream(len: usize, cut: bool) -> (SocketAddr, Arc<AtomicU64>) {
     let addr = l.local_addr().unwrap();
     let written = Arc::new(AtomicU64::new(0));
     let w = written.clone();
+    // Made before the proxy can ask: a slow start would be an upstream timeout.
+    let data = Arc::new(body(len));
     std::thread::spawn(move || {
-        let data = Arc::new(body(len));
         for s in l.incoming() {
             let Ok(mut s) = s else { return };
             let (data, w) = (data.clone(), w.clone());
@@ -80,6 +81,13 @@ fn proxy_to(addr: SocketAddr, proto: UpstreamProtocol) -> h2lab_proxy::RunningPr
     h2lab_proxy::spawn(ProxyConfig::local(vec![UpstreamAddr::Tcp(addr)], proto)).unwrap()
 }
 
+/// Short, so that the pause below outlasts it: holding a slow client's body back is the
+/// proxy's doing, not an upstream timeout.
+const UPSTREAM_TIMEOUT: Duration = Duration::from_millis(300);
+/// What the proxy may hold for one client: its output high-water mark (64 KiB), the pipe
+/// (64 KiB) and slack.
+const QUEUE_BOUND: u64 = 512 * 1024;
+
 #[test]
 fn ten_megabytes_are_byte_exact_over_a_reused_connection() {
     let expect = body(TEN_MB);
@@ -110,7 +118,9 @@ fn ten_megabytes_are_byte_exact_over_a_reused_connection() {
 #[test]
 fn a_client_that_pauses_mid_body_gets_every_byte() {
     let (addr, written) = upstream(TEN_MB, false);
-    let p = proxy_to(addr, UpstreamProtocol::H1);
+    let mut cfg = ProxyConfig::local(vec![UpstreamAddr::Tcp(addr)], UpstreamProtocol::H1);
+    cfg.upstream_timeout = UPSTREAM_TIMEOUT;
+    let p = h2lab_proxy::spawn(cfg).unwrap();
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.set_recv_buffer_size(16 * 1024).unwrap();
     s.connect(&p.addr().unwrap().into()).unwrap();
@@ -120,21 +130,26 @@ fn a_client_that_pauses_mid_body_gets_every_byte() {
     let mut got = Vec::new();
     let mut b = vec![0u8; 64 * 1024];
     while got.len() < 1024 * 1024 {
-        let n = s.read(&mut b).unwrap();
+        let n = s
+            .read(&mut b)
+            .unwrap_or_else(|e| panic!("{e} after {} bytes", got.len()));
         assert!(n > 0);
         got.extend_from_slice(&b[..n]);
     }
     // Stop reading until the upstream stops writing (all it could write, or all it had, is
     // queued in socket buffers and the proxy's pipe: the proxy's writes to this client
-    // would block), or a bound passes.
+    // would block) and three upstream timeouts passed, or a bound passes.
+    let t0 = std::time::Instant::now();
     let mut last = u64::MAX;
-    wait_until(5, || {
+    wait_until(10, || {
         std::thread::sleep(Duration::from_millis(50));
         let now = written.load(Ordering::Relaxed);
         let still = now == last;
         last = now;
-        still
+        still && t0.elapsed() >= 3 * UPSTREAM_TIMEOUT
     });
+    let st = p.stats().snapshot(Duration::from_secs(1));
+    assert!(st.largest_client_queue <= QUEUE_BOUND, "{st}");
     let head_end = got.windows(4).position(|x| x == b"\r\n\r\n").unwrap() + 4;
     let mut rest = got.split_off(head_end);
     while rest.len() < TEN_MB {
@@ -153,6 +168,8 @@ fn a_client_that_pauses_mid_body_gets_every_byte() {
     p.shutdown();
     let st = p.join().unwrap();
     assert_eq!(st.open_exchanges, 0, "{st}");
+    assert_eq!(st.bad_gateway_reset + st.gateway_timeout, 0, "{st}");
+    assert_eq!(st.responses, 2, "{st}");
 }
 
 #[test]
