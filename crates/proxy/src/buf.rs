@@ -123,21 +123,6 @@ impl InBuf {
         self.end += n;
         Ok(n)
     }
-
-    /// Reads once from `r`, at most `n` bytes; `Ok(0)` is EOF.
-    pub fn read_upto(&mut self, r: &mut impl std::io::Read, n: usize) -> std::io::Result<usize> {
-        if self.buf.len() - self.end < n && self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.buf.len() - self.end < n {
-            self.buf.resize(self.end + n, 0);
-        }
-        let k = r.read(&mut self.buf[self.end..self.end + n])?;
-        self.end += k;
-        Ok(k)
-    }
 }
 
 #[cfg(test)]

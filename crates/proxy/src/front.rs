@@ -128,8 +128,6 @@ pub struct Front {
     pub te_trailers: bool,
     /// Trailer lines of the current request body (`name: value\r\n` each).
     pub req_trailers: Vec<u8>,
-    /// Zero-copy body path: the pipe, whose bytes go out before `out`'s.
-    pub pipe: Option<crate::splice::Pipe>,
 }
 
 /// What is known of an upstream request that failed before any of its response arrived.
@@ -192,7 +190,6 @@ impl Front {
             unreleased: 0,
             te_trailers: false,
             req_trailers: Vec::new(),
-            pipe: None,
         }
     }
 
@@ -270,11 +267,6 @@ impl Front {
         };
     }
 
-    /// Bytes waiting in the zero-copy pipe (they go out before `out`'s).
-    pub fn pipe_len(&self) -> usize {
-        self.pipe.as_ref().map_or(0, |p| p.len)
-    }
-
     /// Queues body bytes.
     pub fn resp_body(&mut self, data: &[u8]) {
         if !self.resp.started || self.resp.done || self.resp.no_body || data.is_empty() {
@@ -285,10 +277,7 @@ impl Front {
             return;
         }
         let mut data = data;
-        if data.len() >= WRITE_THROUGH_MIN
-            && self.out.len() <= WRITE_THROUGH_MAX_QUEUED
-            && self.pipe_len() == 0
-        {
+        if data.len() >= WRITE_THROUGH_MIN && self.out.len() <= WRITE_THROUGH_MAX_QUEUED {
             // A large chunk and little queued before it: write both now (one copy fewer).
             let n = self.io.write_through(&mut self.out, data);
             data = &data[n..];

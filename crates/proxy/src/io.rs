@@ -199,14 +199,6 @@ impl FrontIo {
         done
     }
 
-    /// The socket's descriptor when it is cleartext TCP (the zero-copy body path).
-    pub fn plain_fd(&self) -> Option<std::os::fd::RawFd> {
-        match self {
-            FrontIo::Plain(s) => Some(std::os::fd::AsRawFd::as_raw_fd(s)),
-            _ => None,
-        }
-    }
-
     /// Whether bytes wait in the transport (TLS records not yet written).
     pub fn wants_write(&self) -> bool {
         matches!(self, FrontIo::Tls(_, c) if c.wants_write())
@@ -317,34 +309,6 @@ impl UpSock {
     /// Writes as much of `out` as the socket takes; `Ok(true)` when it would block.
     pub fn flush(&mut self, out: &mut Buf) -> io::Result<bool> {
         write_plain(self, out)
-    }
-
-    /// The socket's descriptor.
-    pub fn raw_fd(&self) -> std::os::fd::RawFd {
-        use std::os::fd::AsRawFd;
-        match self {
-            UpSock::Tcp(s) => s.as_raw_fd(),
-            UpSock::Unix(s) => s.as_raw_fd(),
-        }
-    }
-
-    /// One read of at most `n` bytes (a response head: the body stays in the socket for
-    /// the zero-copy path); a short read ends readiness as in [`UpSock::fill`].
-    pub fn fill_some(&mut self, inbuf: &mut InBuf, n: usize, to_eof: bool) -> io::Result<Fill> {
-        let mut f = Fill::default();
-        loop {
-            match inbuf.read_upto(self, n) {
-                Ok(0) => f.eof = true,
-                Ok(k) => {
-                    f.got = k;
-                    f.blocked = k < n && !to_eof;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => f.blocked = true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            return Ok(f);
-        }
     }
 }
 

@@ -36,7 +36,6 @@ mod front;
 mod front_h2;
 mod io;
 mod slab;
-mod splice;
 pub mod stats;
 mod upstream;
 mod worker;

@@ -14,7 +14,6 @@ use crate::fields::push_response_field;
 use crate::front::{Front, Unsent};
 use crate::io::UpSock;
 use crate::slab::Slab;
-use crate::splice::Zc;
 use crate::stats::Stats;
 
 /// Protocol state of an upstream connection.
@@ -63,8 +62,6 @@ pub struct Up {
     pub idle: bool,
     /// The current HTTP/1.1 request body is sent chunked.
     pub chunked_request: bool,
-    /// Zero-copy state of the current HTTP/1.x response.
-    pub zc: Zc,
     /// Protocol state.
     pub kind: UpKind,
 }
@@ -108,7 +105,6 @@ impl Up {
             queued: false,
             idle: false,
             chunked_request: false,
-            zc: Zc::Off,
             kind,
         }
     }
@@ -211,7 +207,6 @@ impl Up {
                         match parser.parse(self.inbuf.data()) {
                             Ok((n, ev)) => {
                                 handle_h1_event(ev, fronts, fi, fg, scratch, now, timeout);
-                                self.zc = zc_next(self.zc, &ev, fronts.get(fi, fg));
                                 let k = ev_kind(&ev);
                                 self.inbuf.consume(n);
                                 Ok(k)
@@ -284,42 +279,6 @@ impl Up {
                 !conn.is_finished()
             }
         }
-    }
-}
-
-/// The zero-copy state after event `ev`: a body is spliced when the connection asked for
-/// it at the request ([`Zc::AwaitHead`]), the body has a Content-Length, and the client
-/// gets it as is (a started, unchunked response with a body).
-fn zc_next(zc: Zc, ev: &Event<'_>, f: Option<&mut Front>) -> Zc {
-    match (zc, ev) {
-        (Zc::AwaitHead, Event::Head(h)) => {
-            let eligible = f.is_some_and(|f| {
-                f.resp.started && !f.resp.chunked && !f.resp.no_body && !f.resp.done
-            });
-            match h.framing {
-                h2lab_wire::h1::Framing::ContentLength(n) if n > 0 && eligible => Zc::Body {
-                    left: n,
-                    keep: h.keep_alive,
-                    spliced: false,
-                },
-                _ => Zc::Off,
-            }
-        }
-        (Zc::AwaitHead, Event::Interim(_) | Event::NeedMore) => Zc::AwaitHead,
-        (
-            Zc::Body {
-                left,
-                keep,
-                spliced,
-            },
-            Event::Body(b),
-        ) => Zc::Body {
-            left: left.saturating_sub(b.len() as u64),
-            keep,
-            spliced,
-        },
-        (Zc::Body { .. }, Event::NeedMore) => zc,
-        _ => Zc::Off,
     }
 }
 

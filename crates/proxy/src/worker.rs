@@ -83,8 +83,6 @@ pub struct Worker {
     scratch: Vec<u8>,
     lines: Vec<u8>,
     now: Instant,
-    /// Zero-copy response bodies (`crate::splice`).
-    splice: bool,
 }
 
 impl Worker {
@@ -125,7 +123,6 @@ impl Worker {
             scratch: Vec::new(),
             lines: Vec::new(),
             now: Instant::now(),
-            splice: crate::splice::enabled(),
         })
     }
 
@@ -204,7 +201,7 @@ impl Worker {
                 let spill: usize =
                     f.h2.as_ref()
                         .map_or(0, |h| h.streams.iter().map(|st| st.spill.len()).sum());
-                (f.out.len() + f.pipe_len() + spill) as u64
+                (f.out.len() + spill) as u64
             })
             .max()
             .unwrap_or(0);
@@ -295,15 +292,7 @@ impl Worker {
         let mut idle_out = Vec::new();
         let upstream_timeout = self.shared.config.upstream_timeout;
         for (i, f) in self.fronts.iter_mut() {
-            // A spliced body waits while the client has not taken what it was given.
-            let splice_held = f.pipe_len() > 0
-                || (!f.out.is_empty()
-                    && f.link.is_some_and(|l| {
-                        self.ups
-                            .get(l.up, l.gen)
-                            .is_some_and(|u| matches!(u.zc, crate::splice::Zc::Body { .. }))
-                    }));
-            if f.deadline.is_some() && (f.out.len() > HIGH || splice_held) {
+            if f.deadline.is_some() && f.out.len() > HIGH {
                 // The proxy holds the upstream back (its client reads slowly): not the
                 // upstream's delay.
                 f.deadline = Some(now + upstream_timeout);

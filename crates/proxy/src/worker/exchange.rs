@@ -117,7 +117,6 @@ impl Worker {
             return false;
         };
         let mut stream = 0;
-        let zero_copy = self.splice && !is_head && f.parent.is_none() && f.io.plain_fd().is_some();
         let sent = match &mut u.kind {
             UpKind::H1 {
                 parser,
@@ -130,11 +129,6 @@ impl Worker {
                     *link = Some((i, fgen));
                     *req_done = !has_body;
                     u.chunked_request = has_body && body_len.is_none();
-                    u.zc = if zero_copy {
-                        crate::splice::Zc::AwaitHead
-                    } else {
-                        crate::splice::Zc::Off
-                    };
                 }
                 ok
             }

@@ -107,29 +107,10 @@ impl Worker {
             return;
         }
         let was_high = f.out.len() > HIGH;
-        let had = f.pipe_len() > 0 || !f.out.is_empty();
-        if let (Some(p), Some(fd)) = (f.pipe.as_mut(), f.io.plain_fd()) {
-            // Spliced bytes first: they precede everything queued in `out`.
-            if p.drain_to(fd).is_err() {
-                return self.kill_front(i);
-            }
-        }
-        if f.pipe_len() == 0 && f.io.flush(&mut f.out).is_err() {
+        if f.io.flush(&mut f.out).is_err() {
             return self.kill_front(i);
         }
         let link = f.link;
-        if f.pipe_len() > 0 {
-            return;
-        }
-        // A spliced body waits for this client to take what it was given.
-        let unblocked = had
-            && f.out.is_empty()
-            && link.is_some_and(|l| {
-                self.ups
-                    .get(l.up, l.gen)
-                    .is_some_and(|u| matches!(u.zc, crate::splice::Zc::Body { .. }))
-            });
-        let Some(f) = self.fronts.at(i) else { return };
         if f.state == FState::Closing && f.out.is_empty() && !f.io.wants_write() {
             f.io.shutdown_write();
             return self.kill_front(i);
@@ -138,7 +119,7 @@ impl Worker {
             return self.kill_front(i);
         }
         if let Some(l) = link {
-            if (was_high && f.out.len() <= HIGH) || unblocked {
+            if was_high && f.out.len() <= HIGH {
                 // The upstream stopped reading for this client: it may go on.
                 self.queue_up(l.up);
             }

@@ -4,13 +4,8 @@
 
 use super::{Worker, HIGH, UP_MAX_IN, UP_READ_CHUNK};
 use crate::config::UpstreamProtocol;
-use crate::splice::{self, Moved, Zc};
 use crate::upstream::UpKind;
 use h2lab_wire::h2::StreamId;
-
-/// Largest read while an HTTP/1.x response head is awaited on the zero-copy path: the body
-/// behind it stays in the socket, to be spliced.
-const HEAD_READ: usize = 4 * 1024;
 
 impl Worker {
     pub(super) fn drive_up(&mut self, j: usize) {
@@ -52,71 +47,7 @@ impl Worker {
             });
         }
         let mut eof = false;
-        let mut alive = true;
-        let mut read = u.want_read && !paused;
-        if read && u.inbuf.is_empty() && matches!(u.zc, Zc::Body { left, .. } if left > 0) {
-            let link = match u.kind {
-                UpKind::H1 { link, .. } => link,
-                UpKind::H2 { .. } => None,
-            };
-            if let Some((fi, fg)) = link {
-                if let Some(f) = self.fronts.get(fi, fg) {
-                    let ufd = u.sock.raw_fd();
-                    let before = u.zc;
-                    let moved = splice::move_body(&mut u.zc, &mut u.want_read, ufd, f);
-                    if u.zc != before {
-                        let timeout = self.shared.config.upstream_timeout;
-                        f.deadline = Some(self.now + timeout);
-                    }
-                    match moved {
-                        Moved::Blocked => {
-                            // Driven again by the upstream's readiness, or by the client's
-                            // once it took what it was given.
-                            read = false;
-                            paused = true;
-                        }
-                        Moved::Unsupported => {}
-                        Moved::UpstreamEnd => {
-                            read = false;
-                            eof = true;
-                        }
-                        Moved::ClientGone => return self.kill_front(fi),
-                        Moved::Done { keep } => {
-                            read = false;
-                            f.resp_end(&mut self.stats);
-                            self.touched.push(fi);
-                            if let UpKind::H1 {
-                                parser,
-                                link,
-                                req_done,
-                            } = &mut u.kind
-                            {
-                                // The parser did not see the body: back to idle, as
-                                // after its end.
-                                parser.reset();
-                                *link = None;
-                                let h1 = self.shared.config.protocol == UpstreamProtocol::H1;
-                                alive = h1 && keep && *req_done;
-                                *req_done = false;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if read && u.zc == Zc::AwaitHead {
-            read = false;
-            match u.sock.fill_some(&mut u.inbuf, HEAD_READ, u.hup) {
-                Ok(fl) => {
-                    eof = fl.eof;
-                    if fl.blocked {
-                        u.want_read = false;
-                    }
-                }
-                Err(_) => eof = true,
-            }
-        }
-        if read {
+        if u.want_read && !paused {
             match u.sock.fill(&mut u.inbuf, UP_MAX_IN, UP_READ_CHUNK, u.hup) {
                 Ok(fl) => {
                     eof = fl.eof;
@@ -127,7 +58,8 @@ impl Worker {
                 Err(_) => eof = true,
             }
         }
-        if alive && (!u.inbuf.is_empty() || eof) {
+        let mut alive = true;
+        if !u.inbuf.is_empty() || eof {
             let cfg = &self.shared.config;
             alive = u.process(
                 eof,

@@ -1,7 +1,7 @@
-//! The zero-copy body path (HTTP/1.x upstream with a Content-Length body to a cleartext
-//! HTTP/1.1 client, moved with `splice(2)`): byte-exact large bodies over a reused upstream
-//! connection, a client that stops reading mid-body and resumes, and an upstream that cuts
-//! a spliced body short (the client's response is cut too).
+//! Large HTTP/1.x Content-Length response bodies to HTTP/1.1 clients: byte-exact 10 MB bodies
+//! (a non-repeating pattern) over a reused upstream connection and over HTTP/1.0, a client
+//! that stops reading mid-body (longer than the upstream timeout) and resumes, and an
+//! upstream that cuts a body short (the client's response is cut too).
 
 mod common;
 
@@ -84,8 +84,8 @@ fn proxy_to(addr: SocketAddr, proto: UpstreamProtocol) -> h2lab_proxy::RunningPr
 /// Short, so that the pause below outlasts it: holding a slow client's body back is the
 /// proxy's doing, not an upstream timeout.
 const UPSTREAM_TIMEOUT: Duration = Duration::from_millis(300);
-/// What the proxy may hold for one client: its output high-water mark (64 KiB), the pipe
-/// (64 KiB) and slack.
+/// What the proxy may hold for one client: its output high-water mark (64 KiB), a read's
+/// worth (128 KiB) and slack.
 const QUEUE_BOUND: u64 = 512 * 1024;
 
 #[test]
@@ -137,7 +137,7 @@ fn a_client_that_pauses_mid_body_gets_every_byte() {
         got.extend_from_slice(&b[..n]);
     }
     // Stop reading until the upstream stops writing (all it could write, or all it had, is
-    // queued in socket buffers and the proxy's pipe: the proxy's writes to this client
+    // queued in socket buffers and the proxy's queue: the proxy's writes to this client
     // would block) and three upstream timeouts passed, or a bound passes.
     let t0 = std::time::Instant::now();
     let mut last = u64::MAX;
@@ -173,7 +173,7 @@ fn a_client_that_pauses_mid_body_gets_every_byte() {
 }
 
 #[test]
-fn a_cut_spliced_body_cuts_the_client_response() {
+fn a_cut_body_cuts_the_client_response() {
     let (addr, _) = upstream(TEN_MB, true);
     let p = proxy_to(addr, UpstreamProtocol::H1);
     let mut s = std::net::TcpStream::connect(p.addr().unwrap()).unwrap();
