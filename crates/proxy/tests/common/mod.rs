@@ -66,6 +66,11 @@ impl Client {
         Client { s, buf: Vec::new() }
     }
 
+    /// Wraps a connected socket.
+    pub fn from_stream(s: TcpStream) -> Client {
+        Client { s, buf: Vec::new() }
+    }
+
     /// Sends `head` then `body`, reads one response (`head_req`: it answers a HEAD).
     pub fn send(&mut self, head: &str, body: &[u8], head_req: bool) -> Resp {
         self.s.write_all(head.as_bytes()).expect("write head");
