@@ -418,36 +418,16 @@ pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence:
         out.push_str(&format!("\n{}\n", capitalize(s.title())));
         out.push_str(&fmt::table(&t));
     }
-    let mut t: Vec<Vec<String>> = vec![vec![
-        "condition".into(),
-        "pair".into(),
-        "req/s".into(),
-        "p99".into(),
-        "server CPU/req".into(),
-    ]];
-    for r in rows {
-        for p in &r.h2_vs_h1 {
-            let mut row = vec![
-                r.label.clone(),
-                format!("{} / {}", p.h2.short(), p.h1.short()),
-            ];
-            for m in Metric::ALL {
-                row.push(
-                    p.decisions
-                        .iter()
-                        .find(|d| d.metric == m)
-                        .map_or_else(|| "-".into(), pair_text),
-                );
-            }
-            t.push(row);
-        }
-    }
-    if t.len() > 1 {
-        out.push_str(
-            "\nHTTP/2 vs HTTP/1.1, like for like (HTTP/2 over HTTP/1.1: change and 95% CI)\n",
-        );
-        out.push_str(&fmt::table(&t));
-    }
+    out.push_str(&pair_table(
+        rows,
+        |r| {
+            r.h2_vs_h1
+                .iter()
+                .map(|p| (p.h2, p.h1, &p.decisions[..]))
+                .collect()
+        },
+        "HTTP/2 vs HTTP/1.1, like for like (HTTP/2 over HTTP/1.1: change and 95% CI)",
+    ));
     out.push_str(&render_h3(rows));
     let controls: Vec<(&DecisionRow, &Decision)> = rows
         .iter()
@@ -471,6 +451,25 @@ pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence:
 
 /// The HTTP/3-vs-HTTP/2 table (empty when no condition measured both).
 pub fn render_h3(rows: &[DecisionRow]) -> String {
+    pair_table(
+        rows,
+        |r| {
+            r.h3_vs_h2
+                .iter()
+                .map(|p| (p.h3, p.h2, &p.decisions[..]))
+                .collect()
+        },
+        "HTTP/3 vs HTTP/2, like for like (HTTP/3 over HTTP/2 with TLS: change and 95% CI)",
+    )
+}
+
+/// One like-for-like table: a row per condition and pair (`new / old`), the paired change
+/// and its CI per metric, under `title` (empty when no condition has a pair).
+fn pair_table<'a>(
+    rows: &'a [DecisionRow],
+    pairs: impl Fn(&'a DecisionRow) -> Vec<(LabProtocol, LabProtocol, &'a [Decision])>,
+    title: &str,
+) -> String {
     let mut t: Vec<Vec<String>> = vec![vec![
         "condition".into(),
         "pair".into(),
@@ -479,14 +478,14 @@ pub fn render_h3(rows: &[DecisionRow]) -> String {
         "server CPU/req".into(),
     ]];
     for r in rows {
-        for p in &r.h3_vs_h2 {
+        for (new, old, decisions) in pairs(r) {
             let mut row = vec![
                 r.label.clone(),
-                format!("{} / {}", p.h3.short(), p.h2.short()),
+                format!("{} / {}", new.short(), old.short()),
             ];
             for m in Metric::ALL {
                 row.push(
-                    p.decisions
+                    decisions
                         .iter()
                         .find(|d| d.metric == m)
                         .map_or_else(|| "-".into(), pair_text),
@@ -498,11 +497,7 @@ pub fn render_h3(rows: &[DecisionRow]) -> String {
     if t.len() == 1 {
         return String::new();
     }
-    let mut out = String::from(
-        "\nHTTP/3 vs HTTP/2, like for like (HTTP/3 over HTTP/2 with TLS: change and 95% CI)\n",
-    );
-    out.push_str(&fmt::table(&t));
-    out
+    format!("\n{title}\n{}", fmt::table(&t))
 }
 
 fn capitalize(s: &str) -> String {
