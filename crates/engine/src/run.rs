@@ -90,14 +90,7 @@ pub fn run(
         })?),
         None => None,
     };
-    let h2 = H2Settings {
-        window_bits: cfg.window_bits,
-        connection_window_bits: cfg.connection_window_bits,
-        header_table_size: cfg.header_table_size,
-        encoder_header_table_size: cfg.encoder_header_table_size,
-        max_frame_size: cfg.max_frame_size,
-        enable_push: cfg.accept_push,
-    };
+    let h2 = H2Settings::of(cfg);
     let plan = Plan::new(cfg);
     let timing = plan.timing;
     let nthreads = cfg.threads;

@@ -41,6 +41,18 @@ pub struct H2Settings {
 }
 
 impl H2Settings {
+    /// The settings `cfg`'s flags ask for (`-w`, `-W`, table sizes, `-f`, push).
+    pub(crate) fn of(cfg: &crate::BenchConfig) -> H2Settings {
+        H2Settings {
+            window_bits: cfg.window_bits,
+            connection_window_bits: cfg.connection_window_bits,
+            header_table_size: cfg.header_table_size,
+            encoder_header_table_size: cfg.encoder_header_table_size,
+            max_frame_size: cfg.max_frame_size,
+            enable_push: cfg.accept_push,
+        }
+    }
+
     fn local(&self) -> LocalSettings {
         let win = |bits: u8| (1u32 << bits.min(31)).saturating_sub(1);
         LocalSettings {
