@@ -295,11 +295,7 @@ impl<'o> Worker<'o> {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-                self.out.fatal = Some(crate::EngineError::Io {
-                    context: "event loop".into(),
-                    source: e,
-                });
-                self.stop_all();
+                self.event_loop_failed(e);
                 break;
             }
             self.process(&events);
@@ -452,6 +448,16 @@ impl<'o> Worker<'o> {
         out.stats = self.stats;
         out.interrupted = interrupted;
         out
+    }
+
+    /// The poller failed: the worker's run ends with that error, every connection
+    /// abandoned.
+    fn event_loop_failed(&mut self, e: io::Error) {
+        self.out.fatal = Some(crate::EngineError::Io {
+            context: "event loop".into(),
+            source: e,
+        });
+        self.stop_all();
     }
 
     /// Abandons everything without counting in-flight requests (h2load does the

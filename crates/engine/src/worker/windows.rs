@@ -162,11 +162,7 @@ impl Worker<'_> {
                 if e.kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
-                self.out.fatal = Some(crate::EngineError::Io {
-                    context: "event loop".into(),
-                    source: e,
-                });
-                self.stop_all();
+                self.event_loop_failed(e);
                 break;
             }
             self.process(&events);
