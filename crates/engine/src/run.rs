@@ -73,14 +73,7 @@ pub fn run(
     cfg.validate()?;
     let endpoint = resolve(cfg)?;
     let alpn = cfg.effective_alpn();
-    let tls = if cfg.scheme() == Scheme::Https {
-        let c =
-            transport::client_config(&alpn, cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
-        let name = transport::server_name(&cfg.server_name()).map_err(EngineError::Tls)?;
-        Some((c, name))
-    } else {
-        None
-    };
+    let tls = tls_of(cfg, &alpn)?;
     let prep = Prepared::new(cfg)?;
     let quic = quic_dial(cfg, &alpn)?;
     let log = match &cfg.log_file {
@@ -90,7 +83,6 @@ pub fn run(
         })?),
         None => None,
     };
-    let h2 = H2Settings::of(cfg);
     let plan = Plan::new(cfg);
     let timing = plan.timing;
     let nthreads = cfg.threads;
@@ -118,23 +110,19 @@ pub fn run(
             id: i,
             nclients,
             req_todo,
-            dialer: Dialer {
-                endpoint: endpoint.clone(),
-                tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
-                alpn: AlpnOffer::of(&alpn),
-                cleartext: cfg.cleartext_protocol(),
-                // Each worker gets its own copy: nothing shared on the hot path.
-                prep: Arc::new(prep.clone()),
-                max_streams: cfg.max_concurrent_streams,
-                h2,
-                verbose: cfg.verbose,
-                quic: quic.clone().map(|mut q| {
+            dialer: worker_dialer(
+                cfg,
+                &endpoint,
+                &tls,
+                &alpn,
+                &prep,
+                quic.clone().map(|mut q| {
                     if let Some(f) = q.qlog.as_mut() {
                         f.worker = i;
                     }
                     q
                 }),
-            },
+            ),
             require: cfg.require_protocol,
             timing,
             active_timeout: cfg.connection_active_timeout,
@@ -327,6 +315,42 @@ fn join(
             source: std::io::Error::other("panic"),
         })
     })
+}
+
+/// The TLS client configuration and server name of `cfg` (`None` for cleartext).
+pub(crate) fn tls_of(
+    cfg: &BenchConfig,
+    alpn: &[String],
+) -> Result<Option<(rustls::ClientConfig, rustls::pki_types::ServerName<'static>)>, EngineError> {
+    if cfg.scheme() != Scheme::Https {
+        return Ok(None);
+    }
+    let c = transport::client_config(alpn, cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
+    let name = transport::server_name(&cfg.server_name()).map_err(EngineError::Tls)?;
+    Ok(Some((c, name)))
+}
+
+/// One worker's dialer: its own copies of the TLS configuration and the prepared requests
+/// (nothing shared between workers on the hot path).
+pub(crate) fn worker_dialer(
+    cfg: &BenchConfig,
+    endpoint: &Endpoint,
+    tls: &Option<(rustls::ClientConfig, rustls::pki_types::ServerName<'static>)>,
+    alpn: &[String],
+    prep: &Prepared,
+    quic: Option<QuicDial>,
+) -> Dialer {
+    Dialer {
+        endpoint: endpoint.clone(),
+        tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
+        alpn: AlpnOffer::of(alpn),
+        cleartext: cfg.cleartext_protocol(),
+        prep: Arc::new(prep.clone()),
+        max_streams: cfg.max_concurrent_streams,
+        h2: H2Settings::of(cfg),
+        verbose: cfg.verbose,
+        quic,
+    }
 }
 
 /// Resolves where connections go (once, before the run, like h2load).

@@ -21,17 +21,14 @@ use std::time::{Duration, Instant};
 
 use mio::Waker;
 
+use crate::config::BenchConfig;
 use crate::config::ConfigError;
-use crate::config::{BenchConfig, Scheme};
-use crate::conn::{AlpnOffer, Dialer};
 use crate::error::TimeoutError;
-use crate::h2::H2Settings;
 use crate::pacing::Pacer;
 use crate::plan::Plan;
 use crate::request::Prepared;
 use crate::result::RunResult;
 use crate::stats::merge;
-use crate::transport;
 use crate::worker::{Progress, WindowCmd, Worker, WorkerOutcome, WorkerSetup, WAKE};
 use crate::{EngineError, Observer, StopFlag};
 
@@ -93,16 +90,8 @@ impl StandingRun {
             return unsupported("HTTP/3");
         }
         let endpoint = crate::run::resolve(cfg)?;
-        let tls = if cfg.scheme() == Scheme::Https {
-            let c = transport::client_config(&alpn, cfg.insecure, &cfg.tls)
-                .map_err(EngineError::Tls)?;
-            let name = transport::server_name(&cfg.server_name()).map_err(EngineError::Tls)?;
-            Some((Arc::new(c), name))
-        } else {
-            None
-        };
+        let tls = crate::run::tls_of(cfg, &alpn)?;
         let prep = Prepared::new(cfg)?;
-        let h2 = H2Settings::of(cfg);
         let plan = Plan::new(cfg);
         let abort = Arc::new(AtomicBool::new(false));
         let start = Instant::now();
@@ -117,17 +106,7 @@ impl StandingRun {
                 id: i,
                 nclients: plan.clients_of(i),
                 req_todo: 0,
-                dialer: Dialer {
-                    endpoint: endpoint.clone(),
-                    tls: tls.clone(),
-                    alpn: AlpnOffer::of(&alpn),
-                    cleartext: cfg.cleartext_protocol(),
-                    prep: Arc::new(prep.clone()),
-                    max_streams: cfg.max_concurrent_streams,
-                    h2,
-                    verbose: cfg.verbose,
-                    quic: None,
-                },
+                dialer: crate::run::worker_dialer(cfg, &endpoint, &tls, &alpn, &prep, None),
                 require: cfg.require_protocol,
                 timing: None,
                 active_timeout: cfg.connection_active_timeout,
