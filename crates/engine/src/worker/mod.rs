@@ -207,15 +207,7 @@ impl<'o> Worker<'o> {
             first_unfinished: 0,
             read_wait,
             deferred: 0,
-            out: WorkerOutcome {
-                stats: WorkerStats::new(0),
-                fatal: None,
-                first_connect_error: None,
-                first_tls_error: None,
-                first_protocol_error: None,
-                connected: false,
-                interrupted: false,
-            },
+            out: WorkerOutcome::empty(),
         })
     }
 
