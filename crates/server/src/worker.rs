@@ -99,6 +99,21 @@ impl Worker {
         let shared = self.shared.clone();
         let max_input = input_limit(&shared.config);
 
+        // The context a connection's callbacks get: this worker's shared state, clock, date and
+        // timers, and the slot (with its generation) the connection lives in.
+        macro_rules! ctx {
+            ($i:expr, $gen:expr, $now:expr) => {
+                Ctx {
+                    shared: &shared,
+                    now: $now,
+                    date: &date,
+                    timers: &mut timers,
+                    slot: $i,
+                    gen: $gen,
+                }
+            };
+        }
+
         macro_rules! mark_dirty {
             ($i:expr) => {
                 if let Some(c) = slots.get_mut($i).and_then(|s| s.conn.as_mut()) {
@@ -177,14 +192,7 @@ impl Worker {
                             ev.is_readable() || ev.is_read_closed() || ev.is_error(),
                             ev.is_writable() || ev.is_write_closed() || ev.is_error(),
                         );
-                        let mut ctx = Ctx {
-                            shared: &shared,
-                            now,
-                            date: &date,
-                            timers: &mut timers,
-                            slot: i,
-                            gen,
-                        };
+                        let mut ctx = ctx!(i, gen, now);
                         conn.drive(&mut ctx);
                         mark_dirty!(i);
                     }
@@ -199,14 +207,7 @@ impl Worker {
                     continue;
                 }
                 if let Some(conn) = slot.conn.as_mut() {
-                    let mut ctx = Ctx {
-                        shared: &shared,
-                        now,
-                        date: &date,
-                        timers: &mut timers,
-                        slot: i,
-                        gen,
-                    };
+                    let mut ctx = ctx!(i, gen, now);
                     conn.on_timer(tag, &mut ctx);
                     mark_dirty!(i);
                 }
@@ -219,14 +220,7 @@ impl Worker {
                 };
                 let gen = slot.gen;
                 if let Some(conn) = slot.conn.as_mut() {
-                    let mut ctx = Ctx {
-                        shared: &shared,
-                        now,
-                        date: &date,
-                        timers: &mut timers,
-                        slot: i,
-                        gen,
-                    };
+                    let mut ctx = ctx!(i, gen, now);
                     conn.drive(&mut ctx);
                     mark_dirty!(i);
                 }
@@ -237,14 +231,7 @@ impl Worker {
                 for i in 0..slots.len() {
                     let gen = slots[i].gen;
                     if let Some(conn) = slots[i].conn.as_mut() {
-                        let mut ctx = Ctx {
-                            shared: &shared,
-                            now,
-                            date: &date,
-                            timers: &mut timers,
-                            slot: i,
-                            gen,
-                        };
+                        let mut ctx = ctx!(i, gen, now);
                         conn.check_timeout(&mut ctx);
                         mark_dirty!(i);
                     }
