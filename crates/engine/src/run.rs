@@ -22,7 +22,13 @@ use crate::worker::{Progress, Worker, WorkerOutcome, WorkerSetup};
 use crate::{EngineError, Observer, StopFlag};
 
 /// HTTP/3 (`--h3`, `-p h3`: `h3` first in the ALPN list): how to open QUIC connections.
-fn quic_dial(cfg: &BenchConfig, alpn: &[String]) -> Result<Option<QuicDial>, EngineError> {
+/// `keep_alive`: send a PING after that long without sending anything (a standing run's
+/// connections idle between windows; a bench run sends none).
+pub(crate) fn quic_dial(
+    cfg: &BenchConfig,
+    alpn: &[String],
+    keep_alive: Option<Duration>,
+) -> Result<Option<QuicDial>, EngineError> {
     if alpn.first().map(String::as_str) != Some("h3") {
         return Ok(None);
     }
@@ -36,9 +42,9 @@ fn quic_dial(cfg: &BenchConfig, alpn: &[String]) -> Result<Option<QuicDial>, Eng
     }
     let mut config =
         crate::h3::quic_client_config(cfg.insecure, &cfg.tls).map_err(EngineError::Tls)?;
-    config.transport_config(Arc::new(crate::conn::quic::transport_config(
-        cfg.max_udp_payload_size,
-    )));
+    let mut transport = crate::conn::quic::transport_config(cfg.max_udp_payload_size);
+    transport.keep_alive_interval(keep_alive);
+    config.transport_config(Arc::new(transport));
     Ok(Some(QuicDial {
         config,
         server_name: cfg.server_name(),
@@ -75,7 +81,7 @@ pub fn run(
     let alpn = cfg.effective_alpn();
     let tls = tls_of(cfg, &alpn)?;
     let prep = Prepared::new(cfg)?;
-    let quic = quic_dial(cfg, &alpn)?;
+    let quic = quic_dial(cfg, &alpn, None)?;
     let log = match &cfg.log_file {
         Some(p) => Some(File::create(p).map_err(|e| EngineError::Io {
             context: format!("cannot open log file {}", p.display()),

@@ -9,9 +9,14 @@
 //! for a warm-up and a measured period and returns that window's [`RunResult`]; between
 //! windows the workers send nothing and sleep in their event loops (connections idle).
 //!
-//! Closed model only: no `--rps`, arrival rate, stages, `-r`, time series, log file or
-//! request count; the configuration's duration and warm-up are ignored (each window has
-//! its own).
+//! Closed model only: no `--rps`, arrival rate, stages, `-r`, time series, log file, qlog
+//! file or request count; the configuration's duration and warm-up are ignored (each window
+//! has its own).
+//!
+//! Every protocol, HTTP/3 included: the workers run their one event loop while paused
+//! (`worker::phases`), so QUIC's timers and ACKs are served between windows as within, and
+//! a QUIC connection sends a PING after a second without sending anything, so that the
+//! idle timeout (quinn's 30 s, `h2lab serve`'s 60 s) does not close it between windows.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -51,12 +56,19 @@ pub struct StandingRun {
 /// How often [`StandingRun::measure`] reports progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
+/// HTTP/3: a standing run's QUIC connection sends a PING after this long without sending
+/// anything (between windows), so that an idle timeout longer than this (quinn's 30 s,
+/// `h2lab serve`'s 60 s, nginx's and Caddy's) never closes it while paused. Within a
+/// window requests keep the connection busy and no PING is sent.
+const QUIC_KEEP_ALIVE: Duration = Duration::from_secs(1);
+
 impl StandingRun {
-    /// Whether [`StandingRun::open`] can measure `cfg` on standing connections: HTTP/3 is
-    /// not supported yet (its connections are driven through QUIC timers a paused worker
-    /// does not serve), so a caller measures such a configuration with whole runs instead.
-    pub fn supports(cfg: &BenchConfig) -> bool {
-        cfg.effective_alpn().first().map(String::as_str) != Some("h3")
+    /// Whether [`StandingRun::open`] can measure `cfg` on standing connections: every
+    /// protocol can (HTTP/1.1, HTTP/2 and HTTP/3: a paused worker keeps serving its QUIC
+    /// connections' timers and ACKs, and they send a PING after a second without
+    /// traffic, so that the idle timeout does not close them between windows).
+    pub fn supports(_cfg: &BenchConfig) -> bool {
+        true
     }
 
     /// Starts `cfg.threads` workers that connect `cfg.clients` clients and wait, paused,
@@ -82,15 +94,13 @@ impl StandingRun {
         {
             return unsupported("pacing, stages or -r");
         }
-        if l.interval.is_some() || cfg.log_file.is_some() {
-            return unsupported("a time series or a log file");
+        if l.interval.is_some() || cfg.log_file.is_some() || cfg.qlog_file_base.is_some() {
+            return unsupported("a time series, a log file or a qlog file");
         }
         let alpn = cfg.effective_alpn();
-        if alpn.first().map(String::as_str) == Some("h3") {
-            return unsupported("HTTP/3");
-        }
         let endpoint = crate::run::resolve(cfg)?;
         let tls = crate::run::tls_of(cfg, &alpn)?;
+        let quic = crate::run::quic_dial(cfg, &alpn, Some(QUIC_KEEP_ALIVE))?;
         let prep = Prepared::new(cfg)?;
         let plan = Plan::new(cfg);
         let abort = Arc::new(AtomicBool::new(false));
@@ -106,7 +116,7 @@ impl StandingRun {
                 id: i,
                 nclients: plan.clients_of(i),
                 req_todo: 0,
-                dialer: crate::run::worker_dialer(cfg, &endpoint, &tls, &alpn, &prep, None),
+                dialer: crate::run::worker_dialer(cfg, &endpoint, &tls, &alpn, &prep, quic.clone()),
                 require: cfg.require_protocol,
                 timing: None,
                 active_timeout: cfg.connection_active_timeout,

@@ -34,6 +34,7 @@ use crate::zero_poll::ZeroPoll;
 use crate::{Observer, StopFlag, TimedRunPhase as RunPhase};
 use client::{fill, Client};
 use coalesce::Holds;
+use phases::{Schedule, Step};
 use read_wait::ReadWait;
 
 mod client;
@@ -41,6 +42,7 @@ mod coalesce;
 mod connect;
 mod events;
 mod pace;
+mod phases;
 mod read_wait;
 mod turn;
 mod windows;
@@ -51,6 +53,9 @@ pub(crate) use windows::{WindowCmd, WAKE};
 const MAX_FAILS_WITHOUT_PROGRESS: u32 = 3;
 /// Upper bound on how long the loop sleeps, so the stop flag is seen promptly.
 const MAX_POLL_WAIT: Duration = Duration::from_millis(100);
+/// Longest poll between a standing worker's windows (the stop flag is seen this late at
+/// worst; commands wake the loop at once).
+const PAUSED_POLL_WAIT: Duration = Duration::from_secs(1);
 
 /// Progress counters shared with the thread that called `run` (relaxed).
 #[derive(Debug, Default)]
@@ -143,6 +148,8 @@ pub(crate) struct Worker<'o> {
     read_wait: ReadWait,
     /// Clients waiting for a request to be due before they reconnect (`Core::reconnect_to`).
     deferred: usize,
+    /// How often `-T`/`-N` timeouts are scanned for (none without them).
+    timer_step: Option<Duration>,
 }
 
 impl<'o> Worker<'o> {
@@ -189,6 +196,7 @@ impl<'o> Worker<'o> {
             .filter(|_| !s.pacer.is_paced())
             .map(|max| Holds::new(max, s.nclients as usize));
         let read_wait = ReadWait::new(s.read_wait.unwrap_or(Duration::ZERO));
+        let timer_step = timer_interval(s.active_timeout, s.inactivity_timeout);
         Ok(Worker {
             s,
             poll,
@@ -207,6 +215,7 @@ impl<'o> Worker<'o> {
             first_unfinished: 0,
             read_wait,
             deferred: 0,
+            timer_step,
             out: WorkerOutcome::empty(),
         })
     }
@@ -214,20 +223,31 @@ impl<'o> Worker<'o> {
     /// Runs the event loop until every client is finished, the duration is
     /// over, or the run is stopped.
     pub(crate) fn run(mut self) -> WorkerOutcome {
-        let mut events = Events::with_capacity(1024);
         let start = self.s.start;
-        let (warm_end, main_end) = match self.s.timing {
-            Some((w, d)) => (Some(start + w), Some(start + w + d)),
-            None => (None, None),
+        let sched = match self.s.timing {
+            Some((w, d)) => Schedule::Timed {
+                warm_end: start + w,
+                main_end: start + w + d,
+            },
+            None => Schedule::Count,
         };
-        let timer_step = timer_interval(self.s.active_timeout, self.s.inactivity_timeout);
-        let mut next_timer = timer_step.map(|t| start + t);
-
         self.phase(RunPhase::WarmUpStarted);
         self.start_clients(Instant::now());
         if self.measuring {
             self.phase(RunPhase::MainStarted); // no warm-up
         }
+        self.run_phases(sched)
+    }
+
+    /// The worker's event loop, through the phases of `sched` (a bench run's, or a
+    /// standing worker's paused periods and windows; see `phases`), with the clients
+    /// already started.
+    fn run_phases(mut self, mut sched: Schedule) -> WorkerOutcome {
+        let mut events = Events::with_capacity(1024);
+        let mut next_timer = match sched {
+            Schedule::Standing(_) => None,
+            _ => self.timer_step.map(|t| self.s.start + t),
+        };
         let mut stopped_by_flag = false;
         let mut zero_poll = ZeroPoll::default();
         if self.s.read_wait.is_some() {
@@ -240,41 +260,41 @@ impl<'o> Worker<'o> {
                 break;
             }
             let now = Instant::now();
-            if let Some(w) = warm_end {
-                if !self.measuring && now >= w {
-                    self.end_warm_up(now);
-                }
+            match self.advance(&mut sched, now, &mut next_timer) {
+                Step::Go => {}
+                Step::Again => continue,
+                Step::Stop => break,
             }
-            if let Some(e) = main_end {
-                if now >= e {
-                    self.phase(RunPhase::MainOver);
-                    self.stop_all();
-                    self.phase(RunPhase::Stopped);
-                    break;
-                }
-            }
-            if let (Some(t), Some(step)) = (next_timer, timer_step) {
+            if let (Some(t), Some(step)) = (next_timer, self.timer_step) {
                 if now >= t {
                     self.check_timeouts(now);
                     next_timer = Some(now + step);
                 }
             }
-            // Clients never become unfinished again: skip the finished prefix.
-            while self
-                .clients
-                .get(self.first_unfinished)
-                .is_some_and(|c| c.core.finished)
-            {
-                self.first_unfinished += 1;
+            if sched.ends_with_clients() {
+                // Clients never become unfinished again: skip the finished prefix.
+                while self
+                    .clients
+                    .get(self.first_unfinished)
+                    .is_some_and(|c| c.core.finished)
+                {
+                    self.first_unfinished += 1;
+                }
+                if self.first_unfinished >= self.clients.len() {
+                    break;
+                }
             }
-            if self.first_unfinished >= self.clients.len() {
-                break;
-            }
-            let mut wait = MAX_POLL_WAIT;
+            // Paused, the loop only waits for a command (the waker), the stop flag or a
+            // connection event (QUIC timers included): it need not wake ten times a second.
+            let paused = sched.paused();
+            let mut wait = if paused {
+                PAUSED_POLL_WAIT
+            } else {
+                MAX_POLL_WAIT
+            };
             for d in [
                 next_timer,
-                main_end,
-                warm_end.filter(|_| !self.measuring),
+                sched.deadline(self.measuring),
                 self.pace_deadline(now),
                 self.holds.as_ref().and_then(Holds::next_deadline),
             ]
@@ -283,7 +303,12 @@ impl<'o> Worker<'o> {
             {
                 wait = wait.min(d.saturating_duration_since(now));
             }
-            if let Err(e) = self.wait_for_events(&mut events, wait) {
+            let polled = if paused {
+                self.poll.poll(&mut events, Some(wait))
+            } else {
+                self.wait_for_events(&mut events, wait)
+            };
+            if let Err(e) = polled {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
@@ -315,6 +340,9 @@ impl<'o> Worker<'o> {
                 self.flush_dirty();
             }
             self.publish_progress();
+        }
+        if let Schedule::Standing(st) = &mut sched {
+            self.close_window(st, Instant::now());
         }
         self.finish(stopped_by_flag)
     }

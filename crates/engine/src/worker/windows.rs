@@ -6,25 +6,28 @@
 //! Requests in flight when a window ends complete while paused (they are not counted: the
 //! next window's statistics start at its own warm-up's end). `-N`/`-T` timeouts apply only
 //! inside windows (an idle connection between windows is not "inactive"). Closed model only.
+//!
+//! There is no loop here: the worker's one loop (`Worker::run_phases`) runs a standing
+//! worker too, with a [`Schedule::Standing`] whose phases are *paused* and *window N* (a
+//! warm-up, then the measured period); this module is that schedule's step (commands,
+//! resuming, ending a window). Paused, the loop still serves every connection's events
+//! (a server closing, HTTP/3's QUIC timers, ACKs and keep-alive PINGs); it only sends no
+//! request.
 
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::{Events, Token};
+use mio::Token;
 
-use super::{timer_interval, Worker, WorkerOutcome, MAX_POLL_WAIT};
+use super::phases::{Schedule, Step};
+use super::{Worker, WorkerOutcome};
 use crate::stats::WorkerStats;
 use crate::{Observer, TimedRunPhase};
 
 /// The token of the waker that interrupts a paused worker's poll (no client's: client
 /// tokens carry a client index below 2^32 in their low half).
 pub(crate) const WAKE: Token = Token(usize::MAX);
-
-/// Longest poll between windows (the stop flag is seen this late at worst; commands wake
-/// the loop at once).
-const PAUSED_POLL_WAIT: Duration = Duration::from_secs(1);
 
 /// What a standing worker is told.
 pub(crate) enum WindowCmd {
@@ -44,9 +47,29 @@ pub(crate) enum WindowCmd {
 struct Window {
     warm_end: Instant,
     main_end: Instant,
-    measuring: bool,
     observer: Arc<dyn Observer + Send + Sync>,
     reply: Sender<WorkerOutcome>,
+}
+
+/// A standing worker's schedule: its commands and the window it measures, if any.
+pub(super) struct Standing {
+    commands: Receiver<WindowCmd>,
+    window: Option<Window>,
+}
+
+impl Standing {
+    /// The next phase change of the window (none while paused: a command wakes the loop).
+    #[inline]
+    pub(super) fn deadline(&self, measuring: bool) -> Option<Instant> {
+        let w = self.window.as_ref()?;
+        Some(if measuring { w.main_end } else { w.warm_end })
+    }
+
+    /// No window is open.
+    #[inline]
+    pub(super) fn paused(&self) -> bool {
+        self.window.is_none()
+    }
 }
 
 impl WorkerOutcome {
@@ -72,110 +95,74 @@ impl Worker<'_> {
 
     /// Runs windows as `commands` say (see the module docs) until [`WindowCmd::Close`], the
     /// controller goes away, or the stop flag is set; returns what is left (the last
-    /// connection errors).
+    /// connection errors). The worker's one loop ([`Worker::run_phases`]), paused between
+    /// windows.
     pub(crate) fn run_windows(mut self, commands: Receiver<WindowCmd>) -> WorkerOutcome {
-        let mut events = Events::with_capacity(1024);
         for c in &mut self.clients {
             c.core.unbounded = true;
             c.core.paused = true;
         }
         self.measuring = false;
         self.start_clients(Instant::now());
-        let timer_step = timer_interval(self.s.active_timeout, self.s.inactivity_timeout);
-        let mut next_timer: Option<Instant> = None;
-        let mut window: Option<Window> = None;
-        let mut stopped_by_flag = false;
-        loop {
-            if self.s.stop.is_stopped() || self.s.abort.load(Ordering::Relaxed) {
-                stopped_by_flag = self.s.stop.is_stopped();
-                self.stop_all();
-                break;
-            }
-            let now = Instant::now();
-            if window.is_none() {
-                match commands.try_recv() {
-                    Ok(WindowCmd::Measure {
-                        warm_up,
-                        duration,
+        self.run_phases(Schedule::Standing(Standing {
+            commands,
+            window: None,
+        }))
+    }
+
+    /// The standing worker's step of [`Worker::advance`]: paused, takes the next command;
+    /// in a window, ends the warm-up, then the window.
+    pub(super) fn advance_standing(
+        &mut self,
+        st: &mut Standing,
+        now: Instant,
+        next_timer: &mut Option<Instant>,
+    ) -> Step {
+        let Some(w) = st.window.as_mut() else {
+            return match st.commands.try_recv() {
+                Ok(WindowCmd::Measure {
+                    warm_up,
+                    duration,
+                    observer,
+                    reply,
+                }) => {
+                    self.resume(now);
+                    *next_timer = self.timer_step.map(|t| now + t);
+                    observer.phase(self.s.id, TimedRunPhase::WarmUpStarted);
+                    st.window = Some(Window {
+                        warm_end: now + warm_up,
+                        main_end: now + warm_up + duration,
                         observer,
                         reply,
-                    }) => {
-                        self.resume(now);
-                        next_timer = timer_step.map(|t| now + t);
-                        observer.phase(self.s.id, TimedRunPhase::WarmUpStarted);
-                        window = Some(Window {
-                            warm_end: now + warm_up,
-                            main_end: now + warm_up + duration,
-                            measuring: false,
-                            observer,
-                            reply,
-                        });
-                    }
-                    Ok(WindowCmd::Close) | Err(TryRecvError::Disconnected) => {
-                        self.stop_all();
-                        break;
-                    }
-                    Err(TryRecvError::Empty) => {}
+                    });
+                    self.advance_standing(st, now, next_timer)
                 }
-            }
-            if let Some(w) = window.as_mut() {
-                if !w.measuring && now >= w.warm_end {
-                    w.measuring = true;
-                    self.stats.reset_after_warm_up();
-                    self.measuring = true;
-                    for c in &mut self.clients {
-                        c.core.start = Some(now);
-                        c.core.req_success = 0;
-                    }
-                    w.observer.phase(self.s.id, TimedRunPhase::MainStarted);
+                Ok(WindowCmd::Close) | Err(TryRecvError::Disconnected) => {
+                    self.stop_all();
+                    Step::Stop
                 }
-                if now >= w.main_end {
-                    w.observer.phase(self.s.id, TimedRunPhase::MainOver);
-                    let w = window.take().expect("window is open");
-                    let out = self.end_window(now, w.main_end - w.warm_end);
-                    let _ = w.reply.send(out);
-                    next_timer = None;
-                    continue;
-                }
-            }
-            if let (Some(t), Some(step)) = (next_timer, timer_step) {
-                if now >= t {
-                    self.check_timeouts(now);
-                    next_timer = Some(now + step);
-                }
-            }
-            // Paused, the loop only waits for a command (the waker), the stop flag or a
-            // connection event: it need not wake ten times a second on the client's CPU.
-            let mut wait = if window.is_some() {
-                MAX_POLL_WAIT
-            } else {
-                PAUSED_POLL_WAIT
+                Err(TryRecvError::Empty) => Step::Go,
             };
-            if let Some(w) = &window {
-                let next = if w.measuring { w.main_end } else { w.warm_end };
-                wait = wait.min(next.saturating_duration_since(now));
-            }
-            if let Some(t) = next_timer {
-                wait = wait.min(t.saturating_duration_since(now));
-            }
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                self.event_loop_failed(e);
-                break;
-            }
-            self.process(&events);
-            if !self.dirty.is_empty() {
-                self.flush_dirty();
-            }
-            self.publish_progress();
+        };
+        if !self.measuring && now >= w.warm_end {
+            self.end_warm_up(now);
+            w.observer.phase(self.s.id, TimedRunPhase::MainStarted);
         }
-        if let Some(w) = window.take() {
-            let out = self.end_window(Instant::now(), w.main_end - w.warm_end);
+        if now >= w.main_end {
+            w.observer.phase(self.s.id, TimedRunPhase::MainOver);
+            self.close_window(st, now);
+            *next_timer = None;
+            return Step::Again;
+        }
+        Step::Go
+    }
+
+    /// Ends the open window (if any) and sends its statistics back.
+    pub(super) fn close_window(&mut self, st: &mut Standing, now: Instant) {
+        if let Some(w) = st.window.take() {
+            let out = self.end_window(now, w.main_end - w.warm_end);
             let _ = w.reply.send(out);
         }
-        self.finish(stopped_by_flag)
     }
 
     /// Lets every client send again: fills the open connections, reconnects the clients

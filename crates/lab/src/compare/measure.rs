@@ -342,7 +342,7 @@ impl<'a> Measurer<'a> {
         let mut w = first_warm_up;
         let probe = LoadProbe::start();
         let call = Instant::now();
-        // HTTP/3 arms are measured on fresh connections: a standing run does not drive QUIC.
+        // An arm a standing run cannot measure is measured on fresh connections.
         let r = if self.fresh || !h2lab_engine::StandingRun::supports(&cfg) {
             h2lab_engine::run(&cfg, &*obs, &self.stop)
         } else {

@@ -1,0 +1,152 @@
+//! Standing runs over HTTP/3 (`h2lab_engine::StandingRun` with `--h3`) against
+//! `h2lab serve --h3` in process: every client keeps one QUIC connection across the
+//! windows, through pauses longer than the server's idle timeout (the paused worker keeps
+//! serving quinn's timers and ACKs, and the connections send keep-alive PINGs).
+//!
+//! The connections are counted from outside the client: each QUIC connection has a UDP
+//! socket of its own, connected to the server, so the set of local ports connected to the
+//! server's port (`/proc/net/udp`) is the set of connections — a reconnect would show as a
+//! new port. Timing: the assertions are counts; the one sleep makes a pause longer than
+//! the server's idle timeout (the condition under test, not a wait for something).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use h2lab_engine::{AppProtocol, BenchConfig, NoopObserver, ProtocolChoice, StandingRun, StopFlag};
+use h2lab_server::{RunningServer, ServerConfig};
+
+const WARM: Duration = Duration::from_millis(30);
+const MEASURED: Duration = Duration::from_millis(150);
+const BODY: u64 = 1000;
+
+/// `h2lab serve --h3` on loopback with the given idle timeout.
+fn server(idle: Duration) -> RunningServer {
+    let dir = std::env::temp_dir().join(format!("h2lab-standing-h3-test-{}", std::process::id()));
+    h2lab_server::spawn(ServerConfig {
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: Some(dir),
+        h3: true,
+        idle_timeout: idle,
+        ..ServerConfig::local()
+    })
+    .unwrap()
+}
+
+fn h3_config(addr: SocketAddr, clients: u32, threads: u32, streams: u32) -> BenchConfig {
+    let url = format!("https://127.0.0.1:{}/data?size={BODY}", addr.port());
+    let mut cfg = BenchConfig::from_uris(&[url], None).unwrap();
+    cfg.protocol = ProtocolChoice::Alpn(vec!["h3".into()]);
+    cfg.insecure = true;
+    cfg.clients = clients;
+    cfg.threads = threads;
+    cfg.max_concurrent_streams = streams;
+    cfg.require_protocol = Some(AppProtocol::H3);
+    cfg
+}
+
+/// The local ports of the UDP sockets connected to `server` (Linux: from
+/// `/proc/net/udp`; other systems: `None`).
+fn quic_ports(server: SocketAddr) -> Option<Vec<u16>> {
+    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
+    // "sl local_address rem_address ...", addresses as HEXIP:HEXPORT; 127.0.0.1 is
+    // 0100007F (little-endian on x86 and arm).
+    let want = format!(":{:04X}", server.port());
+    let mut ports: Vec<u16> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let local = f.nth(1)?;
+            let remote = f.next()?;
+            if !remote.ends_with(&want) || remote.starts_with("00000000") {
+                return None;
+            }
+            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
+        })
+        .collect();
+    ports.sort_unstable();
+    Some(ports)
+}
+
+/// One window: requests completed and none failed, every completed request a 200 with its
+/// whole body (give or take the `in_flight` at the window's edges), no reconnect.
+fn window(run: &mut StandingRun, in_flight: u64) -> u64 {
+    let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
+    assert!(r.requests.completed > 0, "{:?}", r.requests);
+    assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
+    assert_eq!(r.requests.errored, 0, "{:?}", r.requests);
+    assert_eq!(
+        r.requests.succeeded, r.requests.completed,
+        "{:?}",
+        r.requests
+    );
+    // Statuses count at the response's header, completions at its end: they differ by the
+    // responses in flight at the window's edges.
+    assert!(
+        r.status.s2xx.abs_diff(r.requests.completed) <= in_flight,
+        "{:?} vs {:?}",
+        r.status,
+        r.requests
+    );
+    assert_eq!(r.status.s4xx + r.status.s5xx, 0, "{:?}", r.status);
+    assert_eq!(r.request_time.len(), r.requests.completed);
+    assert_eq!(r.reconnects, 0, "the connections stayed open");
+    assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
+    assert_eq!(r.app_protocol, Some(AppProtocol::H3));
+    assert_eq!(r.elapsed, MEASURED);
+    let expected = r.requests.completed * BODY;
+    assert!(
+        r.traffic.bytes_body.abs_diff(expected) <= in_flight * BODY,
+        "{} vs {expected}",
+        r.traffic.bytes_body
+    );
+    r.requests.completed
+}
+
+#[test]
+fn h3_windows_keep_one_quic_connection_per_client() {
+    let srv = server(Duration::from_secs(60));
+    let addr = srv.h3_addr().unwrap();
+    let cfg = h3_config(addr, 4, 2, 5);
+    assert!(StandingRun::supports(&cfg));
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    let mut seen = None;
+    for _ in 0..4 {
+        window(&mut run, 4 * 5);
+        // Paused between windows: exactly one connected socket per client, the same ones.
+        if let Some(ports) = quic_ports(addr) {
+            assert_eq!(ports.len(), 4, "one QUIC connection per client: {ports:?}");
+            match &seen {
+                None => seen = Some(ports),
+                Some(first) => assert_eq!(&ports, first, "no reconnect"),
+            }
+        }
+    }
+    assert_eq!(run.windows(), 4);
+    run.close();
+    if let Some(ports) = quic_ports(addr) {
+        assert!(ports.is_empty(), "closed: {ports:?}");
+    }
+}
+
+#[test]
+fn h3_connections_outlive_a_pause_longer_than_the_idle_timeout() {
+    // The server closes a QUIC connection after 2 s without a packet; the pause below is
+    // longer, so only the client's keep-alive PINGs (answered by the server's ACKs, which
+    // the paused worker reads) keep the connections open.
+    let idle = Duration::from_secs(2);
+    let srv = server(idle);
+    let addr = srv.h3_addr().unwrap();
+    let cfg = h3_config(addr, 2, 1, 3);
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    window(&mut run, 2 * 3);
+    let before = quic_ports(addr);
+    std::thread::sleep(idle + Duration::from_millis(800));
+    window(&mut run, 2 * 3);
+    if let Some(before) = before {
+        assert_eq!(before.len(), 2, "{before:?}");
+        assert_eq!(quic_ports(addr), Some(before), "the same connections");
+    }
+    drop(run);
+}
