@@ -90,7 +90,8 @@ pub struct CellResult {
     pub connections: u32,
     /// Warm-up of each run (s), stretched on slow links (see [`cell_timing`]).
     pub warm_up_secs: f64,
-    /// Measured period of each run (s).
+    /// Measured period of each run (s), as planned (on a shaped link each run after the
+    /// first is rounded to whole cycles of the closed loop: [`whole_cycles`]).
     pub duration_secs: f64,
     /// Every run.
     pub runs: Vec<RunSample>,
@@ -220,6 +221,27 @@ pub fn resume_warm_up(key: &CellKey, _t: &Timing) -> Duration {
         (link_round(key) + rtt).min(MAX_RUN)
     };
     RESUME_WARM_UP.max(rtt * 2).max(drain)
+}
+
+/// The measured period of a run on a shaped link, rounded to a whole number of the closed
+/// loop's cycles (`concurrency / rps`: the time for every in-flight request to complete once,
+/// at the arm's measured rate `rps`); `planned` when that makes no sense (no rate yet, or a
+/// cycle longer than the period). On a slow link the in-flight requests' responses share the
+/// bandwidth and complete in waves, one per cycle: a period of 3.3 cycles held 3 or 4 waves
+/// depending on where it started (10k over the WAN: 156–159 or 178–186 completions per
+/// 373 ms window, the same pattern round after round), and req/s and server CPU per request
+/// moved by ±12% with the phase. A period of whole cycles holds the same number of waves
+/// wherever it starts. Rounded to the nearest, so the budget's plan holds on average.
+pub fn whole_cycles(planned: Duration, concurrency: u32, rps: f64) -> Duration {
+    if !(rps.is_finite() && rps > 0.0) {
+        return planned;
+    }
+    let cycle = f64::from(concurrency.max(1)) / rps;
+    let p = planned.as_secs_f64();
+    if cycle > p || cycle < 1e-4 {
+        return planned;
+    }
+    Duration::from_secs_f64((p / cycle).round().max(1.0) * cycle)
 }
 
 /// The engine configuration for one run of `key` against `origin`.
@@ -357,6 +379,17 @@ impl CellResult {
             }
         }
         v
+    }
+
+    /// The median req/s of the runs so far that completed something.
+    pub fn median_rps(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.completed > 0 && r.rps.is_finite())
+            .map(|r| r.rps)
+            .collect();
+        MedianSpread::of(&v).map(|s| s.median)
     }
 
     /// The highest round measured, plus one.
@@ -531,5 +564,48 @@ mod tests {
         assert_eq!(d, t.duration);
         let (_, d) = cell_timing(&key("100m", LinkProfile::Mobile), &t);
         assert_eq!(d, MAX_RUN);
+    }
+
+    #[test]
+    fn periods_on_a_link_hold_whole_cycles_of_the_closed_loop() {
+        let ms = Duration::from_millis;
+        // 50 in flight at 440 req/s: a 113.6 ms cycle; 373 ms is 3.28 cycles -> 3.
+        let d = whole_cycles(ms(373), 50, 440.0);
+        assert!((d.as_secs_f64() - 3.0 * 50.0 / 440.0).abs() < 1e-6, "{d:?}");
+        // 3.6 cycles round up to 4.
+        let d = whole_cycles(ms(409), 50, 440.0);
+        assert!((d.as_secs_f64() - 4.0 * 50.0 / 440.0).abs() < 1e-6, "{d:?}");
+        // No rate, or a cycle longer than the period: as planned.
+        assert_eq!(whole_cycles(ms(373), 50, f64::NAN), ms(373));
+        assert_eq!(whole_cycles(ms(373), 50, 0.0), ms(373));
+        assert_eq!(whole_cycles(ms(100), 50, 100.0), ms(100));
+    }
+
+    #[test]
+    fn later_windows_on_a_shaped_link_wait_out_the_previous_arms_drain() {
+        let t = Timing {
+            runs: 9,
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(100),
+            client_threads: 1,
+        };
+        // Loopback and a fast LAN: the fixed re-warm.
+        assert_eq!(
+            resume_warm_up(&key("10k", LinkProfile::Loopback), &t),
+            RESUME_WARM_UP
+        );
+        assert_eq!(
+            resume_warm_up(&key("10k", LinkProfile::Lan), &t),
+            RESUME_WARM_UP
+        );
+        // 10k over the WAN: 50 × ~10.4 KB through 50 Mbit/s is 84 ms, plus 40 ms: a 124 ms
+        // round, and one RTT more for this arm's first responses (two RTTs were 80 ms).
+        let wan = key("10k", LinkProfile::Wan);
+        let round = link_round(&wan);
+        assert!(round > Duration::from_millis(120) && round < Duration::from_millis(130));
+        assert_eq!(resume_warm_up(&wan, &t), round + Duration::from_millis(40));
+        // A tiny payload over the WAN: about two RTTs, as before.
+        let ping = resume_warm_up(&key("ping", LinkProfile::Wan), &t);
+        assert!(ping >= Duration::from_millis(80) && ping < Duration::from_millis(90));
     }
 }
