@@ -116,7 +116,7 @@ pub fn refine(
                 continue;
             }
             let mut idxs = cell_idxs(pc);
-            super::measure::pair_order(&mut idxs, |i| cells.get(i).map(|c| &c.key));
+            super::order::pair_order(&mut idxs, |i| cells.get(i).map(|c| &c.key));
             let round = idxs.iter().map(|&i| cells[i].rounds()).max().unwrap_or(0);
             let t0 = Instant::now();
             m.round(cells, &idxs, round);
