@@ -12,6 +12,8 @@
 #       for server cost                                                 targets <= 10%, <= 5%
 #   (d) the share of undecided decisions                                target <= 20%
 #   (e) the A/A control's outcomes                                      target: never a win
+#       and, per run, the A/A arms' per-round spread (SD of the log ratios of req/s and of
+#       server cost): the noise every interval has to cover
 # and the machine's load while it ran (load average, busy runs): on a shared machine the
 # figures are worse than on a quiet one, and the script says so rather than hiding it. Per
 # compare it also prints where the wall time went (the process's time against the budget;
@@ -51,7 +53,7 @@ for run in 1 2; do
 done
 
 python3 - "$OUT/run1/results.json" "$OUT/run2/results.json" "$OUT/run1.secs" "$OUT/run2.secs" <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 
 runs = [json.load(open(p)) for p in sys.argv[1:3]]
 process_secs = [float(open(p).read()) for p in sys.argv[3:5]]
@@ -137,6 +139,35 @@ else:
 print(f"(c) median CI width, req/s:               {pct(c_rps):>7}   target <= 10%  {ok(c_rps <= 0.10)}")
 print(f"    median CI width, server cost:         {pct(c_cost):>7}   target <= 5%   {ok(c_cost <= 0.05)}")
 print(f"(d) undecided:                            {pct(d):>7} of {len(alld)} decisions   target <= 20%  {ok(d <= 0.20)}")
+
+def aa_spread(r):
+    """Per condition with an A/A arm: the SD of the per-round log ratios (second arm over
+    first) of req/s and server CPU per request: the per-round noise the intervals face."""
+    groups = {}
+    for c in r["cells"]:
+        key = json.dumps({k: c.get(k) for k in ("payload", "headers", "concurrency", "streams", "link")},
+                         sort_keys=True)
+        groups.setdefault(key, {})[(c["proto"], c.get("arm") or 0)] = c
+    sds = {"rps": [], "server_cpu_us": []}
+    for g in groups.values():
+        for (proto, arm), c in g.items():
+            first = g.get((proto, 0))
+            if arm == 0 or first is None:
+                continue
+            for m in sds:
+                a = {x["round"]: x.get(m) for x in c["runs"] if x["completed"] > 0}
+                b = {x["round"]: x.get(m) for x in first["runs"] if x["completed"] > 0}
+                logs = [math.log(a[k] / b[k]) for k in a if k in b and a[k] and b[k]]
+                if len(logs) >= 3:
+                    sds[m].append(statistics.pstdev(logs))
+    return {m: (statistics.median(v) if v else float("nan"), max(v) if v else float("nan"))
+            for m, v in sds.items()}
+
+for i, r in enumerate(runs, 1):
+    s = aa_spread(r)
+    print(f"    run {i}: A/A per-round spread (SD of log ratios; median / largest over conditions): "
+          f"req/s {s['rps'][0]:.3f} / {s['rps'][1]:.3f}, "
+          f"server cost {s['server_cpu_us'][0]:.3f} / {s['server_cpu_us'][1]:.3f}")
 print(f"(e) A/A control: {len(aa)} decisions: "
       + ", ".join(f"{aa.count(o)} {o}" for o in ("parity", "undecided", "win"))
       + f"   target: never a win  {ok(aa_wins == 0)}")

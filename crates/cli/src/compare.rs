@@ -122,7 +122,8 @@ pub struct CompareArgs {
 
     /// Unmeasured warm-up at the start of each arm's first run (its connections are set up
     /// then), discarded [default: 100ms]; later runs on the open connections warm up for
-    /// 20 ms (two RTTs on a shaped link).
+    /// 20 ms (on a shaped link: one link round plus one RTT, at least two RTTs, so that the
+    /// arm measured before has drained).
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 

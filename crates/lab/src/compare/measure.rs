@@ -27,9 +27,10 @@ use hdrhistogram::Histogram;
 
 use super::arms::Arms;
 use super::matrix::MatrixPlan;
+use super::order::pair_order;
 use super::run::{
-    bench_config, cell_timing, resume_warm_up, rounds_for, sample, CellResult, Progress, RunSample,
-    Timing,
+    bench_config, cell_timing, resume_warm_up, rounds_for, sample, whole_cycles, CellResult,
+    Progress, RunSample, Timing,
 };
 use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
@@ -330,7 +331,7 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let cfg = match bench_config(&key, &origin, &timing) {
+        let mut cfg = match bench_config(&key, &origin, &timing) {
             Ok(c) => c,
             Err(e) => {
                 cell.error.get_or_insert(e.to_string());
@@ -338,7 +339,14 @@ impl<'a> Measurer<'a> {
             }
         };
         let obs = Arc::new(CellObserver::new(self.server_tids.clone(), cfg.threads));
-        let (first_warm_up, d) = cell_timing(&key, &timing);
+        let (first_warm_up, planned) = cell_timing(&key, &timing);
+        let d = match cell.median_rps() {
+            Some(rps) if !key.cond.link.shape().0.is_zero() => {
+                whole_cycles(planned, key.cond.concurrency, rps)
+            }
+            _ => planned,
+        };
+        cfg.duration = Some(d);
         let mut w = first_warm_up;
         let probe = LoadProbe::start();
         let call = Instant::now();
@@ -499,6 +507,7 @@ fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
             for &i in &idxs {
                 seen[i] = true;
             }
+            pair_order(&mut idxs, |i| plan.cells.get(i));
             idxs
         })
         .collect()

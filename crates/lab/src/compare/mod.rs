@@ -16,6 +16,7 @@ pub mod decision;
 pub mod headers;
 pub mod matrix;
 pub mod measure;
+pub mod order;
 pub mod output;
 pub mod run;
 pub mod sequential;

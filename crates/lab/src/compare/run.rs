@@ -90,7 +90,8 @@ pub struct CellResult {
     pub connections: u32,
     /// Warm-up of each run (s), stretched on slow links (see [`cell_timing`]).
     pub warm_up_secs: f64,
-    /// Measured period of each run (s).
+    /// Measured period of each run (s), as planned (on a shaped link each run after the
+    /// first is rounded to whole cycles of the closed loop: [`whole_cycles`]).
     pub duration_secs: f64,
     /// Every run.
     pub runs: Vec<RunSample>,
@@ -168,19 +169,26 @@ pub const LINK_ROUNDS: u32 = 3;
 /// Most a cell's run is stretched on a slow link.
 const MAX_RUN: Duration = Duration::from_secs(10);
 
-/// The warm-up and measured duration of `key`'s runs. On an emulated link a run must see
-/// several "rounds" (every in-flight request completing once), or a short run on a slow
-/// link measures nothing: a round takes about one RTT plus the time to push the
-/// concurrency's worth of responses (and requests) through the link's bandwidth. The
-/// measured period is stretched to at least [`LINK_ROUNDS`] such rounds (at most 10 s) and
-/// the warm-up to cover connection set-up (4 RTTs: TCP, TLS, first request).
-pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
+/// One link "round" of `key`'s condition: every in-flight request completing once — about
+/// one RTT plus the time to push the concurrency's worth of responses (and requests)
+/// through the link's bandwidth (zero on loopback).
+pub fn link_round(key: &CellKey) -> Duration {
     let (rtt, down, up) = key.cond.link.shape();
     let c = f64::from(key.cond.concurrency);
     let resp = key.cond.payload.approx_bytes() as f64 + 200.0;
     let req = super::headers::size(&key.cond.headers.fields()) as f64 + 120.0;
     let xfer = |bytes: f64, bps: Option<u64>| bps.map_or(0.0, |b| c * bytes * 8.0 / b as f64);
-    let round = Duration::from_secs_f64(rtt.as_secs_f64() + xfer(resp, down) + xfer(req, up));
+    Duration::from_secs_f64(rtt.as_secs_f64() + xfer(resp, down) + xfer(req, up))
+}
+
+/// The warm-up and measured duration of `key`'s runs. On an emulated link a run must see
+/// several "rounds" ([`link_round`]: every in-flight request completing once), or a short
+/// run on a slow link measures nothing. The measured period is stretched to at least
+/// [`LINK_ROUNDS`] such rounds (at most 10 s) and the warm-up to cover connection set-up
+/// (4 RTTs: TCP, TLS, first request).
+pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
+    let (rtt, _, _) = key.cond.link.shape();
+    let round = link_round(key);
     let duration = t.duration.max((round * LINK_ROUNDS).min(MAX_RUN));
     let setup = key.proto.setup_cost() * key.cond.connections();
     let warm_up = t
@@ -196,12 +204,44 @@ pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
 
 /// The warm-up of `key`'s runs after the first on its standing connections (connections
 /// are open; the first run warmed them up for [`cell_timing`]'s warm-up): the time for
-/// every in-flight slot to be taken again — [`RESUME_WARM_UP`], two RTTs on a shaped
-/// link — never more than the first warm-up.
-pub fn resume_warm_up(key: &CellKey, t: &Timing) -> Duration {
+/// every in-flight slot to be taken again — [`RESUME_WARM_UP`], and on a shaped link one
+/// [`link_round`] plus one RTT (at least two RTTs). When a window starts on a shaped link,
+/// the arm measured just before still has a round of requests in flight (responses queued
+/// in the relay, the server writing them and, for HTTP/1.0, tearing connections down);
+/// they drain for one round, then this arm's first responses arrive an RTT later. With
+/// the warm-up at two RTTs (80 ms on `wan`, shorter than 10k's 123 ms round) the drain
+/// was charged to the next arm: on the kept `--quick` runs (10k over wan, 72 windows) a
+/// window's server CPU per request was +19% of its cell's median after an HTTP/1.0
+/// window, +12% after h1-tls, −5% after h2 or h2c.
+pub fn resume_warm_up(key: &CellKey, _t: &Timing) -> Duration {
     let (rtt, _, _) = key.cond.link.shape();
-    let (first, _) = cell_timing(key, t);
-    RESUME_WARM_UP.max(rtt * 2).min(first)
+    let drain = if rtt.is_zero() {
+        Duration::ZERO
+    } else {
+        (link_round(key) + rtt).min(MAX_RUN)
+    };
+    RESUME_WARM_UP.max(rtt * 2).max(drain)
+}
+
+/// The measured period of a run on a shaped link, rounded to a whole number of the closed
+/// loop's cycles (`concurrency / rps`: the time for every in-flight request to complete once,
+/// at the arm's measured rate `rps`); `planned` when that makes no sense (no rate yet, or a
+/// cycle longer than the period). On a slow link the in-flight requests' responses share the
+/// bandwidth and complete in waves, one per cycle: a period of 3.3 cycles held 3 or 4 waves
+/// depending on where it started (10k over the WAN: 156–159 or 178–186 completions per
+/// 373 ms window, the same pattern round after round), and req/s and server CPU per request
+/// moved by ±12% with the phase. A period of whole cycles holds the same number of waves
+/// wherever it starts. Rounded to the nearest, so the budget's plan holds on average.
+pub fn whole_cycles(planned: Duration, concurrency: u32, rps: f64) -> Duration {
+    if !(rps.is_finite() && rps > 0.0) {
+        return planned;
+    }
+    let cycle = f64::from(concurrency.max(1)) / rps;
+    let p = planned.as_secs_f64();
+    if cycle > p || cycle < 1e-4 {
+        return planned;
+    }
+    Duration::from_secs_f64((p / cycle).round().max(1.0) * cycle)
 }
 
 /// The engine configuration for one run of `key` against `origin`.
@@ -339,6 +379,17 @@ impl CellResult {
             }
         }
         v
+    }
+
+    /// The median req/s of the runs so far that completed something.
+    pub fn median_rps(&self) -> Option<f64> {
+        let v: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.completed > 0 && r.rps.is_finite())
+            .map(|r| r.rps)
+            .collect();
+        MedianSpread::of(&v).map(|s| s.median)
     }
 
     /// The highest round measured, plus one.
@@ -513,5 +564,48 @@ mod tests {
         assert_eq!(d, t.duration);
         let (_, d) = cell_timing(&key("100m", LinkProfile::Mobile), &t);
         assert_eq!(d, MAX_RUN);
+    }
+
+    #[test]
+    fn periods_on_a_link_hold_whole_cycles_of_the_closed_loop() {
+        let ms = Duration::from_millis;
+        // 50 in flight at 440 req/s: a 113.6 ms cycle; 373 ms is 3.28 cycles -> 3.
+        let d = whole_cycles(ms(373), 50, 440.0);
+        assert!((d.as_secs_f64() - 3.0 * 50.0 / 440.0).abs() < 1e-6, "{d:?}");
+        // 3.6 cycles round up to 4.
+        let d = whole_cycles(ms(409), 50, 440.0);
+        assert!((d.as_secs_f64() - 4.0 * 50.0 / 440.0).abs() < 1e-6, "{d:?}");
+        // No rate, or a cycle longer than the period: as planned.
+        assert_eq!(whole_cycles(ms(373), 50, f64::NAN), ms(373));
+        assert_eq!(whole_cycles(ms(373), 50, 0.0), ms(373));
+        assert_eq!(whole_cycles(ms(100), 50, 100.0), ms(100));
+    }
+
+    #[test]
+    fn later_windows_on_a_shaped_link_wait_out_the_previous_arms_drain() {
+        let t = Timing {
+            runs: 9,
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(100),
+            client_threads: 1,
+        };
+        // Loopback and a fast LAN: the fixed re-warm.
+        assert_eq!(
+            resume_warm_up(&key("10k", LinkProfile::Loopback), &t),
+            RESUME_WARM_UP
+        );
+        assert_eq!(
+            resume_warm_up(&key("10k", LinkProfile::Lan), &t),
+            RESUME_WARM_UP
+        );
+        // 10k over the WAN: 50 × ~10.4 KB through 50 Mbit/s is 84 ms, plus 40 ms: a 124 ms
+        // round, and one RTT more for this arm's first responses (two RTTs were 80 ms).
+        let wan = key("10k", LinkProfile::Wan);
+        let round = link_round(&wan);
+        assert!(round > Duration::from_millis(120) && round < Duration::from_millis(130));
+        assert_eq!(resume_warm_up(&wan, &t), round + Duration::from_millis(40));
+        // A tiny payload over the WAN: about two RTTs, as before.
+        let ping = resume_warm_up(&key("ping", LinkProfile::Wan), &t);
+        assert!(ping >= Duration::from_millis(80) && ping < Duration::from_millis(90));
     }
 }

@@ -115,7 +115,8 @@ pub fn refine(
             if m.stopped() || Instant::now() + cost.mul_f64(slowdown) > deadline {
                 continue;
             }
-            let idxs = cell_idxs(pc);
+            let mut idxs = cell_idxs(pc);
+            super::order::pair_order(&mut idxs, |i| cells.get(i).map(|c| &c.key));
             let round = idxs.iter().map(|&i| cells[i].rounds()).max().unwrap_or(0);
             let t0 = Instant::now();
             m.round(cells, &idxs, round);

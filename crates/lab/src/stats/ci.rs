@@ -310,6 +310,37 @@ mod tests {
     }
 
     #[test]
+    fn slow_spells_in_one_window_do_not_make_an_a_a_control_win() {
+        // The noise measured on the idle VM: most windows within about 1% of their cell, but
+        // about one in six slowed by 8-30% (the CPU slower for a while, hitting one arm's
+        // window and not the other's). Per-round ratios of two identical arms are then
+        // heavy-tailed on both sides; the median's sign-test interval must still cover 1.0
+        // about 95% of the time and never call a win.
+        let mut noise = Rng::new(14);
+        let mut window = move || {
+            let base = 1.0 + (noise.below(2001) as f64 - 1000.0) / 100_000.0;
+            if noise.below(6) == 0 {
+                base * (1.0 - (8.0 + noise.below(23) as f64) / 100.0)
+            } else {
+                base
+            }
+        };
+        let (mut covered, mut wins, trials) = (0, 0, 400);
+        for t in 0..trials {
+            let a: Vec<Option<f64>> = (0..10).map(|_| Some(1000.0 * window())).collect();
+            let b: Vec<Option<f64>> = (0..10).map(|_| Some(1000.0 * window())).collect();
+            let r = paired_ratio(&a, &b, &mut Rng::new(t)).unwrap();
+            covered += usize::from(r.lo <= 1.0 && r.hi >= 1.0);
+            wins += usize::from(classify(&r, DEFAULT_EQUIVALENCE) == Outcome::Win);
+        }
+        assert_eq!(wins, 0);
+        assert!(
+            covered * 100 >= trials as usize * 94,
+            "{covered} of {trials}"
+        );
+    }
+
+    #[test]
     fn an_a_a_control_without_a_difference_is_never_a_win() {
         // Two arms of the same thing, ±5% noise each: the median ratio's CI never lies
         // wholly outside the ±3% band, so the control is parity or undecided.
