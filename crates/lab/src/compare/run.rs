@@ -443,18 +443,10 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
 /// command to the worker, the window's statistics, load probes).
 pub const WINDOW_OVERHEAD: Duration = Duration::from_millis(8);
 
-/// Estimated wall time of a plan's first rounds on standing connections: per cell one
-/// first run (full warm-up, plus opening the arm) and the rest after a resume warm-up.
+/// Estimated wall time of a plan's first rounds on standing connections (whole runs for the
+/// arms a standing run cannot measure): [`super::plan::estimate`].
 pub fn estimate(plan: &MatrixPlan, t: &Timing) -> Duration {
-    plan.cells
-        .iter()
-        .map(|k| {
-            let (w, d) = cell_timing(k, t);
-            let rounds = rounds_for(k, t);
-            let later = (resume_warm_up(k, t) + d + WINDOW_OVERHEAD) * rounds.saturating_sub(1);
-            w + d + Duration::from_millis(30) + later
-        })
-        .sum()
+    super::plan::estimate(plan, t, false)
 }
 
 /// Seconds since the Unix epoch (for result metadata).

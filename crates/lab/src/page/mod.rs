@@ -1,7 +1,8 @@
 //! `h2lab page`: browser-like page loads.
 //!
 //! Loads a page and all its sub-resources the way a browser does — HTTP/1.1 with up to 6
-//! connections per host and no pipelining, HTTP/2 with one multiplexed connection — cold
+//! connections per host and no pipelining, HTTP/2 and HTTP/3 with one multiplexed
+//! connection each (all three by default against the built-in server) — cold
 //! (new connections, no cache), repeated and alternated between protocols. The default
 //! target is the built-in server's `/page` (the seed article's 15×20 table of 300 images
 //! of 1–8 KB) behind the `wan` link profile. It reports page load time (median, p90),
@@ -67,8 +68,9 @@ pub struct PageConfig {
     pub url: Option<String>,
     /// Query of the built-in `/page` (`n`, `min`, `max`, `seed`).
     pub page_query: String,
-    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (and HTTP/3 in the loss
-    /// experiment on the built-in server; h1 and h2c for an `http://` URL).
+    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS and HTTP/3 on the built-in
+    /// server (HTTP/3 not in the slow-endpoint and load-test scenarios), HTTP/1.1 and HTTP/2
+    /// over TLS for an `https://` URL, h1 and h2c for an `http://` URL.
     pub protocols: Option<Vec<LabProtocol>>,
     /// Emulated link.
     pub link: LinkProfile,
@@ -338,6 +340,13 @@ fn pools(
         .collect()
 }
 
+/// Whether page loads compare HTTP/3 too when `--protocols` is not given: HTTP/1.1 × 6 vs
+/// HTTP/2 vs HTTP/3 (the page loads and the loss experiment); the seeds' slow-endpoint and
+/// load-test scenarios keep their HTTP/1.1 vs HTTP/2 unless `--protocols` lists `h3`.
+fn h3_by_default(cfg: &PageConfig) -> bool {
+    cfg.slow.is_none() && cfg.load_test.is_none()
+}
+
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
@@ -350,8 +359,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 push: cfg.push,
                 h3: match &cfg.protocols {
                     Some(v) => v.contains(&LabProtocol::H3),
-                    // The loss experiment compares HTTP/1.1, HTTP/2 and HTTP/3 by default.
-                    None => !cfg.loss_levels.is_empty(),
+                    None => h3_by_default(cfg),
                 },
             })?,
             format!("/page?{}", cfg.page_query),
@@ -377,7 +385,8 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let available = env.targets().available();
     let protos: Vec<LabProtocol> = match &cfg.protocols {
         Some(v) => v.clone(),
-        None if available.contains(&LabProtocol::H3) && !cfg.loss_levels.is_empty() => {
+        // The built-in server answers HTTP/3; an external URL only when `--protocols` asks.
+        None if available.contains(&LabProtocol::H3) && h3_by_default(cfg) => {
             vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]
         }
         None if available.contains(&LabProtocol::H2) => vec![LabProtocol::H1Tls, LabProtocol::H2],
