@@ -163,6 +163,12 @@ fn the_default_protocols_are_http11_over_six_connections_http2_and_http3() {
     }
     // Over the emulated link, the report says which TCP model the relayed TCP had.
     assert!(r.link.contains("TCP model cubic"), "{}", r.link);
+    let json = serde_json::to_value(&r).unwrap();
+    let model = &json["link_models"][0];
+    assert_eq!(model["profile"], "wan", "{model}");
+    assert_eq!(model["tcp_model"]["model"], "cubic", "{model}");
+    assert_eq!(model["tcp_model"]["beta"], 0.7, "{model}");
+    assert_eq!(model["tcp_model"]["initial_window_segments"], 10, "{model}");
     assert!(r
         .notes
         .iter()

@@ -239,8 +239,10 @@ pub struct CompareReport {
     pub preset: Preset,
     /// The servers measured.
     pub environment: String,
-    /// The link profiles used, described.
+    /// The link profiles used, described (with the model of TCP the relay applied).
     pub links: Vec<String>,
+    /// The link profiles used: shape and TCP model, one per entry of `links`.
+    pub link_models: Vec<crate::link::LinkRecord>,
     /// The machine.
     pub machine: Machine,
     /// How the CPUs were split between the built-in server and the client.
@@ -419,6 +421,11 @@ pub fn run(
         }
     }
     let links = axes.links.iter().map(|&p| describe_profile(p)).collect();
+    let link_models = axes
+        .links
+        .iter()
+        .map(|&p| crate::link::LinkRecord::of(p))
+        .collect();
     Ok(CompareReport {
         tool: "h2lab compare",
         version: env!("CARGO_PKG_VERSION"),
@@ -427,6 +434,7 @@ pub fn run(
         preset: cfg.preset,
         environment: env.describe().to_owned(),
         links,
+        link_models,
         machine: Machine::this(),
         isolation,
         timing: cfg.timing.clone(),

@@ -252,8 +252,10 @@ pub struct PageReport {
     pub environment: String,
     /// How the CPUs were split between the built-in server and the client.
     pub isolation: crate::env::Isolation,
-    /// The link, described.
+    /// The link, described (with the model of TCP the relay applied).
     pub link: String,
+    /// The links used (the one link, or one per loss level): shape and TCP model.
+    pub link_models: Vec<crate::link::LinkRecord>,
     /// The machine.
     pub machine: Machine,
     /// The page (page loads only).
@@ -430,6 +432,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         environment: env.describe().to_owned(),
         isolation: env.isolation().clone(),
         link,
+        link_models: links_used
+            .iter()
+            .map(|&p| crate::link::LinkRecord::of(p))
+            .collect(),
         machine: Machine::this(),
         page: None,
         repeat: cfg.repeat,
