@@ -540,7 +540,8 @@ mod tests {
             let plan = cfg.axes.plan();
             let est = plan::estimate(&plan, &cfg.timing, false);
             // The planned first rounds leave room for a loaded machine's slowdown: the
-            // first rounds shrink to fit (down to 6 rounds), so 6 rounds must fit easily.
+            // first rounds shrink to fit (down to 6 rounds), so 6 rounds must fit with a
+            // quarter to spare (the default run with h3 took 1.05× its plan at load 8–10).
             let mut six = cfg.timing.clone();
             six.runs = 6;
             let floor = plan::estimate(&plan, &six, false);
@@ -555,7 +556,7 @@ mod tests {
                 plan.cells.len()
             );
             assert!(est < budget, "{preset:?}: {est:?}");
-            assert!(floor.mul_f64(1.3) < budget, "{preset:?}: {floor:?}");
+            assert!(floor.mul_f64(1.25) < budget, "{preset:?}: {floor:?}");
         }
     }
 }

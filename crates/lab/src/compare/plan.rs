@@ -153,5 +153,25 @@ mod tests {
         assert_eq!(first_rounds_cost(&h3, &t, 0, false), Duration::ZERO);
     }
 
+    #[test]
+    fn http3_periods_cover_rounds_of_its_stack_rate_on_loopback() {
+        let t = timing();
+        let mut h3 = key(LabProtocol::H3, 200);
+        h3.cond.payload = "100k".parse().unwrap();
+        let mut h2 = h3.clone();
+        h2.proto = LabProtocol::H2;
+        // h2 on loopback: no bandwidth, the set duration.
+        assert_eq!(cell_timing(&h2, &t).1, t.duration);
+        // h3: 3 rounds of 200 × ~100 KiB at 600 Mbit/s, about 0.82 s.
+        let d = cell_timing(&h3, &t).1;
+        assert!(
+            d > Duration::from_millis(800) && d < Duration::from_millis(850),
+            "{d:?}"
+        );
+        // Small responses are not stretched.
+        let small = key(LabProtocol::H3, 50);
+        assert_eq!(cell_timing(&small, &t).1, t.duration);
+    }
+
     const RESUME_WARM: Duration = super::super::run::RESUME_WARM_UP;
 }

@@ -172,10 +172,17 @@ const MAX_RUN: Duration = Duration::from_secs(10);
 /// several "rounds" (every in-flight request completing once), or a short run on a slow
 /// link measures nothing: a round takes about one RTT plus the time to push the
 /// concurrency's worth of responses (and requests) through the link's bandwidth. The
-/// measured period is stretched to at least [`LINK_ROUNDS`] such rounds (at most 10 s) and
+/// measured period is stretched to at least [`LINK_ROUNDS`] such rounds (at most 10 s; the
+/// client stack's rate, [`LabProtocol::stack_bps`], counts as a bandwidth too) and
 /// the warm-up to cover connection set-up (4 RTTs: TCP, TLS, first request).
 pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     let (rtt, down, up) = key.cond.link.shape();
+    // A client stack slower than the link bounds a round too (HTTP/3: `stack_bps`).
+    let slower = |bps: Option<u64>| match (bps, key.proto.stack_bps()) {
+        (Some(b), Some(s)) => Some(b.min(s)),
+        (b, s) => b.or(s),
+    };
+    let (down, up) = (slower(down), slower(up));
     let c = f64::from(key.cond.concurrency);
     let resp = key.cond.payload.approx_bytes() as f64 + 200.0;
     let req = super::headers::size(&key.cond.headers.fields()) as f64 + 120.0;
