@@ -161,6 +161,21 @@ fn the_default_protocols_are_http11_over_six_connections_http2_and_http3() {
             p.loads
         );
     }
+    // HTTP/3 against HTTP/2 is stated: by the overall ratio when it is that pair, else apart.
+    let pair = [LabProtocol::H2, LabProtocol::H3];
+    let overall = r.ratio.as_ref().unwrap();
+    let h3_h2 = r.h3_vs_h2.as_ref().unwrap_or(overall);
+    assert!(
+        pair.contains(&h3_h2.faster) && pair.contains(&h3_h2.slower),
+        "{:?} {:?}",
+        r.ratio,
+        r.h3_vs_h2
+    );
+    let text = output::render_text(&r);
+    assert!(
+        text.contains("HTTP/3 (QUIC) loads the page") || text.contains("faster than HTTP/3 (QUIC)"),
+        "{text}"
+    );
     // Over the emulated link, the report says which TCP model the relayed TCP had.
     assert!(r.link.contains("TCP model cubic"), "{}", r.link);
     let json = serde_json::to_value(&r).unwrap();

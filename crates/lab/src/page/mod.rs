@@ -194,6 +194,21 @@ impl Ratio {
         })
     }
 
+    /// HTTP/3 against HTTP/2 among `pages` ([`Ratio::of`] their medians), unless `overall`
+    /// is already that pair.
+    pub fn h3_vs_h2(pages: &[ProtoPage], overall: Option<&Ratio>) -> Option<Ratio> {
+        let pair = [LabProtocol::H2, LabProtocol::H3];
+        if overall.is_some_and(|r| pair.contains(&r.faster) && pair.contains(&r.slower)) {
+            return None;
+        }
+        let v: Vec<ProtoPage> = pages
+            .iter()
+            .filter(|p| pair.contains(&p.proto))
+            .cloned()
+            .collect();
+        (v.len() == 2).then(|| Ratio::of_pages(&v)).flatten()
+    }
+
     /// [`Ratio::of`] the median page load times of `pages` (those that loaded).
     pub fn of_pages(pages: &[ProtoPage]) -> Option<Ratio> {
         let medians: Vec<(LabProtocol, f64)> = pages
@@ -266,6 +281,10 @@ pub struct PageReport {
     pub protocols: Vec<ProtoPage>,
     /// Page-time ratio.
     pub ratio: Option<Ratio>,
+    /// HTTP/3 against HTTP/2 (medians of the page loads), when both loaded the page and the
+    /// overall `ratio` is not already that pair.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h3_vs_h2: Option<Ratio>,
     /// The slow-endpoint scenario.
     pub slow: Option<SlowReport>,
     /// The load test.
@@ -441,6 +460,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         repeat: cfg.repeat,
         protocols: Vec::new(),
         ratio: None,
+        h3_vs_h2: None,
         slow: None,
         load_test: None,
         loss: Vec::new(),
@@ -500,6 +520,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             report.protocols = first.protocols.clone();
         }
         report.ratio = Ratio::of_pages(&report.protocols);
+        report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -532,6 +553,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         report.protocols.push(proto_page(pool.proto, pool, l, e));
     }
     report.ratio = Ratio::of_pages(&report.protocols);
+    report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
     if let Some(lt) = &cfg.load_test {
         let mut results = Vec::new();
         for pool in &pools {
