@@ -1,11 +1,12 @@
 //! `h2lab compare`: the protocol matrix.
 //!
-//! Measures protocols (HTTP/1.1 keep-alive, HTTP/1.0 without keep-alive, HTTP/2 over TLS,
-//! h2c) across payloads, request header sizes, concurrency, streams per connection and
-//! emulated links ([`matrix`] decides which cells), repeats every cell ([`run`](mod@run)), and
-//! decides per condition which protocol wins on throughput and on p99 latency, only when
-//! the difference is larger than the run-to-run spread ([`decision`]). [`output`] renders
-//! the terminal tables, JSON and CSV; [`crate::html`] the HTML report.
+//! Measures protocols (HTTP/1.1 keep-alive, HTTP/1.0 without keep-alive, HTTP/1.1 over TLS,
+//! HTTP/2 over TLS, h2c, HTTP/3) across payloads, request header sizes, concurrency, streams
+//! per connection and emulated links ([`matrix`] decides which cells, [`plan`] what they
+//! cost), repeats every cell ([`run`](mod@run)), and decides per condition which protocol
+//! wins on throughput and on p99 latency, only when the difference is larger than the
+//! run-to-run spread ([`decision`]). [`output`] renders the terminal tables, JSON and CSV;
+//! [`crate::html`] the HTML report.
 //!
 //! With no target it starts the built-in server and the links in-process
 //! ([`crate::env::LabEnv`]).
