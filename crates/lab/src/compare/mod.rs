@@ -114,7 +114,8 @@ impl CompareConfig {
         // does not drive QUIC (a whole run each: QUIC handshakes in every warm-up); the cost
         // model knows it ([`plan`]), so the default's first rounds are fitted to the budget
         // with them. `--quick` leaves `h3` out: with it its first rounds plan at about 62 s
-        // (48 s at the fewest rounds that decide) against a 55 s budget
+        // (48 s at the fewest rounds that decide) against a 55 s budget; a measured run took
+        // 55 s only by cutting every condition to 6–7 rounds with no budget rounds left
         // (`h2lab compare --help` says so).
         let all5: Vec<LabProtocol> = all6[..5].to_vec();
         let (axes, timing) = match preset {
