@@ -30,9 +30,9 @@ use crate::env::Origin;
 /// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
 /// into the engine to its first worker starting (thread start, TLS configuration), and the
 /// end of the measured period to its return (closing the connections, joining the threads,
-/// merging). A few ms for TCP on a loaded 2-core VM (`wall` in results.json); QUIC closes
-/// its connections with a CONNECTION_CLOSE each and its endpoint sockets, about 20 ms at
-/// c=50 at load 5–10.
+/// merging). A few ms for TCP on a loaded 2-core VM (`wall` in results.json); for HTTP/3
+/// (a CONNECTION_CLOSE per connection) set-up plus teardown came to at most about 22 ms per
+/// run at c=50 and 40 ms at c=200 (`wall` of `h2,h3` runs on `100k`, nice 19, load 6–7).
 pub const WHOLE_RUN_OVERHEAD: Duration = Duration::from_millis(30);
 
 /// Cost of opening an arm's standing connections beyond its first warm-up (the call itself:
