@@ -160,7 +160,9 @@ pub struct BenchArgs {
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
 
-    /// Write (or append) a one-row-per-run CSV to PATH.
+    /// Write (or append) a one-row-per-run CSV to PATH. HTTP/3 runs also fill the QUIC
+    /// columns at the end (RTTs, packets, UDP datagrams, GRO; `quic_packets_recv_datagrams`
+    /// counts received datagrams: quinn-proto has no received-packet counter).
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 

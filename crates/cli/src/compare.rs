@@ -41,7 +41,8 @@ const PREFIX: &str = "h2lab compare: error:";
     links varied one at a time on the sweep payloads (--full: the cross product)."
 )]
 pub struct CompareArgs {
-    /// Run the one-minute matrix (4 payloads; 4 KiB headers and the WAN link on 10k).
+    /// Run the one-minute matrix (4 payloads; 4 KiB headers and the WAN link on 10k; without
+    /// h3, see --protocols).
     #[arg(long, conflicts_with = "tiny")]
     pub quick: bool,
 
@@ -71,7 +72,10 @@ pub struct CompareArgs {
     #[arg(long, value_name = "URL")]
     pub h3_url: Option<String>,
 
-    /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c]. A protocol listed twice
+    /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c,h3; --quick: h1,h1.0,h1-tls,h2,h2c
+    /// (HTTP/3 arms are whole runs, QUIC handshakes every round: with h3 --quick's first
+    /// rounds plan at about 62 s against its 55 s budget, and stay within a minute only by
+    /// cutting every condition to 6-7 rounds with none added for wide CIs)]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,

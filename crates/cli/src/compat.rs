@@ -51,7 +51,8 @@ pub struct CompatArgs {
     #[arg(long = "ktls")]
     pub ktls: bool,
 
-    /// HTTP/3 over QUIC (the same as --alpn-list=h3; https:// URIs).
+    /// HTTP/3 over QUIC (the same as --alpn-list=h3; https:// URIs). Its QUIC rows'
+    /// `packets recv` counts received datagrams (quinn-proto has no received-packet counter).
     #[arg(long = "h3")]
     pub h3: bool,
 

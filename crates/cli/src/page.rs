@@ -51,7 +51,10 @@ pub struct PageArgs {
     pub page_query: String,
 
     /// Protocols to compare: h1, h1.0, h1-tls, h2, h2c, h3 (HTTP/3 over QUIC, one connection)
-    /// [default: h1-tls,h2; with --loss h1-tls,h2,h3; for an http:// URL h1,h2c].
+    /// [default: h1-tls,h2,h3 (HTTP/1.1 over 6 connections vs HTTP/2 vs HTTP/3, each on one
+    /// connection); with --slow or --users h1-tls,h2 (the seeds' comparison); for an https://
+    /// URL h1-tls,h2 (h3 only when listed: HTTP/3 on the URL's host and port); for an http://
+    /// URL h1,h2c].
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
 

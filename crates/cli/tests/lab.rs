@@ -115,7 +115,7 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
 }
 
 #[test]
-fn page_defaults_show_six_http11_connections_one_http2_connection_and_the_ratio() {
+fn page_defaults_show_six_http11_connections_one_http2_and_one_http3_connection_and_the_ratio() {
     let dir = fresh_dir("page");
     let out = h2lab().current_dir(&dir).arg("page").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -126,9 +126,11 @@ fn page_defaults_show_six_http11_connections_one_http2_connection_and_the_ratio(
         .find(|l| l.starts_with("connections opened"))
         .unwrap_or_else(|| panic!("no connections row in:\n{stdout}"));
     let nums: Vec<&str> = conns.split_whitespace().skip(2).collect();
-    assert_eq!(nums, vec!["6", "1"], "{stdout}");
+    // HTTP/1.1 over TLS, HTTP/2, HTTP/3.
+    assert_eq!(nums, vec!["6", "1", "1"], "{stdout}");
     assert!(
-        stdout.contains("HTTP/2 (TLS) loads the page")
+        (stdout.contains("HTTP/2 (TLS) loads the page")
+            || stdout.contains("HTTP/3 (QUIC) loads the page"))
             && stdout.contains("faster than HTTP/1.1 (TLS)"),
         "{stdout}"
     );
@@ -137,7 +139,11 @@ fn page_defaults_show_six_http11_connections_one_http2_connection_and_the_ratio(
     let index = dir.join("h2lab-page-report").join("index.html");
     render_check(
         &index,
-        &[LabProtocol::H1Tls.color(), LabProtocol::H2.color()],
+        &[
+            LabProtocol::H1Tls.color(),
+            LabProtocol::H2.color(),
+            LabProtocol::H3.color(),
+        ],
         5,
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -98,6 +98,21 @@ impl LabProtocol {
         }
     }
 
+    /// The rate (bit/s) the client's protocol stack moves response bytes at when it, not the
+    /// link, is the bottleneck, for sizing measured periods; `None`: no such bound (the
+    /// kernel's TCP). HTTP/3's QUIC runs in user space in the client's one thread: about
+    /// 1.2 Gbit/s of 100 KiB responses at 200 connections on the shared 2-core VM (`h2lab
+    /// bench --h3`, release build, nice 19, load 7–10), taken at half of that. All the
+    /// connections' responses share it, so at `-c 200` of 100 KiB a "round" of responses
+    /// takes about 0.27 s, and a shorter measured period can fall between two rounds' bursts
+    /// and count nothing.
+    pub fn stack_bps(self) -> Option<u64> {
+        match self {
+            LabProtocol::H3 => Some(600_000_000),
+            _ => None,
+        }
+    }
+
     /// Whether requests are multiplexed as streams on one connection (HTTP/2, HTTP/3).
     pub fn multiplexes(self) -> bool {
         self.is_h2() || self.is_h3()

@@ -365,3 +365,31 @@ fn arms_keep_their_connections_between_rounds_and_say_where_the_time_went() {
         .iter()
         .all(|c| c.error.is_none() && c.runs.iter().all(|s| s.completed > 0)));
 }
+
+#[test]
+fn results_record_each_links_shape_and_tcp_model() {
+    // One payload over loopback (no relay, no model) and the LAN (relayed, CUBIC's model).
+    let mut cfg = tiny();
+    cfg.axes.payloads = vec!["ping".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.axes.links = vec![LinkProfile::Loopback, LinkProfile::Lan];
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
+    let models = json["link_models"].as_array().unwrap();
+    assert_eq!(models.len(), 2, "{models:?}");
+    assert_eq!(models[0]["profile"], "loopback");
+    assert_eq!(models[0]["relayed"], false);
+    assert!(models[0]["tcp_model"].is_null());
+    assert_eq!(models[1]["profile"], "lan");
+    assert_eq!(models[1]["rtt_ms"], 1.0);
+    assert_eq!(models[1]["tcp_model"]["model"], "cubic");
+    assert_eq!(models[1]["tcp_model"]["beta"], 0.7);
+    assert_eq!(models[1]["tcp_model"]["initial_window_segments"], 10);
+    // The links' descriptions (terminal, report conditions) name the model too.
+    assert!(
+        r.links[1].ends_with("TCP model cubic (beta 0.7, IW 10 segments)"),
+        "{:?}",
+        r.links
+    );
+    assert!(!r.links[0].contains("TCP model"), "{:?}", r.links);
+}

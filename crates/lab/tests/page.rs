@@ -9,9 +9,11 @@ use h2lab_lab::proto::LabProtocol;
 
 #[test]
 fn defaults_use_six_http11_connections_and_one_http2_connection() {
-    // The default page (HTML + 300 images) behind the default WAN link; fewer repeats.
+    // The default page (HTML + 300 images) behind the default WAN link; fewer repeats;
+    // HTTP/1.1 against HTTP/2 (HTTP/3, also in the defaults: the test after the next).
     let cfg = PageConfig {
         repeat: 2,
+        protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2]),
         ..PageConfig::default()
     };
     assert_eq!(cfg.link, LinkProfile::Wan);
@@ -128,6 +130,64 @@ fn load_test_records_page_time_and_connections_over_time() {
     // Three users: up to 18 HTTP/1.1 connections, up to 3 HTTP/2 connections.
     assert!(h2.peak_connections <= 3, "{}", h2.peak_connections);
     assert!(h1.peak_connections <= 18, "{}", h1.peak_connections);
+}
+
+#[test]
+fn the_default_protocols_are_http11_over_six_connections_http2_and_http3() {
+    // A smaller page, once: which protocols run by default and on how many connections.
+    let cfg = PageConfig {
+        repeat: 1,
+        page_query: "n=30&min=1k&max=2k&seed=3".into(),
+        ..PageConfig::default()
+    };
+    assert!(cfg.protocols.is_none());
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let protos: Vec<LabProtocol> = r.protocols.iter().map(|p| p.proto).collect();
+    assert_eq!(
+        protos,
+        vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]
+    );
+    for p in &r.protocols {
+        assert!(p.error.is_none(), "{:?}", p.error);
+        assert!(
+            p.loads.iter().all(|l| l.requests == 31 && l.failed == 0),
+            "{:?}",
+            p.loads
+        );
+        let want = if p.proto == LabProtocol::H1Tls { 6 } else { 1 };
+        assert!(
+            p.loads.iter().all(|l| l.connections == want),
+            "{:?}",
+            p.loads
+        );
+    }
+    // HTTP/3 against HTTP/2 is stated: by the overall ratio when it is that pair, else apart.
+    let pair = [LabProtocol::H2, LabProtocol::H3];
+    let overall = r.ratio.as_ref().unwrap();
+    let h3_h2 = r.h3_vs_h2.as_ref().unwrap_or(overall);
+    assert!(
+        pair.contains(&h3_h2.faster) && pair.contains(&h3_h2.slower),
+        "{:?} {:?}",
+        r.ratio,
+        r.h3_vs_h2
+    );
+    let text = output::render_text(&r);
+    assert!(
+        text.contains("HTTP/3 (QUIC) loads the page") || text.contains("faster than HTTP/3 (QUIC)"),
+        "{text}"
+    );
+    // Over the emulated link, the report says which TCP model the relayed TCP had.
+    assert!(r.link.contains("TCP model cubic"), "{}", r.link);
+    let json = serde_json::to_value(&r).unwrap();
+    let model = &json["link_models"][0];
+    assert_eq!(model["profile"], "wan", "{model}");
+    assert_eq!(model["tcp_model"]["model"], "cubic", "{model}");
+    assert_eq!(model["tcp_model"]["beta"], 0.7, "{model}");
+    assert_eq!(model["tcp_model"]["initial_window_segments"], 10, "{model}");
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.contains("HTTP/3 across an emulated link")));
 }
 
 #[test]

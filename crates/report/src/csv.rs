@@ -3,6 +3,14 @@
 //! [`write()`] creates the file (header + row) or, when the file already starts with the same
 //! header, appends the run's row, so that repeated runs build one table. Latencies are in
 //! microseconds with three decimals; rates with two decimals.
+//!
+//! HTTP/3 runs fill the QUIC columns appended after h2load-style ones (empty for other
+//! protocols): `quic_min_rtt_us` and `quic_smoothed_rtt_us` (the median of the clients'
+//! figures, as the text's `QUIC:` line), `quic_packets_sent`, `quic_packets_recv_datagrams`
+//! (quinn-proto counts received *datagrams*, not the QUIC packets coalesced in them: h2load's
+//! `packets recv`), `quic_packets_lost` (sums over the clients' last connections),
+//! `udp_datagrams_sent`, `udp_datagrams_recv` (the sockets' counts, GSO and GRO batches
+//! counted by segment) and `gro_datagrams_per_read` (the mean datagrams per receive call).
 
 use std::fmt;
 use std::fs;
@@ -65,7 +73,34 @@ pub const COLUMNS: &[&str] = &[
     "errors",
     "protocol_fallback",
     "interrupted",
+    "quic_min_rtt_us",
+    "quic_smoothed_rtt_us",
+    "quic_packets_sent",
+    "quic_packets_recv_datagrams",
+    "quic_packets_lost",
+    "udp_datagrams_sent",
+    "udp_datagrams_recv",
+    "gro_datagrams_per_read",
 ];
+
+/// The QUIC columns of a run (see the module docs); empty cells without QUIC figures.
+fn quic_cells(q: Option<&h2lab_engine::QuicStats>) -> [String; 8] {
+    use crate::quic::{gro_stat, time_stat};
+    let Some(q) = q else {
+        return Default::default();
+    };
+    let sum = |v: &[u64]| v.iter().sum::<u64>().to_string();
+    [
+        format!("{:.3}", time_stat(&q.min_rtt).median * 1e6),
+        format!("{:.3}", time_stat(&q.smoothed_rtt).median * 1e6),
+        sum(&q.packets_sent),
+        sum(&q.packets_recv),
+        sum(&q.packets_lost),
+        q.datagrams_sent.to_string(),
+        q.datagrams_recv.to_string(),
+        format!("{:.2}", gro_stat(&q.gro_counts).mean),
+    ]
+}
 
 /// The header row (with trailing newline).
 pub fn header() -> String {
@@ -96,7 +131,7 @@ pub fn row(r: &RunResult, o: &RunOptions) -> String {
     let q = &r.requests;
     let st = &r.status;
     let t = &r.traffic;
-    let cells: Vec<String> = vec![
+    let mut cells: Vec<String> = vec![
         field(o.uris.first().map(String::as_str).unwrap_or("")),
         field(r.app_protocol.map(|p| p.as_str()).unwrap_or("")),
         o.clients.to_string(),
@@ -149,6 +184,7 @@ pub fn row(r: &RunResult, o: &RunOptions) -> String {
         r.protocol_fallback.to_string(),
         r.interrupted.to_string(),
     ];
+    cells.extend(quic_cells(r.quic.as_ref()));
     debug_assert_eq!(cells.len(), COLUMNS.len());
     let mut s = cells.join(",");
     s.push('\n');
@@ -252,10 +288,44 @@ mod tests {
         let line = row(&run(), &o);
         assert!(line.starts_with("\"http://h/a,b\",h2c,1,1,1,1.000000,10,10,10,10,0,0,0,"));
         assert!(line.contains(",10.00,0,1.500,1.500,1.500,0.000,1.500,"));
-        assert!(line.ends_with(",0,0,0,false,false\n"));
+        // The h2load-style columns, then the QUIC ones (empty: no QUIC figures).
+        assert!(line.contains(",0,0,0,false,false,"));
+        assert!(line.ends_with(",false,false,,,,,,,,\n"), "{line}");
         // Unquoted cells + the one quoted cell containing a comma.
         assert_eq!(line.trim_end().split(',').count(), COLUMNS.len() + 1);
         assert_eq!(field("a\"b"), "\"a\"\"b\"");
+    }
+
+    #[test]
+    fn http3_runs_fill_the_quic_columns() {
+        let mut r = run();
+        r.app_protocol = Some(AppProtocol::H3);
+        r.quic = Some(h2lab_engine::QuicStats {
+            datagrams_sent: 120,
+            datagrams_recv: 130,
+            min_rtt: vec![0.0002, 0.0004, 0.0003],
+            smoothed_rtt: vec![0.001, 0.002, 0.0015],
+            packets_sent: vec![40, 40, 41],
+            packets_recv: vec![43, 43, 44],
+            packets_lost: vec![0, 1, 0],
+            gro_counts: vec![0, 6, 2],
+        });
+        let line = row(&r, &RunOptions::default());
+        let cells: Vec<&str> = line.trim_end().split(',').collect();
+        assert_eq!(cells.len(), COLUMNS.len());
+        let at = |name: &str| cells[COLUMNS.iter().position(|c| *c == name).unwrap()];
+        assert_eq!(at("quic_min_rtt_us"), "300.000");
+        assert_eq!(at("quic_smoothed_rtt_us"), "1500.000");
+        assert_eq!(at("quic_packets_sent"), "121");
+        assert_eq!(at("quic_packets_recv_datagrams"), "130");
+        assert_eq!(at("quic_packets_lost"), "1");
+        assert_eq!(at("udp_datagrams_sent"), "120");
+        assert_eq!(at("udp_datagrams_recv"), "130");
+        // 6 reads of 1 datagram, 2 of 2: 10 / 8.
+        assert_eq!(at("gro_datagrams_per_read"), "1.25");
+        // The h2load-style columns keep their places.
+        assert_eq!(COLUMNS[COLUMNS.len() - 9], "interrupted");
+        assert_eq!(at("protocol"), "h3");
     }
 
     #[test]

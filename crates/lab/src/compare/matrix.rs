@@ -1,7 +1,7 @@
 //! Which cells a compare run measures.
 //!
-//! The full cross product of the default axes is 4 protocols × 7 payloads × 2 header sets ×
-//! 3 concurrencies × 2 stream counts × 3 links ≈ 1000 cells — hours. The default design
+//! The full cross product of the default axes is 6 protocols × 7 payloads × 2 header sets ×
+//! 3 concurrencies × 2 stream counts × 3 links ≈ 1500 cells — hours. The default design
 //! measures every payload at a *base* point (the first header set, the middle concurrency,
 //! one stream per connection, the first link) and varies each other axis one at a time on
 //! a few *sweep* payloads. `--full` measures the cross product instead.

@@ -288,6 +288,11 @@ impl<'a> Measurer<'a> {
         &self.timing
     }
 
+    /// Whether every run is measured on fresh connections ([`Self::fresh_connections`]).
+    pub fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
     /// Whether the run was asked to stop.
     pub fn stopped(&self) -> bool {
         self.stop.is_stopped()
@@ -464,17 +469,19 @@ impl<'a> Measurer<'a> {
     }
 }
 
-/// Expected wall time of `rounds` first rounds of the cells at `idxs`: each arm's first
-/// run with the full warm-up (its connections are opened then), the later ones with the
-/// resume warm-up.
-fn first_rounds_cost(plan: &MatrixPlan, idxs: &[usize], rounds: u32, t: &Timing) -> Duration {
+/// Expected wall time of `rounds` first rounds of the cells at `idxs`
+/// ([`super::plan::first_rounds_cost`]: on standing connections each arm's first run with the
+/// full warm-up, the later ones with the resume warm-up; whole runs the full warm-up each).
+fn first_rounds_cost(
+    plan: &MatrixPlan,
+    idxs: &[usize],
+    rounds: u32,
+    t: &Timing,
+    fresh: bool,
+) -> Duration {
     idxs.iter()
         .filter_map(|&i| plan.cells.get(i))
-        .map(|k| {
-            let (w, d) = cell_timing(k, t);
-            let later = resume_warm_up(k, t) + d + super::run::WINDOW_OVERHEAD;
-            w + d + super::run::WINDOW_OVERHEAD + later * rounds.saturating_sub(1)
-        })
+        .map(|k| super::plan::first_rounds_cost(k, t, rounds, fresh))
         .sum()
 }
 
@@ -546,7 +553,7 @@ pub fn run_plan(
     let costs: Vec<Duration> = groups
         .iter()
         .zip(&planned)
-        .map(|(idxs, &r)| first_rounds_cost(plan, idxs, r, &t))
+        .map(|(idxs, &r)| first_rounds_cost(plan, idxs, r, &t, m.fresh))
         .collect();
     let started = Instant::now();
     let mut spent_planned = Duration::ZERO;
@@ -577,7 +584,7 @@ pub fn run_plan(
             }
             m.round(&mut cells, idxs, r);
         }
-        spent_planned += first_rounds_cost(plan, idxs, rounds, &t);
+        spent_planned += first_rounds_cost(plan, idxs, rounds, &t, m.fresh);
         for &i in idxs {
             measured[i] = true;
             let c = &mut cells[i];

@@ -171,9 +171,16 @@ const MAX_RUN: Duration = Duration::from_secs(10);
 
 /// One link "round" of `key`'s condition: every in-flight request completing once — about
 /// one RTT plus the time to push the concurrency's worth of responses (and requests)
-/// through the link's bandwidth (zero on loopback).
+/// through the link's bandwidth (the client stack's rate, [`LabProtocol::stack_bps`],
+/// counts as a bandwidth too; zero on loopback for stacks without one).
 pub fn link_round(key: &CellKey) -> Duration {
     let (rtt, down, up) = key.cond.link.shape();
+    // A client stack slower than the link bounds a round too (HTTP/3: `stack_bps`).
+    let slower = |bps: Option<u64>| match (bps, key.proto.stack_bps()) {
+        (Some(b), Some(s)) => Some(b.min(s)),
+        (b, s) => b.or(s),
+    };
+    let (down, up) = (slower(down), slower(up));
     let c = f64::from(key.cond.concurrency);
     let resp = key.cond.payload.approx_bytes() as f64 + 200.0;
     let req = super::headers::size(&key.cond.headers.fields()) as f64 + 120.0;
@@ -494,18 +501,10 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
 /// command to the worker, the window's statistics, load probes).
 pub const WINDOW_OVERHEAD: Duration = Duration::from_millis(8);
 
-/// Estimated wall time of a plan's first rounds on standing connections: per cell one
-/// first run (full warm-up, plus opening the arm) and the rest after a resume warm-up.
+/// Estimated wall time of a plan's first rounds on standing connections (whole runs for the
+/// arms a standing run cannot measure): [`super::plan::estimate`].
 pub fn estimate(plan: &MatrixPlan, t: &Timing) -> Duration {
-    plan.cells
-        .iter()
-        .map(|k| {
-            let (w, d) = cell_timing(k, t);
-            let rounds = rounds_for(k, t);
-            let later = (resume_warm_up(k, t) + d + WINDOW_OVERHEAD) * rounds.saturating_sub(1);
-            w + d + Duration::from_millis(30) + later
-        })
-        .sum()
+    super::plan::estimate(plan, t, false)
 }
 
 /// Seconds since the Unix epoch (for result metadata).

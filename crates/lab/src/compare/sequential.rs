@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use super::decision::{self, DecisionRow, Metric};
 use super::matrix::{MatrixPlan, PlannedCondition};
 use super::measure::Measurer;
-use super::run::{cell_timing, resume_warm_up, CellResult};
+use super::run::CellResult;
 use crate::stats::ci::MIN_ROUNDS;
 
 /// Fixed per-run cost beyond the warm-up and the measured period on standing connections,
@@ -78,15 +78,13 @@ fn cell_idxs(pc: &PlannedCondition) -> Vec<usize> {
     idxs
 }
 
-/// Expected wall time of one round of `pc`.
+/// Expected wall time of one round of `pc` ([`super::plan::run_cost`] of each cell's later
+/// runs: whole runs for the arms that cannot stand).
 pub fn round_cost(pc: &PlannedCondition, cells: &[CellResult], m: &Measurer<'_>) -> Duration {
     cell_idxs(pc)
         .iter()
         .filter_map(|&i| cells.get(i))
-        .map(|c| {
-            let (_, d) = cell_timing(&c.key, m.timing());
-            resume_warm_up(&c.key, m.timing()) + d + RUN_OVERHEAD
-        })
+        .map(|c| super::plan::run_cost(&c.key, m.timing(), false, m.is_fresh()))
         .sum()
 }
 

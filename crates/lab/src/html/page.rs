@@ -215,7 +215,7 @@ fn connections_chart(id: &str, cols: &[ProtoPage]) -> String {
 pub fn render(r: &PageReport) -> String {
     let mut body = String::new();
     let mut intro = String::new();
-    if let Some(ratio) = r.ratio.as_ref() {
+    for ratio in r.ratio.iter().chain(r.h3_vs_h2.iter()) {
         let _ = write!(
             intro,
             "<p class=\"lead\"><b>{}</b></p>",

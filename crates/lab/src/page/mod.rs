@@ -1,7 +1,8 @@
 //! `h2lab page`: browser-like page loads.
 //!
 //! Loads a page and all its sub-resources the way a browser does — HTTP/1.1 with up to 6
-//! connections per host and no pipelining, HTTP/2 with one multiplexed connection — cold
+//! connections per host and no pipelining, HTTP/2 and HTTP/3 with one multiplexed
+//! connection each (all three by default against the built-in server) — cold
 //! (new connections, no cache), repeated and alternated between protocols. The default
 //! target is the built-in server's `/page` (the seed article's 15×20 table of 300 images
 //! of 1–8 KB) behind the `wan` link profile. It reports page load time (median, p90),
@@ -17,9 +18,12 @@ pub mod html;
 pub mod load;
 pub mod loss;
 pub mod output;
+pub mod ratio;
 pub mod render;
 pub mod slow;
 pub mod users;
+
+pub use ratio::Ratio;
 
 use std::time::{Duration, Instant};
 
@@ -67,8 +71,9 @@ pub struct PageConfig {
     pub url: Option<String>,
     /// Query of the built-in `/page` (`n`, `min`, `max`, `seed`).
     pub page_query: String,
-    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS (and HTTP/3 in the loss
-    /// experiment on the built-in server; h1 and h2c for an `http://` URL).
+    /// Protocols to compare; `None`: HTTP/1.1 and HTTP/2 over TLS and HTTP/3 on the built-in
+    /// server (HTTP/3 not in the slow-endpoint and load-test scenarios), HTTP/1.1 and HTTP/2
+    /// over TLS for an `https://` URL, h1 and h2c for an `http://` URL.
     pub protocols: Option<Vec<LabProtocol>>,
     /// Emulated link.
     pub link: LinkProfile,
@@ -159,49 +164,6 @@ pub struct ProtoPage {
     pub error: Option<String>,
 }
 
-/// Which protocol was faster and by how much.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Ratio {
-    /// The faster protocol.
-    pub faster: LabProtocol,
-    /// The slower protocol.
-    pub slower: LabProtocol,
-    /// Slower median / faster median.
-    pub ratio: f64,
-    /// The faster median (ms).
-    pub faster_ms: f64,
-    /// The slower median (ms).
-    pub slower_ms: f64,
-}
-
-impl Ratio {
-    /// The ratio of the slowest to the fastest median among `items`.
-    pub fn of(items: &[(LabProtocol, f64)]) -> Option<Ratio> {
-        let ok: Vec<&(LabProtocol, f64)> = items.iter().filter(|x| x.1 > 0.0).collect();
-        let fast = ok.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
-        let slow = ok.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-        if fast.0 == slow.0 {
-            return None;
-        }
-        Some(Ratio {
-            faster: fast.0,
-            slower: slow.0,
-            ratio: slow.1 / fast.1,
-            faster_ms: fast.1,
-            slower_ms: slow.1,
-        })
-    }
-
-    /// [`Ratio::of`] the median page load times of `pages` (those that loaded).
-    pub fn of_pages(pages: &[ProtoPage]) -> Option<Ratio> {
-        let medians: Vec<(LabProtocol, f64)> = pages
-            .iter()
-            .filter_map(|p| p.page_ms.map(|s| (p.proto, s.median)))
-            .collect();
-        Ratio::of(&medians)
-    }
-}
-
 /// The page under test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PageInfo {
@@ -250,8 +212,10 @@ pub struct PageReport {
     pub environment: String,
     /// How the CPUs were split between the built-in server and the client.
     pub isolation: crate::env::Isolation,
-    /// The link, described.
+    /// The link, described (with the model of TCP the relay applied).
     pub link: String,
+    /// The links used (the one link, or one per loss level): shape and TCP model.
+    pub link_models: Vec<crate::link::LinkRecord>,
     /// The machine.
     pub machine: Machine,
     /// The page (page loads only).
@@ -262,6 +226,10 @@ pub struct PageReport {
     pub protocols: Vec<ProtoPage>,
     /// Page-time ratio.
     pub ratio: Option<Ratio>,
+    /// HTTP/3 against HTTP/2 (medians of the page loads), when both loaded the page and the
+    /// overall `ratio` is not already that pair.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub h3_vs_h2: Option<Ratio>,
     /// The slow-endpoint scenario.
     pub slow: Option<SlowReport>,
     /// The load test.
@@ -338,6 +306,13 @@ fn pools(
         .collect()
 }
 
+/// Whether page loads compare HTTP/3 too when `--protocols` is not given: HTTP/1.1 × 6 vs
+/// HTTP/2 vs HTTP/3 (the page loads and the loss experiment); the seeds' slow-endpoint and
+/// load-test scenarios keep their HTTP/1.1 vs HTTP/2 unless `--protocols` lists `h3`.
+fn h3_by_default(cfg: &PageConfig) -> bool {
+    cfg.slow.is_none() && cfg.load_test.is_none()
+}
+
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
@@ -350,8 +325,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 push: cfg.push,
                 h3: match &cfg.protocols {
                     Some(v) => v.contains(&LabProtocol::H3),
-                    // The loss experiment compares HTTP/1.1, HTTP/2 and HTTP/3 by default.
-                    None => !cfg.loss_levels.is_empty(),
+                    None => h3_by_default(cfg),
                 },
             })?,
             format!("/page?{}", cfg.page_query),
@@ -377,7 +351,8 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let available = env.targets().available();
     let protos: Vec<LabProtocol> = match &cfg.protocols {
         Some(v) => v.clone(),
-        None if available.contains(&LabProtocol::H3) && !cfg.loss_levels.is_empty() => {
+        // The built-in server answers HTTP/3; an external URL only when `--protocols` asks.
+        None if available.contains(&LabProtocol::H3) && h3_by_default(cfg) => {
             vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]
         }
         None if available.contains(&LabProtocol::H2) => vec![LabProtocol::H1Tls, LabProtocol::H2],
@@ -421,11 +396,16 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         environment: env.describe().to_owned(),
         isolation: env.isolation().clone(),
         link,
+        link_models: links_used
+            .iter()
+            .map(|&p| crate::link::LinkRecord::of(p))
+            .collect(),
         machine: Machine::this(),
         page: None,
         repeat: cfg.repeat,
         protocols: Vec::new(),
         ratio: None,
+        h3_vs_h2: None,
         slow: None,
         load_test: None,
         loss: Vec::new(),
@@ -485,6 +465,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             report.protocols = first.protocols.clone();
         }
         report.ratio = Ratio::of_pages(&report.protocols);
+        report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -517,6 +498,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         report.protocols.push(proto_page(pool.proto, pool, l, e));
     }
     report.ratio = Ratio::of_pages(&report.protocols);
+    report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
     if let Some(lt) = &cfg.load_test {
         let mut results = Vec::new();
         for pool in &pools {

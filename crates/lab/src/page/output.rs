@@ -118,6 +118,9 @@ pub fn render_text(r: &PageReport) -> String {
         if let Some(ratio) = &r.ratio {
             let _ = writeln!(out, "\n{}", ratio_line(ratio, "loads the page"));
         }
+        if let Some(ratio) = &r.h3_vs_h2 {
+            let _ = writeln!(out, "{}", ratio_line(ratio, "loads the page"));
+        }
         for p in &r.protocols {
             if let Some(e) = &p.error {
                 let _ = writeln!(out, "{}: {e}", p.proto.label());

@@ -86,11 +86,15 @@ impl RenderLink {
     }
 
     fn describe(&self) -> String {
-        let base = crate::env::describe_profile(self.profile);
-        if self.loss > 0.0 {
+        let base = crate::env::describe_profile_shape(self.profile);
+        let shape = if self.loss > 0.0 {
             format!("{base}, {}% loss", self.loss * 100.0)
         } else {
             base
+        };
+        match crate::link::LinkRecord::of(self.profile).model_text() {
+            Some(model) => format!("{shape}; {model}"),
+            None => shape,
         }
     }
 }

@@ -1,0 +1,177 @@
+//! What a compare plan costs in wall time: one model for the estimate printed at the start
+//! ([`estimate`]), for fitting the first rounds into the budget
+//! ([`measure::run_plan`](super::measure::run_plan)) and for planning the rounds the budget
+//! adds ([`sequential`](super::sequential)).
+//!
+//! A run costs its warm-up and measured period ([`cell_timing`]) plus a fixed overhead, and
+//! what that overhead and the warm-up are depends on how the arm is measured:
+//! - **On standing connections** ([`arms`](super::arms)): the first run opens the arm and
+//!   warms up in full; later runs only refill the pipeline ([`resume_warm_up`]) and pay
+//!   [`WINDOW_OVERHEAD`].
+//! - **As whole engine runs** (`--fresh-connections`, or an arm [`StandingRun::supports`]
+//!   refuses — HTTP/3 until the engine's standing run drives QUIC): *every* run connects
+//!   afresh, so every run pays the full warm-up (for HTTP/3 at least
+//!   [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per connection: QUIC
+//!   handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
+//!   joined, connections closed). Counting an HTTP/3 arm as standing underestimated its
+//!   rounds by about half, which is how a default matrix with `h3` overran its budget.
+//!
+//! Whether an arm stands is asked of [`StandingRun::supports`] with the arm's real engine
+//! configuration, the same question the measurer asks, so the model follows the engine.
+
+use std::time::Duration;
+
+use h2lab_engine::{StandingRun, Target};
+
+use super::matrix::{CellKey, MatrixPlan};
+use super::run::{bench_config, cell_timing, resume_warm_up, rounds_for, Timing, WINDOW_OVERHEAD};
+use crate::env::Origin;
+
+/// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
+/// into the engine to its first worker starting (thread start, TLS configuration), and the
+/// end of the measured period to its return (closing the connections, joining the threads,
+/// merging). A few ms for TCP on a loaded 2-core VM (`wall` in results.json); for HTTP/3
+/// (a CONNECTION_CLOSE per connection) set-up plus teardown came to at most about 22 ms per
+/// run at c=50 and 40 ms at c=200 (`wall` of `h2,h3` runs on `100k`, nice 19, load 6–7).
+pub const WHOLE_RUN_OVERHEAD: Duration = Duration::from_millis(30);
+
+/// Cost of opening an arm's standing connections beyond its first warm-up (the call itself:
+/// threads start, connects and handshakes happen in the background of the warm-up).
+pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
+
+/// Whether `key`'s runs are measured on its arm's standing connections: not with
+/// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its engine
+/// configuration (HTTP/3 while the standing run does not drive QUIC).
+pub fn stands(key: &CellKey, t: &Timing, fresh: bool) -> bool {
+    if fresh {
+        return false;
+    }
+    // Any origin of the protocol's scheme: the answer depends on the protocol, not the host.
+    let scheme = if key.proto.tls() { "https" } else { "http" };
+    let Ok(target) = Target::parse(&format!("{scheme}://127.0.0.1:1/")) else {
+        return true;
+    };
+    let origin = Origin {
+        target,
+        connect_to: Vec::new(),
+        unix_socket: None,
+    };
+    bench_config(key, &origin, t).map_or(true, |cfg| StandingRun::supports(&cfg))
+}
+
+/// Expected wall time of one run of `key`: the arm's `first` run (on standing connections it
+/// opens the arm and warms up in full) or a later one (see the module docs).
+pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration {
+    let (w, d) = cell_timing(key, t);
+    if !stands(key, t, fresh) {
+        w + d + WHOLE_RUN_OVERHEAD
+    } else if first {
+        w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
+    } else {
+        resume_warm_up(key, t) + d + WINDOW_OVERHEAD
+    }
+}
+
+/// Expected wall time of `rounds` first rounds of `key`: its first run and `rounds - 1` later
+/// ones.
+pub fn first_rounds_cost(key: &CellKey, t: &Timing, rounds: u32, fresh: bool) -> Duration {
+    if rounds == 0 {
+        return Duration::ZERO;
+    }
+    run_cost(key, t, true, fresh) + run_cost(key, t, false, fresh) * (rounds - 1)
+}
+
+/// Expected wall time of a plan's first rounds ([`rounds_for`] each cell).
+pub fn estimate(plan: &MatrixPlan, t: &Timing, fresh: bool) -> Duration {
+    plan.cells
+        .iter()
+        .map(|k| first_rounds_cost(k, t, rounds_for(k, t), fresh))
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::axes::HeaderSet;
+    use crate::compare::matrix::Condition;
+    use crate::link::LinkProfile;
+    use crate::proto::LabProtocol;
+
+    fn key(proto: LabProtocol, concurrency: u32) -> CellKey {
+        CellKey {
+            cond: Condition {
+                payload: "ping".parse().unwrap(),
+                headers: HeaderSet::None,
+                concurrency,
+                streams: 1,
+                link: LinkProfile::Loopback,
+            },
+            proto,
+            arm: 0,
+        }
+    }
+
+    fn timing() -> Timing {
+        Timing {
+            runs: 9,
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(100),
+            client_threads: 1,
+        }
+    }
+
+    #[test]
+    fn arms_the_engine_cannot_keep_pay_a_whole_run_every_round() {
+        let t = timing();
+        let h2 = key(LabProtocol::H2, 50);
+        assert!(stands(&h2, &t, false));
+        assert!(!stands(&h2, &t, true));
+        let later = run_cost(&h2, &t, false, false);
+        assert_eq!(later, RESUME_WARM + t.duration + WINDOW_OVERHEAD);
+        assert!(run_cost(&h2, &t, true, false) > later);
+        // Fresh connections: the full warm-up every time.
+        assert_eq!(
+            run_cost(&h2, &t, false, true),
+            t.warm_up + t.duration + WHOLE_RUN_OVERHEAD
+        );
+        // HTTP/3 follows what the engine says of its configuration.
+        let h3 = key(LabProtocol::H3, 200);
+        let (w, d) = cell_timing(&h3, &t);
+        // 200 QUIC handshakes at 3 ms each.
+        assert_eq!(w, Duration::from_millis(600));
+        let cfg_stands = stands(&h3, &t, false);
+        let later = run_cost(&h3, &t, false, false);
+        if cfg_stands {
+            assert!(later < w + d);
+        } else {
+            assert_eq!(later, w + d + WHOLE_RUN_OVERHEAD);
+        }
+        assert_eq!(
+            first_rounds_cost(&h3, &t, 9, false),
+            run_cost(&h3, &t, true, false) + later * 8
+        );
+        assert_eq!(first_rounds_cost(&h3, &t, 0, false), Duration::ZERO);
+    }
+
+    #[test]
+    fn http3_periods_cover_rounds_of_its_stack_rate_on_loopback() {
+        let t = timing();
+        let mut h3 = key(LabProtocol::H3, 200);
+        h3.cond.payload = "100k".parse().unwrap();
+        let mut h2 = h3.clone();
+        h2.proto = LabProtocol::H2;
+        // h2 on loopback: no bandwidth, the set duration.
+        assert_eq!(cell_timing(&h2, &t).1, t.duration);
+        // h3: 3 rounds of 200 × ~100 KiB at 600 Mbit/s, about 0.82 s.
+        let d = cell_timing(&h3, &t).1;
+        assert!(
+            d > Duration::from_millis(800) && d < Duration::from_millis(850),
+            "{d:?}"
+        );
+        // Small responses are not stretched.
+        let small = key(LabProtocol::H3, 50);
+        assert_eq!(cell_timing(&small, &t).1, t.duration);
+    }
+
+    const RESUME_WARM: Duration = super::super::run::RESUME_WARM_UP;
+}
