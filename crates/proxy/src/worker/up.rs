@@ -48,6 +48,7 @@ impl Worker {
         }
         let mut eof = false;
         if u.want_read && !paused {
+            self.spare.lend(&mut u.inbuf);
             match u.sock.fill(&mut u.inbuf, UP_MAX_IN, UP_READ_CHUNK, u.hup) {
                 Ok(fl) => {
                     eof = fl.eof;
@@ -92,6 +93,8 @@ impl Worker {
             self.queue_touched();
             return self.fail_up(j, false);
         }
+        // Nothing unread: the storage goes back for the next connection to read into.
+        self.spare.take_back(&mut u.inbuf);
         let again = u.want_read && !paused && u.inbuf.len() < UP_MAX_IN;
         self.queue_touched();
         self.after_stream_end(j);
@@ -196,6 +199,7 @@ impl Worker {
         let Some(mut u) = self.ups.remove(j) else {
             return;
         };
+        self.spare.take_back(&mut u.inbuf);
         u.fail_all(
             &mut self.fronts,
             502,
