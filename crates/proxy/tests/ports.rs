@@ -58,16 +58,17 @@ fn a_port_held_by_a_connection_is_reported_as_such() {
     let server = TcpListener::bind("127.0.0.1:0").expect("bind");
     let conn = TcpStream::connect(server.local_addr().expect("addr")).expect("connect");
     let taken = conn.local_addr().expect("local addr");
-    let err = h2lab_proxy::spawn({
+    let res = h2lab_proxy::spawn({
         let mut c = h2lab_proxy::ProxyConfig::local(
             vec![h2lab_proxy::UpstreamAddr::Tcp(b[0].addr().expect("addr"))],
             UpstreamProtocol::H1,
         );
         c.listen = Some(taken);
         c
-    })
-    .err()
-    .expect("the port is taken by a connection");
+    });
+    let Err(err) = res else {
+        panic!("the port is taken by a connection: the bind should fail");
+    };
     match &err {
         ProxyError::Io { source, .. } => {
             assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse)
