@@ -183,7 +183,11 @@ impl Worker {
         let t = u.target;
         let ups = &mut self.ups;
         let list = &mut self.idle[t];
-        list.retain(|&(k, g)| ups.get(k, g).is_some());
+        if list.len() >= cfg.pool {
+            // Entries of connections closed since are dropped only when they would keep
+            // this one out (the checkout skips them anyway): no scan per request.
+            list.retain(|&(k, g)| ups.get(k, g).is_some());
+        }
         if reusable && list.len() < cfg.pool {
             list.push((j, gen));
             if let Some(u) = self.ups.at(j) {
