@@ -296,7 +296,6 @@ pub fn push_dec(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&digits[i..]);
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,7 +325,12 @@ mod tests {
             push_dec(&mut v, n);
             assert_eq!(v, n.to_string().as_bytes());
         }
-        for ip in ["127.0.0.1", "::1", "2001:db8::ff00:42:8329", "255.255.255.255"] {
+        for ip in [
+            "127.0.0.1",
+            "::1",
+            "2001:db8::ff00:42:8329",
+            "255.255.255.255",
+        ] {
             let ip: IpAddr = ip.parse().unwrap();
             assert_eq!(IpText::new(ip).as_bytes(), ip.to_string().as_bytes());
         }

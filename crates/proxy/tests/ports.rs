@@ -48,7 +48,10 @@ fn two_proxies_on_adjacent_ports_serve_side_by_side() {
     let p4 = proxy(&b, UpstreamProtocol::H1, |_| {});
     assert_ne!(p3.addr(), p4.addr());
     for p in [&p3, &p4] {
-        assert_eq!(Client::connect(p.addr().expect("addr")).get("/ping").status, 200);
+        assert_eq!(
+            Client::connect(p.addr().expect("addr")).get("/ping").status,
+            200
+        );
     }
 }
 
