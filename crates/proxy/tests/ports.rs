@@ -30,12 +30,12 @@ fn two_proxies_on_adjacent_ports_serve_side_by_side() {
     let b = backends(1);
     let n = adjacent_free_ports();
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+    // Both bound before any connection exists: a connection opened in between could take
+    // n + 1 as its local port (that is what "Address already in use" with adjacent ports
+    // was; the other test shows it).
     let p1 = proxy(&b, UpstreamProtocol::H1, |c| c.listen = Some(at(n)));
-    // The first proxy's upstream connections are open (ephemeral local ports) while the
-    // second one binds.
-    let mut c1 = Client::connect(at(n));
-    assert_eq!(c1.get("/ping").status, 200);
     let p2 = proxy(&b, UpstreamProtocol::H1, |c| c.listen = Some(at(n + 1)));
+    let mut c1 = Client::connect(at(n));
     let mut c2 = Client::connect(at(n + 1));
     for _ in 0..20 {
         assert_eq!(c1.get("/ping").status, 200);
