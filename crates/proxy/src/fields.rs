@@ -64,9 +64,37 @@ pub struct Forward<'a> {
     /// The client sent `TE: trailers`: said to HTTP/2 upstreams (RFC 9113 §8.2.2 allows
     /// that one value; gRPC servers ask for it), never to HTTP/1.x ones (hop-by-hop).
     pub te_trailers: bool,
+    /// The client sent `X-Forwarded-For` (its values are passed on, the client's address
+    /// appended); false spares a scan of the fields.
+    pub prior_xff: bool,
+}
+
+/// What one scan of a request's fields tells: (`TE` lists `trailers`, an `X-Forwarded-For`
+/// is present).
+pub fn scan_request_fields(headers: &Headers<'_>) -> (bool, bool) {
+    let (mut te, mut xff) = (false, false);
+    for h in headers.iter() {
+        if h.name.eq_ignore_ascii_case("te") {
+            te |= h
+                .value
+                .split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"));
+        } else if h.name.eq_ignore_ascii_case("x-forwarded-for") {
+            xff = true;
+        }
+    }
+    (te, xff)
 }
 
 impl Forward<'_> {
+    /// The client's `X-Forwarded-For` values (none scanned for when it sent none).
+    fn prior_xff_values(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.prior_xff
+            .then(|| self.headers.get_all("x-forwarded-for"))
+            .into_iter()
+            .flatten()
+    }
+
     fn proto(&self) -> &'static [u8] {
         if self.https {
             b"https"
@@ -93,7 +121,7 @@ impl Forward<'_> {
         out.extend_from_slice(b"\r\nx-real-ip: ");
         out.extend_from_slice(ip);
         out.extend_from_slice(b"\r\nx-forwarded-for: ");
-        for prev in self.headers.get_all("x-forwarded-for") {
+        for prev in self.prior_xff_values() {
             out.extend_from_slice(prev);
             out.extend_from_slice(b", ");
         }
@@ -113,7 +141,9 @@ impl Forward<'_> {
         match (self.has_body, self.body_len) {
             (true, None) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
             (true, Some(n)) => {
-                let _ = write!(out, "content-length: {n}\r\n");
+                out.extend_from_slice(b"content-length: ");
+                push_dec(out, n);
+                out.extend_from_slice(b"\r\n");
             }
             (false, _) => {}
         }
@@ -144,7 +174,7 @@ impl Forward<'_> {
             k += 1;
         }
         let xff_start = scratch.len();
-        for prev in self.headers.get_all("x-forwarded-for") {
+        for prev in self.prior_xff_values() {
             scratch.extend_from_slice(prev);
             scratch.extend_from_slice(b", ");
         }
@@ -229,6 +259,43 @@ pub fn ip_text(ip: IpAddr, buf: &mut [u8; 48]) -> &[u8] {
     &buf[..used]
 }
 
+/// A client's address as the text `X-Real-IP` and `X-Forwarded-For` carry, formatted once
+/// per connection instead of once per request.
+#[derive(Debug, Clone, Copy)]
+pub struct IpText {
+    buf: [u8; 48],
+    len: u8,
+}
+
+impl IpText {
+    /// Formats `ip`.
+    pub fn new(ip: IpAddr) -> Self {
+        let mut buf = [0u8; 48];
+        let len = ip_text(ip, &mut buf).len() as u8;
+        IpText { buf, len }
+    }
+
+    /// The text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+/// Appends `n` in decimal (no `fmt` machinery on the per-request path).
+pub fn push_dec(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +314,26 @@ mod tests {
             body_len: Some(3),
             has_body: true,
             te_trailers: false,
+            prior_xff: scan_request_fields(&h.headers).1,
         });
+    }
+
+    #[test]
+    fn decimal_and_ip_text() {
+        for n in [0u64, 7, 10, 653, 102_400, u64::MAX] {
+            let mut v = Vec::new();
+            push_dec(&mut v, n);
+            assert_eq!(v, n.to_string().as_bytes());
+        }
+        for ip in [
+            "127.0.0.1",
+            "::1",
+            "2001:db8::ff00:42:8329",
+            "255.255.255.255",
+        ] {
+            let ip: IpAddr = ip.parse().unwrap();
+            assert_eq!(IpText::new(ip).as_bytes(), ip.to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::time::Instant;
 use h2lab_wire::h1::{encode_chunk, reason_phrase, BodyDecoder, Limits, RequestParser};
 
 use crate::buf::{Buf, InBuf};
+use crate::fields::{push_dec, IpText};
 use crate::io::FrontIo;
 use crate::stats::Stats;
 
@@ -64,6 +65,8 @@ pub struct Front {
     pub out: Buf,
     /// Client address.
     pub peer: SocketAddr,
+    /// Its IP address as text (for `X-Real-IP` / `X-Forwarded-For`).
+    pub ip: IpText,
     /// State.
     pub state: FState,
     /// Request head parser.
@@ -160,6 +163,7 @@ impl Front {
             inbuf: InBuf::default(),
             out: Buf::default(),
             peer,
+            ip: IpText::new(peer.ip()),
             state: FState::Head,
             parser: RequestParser::new(limits),
             link: None,
@@ -236,12 +240,18 @@ impl Front {
         }
         let no_body = self.is_head || status == 204 || status == 304 || status < 200;
         let out = self.out.tail();
-        let _ = write!(out, "HTTP/1.1 {status} {}\r\n", reason_phrase(status));
+        out.extend_from_slice(b"HTTP/1.1 ");
+        push_dec(out, u64::from(status));
+        out.push(b' ');
+        out.extend_from_slice(reason_phrase(status).as_bytes());
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(lines);
         let mut chunked = false;
         match content_length {
             Some(n) if status != 204 => {
-                let _ = write!(out, "content-length: {n}\r\n");
+                out.extend_from_slice(b"content-length: ");
+                push_dec(out, n);
+                out.extend_from_slice(b"\r\n");
             }
             Some(_) => {}
             None if no_body => {}

@@ -94,6 +94,27 @@ fn io_err(context: &str) -> impl FnOnce(std::io::Error) -> ProxyError + '_ {
     }
 }
 
+/// A failed bind of `addr`. "Address already in use" also happens when no program listens
+/// on the port: any socket bound to it blocks it, including a connection whose local port it
+/// is — the kernel gives outgoing connections (this proxy's own upstream connections, a
+/// benchmark client's) local ports from the ephemeral range, so a fixed port inside that
+/// range can be taken at any moment (two proxies on adjacent ports collide this way when the
+/// first one's upstream connections got the second one's port). The error says so.
+fn bind_err(what: &'static str, addr: SocketAddr) -> impl FnOnce(std::io::Error) -> ProxyError {
+    move |source| {
+        let context = if source.kind() == std::io::ErrorKind::AddrInUse {
+            format!(
+                "binding the {what} port {addr} (a listener or a connection already uses this \
+                 port: fixed ports inside the ephemeral range, /proc/sys/net/ipv4/ip_local_port_range, \
+                 are also handed to outgoing connections; use port 0 or a port below that range)"
+            )
+        } else {
+            format!("binding the {what} port {addr}")
+        };
+        ProxyError::Io { context, source }
+    }
+}
+
 /// The front's TLS settings: the configured certificate (or a generated one) and ALPN `h2`,
 /// `http/1.1`.
 fn tls_config(
@@ -245,7 +266,7 @@ pub fn spawn(mut config: ProxyConfig) -> Result<RunningProxy, ProxyError> {
     let mut listeners = Vec::new();
     let (mut addr, mut tls_addr, mut cert_path) = (None, None, None);
     if let Some(a) = config.listen {
-        let l = Listener::bind(a, false).map_err(io_err("binding the cleartext port"))?;
+        let l = Listener::bind(a, false).map_err(bind_err("cleartext", a))?;
         addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }
@@ -254,7 +275,7 @@ pub fn spawn(mut config: ProxyConfig) -> Result<RunningProxy, ProxyError> {
         config.front.cert = Some(paths.cert.clone());
         config.front.key = Some(paths.key.clone());
         cert_path = Some(paths.cert);
-        let l = Listener::bind(a, true).map_err(io_err("binding the TLS port"))?;
+        let l = Listener::bind(a, true).map_err(bind_err("TLS", a))?;
         tls_addr = Some(l.local_addr().map_err(io_err("local_addr"))?);
         listeners.push(l);
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use mio::net::TcpListener;
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
 
+use crate::buf::SparePool;
 use crate::config::ProxyConfig;
 use crate::front::{FState, Front};
 use crate::io::FrontIo;
@@ -82,6 +83,8 @@ pub struct Worker {
     touched: Vec<usize>,
     scratch: Vec<u8>,
     lines: Vec<u8>,
+    /// Storage of empty upstream input buffers, lent to the next upstream read.
+    spare: SparePool,
     now: Instant,
 }
 
@@ -122,6 +125,7 @@ impl Worker {
             touched: Vec::new(),
             scratch: Vec::new(),
             lines: Vec::new(),
+            spare: SparePool::default(),
             now: Instant::now(),
         })
     }

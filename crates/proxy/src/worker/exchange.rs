@@ -7,7 +7,7 @@ use h2lab_wire::h2::HeaderEncoder;
 use super::pool::{acquire, looks_like_http1, push_body};
 use super::{Acq, Worker};
 use crate::config::UpstreamProtocol;
-use crate::fields::{ip_text, push_response_field, Forward};
+use crate::fields::{push_response_field, scan_request_fields, Forward};
 use crate::front::{write_error, FState, Link};
 use crate::upstream::UpKind;
 
@@ -62,10 +62,7 @@ impl Worker {
         let is_head = head.method == "HEAD";
         // RFC 9110 §10.1.4: `TE: trailers` says the client accepts a trailer section; an
         // HTTP/2 stream (a virtual connection) always can.
-        let client_te = head.headers.get_all("te").any(|v| {
-            v.split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"))
-        });
+        let (client_te, prior_xff) = scan_request_fields(&head.headers);
         let te_trailers = f.parent.is_some() || client_te;
         let fw = Forward {
             method: head.method.as_bytes(),
@@ -76,9 +73,10 @@ impl Worker {
             body_len,
             has_body,
             te_trailers: client_te,
+            prior_xff,
         };
-        let mut ipb = [0u8; 48];
-        let ip = ip_text(f.peer.ip(), &mut ipb);
+        let ipt = f.ip;
+        let ip = ipt.as_bytes();
 
         let retried = f.retried;
         let acq = acquire(

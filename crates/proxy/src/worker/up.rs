@@ -48,6 +48,7 @@ impl Worker {
         }
         let mut eof = false;
         if u.want_read && !paused {
+            self.spare.lend(&mut u.inbuf);
             match u.sock.fill(&mut u.inbuf, UP_MAX_IN, UP_READ_CHUNK, u.hup) {
                 Ok(fl) => {
                     eof = fl.eof;
@@ -92,6 +93,8 @@ impl Worker {
             self.queue_touched();
             return self.fail_up(j, false);
         }
+        // Nothing unread: the storage goes back for the next connection to read into.
+        self.spare.take_back(&mut u.inbuf);
         let again = u.want_read && !paused && u.inbuf.len() < UP_MAX_IN;
         self.queue_touched();
         self.after_stream_end(j);
@@ -180,7 +183,11 @@ impl Worker {
         let t = u.target;
         let ups = &mut self.ups;
         let list = &mut self.idle[t];
-        list.retain(|&(k, g)| ups.get(k, g).is_some());
+        if list.len() >= cfg.pool {
+            // Entries of connections closed since are dropped only when they would keep
+            // this one out (the checkout skips them anyway): no scan per request.
+            list.retain(|&(k, g)| ups.get(k, g).is_some());
+        }
         if reusable && list.len() < cfg.pool {
             list.push((j, gen));
             if let Some(u) = self.ups.at(j) {
@@ -196,6 +203,7 @@ impl Worker {
         let Some(mut u) = self.ups.remove(j) else {
             return;
         };
+        self.spare.take_back(&mut u.inbuf);
         u.fail_all(
             &mut self.fronts,
             502,
