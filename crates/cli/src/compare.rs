@@ -73,9 +73,8 @@ pub struct CompareArgs {
     pub h3_url: Option<String>,
 
     /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c,h3; --quick: h1,h1.0,h1-tls,h2,h2c
-    /// (HTTP/3 arms are whole runs, QUIC handshakes every round: with h3 --quick's first
-    /// rounds plan at about 62 s against its 55 s budget, and stay within a minute only by
-    /// cutting every condition to 6-7 rounds with none added for wide CIs)]. A protocol listed twice
+    /// (with h3, --quick's 36 cells need about 47 s at the fewest rounds that decide, too
+    /// close to its 55 s budget on a loaded machine; add it with --protocols)]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
