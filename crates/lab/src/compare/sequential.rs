@@ -27,10 +27,6 @@ use super::measure::Measurer;
 use super::run::CellResult;
 use crate::stats::ci::MIN_ROUNDS;
 
-/// Fixed per-run cost beyond the warm-up and the measured period on standing connections,
-/// for planning rounds into the budget (the measured slowdown of the last round scales it).
-pub const RUN_OVERHEAD: Duration = super::run::WINDOW_OVERHEAD;
-
 /// The widest relative CI width of `row`'s throughput and server-cost decisions (A/A
 /// controls left out); infinite when such a decision has fewer than [`MIN_ROUNDS`] paired
 /// rounds; `None` when the row has no such decision with a ratio.
