@@ -473,3 +473,33 @@ fn sections_on_the_dynamic_table_or_for_sinks_wanting_fields_are_always_decoded(
     }
     assert_eq!(rec.sections, vec![ok.clone(), ok.clone(), ok]);
 }
+
+#[test]
+fn a_repeated_static_only_request_section_is_replayed_field_for_field() {
+    // The server wants the fields (it routes on them): a request section identical to the
+    // previous static-only one is replayed from the memo, then a different one decoded, and
+    // a malformed one is still refused after a remembered one.
+    let mut peer = Peer::new(false, 0, 0);
+    let other = fields(&[
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":authority", "a.example"),
+        (":path", "/other"),
+    ]);
+    let mut q = Decoder::new(0, 0);
+    let mut rec = Recorder::default();
+    let sent = [request(), request(), other.clone(), other.clone(), request()];
+    for (i, f) in sent.iter().enumerate() {
+        let id = 4 * i as u64;
+        let body: &[&[u8]] = if f == &request() { &[b"hello"] } else { &[] };
+        let bytes = peer.message(id, f, body, &Fields::new());
+        let mut s = RequestStream::new(Role::Server, id);
+        s.recv(&bytes, true, &mut q, &mut rec).unwrap();
+        assert!(s.is_done());
+    }
+    assert_eq!(rec.sections, sent.to_vec());
+    let bad = fields(&[(":method", "GET"), (":path", "/other")]);
+    let bytes = peer.message(40, &bad, &[], &Fields::new());
+    let mut s = RequestStream::new(Role::Server, 40);
+    assert!(s.recv(&bytes, true, &mut q, &mut rec).is_err());
+}

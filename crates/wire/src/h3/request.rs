@@ -277,28 +277,39 @@ impl RequestStream {
         }
         let kind = self.section_kind();
         ev.section_start(section.len());
-        let memo = !ev.wants_fields() && SectionMemo::eligible(section);
+        let memo = SectionMemo::eligible(section);
         if memo {
             if let Some((facts, decoded_len)) = qpack.memo.hit(kind, section) {
-                ev.fields_skipped(decoded_len);
+                if ev.wants_fields() {
+                    qpack.memo.replay(|n, v| ev.field(n, v));
+                } else {
+                    ev.fields_skipped(decoded_len);
+                }
                 return self.section_facts(kind, facts, ev);
             }
         }
         let mut v = FieldValidator::new(kind);
         let mut bad = None;
         let mut decoded_len = 0usize;
+        // The memo lives in the decoder, which decodes: taken out meanwhile (no allocation).
+        let mut m = std::mem::take(&mut qpack.memo);
+        m.start();
         let r = qpack.decode_section(self.stream_id, section, |f| {
             if bad.is_none() {
                 match v.field(f.name, f.value) {
                     Ok(()) => {
                         decoded_len += f.name.len() + f.value.len();
+                        if memo {
+                            m.collect(f.name, f.value);
+                        }
                         ev.field(f.name, f.value);
                     }
                     Err(e) => bad = Some(e),
                 }
             }
-        })?;
-        if r == Decoded::Blocked {
+        });
+        qpack.memo = m;
+        if r? == Decoded::Blocked {
             self.blocked = true;
             return Ok(());
         }
