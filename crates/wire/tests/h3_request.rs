@@ -488,7 +488,13 @@ fn a_repeated_static_only_request_section_is_replayed_field_for_field() {
     ]);
     let mut q = Decoder::new(0, 0);
     let mut rec = Recorder::default();
-    let sent = [request(), request(), other.clone(), other.clone(), request()];
+    let sent = [
+        request(),
+        request(),
+        other.clone(),
+        other.clone(),
+        request(),
+    ];
     for (i, f) in sent.iter().enumerate() {
         let id = 4 * i as u64;
         let body: &[&[u8]] = if f == &request() { &[b"hello"] } else { &[] };
