@@ -12,8 +12,7 @@
 //! ([`RequestEvents::wants_fields`](super::request::RequestEvents::wants_fields), the bench
 //! client's) gets only their decoded size; one that wants them (the server's, which routes on
 //! them) gets them replayed from the memo, validated once. Requests from a load generator
-//! repeat the same way (`h2lab bench --h3` and h2load send static-table references and
-//! literals). The buffers are per connection and reused: nothing is allocated per section.
+//! that sends static-table references and literals (`h2lab bench --h3`) repeat the same way. The buffers are per connection and reused: nothing is allocated per section.
 
 use super::fields::{SectionFacts, SectionKind};
 
