@@ -376,3 +376,39 @@ fn qlog_file_base_without_h3_warns_like_h2load() {
         "{stderr}"
     );
 }
+
+/// `--max-udp-payload-size` above what h2lab serve advertises (1,472 bytes), above
+/// quinn-proto's default initial congestion window (14,720 bytes) and above what an IPv4
+/// datagram holds (65,507 bytes): each run completes with exact counts instead of hanging in
+/// the handshake (the size is lowered to what the path carries, the initial window follows
+/// RFC 9002 for the size, and the server's transport parameter caps it after the handshake).
+#[test]
+fn max_udp_payload_size_beyond_what_the_path_and_server_allow() {
+    let dir = common::scratch_dir("h3-max-udp");
+    let (server, url) = h3_server(&dir, ServerConfig::local(), "/data?size=20000");
+    for size in ["1472", "1500", "16384", "65527"] {
+        let stdout = bench_ok(cargo_bin_cmd!("h2lab").args([
+            "bench",
+            "--h3",
+            "-n",
+            "40",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "--max-udp-payload-size",
+            size,
+            &url,
+        ]));
+        assert!(
+            stdout.contains(
+                "requests: 40 total, 40 started, 40 done, 40 succeeded, 0 failed, 0 errored, \
+                 0 timeout"
+            ),
+            "--max-udp-payload-size {size}: {stdout}"
+        );
+        assert!(stdout.contains("(800000) data"), "{size}: {stdout}");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -98,6 +98,12 @@ impl<A: ConnApp> Shell<A> {
         self.live
     }
 
+    /// Connections marked to run that [`Shell::drive`] has not run yet: the loop must not
+    /// sleep while there are any.
+    pub fn has_work(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
     /// Opens a client connection to `addr` (`server_name`: TLS SNI) paired with `app`.
     /// The handshake starts on the next [`Shell::drive`].
     pub fn connect(

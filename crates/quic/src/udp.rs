@@ -72,6 +72,8 @@ pub struct UdpIo {
     pub reads: u64,
     /// Datagrams sent.
     pub datagrams_out: u64,
+    /// Sends that found the socket buffer full (kept until it is writable).
+    pub blocked_sends: u64,
     /// A receive reported ECONNREFUSED (an ICMP port unreachable: on a connected socket,
     /// the peer's port is closed). A server ignores it; a client's connection has failed.
     pub refused: bool,
@@ -96,8 +98,18 @@ impl UdpIo {
             datagrams_in: 0,
             reads: 0,
             datagrams_out: 0,
+            blocked_sends: 0,
             refused: false,
         })
+    }
+
+    /// Sets the socket's send and receive buffer sizes (the kernel doubles and caps them),
+    /// replacing the 4 MiB asked for at creation: for tests that need a full buffer.
+    pub fn set_buffer_sizes(&self, send: usize, recv: usize) -> io::Result<()> {
+        let sock = UdpSockRef::from(&self.socket);
+        self.state.set_send_buffer_size(sock, send)?;
+        self.state
+            .set_recv_buffer_size(UdpSockRef::from(&self.socket), recv)
     }
 
     /// The mio source to register.
@@ -205,6 +217,7 @@ impl UdpIo {
         if self.try_send(t.destination, t.src_ip, t.ecn, t.segment_size, bytes) {
             return true;
         }
+        self.blocked_sends += 1;
         self.pending = Some(Pending {
             to: t.destination,
             src_ip: t.src_ip,

@@ -224,6 +224,24 @@ impl MemoryConn {
     }
 }
 
+/// Serves HTTP/3 (the `serve --h3` loop) on `socket` with its send and receive buffers set
+/// to `buffer` bytes (the kernel doubles the figure) instead of 4 MiB, until `shutdown`:
+/// small buffers make sends find the socket full, the path a lost wake-up would stall.
+/// Returns how many sends found the socket buffer full.
+pub fn serve_h3_with_buffers(
+    socket: std::net::UdpSocket,
+    config: &ServerConfig,
+    buffer: usize,
+    shutdown: &Shutdown,
+) -> Result<u64, ServerError> {
+    let quic = crate::http3::quic_server_config(config)?;
+    let io =
+        crate::quic::UdpIo::new(socket, config.h3_gso).map_err(crate::io_err("HTTP/3 socket"))?;
+    io.set_buffer_sizes(buffer, buffer)
+        .map_err(crate::io_err("HTTP/3 socket buffers"))?;
+    crate::http3::run_on(io, config, quic, shutdown).map_err(crate::io_err("HTTP/3 loop"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

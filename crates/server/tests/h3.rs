@@ -712,3 +712,84 @@ fn oha_http3_gets_every_response() {
     );
     assert_eq!(v["errorDistribution"], serde_json::json!({}), "{v}");
 }
+
+/// Full socket buffers must not lose a wake-up. The server's UDP socket gets 8 KiB send and
+/// receive buffers (16 KiB once the kernel doubles them) instead of 4 MiB, and the client's
+/// receive buffer is as small: the server's sends find the socket full (kept until it is
+/// writable: writable interest only then) and datagrams are dropped at both receivers (loss
+/// recovery's timers). Three 3 MB responses at once on one connection and one more on a
+/// second connection all arrive byte-exact; a lost wake-up would stall a transfer into the
+/// client's idle timeout (this test's own deadline is 120 s).
+#[test]
+fn full_socket_buffers_lose_no_wake_up() {
+    const SIZE: usize = 3_000_000;
+    let dir = tempfile::tempdir().unwrap();
+    let config = h2lab_server::ServerConfig {
+        tls_listen: Some("127.0.0.1:0".parse().unwrap()),
+        cert_dir: Some(dir.path().to_path_buf()),
+        h3: true,
+        ..h2lab_server::ServerConfig::local()
+    };
+    let paths = h2lab_server::tls::ensure_certificate(&config).unwrap();
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    let shutdown = h2lab_server::Shutdown::new();
+    let server = {
+        let (config, shutdown) = (config.clone(), shutdown.clone());
+        std::thread::spawn(move || {
+            h2lab_server::testing::serve_h3_with_buffers(socket, &config, 8192, &shutdown)
+        })
+    };
+    let tls = common::tls_client_config(&paths.cert, &[b"h3"]);
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from((*tls).clone()).unwrap();
+    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    let mut tc = quinn::TransportConfig::default();
+    tc.max_concurrent_uni_streams(16u32.into());
+    cfg.transport_config(Arc::new(tc));
+    rt().block_on(async {
+        let fetch_all = async {
+            let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let state = quinn::udp::UdpSocketState::new((&client).into()).unwrap();
+            state.set_recv_buffer_size((&client).into(), 8192).unwrap();
+            let mut ep = quinn::Endpoint::new(
+                quinn::EndpointConfig::default(),
+                None,
+                client,
+                Arc::new(quinn::TokioRuntime),
+            )
+            .unwrap();
+            ep.set_default_client_config(cfg);
+            let mut tasks = Vec::new();
+            for conn_no in 0..2 {
+                let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
+                let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn))
+                    .await
+                    .unwrap();
+                tokio::spawn(async move {
+                    let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                });
+                for _ in 0..(if conn_no == 0 { 3 } else { 1 }) {
+                    let mut send = send.clone();
+                    tasks.push(tokio::spawn(async move {
+                        fetch(&mut send, "GET", &format!("/data?size={SIZE}")).await
+                    }));
+                }
+            }
+            for t in tasks {
+                let (st, _, body) = t.await.unwrap();
+                assert_eq!(st, 200);
+                assert!(body == filler(SIZE), "body differs ({} bytes)", body.len());
+            }
+            ep
+        };
+        let ep = tokio::time::timeout(Duration::from_secs(120), fetch_all)
+            .await
+            .expect("the transfers stalled");
+        ep.close(0u32.into(), b"");
+    });
+    shutdown.trigger();
+    let blocked = server.join().unwrap().unwrap();
+    // How often the server's sends found the socket full (on loopback the kernel usually
+    // frees a datagram's memory within the send call: it may be 0 on an idle machine).
+    eprintln!("server sends that found the socket buffer full: {blocked}");
+}

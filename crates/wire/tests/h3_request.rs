@@ -371,3 +371,141 @@ fn control_reader_reports_settings_goaway_and_rejects_closure() {
         ErrorCode::H3_CLOSED_CRITICAL_STREAM
     );
 }
+
+/// A sink that wants only the facts and sizes (as `h2lab bench --h3`'s).
+#[derive(Default)]
+struct FactsOnly {
+    fields: usize,
+    skipped: usize,
+    decoded: usize,
+    statuses: Vec<u16>,
+    lengths: Vec<Option<u64>>,
+    ended: usize,
+}
+
+impl h2lab_wire::h3::request::RequestEvents for FactsOnly {
+    fn field(&mut self, name: &[u8], value: &[u8]) {
+        self.fields += 1;
+        self.decoded += name.len() + value.len();
+    }
+    fn wants_fields(&self) -> bool {
+        false
+    }
+    fn fields_skipped(&mut self, decoded_len: usize) {
+        self.skipped += 1;
+        self.decoded += decoded_len;
+    }
+    fn section_done(
+        &mut self,
+        _kind: h2lab_wire::h3::fields::SectionKind,
+        facts: h2lab_wire::h3::fields::SectionFacts,
+        _informational: bool,
+    ) {
+        self.statuses.extend(facts.status);
+        self.lengths.push(facts.content_length);
+    }
+    fn data(&mut self, _chunk: &[u8]) {}
+    fn end(&mut self) {
+        self.ended += 1;
+    }
+}
+
+#[test]
+fn a_repeated_static_only_response_section_is_not_decoded_again() {
+    // Static table and literals only (a client that announced a QPACK table of 0): the
+    // second and third identical sections come from the memo with the same facts and sizes;
+    // a different one is decoded; the memo's content-length is still enforced.
+    let mut peer = Peer::new(false, 0, 0);
+    let ok = fields(&[(":status", "200"), ("content-length", "5"), ("server", "x")]);
+    let other = fields(&[(":status", "404"), ("content-length", "5"), ("server", "x")]);
+    let mut q = Decoder::new(0, 0);
+    let mut sink = FactsOnly::default();
+    let decoded_one = ":status200content-length5serverx".len();
+    for (i, f) in [&ok, &ok, &ok, &other, &ok].into_iter().enumerate() {
+        let id = 4 * i as u64;
+        let bytes = peer.message(id, f, &[b"hello"], &Fields::new());
+        let mut s = RequestStream::new(Role::Client, id);
+        s.recv(&bytes, true, &mut q, &mut sink).unwrap();
+        assert!(s.is_done());
+    }
+    assert_eq!(sink.statuses, [200, 200, 200, 404, 200]);
+    assert_eq!(sink.lengths, [Some(5); 5]);
+    assert_eq!(sink.ended, 5);
+    // Decoded: the first 200, the 404 and the 200 after it (the memo holds one section).
+    assert_eq!(sink.fields, 9);
+    assert_eq!(sink.skipped, 2);
+    assert_eq!(sink.decoded, 5 * decoded_one);
+    // A remembered section's content-length still binds the body.
+    let bytes = peer.message(20, &ok, &[b"hell"], &Fields::new());
+    let mut s = RequestStream::new(Role::Client, 20);
+    let e = s.recv(&bytes, true, &mut q, &mut sink).unwrap_err();
+    assert_eq!(e.code(), ErrorCode::H3_MESSAGE_ERROR);
+    assert_eq!(sink.skipped, 3);
+}
+
+#[test]
+fn sections_on_the_dynamic_table_or_for_sinks_wanting_fields_are_always_decoded() {
+    // A dynamic-table peer: Required Insert Count above 0, never remembered.
+    let mut peer = Peer::new(true, 4096, 1);
+    let ok = fields(&[(":status", "200"), ("server", "x")]);
+    let mut q = Decoder::new(4096, 1);
+    let mut sink = FactsOnly::default();
+    for i in 0..3u64 {
+        let bytes = peer.message(4 * i, &ok, &[], &Fields::new());
+        q.feed_encoder_stream(&std::mem::take(&mut peer.encoder_stream))
+            .unwrap();
+        let mut s = RequestStream::new(Role::Client, 4 * i);
+        s.recv(&bytes, true, &mut q, &mut sink).unwrap();
+        // Our acknowledgments back to the peer, so it keeps referring to its entries.
+        let mut acks = Vec::new();
+        q.take_decoder_stream(&mut acks);
+        peer.encoder.feed_decoder_stream(&acks).unwrap();
+    }
+    assert_eq!((sink.fields, sink.skipped), (6, 0));
+    // A sink that wants the fields gets them every time, static-only or not.
+    let mut peer = Peer::new(false, 0, 0);
+    let mut q = Decoder::new(0, 0);
+    let mut rec = Recorder::default();
+    for i in 0..3u64 {
+        let bytes = peer.message(4 * i, &ok, &[], &Fields::new());
+        let mut s = RequestStream::new(Role::Client, 4 * i);
+        s.recv(&bytes, true, &mut q, &mut rec).unwrap();
+    }
+    assert_eq!(rec.sections, vec![ok.clone(), ok.clone(), ok]);
+}
+
+#[test]
+fn a_repeated_static_only_request_section_is_replayed_field_for_field() {
+    // The server wants the fields (it routes on them): a request section identical to the
+    // previous static-only one is replayed from the memo, then a different one decoded, and
+    // a malformed one is still refused after a remembered one.
+    let mut peer = Peer::new(false, 0, 0);
+    let other = fields(&[
+        (":method", "GET"),
+        (":scheme", "https"),
+        (":authority", "a.example"),
+        (":path", "/other"),
+    ]);
+    let mut q = Decoder::new(0, 0);
+    let mut rec = Recorder::default();
+    let sent = [
+        request(),
+        request(),
+        other.clone(),
+        other.clone(),
+        request(),
+    ];
+    for (i, f) in sent.iter().enumerate() {
+        let id = 4 * i as u64;
+        let body: &[&[u8]] = if f == &request() { &[b"hello"] } else { &[] };
+        let bytes = peer.message(id, f, body, &Fields::new());
+        let mut s = RequestStream::new(Role::Server, id);
+        s.recv(&bytes, true, &mut q, &mut rec).unwrap();
+        assert!(s.is_done());
+    }
+    assert_eq!(rec.sections, sent.to_vec());
+    let bad = fields(&[(":method", "GET"), (":path", "/other")]);
+    let bytes = peer.message(40, &bad, &[], &Fields::new());
+    let mut s = RequestStream::new(Role::Server, 40);
+    assert!(s.recv(&bytes, true, &mut q, &mut rec).is_err());
+}

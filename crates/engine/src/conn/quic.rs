@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use h2lab_quic::quinn_proto::{
-    ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint, EndpointConfig,
-    QlogConfig, TransportConfig,
+    congestion::CubicConfig, ClientConfig, Connection, ConnectionHandle, DatagramEvent, Endpoint,
+    EndpointConfig, QlogConfig, TransportConfig,
 };
 use h2lab_quic::UdpIo;
 use mio::{Interest, Registry, Token};
@@ -79,6 +79,14 @@ impl QlogFiles {
 }
 
 /// The QUIC transport configuration of a client connection.
+///
+/// `--max-udp-payload-size N` fixes the datagram size (the initial MTU, with path MTU
+/// discovery off); the peer's `max_udp_payload_size` transport parameter still caps it once
+/// the handshake has it (quinn-proto; h2lab serve and quinn advertise 1,472 bytes). The
+/// initial congestion window follows RFC 9002 §7.2 for that size (`min(10·N, max(14,720,
+/// 2·N))`, as ngtcp2 computes it for h2load) above 1,472 bytes: quinn-proto's fixed 14,720
+/// bytes would be less than one datagram above 14,720 bytes and the handshake would never be
+/// sent. Up to 1,472 bytes the window stays quinn-proto's default.
 pub(crate) fn transport_config(max_udp_payload_size: Option<u16>) -> TransportConfig {
     let mut tc = TransportConfig::default();
     // The server's push and QPACK streams, and its control stream.
@@ -86,27 +94,77 @@ pub(crate) fn transport_config(max_udp_payload_size: Option<u16>) -> TransportCo
     // Request streams are ours: the server opens none.
     tc.max_concurrent_bidi_streams(0u32.into());
     if let Some(size) = max_udp_payload_size {
-        tc.initial_mtu(size.max(1200));
+        let size = size.max(1200);
+        tc.initial_mtu(size);
         tc.mtu_discovery_config(None);
+        if size > 1472 {
+            let mut cc = CubicConfig::default();
+            cc.initial_window(initial_window(size));
+            tc.congestion_controller_factory(Arc::new(cc));
+        }
     }
     tc
 }
 
-/// `dial`'s configuration with a qlog writer to `path` (quinn-proto's qlog: JSON-SEQ with
-/// packet_sent, packet_received, packet_lost and metrics_updated events).
-fn with_qlog(dial: &QuicDial, path: &std::path::Path, now: Instant) -> io::Result<ClientConfig> {
-    let file = std::fs::File::create(path).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot create qlog file {}: {e}", path.display()),
-        )
-    })?;
-    let mut q = QlogConfig::default();
-    q.writer(Box::new(io::BufWriter::new(file)))
-        .title(Some("h2lab bench".into()))
-        .start_time(now);
-    let mut tc = transport_config(dial.max_udp_payload_size);
-    tc.qlog_stream(q.into_stream());
+/// RFC 9002 §7.2's initial congestion window for `max_datagram_size`.
+pub(crate) fn initial_window(max_datagram_size: u16) -> u64 {
+    let s = u64::from(max_datagram_size);
+    (10 * s).min(14_720u64.max(2 * s))
+}
+
+/// The largest UDP payload the path of the connected socket `sock` carries without
+/// fragmentation (QUIC sets don't-fragment): the route's MTU less the IP and UDP headers,
+/// and never more than an IP packet holds. `None` where the platform does not say.
+pub(crate) fn path_max_payload(sock: &std::net::UdpSocket, v4: bool) -> Option<u16> {
+    #[cfg(target_os = "linux")]
+    {
+        let (mtu, headers, most) = if v4 {
+            (rustix::net::sockopt::ip_mtu(sock).ok()?, 28, 65_507)
+        } else {
+            (rustix::net::sockopt::ipv6_mtu(sock).ok()?, 48, 65_527)
+        };
+        let payload = mtu.saturating_sub(headers).min(most);
+        u16::try_from(payload).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (sock, v4);
+        None
+    }
+}
+
+/// The client configuration of one connection: `dial`'s, unless the connection needs its
+/// own transport configuration: a qlog writer to `qlog` (quinn-proto's qlog: JSON-SEQ with
+/// packet_sent, packet_received, packet_lost and metrics_updated events), or a
+/// `--max-udp-payload-size` lowered to `path_max` (what the socket's path carries: a larger
+/// datagram would be refused by the kernel at every send, and the handshake would hang).
+fn conn_config(
+    dial: &QuicDial,
+    qlog: Option<&std::path::Path>,
+    path_max: Option<u16>,
+    now: Instant,
+) -> io::Result<ClientConfig> {
+    let size = match (dial.max_udp_payload_size, path_max) {
+        (Some(n), Some(max)) if n > max => Some(max.max(1200)),
+        (n, _) => n,
+    };
+    if qlog.is_none() && size == dial.max_udp_payload_size {
+        return Ok(dial.config.clone());
+    }
+    let mut tc = transport_config(size);
+    if let Some(path) = qlog {
+        let file = std::fs::File::create(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot create qlog file {}: {e}", path.display()),
+            )
+        })?;
+        let mut q = QlogConfig::default();
+        q.writer(Box::new(io::BufWriter::new(file)))
+            .title(Some("h2lab bench".into()))
+            .start_time(now);
+        tc.qlog_stream(q.into_stream());
+    }
     let mut config = dial.config.clone();
     config.transport_config(Arc::new(tc));
     Ok(config)
@@ -153,6 +211,9 @@ impl QuicLink {
         // Connected, so that an ICMP port unreachable (nobody listens: a stopped server)
         // comes back as ECONNREFUSED at once instead of after the idle timeout.
         sock.connect(addr)?;
+        let path_max = dial
+            .max_udp_payload_size
+            .and_then(|_| path_max_payload(&sock, addr.is_ipv4()));
         let mut io = UdpIo::new(sock, dial.gso)?;
         // Readable only on Linux: there every datagram sent raises a writable edge (the
         // skb's memory returns to the socket), which would cost the worker a turn per send.
@@ -164,11 +225,9 @@ impl QuicLink {
         };
         registry.register(io.socket(), token, interest)?;
         let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), None, true, None);
-        let config = match &dial.qlog {
-            // The client's index is the low half of its token (see the worker).
-            Some(q) => with_qlog(dial, &q.path(token.0 & 0xffff_ffff), now)?,
-            None => dial.config.clone(),
-        };
+        // The client's index is the low half of its token (see the worker).
+        let qlog = dial.qlog.as_ref().map(|q| q.path(token.0 & 0xffff_ffff));
+        let config = conn_config(dial, qlog.as_deref(), path_max, now)?;
         let (handle, conn) = endpoint
             .connect(now, config, addr, &dial.server_name)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
@@ -265,6 +324,13 @@ impl QuicLink {
     /// arms the timer for the connection's next deadline. Returns the bytes sent.
     pub(crate) fn transmit(&mut self, conn: &mut Connection, now: Instant) -> usize {
         let mut sent = 0;
+        // The worker writes at a later instant than it read: a QUIC timer (loss detection,
+        // a delayed ACK) may have come due in between. Fired here, its packets go out now;
+        // left alone, its deadline would be in the past below and no timer would wake the
+        // connection for it (a lost wake-up: a stall until a datagram arrives, if one does).
+        if conn.poll_timeout().is_some_and(|t| t <= now) {
+            conn.handle_timeout(now);
+        }
         while let Some(ev) = conn.poll_endpoint_events() {
             if let Some(cev) = self.endpoint.handle_event(self.handle, ev) {
                 conn.handle_event(cev);
@@ -288,11 +354,14 @@ impl QuicLink {
         // nothing due and re-arms for it here.
         let retry = self.io.has_pending().then(|| now + SEND_RETRY);
         if let Some(t) = [conn.poll_timeout(), retry].into_iter().flatten().min() {
+            // A deadline that is already due (none should be, after the timers fired above)
+            // still gets a wake-up: at once rather than never.
+            let t = t.max(now + Duration::from_micros(1));
             let earlier = match self.timer_at {
                 Some(a) => t < a,
                 None => true,
             };
-            if t > now && earlier {
+            if earlier {
                 self.timer.arm(t, now);
                 self.timer_at = Some(t);
             }
@@ -313,5 +382,26 @@ impl QuicLink {
     pub(crate) fn deregister(&mut self, registry: &Registry) {
         let _ = registry.deregister(self.io.socket());
         self.timer.deregister(registry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initial_window_is_rfc_9002s_for_the_datagram_size() {
+        assert_eq!(initial_window(1472), 14_720);
+        assert_eq!(initial_window(9000), 18_000);
+        assert_eq!(initial_window(65_527), 131_054);
+    }
+
+    #[test]
+    fn path_max_payload_of_loopback_fits_an_ip_packet() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(sock.local_addr().unwrap()).unwrap();
+        if let Some(max) = path_max_payload(&sock, true) {
+            assert!((1200..=65_507).contains(&max), "{max}");
+        }
     }
 }

@@ -76,6 +76,14 @@ impl RequestEvents for Sink<'_> {
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.decoded += name.len() + value.len();
     }
+    fn wants_fields(&self) -> bool {
+        // Only the status, the facts and the sizes are counted: a response section equal
+        // to the previous static-only one is not decoded again (the wire crate's memo).
+        false
+    }
+    fn fields_skipped(&mut self, decoded_len: usize) {
+        self.decoded += decoded_len;
+    }
     fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, _informational: bool) {
         if kind == SectionKind::Response {
             if let Some(s) = facts.status {

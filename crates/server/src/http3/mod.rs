@@ -124,10 +124,20 @@ pub fn run(
     server: Arc<quinn_proto::ServerConfig>,
     shutdown: &Shutdown,
 ) -> io::Result<()> {
+    run_on(UdpIo::new(socket, config.h3_gso)?, config, server, shutdown).map(|_| ())
+}
+
+/// As [`run`], on a socket already wrapped (tests shrink its buffers to force full-buffer
+/// sends). Returns how many sends found the socket buffer full.
+pub fn run_on(
+    io: UdpIo,
+    config: &ServerConfig,
+    server: Arc<quinn_proto::ServerConfig>,
+    shutdown: &Shutdown,
+) -> io::Result<u64> {
     let mut poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     shutdown.register(waker);
-    let io = UdpIo::new(socket, config.h3_gso)?;
     let mut shell: Shell<conn::H3Conn> = Shell::new(io, Some(server), MAX_CONNECTIONS);
     // Writable interest only while a send waits: on Linux every datagram sent raises a
     // writable edge (its memory returns to the socket), a loop turn per send for nothing.
@@ -148,7 +158,7 @@ pub fn run(
     let mut more = false;
     loop {
         let now = Instant::now();
-        let timeout = if more {
+        let timeout = if more || shell.has_work() {
             Duration::ZERO
         } else {
             shell
@@ -165,7 +175,7 @@ pub fn run(
         let now = Instant::now();
         if shutdown.is_triggered() {
             shell.shutdown(now, h2lab_wire::h3::ErrorCode::H3_NO_ERROR.0);
-            return Ok(());
+            return Ok(shell.io().blocked_sends);
         }
         ctx.date.update();
         let mut readable = more;

@@ -22,6 +22,7 @@ pub mod control;
 mod error;
 pub mod fields;
 pub mod frame;
+pub(crate) mod memo;
 pub mod request;
 pub mod stream;
 pub mod testing;

@@ -22,6 +22,7 @@ use super::fields::{FieldValidator, SectionFacts, SectionKind};
 use super::frame::{
     types, write_frame_header, Decoded as FrameDecoded, Frame, FrameDecoder, StreamContext,
 };
+use super::memo::SectionMemo;
 use crate::h2::Role;
 use crate::qpack::{Decoded, Decoder, QpackError};
 
@@ -32,6 +33,16 @@ pub trait RequestEvents {
     fn section_start(&mut self, _encoded_len: usize) {}
     /// One validated field of the current section.
     fn field(&mut self, name: &[u8], value: &[u8]);
+    /// Whether the sink needs [`RequestEvents::field`] for every field. A sink that needs
+    /// only the facts and sizes answers `false`: a static-only section byte-identical to the
+    /// connection's previous one is then not decoded again, and
+    /// [`RequestEvents::fields_skipped`] stands for its fields.
+    fn wants_fields(&self) -> bool {
+        true
+    }
+    /// The current section's fields were not delivered (see [`RequestEvents::wants_fields`]):
+    /// the sum of their names' and values' lengths.
+    fn fields_skipped(&mut self, _decoded_len: usize) {}
     /// The section is complete and valid. `informational` for a 1xx response (more header
     /// sections follow).
     fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, informational: bool);
@@ -265,25 +276,51 @@ impl RequestStream {
             return Err(UNEXPECTED_HEADERS.into());
         }
         let kind = self.section_kind();
+        ev.section_start(section.len());
+        let memo = SectionMemo::eligible(section);
+        if memo {
+            if let Some((facts, decoded_len)) = qpack.memo.hit(kind, section) {
+                if ev.wants_fields() {
+                    qpack.memo.replay(|n, v| ev.field(n, v));
+                } else {
+                    ev.fields_skipped(decoded_len);
+                }
+                return self.section_facts(kind, facts, ev);
+            }
+        }
         let mut v = FieldValidator::new(kind);
         let mut bad = None;
-        ev.section_start(section.len());
+        let mut decoded_len = 0usize;
+        // The memo lives in the decoder, which decodes: taken out meanwhile (no allocation).
+        let mut m = std::mem::take(&mut qpack.memo);
+        m.start();
         let r = qpack.decode_section(self.stream_id, section, |f| {
             if bad.is_none() {
                 match v.field(f.name, f.value) {
-                    Ok(()) => ev.field(f.name, f.value),
+                    Ok(()) => {
+                        decoded_len += f.name.len() + f.value.len();
+                        if memo {
+                            m.collect(f.name, f.value);
+                        }
+                        ev.field(f.name, f.value);
+                    }
                     Err(e) => bad = Some(e),
                 }
             }
-        })?;
-        if r == Decoded::Blocked {
+        });
+        qpack.memo = m;
+        if r? == Decoded::Blocked {
             self.blocked = true;
             return Ok(());
         }
         if let Some(e) = bad {
             return Err(e.into());
         }
-        self.section_done(kind, &v, ev)
+        let facts = v.finish()?;
+        if memo {
+            qpack.memo.remember(kind, section, facts, decoded_len);
+        }
+        self.section_facts(kind, facts, ev)
     }
 
     fn section_done<E: RequestEvents>(
@@ -293,6 +330,15 @@ impl RequestStream {
         ev: &mut E,
     ) -> Result<(), RecvError> {
         let facts = v.finish()?;
+        self.section_facts(kind, facts, ev)
+    }
+
+    fn section_facts<E: RequestEvents>(
+        &mut self,
+        kind: SectionKind,
+        facts: SectionFacts,
+        ev: &mut E,
+    ) -> Result<(), RecvError> {
         let informational =
             kind == SectionKind::Response && facts.status.is_some_and(|s| (100..200).contains(&s));
         match kind {

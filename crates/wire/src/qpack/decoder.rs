@@ -59,6 +59,9 @@ pub struct Decoder {
     out: Vec<u8>,
     /// Inserts the encoder knows we received (acknowledged or incremented).
     known_received: u64,
+    /// The connection's last static-only response section and what it decoded to
+    /// (`h3::memo`).
+    pub(crate) memo: crate::h3::memo::SectionMemo,
 }
 
 impl Decoder {
@@ -77,6 +80,7 @@ impl Decoder {
             blocked: Vec::new(),
             out: Vec::new(),
             known_received: 0,
+            memo: Default::default(),
         }
     }
 
@@ -86,11 +90,13 @@ impl Decoder {
     /// "QPACK bomb" (many 1-octet references to a large entry) can cause per section.
     pub fn set_max_field_section_size(&mut self, n: usize) {
         self.max_field_section_size = n;
+        self.memo.forget();
     }
 
     /// Limits every string literal (field sections and encoder stream).
     pub fn set_max_string_len(&mut self, n: usize) {
         self.max_string_len = n;
+        self.memo.forget();
     }
 
     /// Sets the dynamic table capacity as if the encoder had sent Set Dynamic Table

@@ -1,0 +1,124 @@
+//! The last static-only field section of a connection, remembered with what decoding and
+//! validating it gave, so that the next byte-identical section is neither decoded nor
+//! validated again (the HTTP/3 counterpart of HTTP/2's block memo, `h2/recv/memo.rs`).
+//!
+//! A load generator gets the same response section over and over: a client announcing a
+//! QPACK table of 0 (as `h2lab bench --h3` does) gets static-table references and literals
+//! only, byte for byte the same until `date` changes once a second. Such a section (Required
+//! Insert Count 0) never reads the dynamic table and changes no decoder state (no Section
+//! Acknowledgment, RFC 9204 §4.4.1), so its fields, their validation and its facts depend
+//! only on its octets, its kind and the decoder's limits (the memo is forgotten when a limit
+//! changes). A sink that does not want the fields themselves
+//! ([`RequestEvents::wants_fields`](super::request::RequestEvents::wants_fields), the bench
+//! client's) gets only their decoded size; one that wants them (the server's, which routes on
+//! them) gets them replayed from the memo, validated once. Requests from a load generator
+//! that sends static-table references and literals (`h2lab bench --h3`) repeat the same way. The buffers are per connection and reused: nothing is allocated per section.
+
+use super::fields::{SectionFacts, SectionKind};
+
+/// Longest section remembered (a typical response section is 30 to 120 octets).
+pub(crate) const MEMO_MAX: usize = 512;
+
+/// Most octets of decoded fields (names, values and 8 octets of lengths each) remembered.
+pub(crate) const FIELDS_MAX: usize = 2048;
+
+/// The remembered section (see the module documentation).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct SectionMemo {
+    section: Vec<u8>,
+    /// `None`: nothing remembered.
+    kind: Option<SectionKind>,
+    facts: SectionFacts,
+    decoded_len: usize,
+    /// The section's validated fields, packed as (name length u32, value length u32, name,
+    /// value), replayed to sinks that want them.
+    fields: Vec<u8>,
+    /// Fields of the section being decoded, packed the same way (swapped in on success).
+    pending: Vec<u8>,
+    /// `pending` outgrew [`FIELDS_MAX`]: the section will not be remembered.
+    pending_over: bool,
+}
+
+impl SectionMemo {
+    /// Whether `section` may be remembered: static-only (an encoded Required Insert Count of
+    /// 0, the first octet of its prefix) and short.
+    pub(crate) fn eligible(section: &[u8]) -> bool {
+        section.first() == Some(&0) && section.len() <= MEMO_MAX
+    }
+
+    /// The facts and decoded length (names and values) of `section` of `kind`, when it is
+    /// the remembered one.
+    #[inline]
+    pub(crate) fn hit(&self, kind: SectionKind, section: &[u8]) -> Option<(SectionFacts, usize)> {
+        (self.kind == Some(kind) && self.section == section)
+            .then_some((self.facts, self.decoded_len))
+    }
+
+    /// Replays the remembered fields (call only after a [`SectionMemo::hit`]).
+    pub(crate) fn replay(&self, mut on_field: impl FnMut(&[u8], &[u8])) {
+        let mut rest = &self.fields[..];
+        while let Some((head, tail)) = rest.split_at_checked(8) {
+            let n = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+            let v = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+            let Some((name, tail)) = tail.split_at_checked(n) else {
+                return;
+            };
+            let Some((value, tail)) = tail.split_at_checked(v) else {
+                return;
+            };
+            on_field(name, value);
+            rest = tail;
+        }
+    }
+
+    /// A section is about to be decoded: its fields are collected with
+    /// [`SectionMemo::collect`].
+    pub(crate) fn start(&mut self) {
+        self.pending.clear();
+        self.pending_over = false;
+    }
+
+    /// One validated field of the section being decoded.
+    #[inline]
+    pub(crate) fn collect(&mut self, name: &[u8], value: &[u8]) {
+        if self.pending_over {
+            return;
+        }
+        if self.pending.len() + 8 + name.len() + value.len() > FIELDS_MAX {
+            self.pending_over = true;
+            return;
+        }
+        self.pending
+            .extend_from_slice(&(name.len() as u32).to_le_bytes());
+        self.pending
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        self.pending.extend_from_slice(name);
+        self.pending.extend_from_slice(value);
+    }
+
+    /// Remembers a valid, eligible `section`, what it gave and the fields collected since
+    /// [`SectionMemo::start`] (forgets instead when they did not fit).
+    pub(crate) fn remember(
+        &mut self,
+        kind: SectionKind,
+        section: &[u8],
+        facts: SectionFacts,
+        decoded_len: usize,
+    ) {
+        if self.pending_over {
+            self.forget();
+            return;
+        }
+        self.section.clear();
+        self.section.extend_from_slice(section);
+        self.kind = Some(kind);
+        self.facts = facts;
+        self.decoded_len = decoded_len;
+        std::mem::swap(&mut self.fields, &mut self.pending);
+    }
+
+    /// Forgets the remembered section (the decoder's limits changed).
+    pub(crate) fn forget(&mut self) {
+        self.kind = None;
+    }
+}
