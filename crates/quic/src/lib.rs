@@ -32,6 +32,13 @@ pub trait ConnApp {
     fn deadline(&self) -> Option<Instant>;
     /// The server is stopping: say so on the wire (HTTP/3 GOAWAY) before the close.
     fn on_shutdown(&mut self, conn: &mut Connection, now: Instant);
+    /// Whether a stopping server may close this connection without losing anything: no
+    /// request still being answered and every finished response acknowledged by the peer
+    /// (QUIC's reliability lives in this process: data not yet acknowledged when the
+    /// connection closes is never retransmitted). The default has nothing to wait for.
+    fn settled(&self) -> bool {
+        true
+    }
 }
 
 struct Entry<A> {
@@ -342,13 +349,35 @@ impl<A: ConnApp> Shell<A> {
         }
     }
 
-    /// Graceful stop: every application says goodbye (GOAWAY), that is sent, then each
-    /// connection is closed with `code` and the CONNECTION_CLOSE sent (best effort).
+    /// Graceful stop in one step: [`Shell::goaway`], then [`Shell::close_all`] at once
+    /// (what is not acknowledged by then is lost; a server drains in between instead).
     pub fn shutdown(&mut self, now: Instant, code: u64) {
+        self.goaway(now);
+        self.close_all(now, code);
+    }
+
+    /// Every application says goodbye (HTTP/3 GOAWAY), and that is sent; from now on new
+    /// connections are refused (a client that reconnects after the GOAWAY finds the server
+    /// gone, not still draining).
+    pub fn goaway(&mut self, now: Instant) {
+        self.max_conns = 0;
         for e in self.conns.iter_mut().flatten() {
             e.app.on_shutdown(&mut e.conn, now);
             transmit(&mut self.io, &mut e.conn, &mut self.send_buf, now);
         }
+    }
+
+    /// Whether every open connection's application is [`ConnApp::settled`] (closed and
+    /// draining connections count as settled).
+    pub fn settled(&self) -> bool {
+        self.conns
+            .iter()
+            .flatten()
+            .all(|e| e.conn.is_closed() || e.app.settled())
+    }
+
+    /// Closes every connection with `code` and sends the CONNECTION_CLOSE (best effort).
+    pub fn close_all(&mut self, now: Instant, code: u64) {
         for e in self.conns.iter_mut().flatten() {
             e.conn.close(
                 now,

@@ -57,6 +57,9 @@ pub struct H3Conn {
     goaway: bool,
     closed: bool,
     heads: HeadEncoder,
+    /// Responses finished (FIN written) whose data the client has not acknowledged yet
+    /// (`StreamEvent::Finished` ends them): a stopping server waits for them.
+    unacked: u32,
 }
 
 /// Most request-stream bytes held unparsed (behind a blocked header section) before the
@@ -92,6 +95,7 @@ impl H3Conn {
             goaway: false,
             closed: false,
             heads: HeadEncoder::default(),
+            unacked: 0,
         }
     }
 
@@ -230,6 +234,9 @@ impl H3Conn {
                     let _ = conn.recv_stream(id).stop(h3_code(0x0100));
                     self.qdec.cancel_stream(u64::from(id));
                 }
+            }
+            Event::Stream(StreamEvent::Finished { id }) if id.dir() == Dir::Bi => {
+                self.unacked = self.unacked.saturating_sub(1);
             }
             Event::ConnectionLost { .. } => self.closed = true,
             _ => {}
@@ -466,6 +473,7 @@ impl H3Conn {
                 self.sending.swap_remove(i);
                 if let Some(r) = self.reqs.get(&id) {
                     if r.phase == Phase::Done {
+                        self.unacked += 1;
                         if !r.fin {
                             let _ = conn.recv_stream(id).stop(h3_code(ErrorCode::H3_NO_ERROR.0));
                         }
@@ -534,5 +542,9 @@ impl crate::quic::ConnApp for H3Conn {
             return;
         }
         self.send_goaway(conn);
+    }
+
+    fn settled(&self) -> bool {
+        self.closed || (self.reqs.is_empty() && self.delayed.is_empty() && self.unacked == 0)
     }
 }

@@ -116,8 +116,13 @@ pub fn bind_more(first: &std::net::UdpSocket, n: usize) -> io::Result<Vec<std::n
     Ok(more)
 }
 
-/// Serves HTTP/3 on `socket` until `shutdown`; then sends GOAWAY and closes every
-/// connection with H3_NO_ERROR.
+/// Longest a stopping server waits, after its GOAWAY, for the requests it accepted to be
+/// answered and acknowledged (a client reading nothing would hold it forever).
+pub const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// Serves HTTP/3 on `socket` until `shutdown`; then sends GOAWAY, refuses new connections,
+/// lets the open ones settle (requests answered and acknowledged; at most [`DRAIN_LIMIT`])
+/// and closes every connection with H3_NO_ERROR.
 pub fn run(
     socket: std::net::UdpSocket,
     config: &ServerConfig,
@@ -156,6 +161,8 @@ pub fn run_on(
     let max_requests = config.max_requests_per_connection;
     let mut events = Events::with_capacity(64);
     let mut more = false;
+    // Set once `shutdown` is seen: GOAWAY sent, connections drain until then (see below).
+    let mut drain_until: Option<Instant> = None;
     loop {
         let now = Instant::now();
         let timeout = if more || shell.has_work() {
@@ -163,6 +170,9 @@ pub fn run_on(
         } else {
             shell
                 .next_deadline()
+                .into_iter()
+                .chain(drain_until)
+                .min()
                 .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now))
                 .min(Duration::from_secs(1))
         };
@@ -173,9 +183,13 @@ pub fn run_on(
             return Err(e);
         }
         let now = Instant::now();
-        if shutdown.is_triggered() {
-            shell.shutdown(now, h2lab_wire::h3::ErrorCode::H3_NO_ERROR.0);
-            return Ok(shell.io().blocked_sends);
+        if drain_until.is_none() && shutdown.is_triggered() {
+            // RFC 9114 §5.2: GOAWAY first, then answer what was accepted before closing.
+            // QUIC's retransmissions live in this process, so closing at once would lose
+            // whatever the client has not acknowledged yet — the GOAWAY itself when its
+            // datagram was dropped, the last responses' tails.
+            shell.goaway(now);
+            drain_until = Some(now + DRAIN_LIMIT);
         }
         ctx.date.update();
         let mut readable = more;
@@ -194,6 +208,10 @@ pub fn run_on(
             })?;
         }
         shell.drive(now, &mut ctx);
+        if drain_until.is_some_and(|t| now >= t || shell.settled()) {
+            shell.close_all(now, h2lab_wire::h3::ErrorCode::H3_NO_ERROR.0);
+            return Ok(shell.io().blocked_sends);
+        }
         let pending = shell.io().has_pending();
         if pending != write_interest {
             let interest = if pending {
