@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::net::IpAddr;
 
-use h2lab_wire::h1::Headers;
+use h2lab_wire::h1::{push_decimal, Headers};
 
 /// Fields that never cross the proxy (connection-specific, framing, and the ones the proxy
 /// sets itself).
@@ -142,7 +142,7 @@ impl Forward<'_> {
             (true, None) => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
             (true, Some(n)) => {
                 out.extend_from_slice(b"content-length: ");
-                push_dec(out, n);
+                push_decimal(out, n);
                 out.extend_from_slice(b"\r\n");
             }
             (false, _) => {}
@@ -281,21 +281,6 @@ impl IpText {
     }
 }
 
-/// Appends `n` in decimal (no `fmt` machinery on the per-request path).
-pub fn push_dec(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,7 +307,7 @@ mod tests {
     fn decimal_and_ip_text() {
         for n in [0u64, 7, 10, 653, 102_400, u64::MAX] {
             let mut v = Vec::new();
-            push_dec(&mut v, n);
+            push_decimal(&mut v, n);
             assert_eq!(v, n.to_string().as_bytes());
         }
         for ip in [

@@ -7,10 +7,12 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::time::Instant;
 
-use h2lab_wire::h1::{encode_chunk, reason_phrase, BodyDecoder, Limits, RequestParser};
+use h2lab_wire::h1::{
+    encode_chunk, push_decimal, reason_phrase, BodyDecoder, Limits, RequestParser,
+};
 
 use crate::buf::{Buf, InBuf};
-use crate::fields::{push_dec, IpText};
+use crate::fields::IpText;
 use crate::io::FrontIo;
 use crate::stats::Stats;
 
@@ -241,7 +243,7 @@ impl Front {
         let no_body = self.is_head || status == 204 || status == 304 || status < 200;
         let out = self.out.tail();
         out.extend_from_slice(b"HTTP/1.1 ");
-        push_dec(out, u64::from(status));
+        push_decimal(out, u64::from(status));
         out.push(b' ');
         out.extend_from_slice(reason_phrase(status).as_bytes());
         out.extend_from_slice(b"\r\n");
@@ -250,7 +252,7 @@ impl Front {
         match content_length {
             Some(n) if status != 204 => {
                 out.extend_from_slice(b"content-length: ");
-                push_dec(out, n);
+                push_decimal(out, n);
                 out.extend_from_slice(b"\r\n");
             }
             Some(_) => {}

@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use h2lab_wire::h1::{
-    decode_base64url, BodyDecoder, BodyEvent, Framing, Headers, Limits, Parsed, RequestParser,
-    Version, CONTINUE_100, H2C_SWITCHING_PROTOCOLS, MAX_HEADERS,
+    decode_base64url, push_decimal, BodyDecoder, BodyEvent, Framing, Headers, Limits, Parsed,
+    RequestParser, Version, CONTINUE_100, H2C_SWITCHING_PROTOCOLS, MAX_HEADERS,
 };
 
 use crate::body::BodyCursor;
@@ -477,7 +477,7 @@ fn write_head(
         out.extend_from_slice(b"\r\ncontent-type: ");
         out.extend_from_slice(resp.content_type.as_bytes());
         out.extend_from_slice(b"\r\ncontent-length: ");
-        write_u64(out, resp.body.len());
+        push_decimal(out, resp.body.len());
     }
     out.extend_from_slice(b"\r\ncache-control: ");
     out.extend_from_slice(resp.cache.value());
@@ -493,21 +493,6 @@ fn write_head(
         Persist::KeepAlive10 => b"\r\nconnection: keep-alive\r\n\r\n",
         Persist::Close => b"\r\nconnection: close\r\n\r\n",
     });
-}
-
-/// Appends the decimal form of `v`.
-pub fn write_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buf[i..]);
 }
 
 #[cfg(test)]
@@ -546,9 +531,9 @@ mod tests {
     #[test]
     fn numbers() {
         let mut v = Vec::new();
-        write_u64(&mut v, 0);
+        push_decimal(&mut v, 0);
         v.push(b' ');
-        write_u64(&mut v, u64::MAX);
+        push_decimal(&mut v, u64::MAX);
         assert_eq!(v, b"0 18446744073709551615");
     }
 }

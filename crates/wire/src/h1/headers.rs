@@ -375,8 +375,9 @@ pub(crate) fn check_value(value: &[u8]) -> Result<(), H1Error> {
     Ok(())
 }
 
-/// Appends `n` in decimal.
-pub(crate) fn push_decimal(out: &mut Vec<u8>, n: u64) {
+/// Appends `n` in decimal (no `fmt` machinery: the HTTP/1.1 request encoder, the server's and
+/// the proxy's response heads use it per message).
+pub fn push_decimal(out: &mut Vec<u8>, n: u64) {
     let mut buf = [0u8; 20];
     let mut i = buf.len();
     let mut n = n;

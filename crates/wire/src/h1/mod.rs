@@ -37,7 +37,7 @@ pub use body::{
     BodyDecoder, BodyEvent, Framing, DEFAULT_MAX_TRAILER_BYTES, MAX_CHUNK_LINE, MAX_TRAILERS,
 };
 pub use error::H1Error;
-pub use headers::{Header, HeaderIter, Headers, Version};
+pub use headers::{push_decimal, Header, HeaderIter, Headers, Version};
 pub use request::{encode_request, RequestBytes};
 pub use respond::{encode_chunk, reason_phrase, CONTINUE_100};
 pub use response::{Event, ResponseHead, ResponseLimits, ResponseParser};
