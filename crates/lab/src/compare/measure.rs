@@ -365,7 +365,7 @@ impl<'a> Measurer<'a> {
             {
                 Ok((arm, took)) => {
                     if arm.windows() > 0 {
-                        w = resume_warm_up(&key, &self.timing) * warm_up_factor;
+                        w = resume_warm_up(&key) * warm_up_factor;
                     } else {
                         self.wall.opened += 1;
                     }

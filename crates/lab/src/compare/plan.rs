@@ -9,7 +9,7 @@
 //!   warms up in full; later runs only refill the pipeline ([`resume_warm_up`]) and pay
 //!   [`WINDOW_OVERHEAD`].
 //! - **As whole engine runs** (`--fresh-connections`, or an arm [`StandingRun::supports`]
-//!   refuses — HTTP/3 until the engine's standing run drives QUIC): *every* run connects
+//!   refuses — none today: HTTP/3 stands too since the standing run drives QUIC): *every* run connects
 //!   afresh, so every run pays the full warm-up (for HTTP/3 at least
 //!   [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per connection: QUIC
 //!   handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
@@ -41,7 +41,7 @@ pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
 
 /// Whether `key`'s runs are measured on its arm's standing connections: not with
 /// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its engine
-/// configuration (HTTP/3 while the standing run does not drive QUIC).
+/// configuration (it refuses none today).
 pub fn stands(key: &CellKey, t: &Timing, fresh: bool) -> bool {
     if fresh {
         return false;
@@ -68,7 +68,7 @@ pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration
     } else if first {
         w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
     } else {
-        resume_warm_up(key, t) + d + WINDOW_OVERHEAD
+        resume_warm_up(key) + d + WINDOW_OVERHEAD
     }
 }
 

@@ -220,7 +220,7 @@ pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
 /// was charged to the next arm: on the kept `--quick` runs (10k over wan, 72 windows) a
 /// window's server CPU per request was +19% of its cell's median after an HTTP/1.0
 /// window, +12% after h1-tls, −5% after h2 or h2c.
-pub fn resume_warm_up(key: &CellKey, _t: &Timing) -> Duration {
+pub fn resume_warm_up(key: &CellKey) -> Duration {
     let (rtt, _, _) = key.cond.link.shape();
     let drain = if rtt.is_zero() {
         Duration::ZERO
@@ -582,19 +582,13 @@ mod tests {
 
     #[test]
     fn later_windows_on_a_shaped_link_wait_out_the_previous_arms_drain() {
-        let t = Timing {
-            runs: 9,
-            warm_up: Duration::from_millis(100),
-            duration: Duration::from_millis(100),
-            client_threads: 1,
-        };
         // Loopback and a fast LAN: the fixed re-warm.
         assert_eq!(
-            resume_warm_up(&key("10k", LinkProfile::Loopback), &t),
+            resume_warm_up(&key("10k", LinkProfile::Loopback)),
             RESUME_WARM_UP
         );
         assert_eq!(
-            resume_warm_up(&key("10k", LinkProfile::Lan), &t),
+            resume_warm_up(&key("10k", LinkProfile::Lan)),
             RESUME_WARM_UP
         );
         // 10k over the WAN: 50 × ~10.4 KB through 50 Mbit/s is 84 ms, plus 40 ms: a 124 ms
@@ -602,9 +596,9 @@ mod tests {
         let wan = key("10k", LinkProfile::Wan);
         let round = link_round(&wan);
         assert!(round > Duration::from_millis(120) && round < Duration::from_millis(130));
-        assert_eq!(resume_warm_up(&wan, &t), round + Duration::from_millis(40));
+        assert_eq!(resume_warm_up(&wan), round + Duration::from_millis(40));
         // A tiny payload over the WAN: about two RTTs, as before.
-        let ping = resume_warm_up(&key("ping", LinkProfile::Wan), &t);
+        let ping = resume_warm_up(&key("ping", LinkProfile::Wan));
         assert!(ping >= Duration::from_millis(80) && ping < Duration::from_millis(90));
     }
 }
