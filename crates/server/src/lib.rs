@@ -125,8 +125,9 @@ fn io_err(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerEr
 pub struct Listener {
     inner: std::net::TcpListener,
     tls: bool,
-    /// HTTP/3's UDP socket on the same address (TLS listeners, `config.h3`).
-    udp: Option<std::net::UdpSocket>,
+    /// HTTP/3's UDP sockets on the same address, one per HTTP/3 thread (TLS listeners,
+    /// `config.h3`); empty when [`run`] binds them itself.
+    udp: Vec<std::net::UdpSocket>,
 }
 
 impl Listener {
@@ -136,7 +137,7 @@ impl Listener {
         Ok(Listener {
             inner: std::net::TcpListener::bind(addr)?,
             tls,
-            udp: None,
+            udp: Vec::new(),
         })
     }
 
@@ -145,7 +146,7 @@ impl Listener {
         Listener {
             inner,
             tls: false,
-            udp: None,
+            udp: Vec::new(),
         }
     }
 
@@ -154,7 +155,7 @@ impl Listener {
         Listener {
             inner,
             tls: true,
-            udp: None,
+            udp: Vec::new(),
         }
     }
 
@@ -168,10 +169,19 @@ impl Listener {
         self.tls
     }
 
-    /// Binds HTTP/3's UDP socket on this listener's address (same IP and port number), for
-    /// a server run with `config.h3`; [`run`] binds it itself when this was not called.
-    pub fn with_h3(mut self) -> std::io::Result<Self> {
-        self.udp = Some(http3::bind(self.inner.local_addr()?)?);
+    /// Binds HTTP/3's UDP sockets on this listener's address (same IP and port number),
+    /// one per HTTP/3 thread (`threads`, as `config.threads`), for a server run with
+    /// `config.h3`; [`run`] binds them itself when this was not called.
+    ///
+    /// The whole SO_REUSEPORT group is bound here, before the address is published: the
+    /// kernel picks a group member by a hash of the 4-tuple *modulo the group's size*, so a
+    /// socket joining later re-routes the datagrams of connections already accepted by
+    /// another thread's QUIC endpoint, which drops them as unknown (an HTTP/3 transfer
+    /// started in that window stalled until its idle timeout).
+    pub fn with_h3(mut self, threads: usize) -> std::io::Result<Self> {
+        let first = http3::bind(self.inner.local_addr()?)?;
+        let more = http3::bind_more(&first, threads)?;
+        self.udp = std::iter::once(first).chain(more).collect();
         Ok(self)
     }
 
@@ -356,14 +366,21 @@ fn spawn_h3(
     let mut handles = Vec::new();
     for l in listeners.iter().filter(|l| l.tls) {
         let addr = l.local_addr().map_err(io_err("local_addr"))?;
-        let udp = match &l.udp {
-            Some(u) => u.try_clone().map_err(io_err("HTTP/3 socket"))?,
-            None => http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?,
+        let group = if l.udp.is_empty() {
+            // Bound before any thread reads (see `Listener::with_h3`).
+            let first = http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?;
+            let more = http3::bind_more(&first, config.threads)
+                .map_err(|source| ServerError::Listen { addr, source })?;
+            std::iter::once(first).chain(more).collect()
+        } else {
+            let mut g = Vec::new();
+            for u in &l.udp {
+                g.push(u.try_clone().map_err(io_err("HTTP/3 socket"))?);
+            }
+            g
         };
-        let more = http3::bind_more(&udp, config.threads)
-            .map_err(|source| ServerError::Listen { addr, source })?;
         let quic = http3::quic_server_config(config)?;
-        for udp in std::iter::once(udp).chain(more) {
+        for udp in group {
             let (config, shutdown, ids) = (config.clone(), shutdown.clone(), ids.clone());
             let quic = Arc::clone(&quic);
             let t = std::thread::Builder::new()
@@ -508,7 +525,7 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
             // port whose UDP twin may be taken; try again with another.
             let mut tries = 0;
             l = loop {
-                match l.with_h3() {
+                match l.with_h3(config.threads) {
                     Ok(l) => break l,
                     Err(source) if a.port() != 0 || tries >= 20 => {
                         return Err(ServerError::Listen { addr: a, source })

@@ -163,6 +163,32 @@ fn static_files_are_streamed() {
     });
 }
 
+/// UDP sockets bound to local port `port` (IPv4), from `/proc/net/udp`.
+fn udp_sockets_on(port: u16) -> usize {
+    let table = std::fs::read_to_string("/proc/net/udp").unwrap();
+    let want = format!(":{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .is_some_and(|a| a.ends_with(&want))
+        })
+        .count()
+}
+
+#[test]
+fn every_http3_socket_is_bound_before_the_address_is_published() {
+    // The kernel picks an SO_REUSEPORT group member by the 4-tuple's hash modulo the group
+    // size: a socket joining after a client connected re-routes that connection's datagrams
+    // to a thread whose QUIC endpoint does not know it (the transfer stalled until the idle
+    // timeout). So the whole group exists when `spawn` returns the address.
+    let (server, _dir) = start_h3(|c| c.threads = 3);
+    let port = server.h3_addr().unwrap().port();
+    assert_eq!(udp_sockets_on(port), 3);
+}
+
 #[test]
 fn many_concurrent_streams_beyond_max_streams() {
     // 3x the stream limit at once on one connection: QUIC's MAX_STREAMS makes the client
