@@ -290,6 +290,15 @@ fn main_render(args: &PageArgs) -> ExitCode {
     if let Some(n) = args.repeat {
         cfg.repeat = n.max(1);
     }
+    if let Some(e) = &args.equivalence {
+        match crate::compare::parse_fraction(e) {
+            Ok(f) => cfg.equivalence = f,
+            Err(e) => {
+                eprintln!("{PREFIX} --equivalence: {e}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
+    }
     let r = match render::run(&cfg, &mut |line| eprintln!("{line}")) {
         Ok(r) => r,
         Err(e) => {

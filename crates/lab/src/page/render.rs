@@ -15,7 +15,10 @@
 //! `rfc9218`), each behind its own link relay. Per arm it reports the time until every
 //! render-blocking resource is complete ("render", the metric the seed's reference cites),
 //! the time until the page is complete, and the verdict between the arms with the lab's
-//! rule (a win only when the medians differ by more than either arm's spread).
+//! rule: the arms alternate load by load, so load `i` of every arm is round `i`; a verdict
+//! takes the per-round ratios of two arms' times (runner-up / best), their median and 95% CI
+//! ([`ci::paired_ratio`]), and calls it a win, parity or undecided against the equivalence
+//! band ([`ci::classify`]; fewer than [`ci::MIN_ROUNDS`] rounds are undecided).
 //!
 //! - `h2 push`: the RFC 9218 server with `--push`: the page's CSS and JS are pushed
 //!   (PUSH_PROMISE before the HTML) to a client that accepts push and uses the pushed
@@ -42,6 +45,7 @@ use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
 use crate::proto::LabProtocol;
+use crate::stats::ci::{self, Estimate, Outcome};
 use crate::stats::{decide, Better, MedianSpread};
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
@@ -106,10 +110,12 @@ pub struct RenderConfig {
     pub pages: Vec<(String, String)>,
     /// Links to run on.
     pub links: Vec<RenderLink>,
-    /// Cold loads per arm and link.
+    /// Cold loads per arm and link (6 or more can decide a verdict).
     pub repeat: u32,
     /// Longest one load may take.
     pub timeout: Duration,
+    /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
+    pub equivalence: f64,
 }
 
 impl Default for RenderConfig {
@@ -120,8 +126,9 @@ impl Default for RenderConfig {
                 ("late-js".into(), LATE_JS_RENDER_QUERY.into()),
             ],
             links: RenderLink::defaults(),
-            repeat: 5,
+            repeat: 6,
             timeout: Duration::from_secs(120),
+            equivalence: ci::DEFAULT_EQUIVALENCE,
         }
     }
 }
@@ -173,8 +180,11 @@ pub struct ArmResult {
     pub render_ms: Option<MedianSpread>,
     /// Time until the page is complete, ms.
     pub page_ms: Option<MedianSpread>,
-    /// Each load: (render ms, page ms).
+    /// Each load that completed: (render ms, page ms).
     pub loads: Vec<(f64, f64)>,
+    /// The round of each of `loads` (0: the first); loads of the same round were measured
+    /// back to back, and the verdicts pair them.
+    pub load_rounds: Vec<u32>,
     /// Pushed body bytes per load (mean over the loads; 0 without push).
     pub pushed_bytes: u64,
     /// Pushed body bytes never used, per load (mean).
@@ -190,12 +200,15 @@ pub struct RenderVerdict {
     pub metric: &'static str,
     /// `win`, `parity` or `undecided`.
     pub outcome: &'static str,
-    /// The arm with the best median.
+    /// The faster arm (by the per-round ratios; by the medians when no round paired them).
     pub best: Arm,
-    /// The runner-up.
+    /// The other arm (the runner-up by median among the arms compared).
     pub runner_up: Arm,
-    /// How much better, as a fraction (1.0 = 2×).
+    /// How much better, as a fraction (1.0 = 2×): the median per-round ratio minus 1 (the
+    /// ratio of the medians when no round paired the two).
     pub margin: f64,
+    /// Per-round ratio of times, runner-up / best: median, 95% CI and paired rounds.
+    pub ratio: Option<Estimate>,
 }
 
 /// One page on one link.
@@ -228,6 +241,8 @@ pub struct RenderLinkResult {
 pub struct RenderReport {
     /// Loads per arm, page and link.
     pub repeat: u32,
+    /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
+    pub equivalence: f64,
     /// Per link.
     pub links: Vec<RenderLinkResult>,
     /// Wall time of the whole run, s.
@@ -320,7 +335,25 @@ pub fn render_ms(load: &PageLoad, paths: &[String]) -> f64 {
         .fold(load.html_ms, f64::max)
 }
 
-fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<RenderVerdict> {
+/// `a`'s times of `metric` by round (`None`: no complete load that round).
+fn by_round(a: &ArmResult, metric: &str, rounds: usize) -> Vec<Option<f64>> {
+    let mut v = vec![None; rounds];
+    for (l, &r) in a.loads.iter().zip(&a.load_rounds) {
+        if let Some(slot) = v.get_mut(r as usize) {
+            *slot = Some(if metric == "render" { l.0 } else { l.1 });
+        }
+    }
+    v
+}
+
+/// The best of the arms in `pick` by the median of `metric` against the runner-up, decided
+/// on their per-round ratios against `1 ± equivalence`.
+fn verdict(
+    metric: &'static str,
+    arms: &[ArmResult],
+    pick: &[Arm],
+    equivalence: f64,
+) -> Option<RenderVerdict> {
     let cands: Vec<(Arm, MedianSpread)> = arms
         .iter()
         .filter(|a| pick.contains(&a.arm))
@@ -334,20 +367,32 @@ fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<Ren
         })
         .collect();
     let v = decide(&cands, Better::Lower)?;
-    let n = cands.iter().map(|(_, s)| s.n).min().unwrap_or(0);
-    let outcome = if n < 3 {
-        "undecided"
-    } else if v.significant {
-        "win"
-    } else {
-        "parity"
-    };
+    let find = |arm: Arm| arms.iter().find(|a| a.arm == arm);
+    let (best, other) = (find(v.winner)?, find(v.runner_up)?);
+    let rounds = [best, other]
+        .iter()
+        .flat_map(|a| a.load_rounds.iter().map(|&r| r as usize + 1))
+        .max()
+        .unwrap_or(0);
+    let (b, o) = (
+        by_round(best, metric, rounds),
+        by_round(other, metric, rounds),
+    );
+    let seed = ci::seed_for(&format!("render {metric} {:?} {:?}", best.arm, other.arm));
+    let mut ratio = ci::paired_ratio(&o, &b, &mut ci::Rng::new(seed));
+    let (mut best, mut runner_up) = (v.winner, v.runner_up);
+    if ratio.is_some_and(|r| r.median < 1.0) {
+        (best, runner_up) = (runner_up, best);
+        ratio = ci::paired_ratio(&b, &o, &mut ci::Rng::new(seed));
+    }
+    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
     Some(RenderVerdict {
         metric,
-        outcome,
-        best: v.winner,
-        runner_up: v.runner_up,
-        margin: v.margin,
+        outcome: outcome.name(),
+        best,
+        runner_up,
+        margin: ratio.map_or(v.margin, |r| r.median - 1.0),
+        ratio,
     })
 }
 
@@ -359,6 +404,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
     let pushing = start_server(PriorityMode::Rfc9218, true)?;
     let mut report = RenderReport {
         repeat: cfg.repeat.max(1),
+        equivalence: cfg.equivalence,
         links: Vec::new(),
         elapsed_secs: 0.0,
     };
@@ -440,6 +486,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             rl.describe(),
         ));
         let mut loads: Vec<Vec<(f64, f64)>> = vec![Vec::new(); pools.len()];
+        let mut rounds: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
         let mut pushed: Vec<Vec<(u64, u64)>> = vec![Vec::new(); pools.len()];
         let mut errors: Vec<Option<String>> = vec![None; pools.len()];
         for i in 0..report.repeat as usize {
@@ -459,6 +506,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                             crate::fmt::ms(l.page_ms)
                         ));
                         loads[j].push((r, l.page_ms));
+                        rounds[j].push(i as u32);
                         pushed[j].push((l.push.bytes, l.push.bytes_wasted));
                     }
                     Ok(l) => {
@@ -474,9 +522,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let arms: Vec<ArmResult> = pools
             .iter()
             .zip(loads)
+            .zip(rounds)
             .zip(pushed)
             .zip(errors)
-            .map(|((((arm, _, _), l), pu), error)| {
+            .map(|(((((arm, _, _), l), load_rounds), pu), error)| {
                 let r: Vec<f64> = l.iter().map(|x| x.0).collect();
                 let p: Vec<f64> = l.iter().map(|x| x.1).collect();
                 let n = (pu.len() as u64).max(1);
@@ -485,6 +534,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                     render_ms: MedianSpread::of(&r),
                     page_ms: MedianSpread::of(&p),
                     loads: l,
+                    load_rounds,
                     pushed_bytes: pu.iter().map(|x| x.0).sum::<u64>() / n,
                     pushed_wasted_bytes: pu.iter().map(|x| x.1).sum::<u64>() / n,
                     error,
@@ -494,10 +544,11 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let all: Vec<Arm> = arms.iter().map(|a| a.arm).collect();
         let verdicts = ["render", "page"]
             .into_iter()
-            .filter_map(|m| verdict(m, &arms, &all))
+            .filter_map(|m| verdict(m, &arms, &all, cfg.equivalence))
             .collect();
-        let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn]);
-        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push]);
+        let eq = cfg.equivalence;
+        let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn], eq);
+        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push], eq);
         report.links.push(RenderLinkResult {
             page: page_name.clone(),
             path: html_path.clone(),
@@ -534,8 +585,12 @@ pub fn render_text(r: &RenderReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done",
-        r.repeat
+        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done; \
+         verdicts from the per-round ratios (95% CI): win, parity (within the ±{} band) or \
+         undecided (fewer than {} rounds, or the CI across the band's edge)",
+        r.repeat,
+        super::loss::fmt_pct(r.equivalence),
+        ci::MIN_ROUNDS
     );
     for l in &r.links {
         let _ = writeln!(
@@ -575,9 +630,12 @@ pub fn render_text(r: &RenderReport) -> String {
         let prio = l.priorities.iter().map(|v| ("h2 prio on vs off", v));
         let push = l.push.iter().map(|v| ("h2 push vs no push", v));
         for (what, v) in all.chain(prio).chain(push) {
+            let ci = v.ratio.filter(|r| r.n >= 2).map_or(String::new(), |r| {
+                format!(" (95% CI {:.2}-{:.2}x, {} rounds)", r.lo, r.hi, r.n)
+            });
             let _ = writeln!(
                 s,
-                "{:<6} {what:<17} {}: {} {:.2}x faster than {}",
+                "{:<6} {what:<17} {}: {} {:.2}x faster than {}{ci}",
                 v.metric,
                 v.outcome,
                 v.best.label(),
@@ -605,6 +663,77 @@ mod tests {
             body_bytes: 0,
             request_bytes: 0,
         }
+    }
+
+    /// An arm whose load of round `i` took `times[i]` ms to render (page: twice that).
+    fn arm(arm: Arm, times: &[Option<f64>]) -> ArmResult {
+        let (loads, load_rounds): (Vec<(f64, f64)>, Vec<u32>) = times
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.map(|t| ((t, 2.0 * t), i as u32)))
+            .unzip();
+        let r: Vec<f64> = loads.iter().map(|x| x.0).collect();
+        let p: Vec<f64> = loads.iter().map(|x| x.1).collect();
+        ArmResult {
+            arm,
+            render_ms: MedianSpread::of(&r),
+            page_ms: MedianSpread::of(&p),
+            loads,
+            load_rounds,
+            pushed_bytes: 0,
+            pushed_wasted_bytes: 0,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn verdicts_pair_the_arms_by_round() {
+        // Priorities on render in half the time of off in every round, while both drift by
+        // ±20% together (the unpaired ranges overlap): a win for "on".
+        let drift = [1.0, 1.2, 0.8, 1.1, 0.9, 1.15, 0.85, 1.05];
+        let off: Vec<Option<f64>> = drift.iter().map(|d| Some(400.0 * d)).collect();
+        let on: Vec<Option<f64>> = off.iter().map(|t| t.map(|t| t / 2.0)).collect();
+        let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &on)];
+        let pick = [Arm::H2PrioOff, Arm::H2PrioOn];
+        let v = verdict("render", &arms, &pick, 0.03).unwrap();
+        assert_eq!(
+            (v.outcome, v.best, v.runner_up),
+            ("win", Arm::H2PrioOn, Arm::H2PrioOff)
+        );
+        let r = v.ratio.unwrap();
+        assert!((r.median - 2.0).abs() < 1e-9 && r.n == 8, "{r:?}");
+        assert!((v.margin - 1.0).abs() < 1e-9);
+        // The same arm twice (within 1% each round): parity, not a win for either.
+        let same: Vec<Option<f64>> = off
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.map(|t| t * if i % 2 == 0 { 1.01 } else { 0.99 }))
+            .collect();
+        let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &same)];
+        assert_eq!(
+            verdict("page", &arms, &pick, 0.03).unwrap().outcome,
+            "parity"
+        );
+        // Swinging 6% either way from round to round: undecided.
+        let swing: Vec<Option<f64>> = off
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.map(|t| t * if i % 2 == 0 { 1.06 } else { 0.94 }))
+            .collect();
+        let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &swing)];
+        assert_eq!(
+            verdict("render", &arms, &pick, 0.03).unwrap().outcome,
+            "undecided"
+        );
+        // Five rounds never decide, and a failed load leaves its round out of the pairs.
+        let arms = [arm(Arm::H2PrioOff, &off[..5]), arm(Arm::H2PrioOn, &on[..5])];
+        let v = verdict("render", &arms, &pick, 0.03).unwrap();
+        assert_eq!((v.outcome, v.best), ("undecided", Arm::H2PrioOn));
+        let mut gap = on.clone();
+        gap[1] = None;
+        let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &gap)];
+        let v = verdict("render", &arms, &pick, 0.03).unwrap();
+        assert_eq!((v.outcome, v.ratio.unwrap().n), ("win", 7));
     }
 
     #[test]
