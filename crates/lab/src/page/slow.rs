@@ -46,7 +46,9 @@ pub fn run(
             match fetch_all(&pools[j], &paths) {
                 Ok(l) => {
                     log(&format!(
-                        "{:<16} {:>9}  {} connection(s), {} requests",
+                        "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                        i + 1,
+                        repeat.max(1),
                         pools[j].proto.label(),
                         crate::fmt::ms(l.page_ms),
                         l.connections,
@@ -55,7 +57,7 @@ pub fn run(
                     loads[j].push(Some(l));
                 }
                 Err(e) => {
-                    log(&format!("{}: {e}", pools[j].proto.label()));
+                    log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
                     errors[j].get_or_insert(e.to_string());
                     loads[j].push(None);
                 }
