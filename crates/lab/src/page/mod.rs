@@ -343,6 +343,9 @@ fn h3_by_default(cfg: &PageConfig) -> bool {
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
     let started_unix = crate::compare::run::unix_now();
+    // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
+    // not the client's share).
+    let machine = Machine::this();
     let (mut env, html_path) = match &cfg.url {
         None => (
             LabEnv::builtin(&BuiltinOptions {
@@ -426,7 +429,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             .iter()
             .map(|&p| crate::link::LinkRecord::of(p))
             .collect(),
-        machine: Machine::this(),
+        machine,
         page: None,
         repeat: cfg.repeat,
         equivalence: cfg.equivalence,
