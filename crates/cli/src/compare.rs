@@ -233,7 +233,7 @@ impl CpuArgs {
 }
 
 /// `3%`, `3` or `0.03` as a fraction.
-fn parse_fraction(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let v: f64 = t
         .trim_end_matches('%')

@@ -1,7 +1,9 @@
 //! `h2lab page`: browser-like page loads (see `h2lab_lab::page`). With no arguments it starts
 //! the built-in server and a `wan` link in-process and loads the built-in `/page` (HTML +
-//! 300 images of 1–8 KiB) 5 times over HTTP/1.1 (6 connections) and HTTP/2 (1 connection),
-//! both over TLS. `--slow` runs the slow-endpoint case instead; `--users` adds a load test.
+//! 300 images of 1–8 KiB) 6 times over HTTP/1.1 (6 connections), HTTP/2 and HTTP/3 (1
+//! connection each), alternated, and states each ratio with its 95% CI and verdict (win,
+//! parity within `--equivalence`, or undecided). `--slow` runs the slow-endpoint case
+//! instead; `--users` adds a load test.
 //!
 //! Progress goes to stderr, the tables to stdout; the report directory gets `index.html`
 //! and `results.json`. Exit status: 0 on success, 1 on usage errors or when no load
@@ -82,9 +84,15 @@ pub struct PageArgs {
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub h2_streams: u32,
 
-    /// Page loads per protocol (alternated) [default: 5; --slow: 1].
+    /// Page loads per protocol (alternated; 6 or more can decide a verdict) [default: 6;
+    /// --slow: 1].
     #[arg(short = 'n', long, value_name = "N")]
     pub repeat: Option<u32>,
+
+    /// Equivalence band of the verdicts: page-time ratios whose 95% CI lies within 1 ± this
+    /// are parity, outside it a win, across its edge undecided [default: 3%].
+    #[arg(long, value_name = "PERCENT")]
+    pub equivalence: Option<String>,
 
     /// The slow-endpoint case instead of page loads: parallel requests to /delay.
     #[arg(long)]
@@ -193,9 +201,12 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         Some(0) => return Err("--repeat: must be at least 1".into()),
         Some(n) => n,
         None if a.slow => 1,
-        None if a.loss.is_some() => 6,
-        None => 5,
+        None => 6,
     };
+    if let Some(e) = &a.equivalence {
+        c.equivalence =
+            crate::compare::parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
+    }
     if a.slow {
         let delay = parse_dur(&a.delay).map_err(|e| format!("--delay: {e}"))?;
         if a.slow_requests == 0 || a.slow_requests > 10_000 {
@@ -278,6 +289,15 @@ fn main_render(args: &PageArgs) -> ExitCode {
     }
     if let Some(n) = args.repeat {
         cfg.repeat = n.max(1);
+    }
+    if let Some(e) = &args.equivalence {
+        match crate::compare::parse_fraction(e) {
+            Ok(f) => cfg.equivalence = f,
+            Err(e) => {
+                eprintln!("{PREFIX} --equivalence: {e}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
     }
     let r = match render::run(&cfg, &mut |line| eprintln!("{line}")) {
         Ok(r) => r,

@@ -262,6 +262,7 @@ fn bad_lab_flags_are_one_line_errors() {
         (&["page", "--server-cpus", "x"][..], "--server-cpus"),
         (&["page", "--link", "moon"][..], "--link"),
         (&["page", "--stages", "10s"][..], "--stages"),
+        (&["page", "--equivalence", "90%"][..], "--equivalence"),
         (
             &["page", "--slow", "--users", "3"][..],
             "cannot be combined",

@@ -21,6 +21,7 @@
 
 use std::time::Duration;
 
+use h2lab_engine::config::Scheme;
 use h2lab_engine::{StandingRun, Target};
 
 use super::matrix::{CellKey, MatrixPlan};
@@ -41,18 +42,25 @@ pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
 
 /// Whether `key`'s runs are measured on its arm's standing connections: not with
 /// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its engine
-/// configuration (it refuses none today).
+/// configuration (it refuses none today). The question takes a whole engine configuration,
+/// so one is built for a placeholder origin of the protocol's scheme: the answer depends on
+/// the protocol and the load model, not on the host (the measurer asks the same question
+/// with the real origin).
 pub fn stands(key: &CellKey, t: &Timing, fresh: bool) -> bool {
     if fresh {
         return false;
     }
-    // Any origin of the protocol's scheme: the answer depends on the protocol, not the host.
-    let scheme = if key.proto.tls() { "https" } else { "http" };
-    let Ok(target) = Target::parse(&format!("{scheme}://127.0.0.1:1/")) else {
-        return true;
-    };
     let origin = Origin {
-        target,
+        target: Target {
+            scheme: if key.proto.tls() {
+                Scheme::Https
+            } else {
+                Scheme::Http
+            },
+            host: "127.0.0.1".into(),
+            port: 1,
+            path: "/".into(),
+        },
         connect_to: Vec::new(),
         unix_socket: None,
     };

@@ -8,8 +8,9 @@ use super::svg::{
 };
 use crate::fmt;
 use crate::page::load::PageLoad;
-use crate::page::output::ratio_line;
+use crate::page::output::{ratio_line, verdict_note};
 use crate::page::{PageReport, ProtoPage};
+use crate::stats::ci::Outcome;
 
 fn ms_fmt(v: f64) -> String {
     fmt::ms(v)
@@ -211,6 +212,60 @@ fn connections_chart(id: &str, cols: &[ProtoPage]) -> String {
     .svg()
 }
 
+/// The verdicts of the report's ratio lines in a table: scenario, faster and slower
+/// protocol, per-round ratio with its 95% CI, paired rounds, outcome. Empty without one.
+fn verdict_table(r: &PageReport) -> String {
+    let lines = r
+        .ratio
+        .iter()
+        .chain(r.h3_vs_h2.iter())
+        .map(|x| ("page load", x))
+        .chain(
+            r.slow
+                .iter()
+                .filter_map(|s| s.ratio.as_ref())
+                .map(|x| ("slow endpoint", x)),
+        );
+    let mut rows = vec![vec![
+        "scenario".to_owned(),
+        "faster".into(),
+        "slower".into(),
+        ">ratio (per-round median)".into(),
+        ">95% CI".into(),
+        ">rounds".into(),
+        "verdict".into(),
+    ]];
+    for (what, x) in lines {
+        let e = x.round_ratio.as_ref();
+        let class = match x.outcome {
+            Outcome::Win => "win",
+            _ => "par",
+        };
+        rows.push(vec![
+            what.into(),
+            esc(x.faster.label()),
+            esc(x.slower.label()),
+            esc(&fmt::ratio(e.map_or(x.ratio, |e| e.median))),
+            e.filter(|e| e.n >= 2).map_or_else(
+                || "-".into(),
+                |e| esc(&format!("{}–{}", fmt::ratio(e.lo), fmt::ratio(e.hi))),
+            ),
+            e.map_or(0, |e| e.n).to_string(),
+            format!("<span class=\"{class}\">{}</span>", esc(&x.verdict_text())),
+        ]);
+    }
+    if rows.len() == 1 {
+        return String::new();
+    }
+    let mut out = table(&rows, "verdicts");
+    let _ = write!(
+        out,
+        "<p class=\"par\">{}</p>",
+        esc(&verdict_note(r.equivalence))
+    );
+    out
+}
+
 /// Renders the page report as a self-contained HTML page.
 pub fn render(r: &PageReport) -> String {
     let mut body = String::new();
@@ -229,6 +284,7 @@ pub fn render(r: &PageReport) -> String {
             esc(&ratio_line(s, "finishes the parallel slow requests"))
         );
     }
+    intro.push_str(&verdict_table(r));
     let mut kv = vec![vec![String::new(), String::new()]];
     if let Some(p) = &r.page {
         kv.push(vec![

@@ -186,7 +186,7 @@ pub fn run_level(
         .iter()
         .zip(loads)
         .zip(errors)
-        .map(|((pool, l), e)| proto_page(pool.proto, pool, l.into_iter().flatten().collect(), e))
+        .map(|((pool, l), e)| proto_page(pool.proto, pool, l, e))
         .collect();
     let find = |p: LabProtocol| pools.iter().position(|x| x.proto == p);
     let decisions = loss_pairs()

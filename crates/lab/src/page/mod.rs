@@ -7,7 +7,8 @@
 //! target is the built-in server's `/page` (the seed article's 15×20 table of 300 images
 //! of 1–8 KB) behind the `wan` link profile. It reports page load time (median, p90),
 //! connections, requests and bytes on the wire split into headers and bodies, and the
-//! page-time ratio between the protocols.
+//! page-time ratio between the protocols with its verdict ([`ratio`]: the per-round ratios of
+//! loads measured back to back, their 95% CI, win / parity / undecided).
 //!
 //! Two more scenarios from the seeds: [`slow`] (100 parallel requests to a 2-second
 //! endpoint over 6 HTTP/1.1 connections vs one HTTP/2 connection) and [`users`] (virtual
@@ -86,6 +87,9 @@ pub struct PageConfig {
     pub h2_streams: u32,
     /// Page loads per protocol.
     pub repeat: u32,
+    /// Equivalence band of the verdicts (a fraction: ratios whose 95% CI lies within
+    /// `1 ± equivalence` are parity).
+    pub equivalence: f64,
     /// Run the load test after the page loads.
     pub load_test: Option<LoadTestConfig>,
     /// Run the slow-endpoint scenario instead of page loads.
@@ -117,7 +121,8 @@ impl Default for PageConfig {
             h1_connections: 6,
             h2_connections: 1,
             h2_streams: 100,
-            repeat: 5,
+            repeat: 6,
+            equivalence: crate::stats::ci::DEFAULT_EQUIVALENCE,
             load_test: None,
             slow: None,
             server_threads: 1,
@@ -141,6 +146,9 @@ pub struct LoadBrief {
     pub requests: u32,
     /// Requests that failed.
     pub failed: u32,
+    /// The round of the load (0: the first); loads of the same round were measured back to
+    /// back, and the verdicts pair them.
+    pub round: u32,
 }
 
 /// One protocol's page loads.
@@ -152,7 +160,7 @@ pub struct ProtoPage {
     pub connections_limit: u32,
     /// Streams per connection allowed.
     pub streams: u32,
-    /// Every load.
+    /// Every load that completed (a failed one leaves its round out).
     pub loads: Vec<LoadBrief>,
     /// Page load time over the loads (ms).
     pub page_ms: Option<MedianSpread>,
@@ -184,7 +192,7 @@ pub struct SlowReport {
     pub config: SlowConfig,
     /// One entry per protocol.
     pub results: Vec<ProtoPage>,
-    /// Slowest / fastest.
+    /// Slowest / fastest, with the verdict from the per-round ratios.
     pub ratio: Option<Ratio>,
 }
 
@@ -222,12 +230,15 @@ pub struct PageReport {
     pub page: Option<PageInfo>,
     /// Loads per protocol.
     pub repeat: u32,
+    /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
+    pub equivalence: f64,
     /// Page loads per protocol (empty for the slow scenario).
     pub protocols: Vec<ProtoPage>,
-    /// Page-time ratio.
+    /// Page-time ratio of the slowest and the fastest protocol, with its verdict (per-round
+    /// ratio, 95% CI, outcome).
     pub ratio: Option<Ratio>,
-    /// HTTP/3 against HTTP/2 (medians of the page loads), when both loaded the page and the
-    /// overall `ratio` is not already that pair.
+    /// HTTP/3 against HTTP/2 (as `ratio`), when both loaded the page and the overall
+    /// `ratio` is not already that pair.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub h3_vs_h2: Option<Ratio>,
     /// The slow-endpoint scenario.
@@ -241,13 +252,36 @@ pub struct PageReport {
     pub notes: Vec<String>,
 }
 
-/// Summarises repeated loads of one protocol.
+impl PageReport {
+    /// Sets `ratio` and `h3_vs_h2` from `protocols`, decided against `1 ± equivalence`.
+    fn decide(&mut self, equivalence: f64) {
+        self.ratio = Ratio::of_pages(&self.protocols, equivalence, "load");
+        self.h3_vs_h2 = Ratio::h3_vs_h2(&self.protocols, self.ratio.as_ref(), equivalence, "load");
+    }
+}
+
+/// Summarises repeated loads of one protocol: `rounds[i]` is round `i`'s load (`None`: it
+/// failed).
 pub fn proto_page(
     proto: LabProtocol,
     pool: &PoolSpec,
-    loads: Vec<PageLoad>,
+    rounds: Vec<Option<PageLoad>>,
     error: Option<String>,
 ) -> ProtoPage {
+    let briefs: Vec<LoadBrief> = rounds
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            l.as_ref().map(|l| LoadBrief {
+                page_ms: l.page_ms,
+                connections: l.connections,
+                requests: l.requests,
+                failed: l.failed,
+                round: i as u32,
+            })
+        })
+        .collect();
+    let loads: Vec<PageLoad> = rounds.into_iter().flatten().collect();
     let times: Vec<f64> = loads.iter().map(|l| l.page_ms).collect();
     let summary = MedianSpread::of(&times);
     let median_load = summary.and_then(|s| {
@@ -264,15 +298,7 @@ pub fn proto_page(
         proto,
         connections_limit: pool.connections,
         streams: if proto.multiplexes() { pool.streams } else { 1 },
-        loads: loads
-            .iter()
-            .map(|l| LoadBrief {
-                page_ms: l.page_ms,
-                connections: l.connections,
-                requests: l.requests,
-                failed: l.failed,
-            })
-            .collect(),
+        loads: briefs,
         page_ms: summary,
         page_p90_ms: quantile(&times, 0.9),
         median_load,
@@ -317,6 +343,9 @@ fn h3_by_default(cfg: &PageConfig) -> bool {
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
     let started_unix = crate::compare::run::unix_now();
+    // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
+    // not the client's share).
+    let machine = Machine::this();
     let (mut env, html_path) = match &cfg.url {
         None => (
             LabEnv::builtin(&BuiltinOptions {
@@ -400,9 +429,10 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             .iter()
             .map(|&p| crate::link::LinkRecord::of(p))
             .collect(),
-        machine: Machine::this(),
+        machine,
         page: None,
         repeat: cfg.repeat,
+        equivalence: cfg.equivalence,
         protocols: Vec::new(),
         ratio: None,
         h3_vs_h2: None,
@@ -412,7 +442,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         notes,
     };
     if let Some(s) = &cfg.slow {
-        report.slow = Some(slow::run(&pools, s, cfg.repeat, log));
+        report.slow = Some(slow::run(&pools, s, cfg.repeat, cfg.equivalence, log));
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -456,7 +486,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 &level_pools,
                 &paths,
                 cfg.repeat,
-                crate::stats::ci::DEFAULT_EQUIVALENCE,
+                cfg.equivalence,
                 &mut counts,
                 log,
             ));
@@ -464,12 +494,12 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         if let Some(first) = report.loss.first() {
             report.protocols = first.protocols.clone();
         }
-        report.ratio = Ratio::of_pages(&report.protocols);
-        report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
+        report.decide(cfg.equivalence);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
-    let mut loads: Vec<Vec<PageLoad>> = vec![Vec::new(); pools.len()];
+    // loads[j][i]: protocol j's load of round i (`None`: it failed).
+    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..cfg.repeat.max(1) as usize {
         for k in 0..pools.len() {
@@ -485,11 +515,12 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                         l.connections,
                         l.requests
                     ));
-                    loads[j].push(l);
+                    loads[j].push(Some(l));
                 }
                 Err(e) => {
                     log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
                     errors[j].get_or_insert(e.to_string());
+                    loads[j].push(None);
                 }
             }
         }
@@ -497,8 +528,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
         report.protocols.push(proto_page(pool.proto, pool, l, e));
     }
-    report.ratio = Ratio::of_pages(&report.protocols);
-    report.h3_vs_h2 = Ratio::h3_vs_h2(&report.protocols, report.ratio.as_ref());
+    report.decide(cfg.equivalence);
     if let Some(lt) = &cfg.load_test {
         let mut results = Vec::new();
         for pool in &pools {

@@ -92,15 +92,43 @@ pub fn page_table(cols: &[ProtoPage]) -> String {
     fmt::table(&rows)
 }
 
-/// `HTTP/2 (TLS) loads the page 4.63× faster than HTTP/1.1 (TLS) (median 521 ms vs 2.41 s)`.
+/// `HTTP/2 (TLS) loads the page 4.59× faster than HTTP/1.1 (TLS) (95% CI 4.41–4.80×; median
+/// 515 ms vs 2.37 s): win.` The factor is the median of the per-round ratios (the ratio of
+/// the medians when no round paired the two), the CI that median's (from 2 rounds on), then
+/// the verdict ([`Ratio::verdict_text`]).
 pub fn ratio_line(r: &Ratio, what: &str) -> String {
+    let (factor, ci) = match r.round_ratio {
+        Some(e) if e.n >= 2 => (
+            e.median,
+            format!(
+                "95% CI {}–{}; ",
+                fmt::ratio(e.lo).trim_end_matches('×'),
+                fmt::ratio(e.hi)
+            ),
+        ),
+        Some(e) => (e.median, String::new()),
+        None => (r.ratio, String::new()),
+    };
     format!(
-        "{} {what} {} faster than {} (median {} vs {}).",
+        "{} {what} {} faster than {} ({ci}median {} vs {}): {}.",
         r.faster.label(),
-        fmt::ratio(r.ratio),
+        fmt::ratio(factor),
         r.slower.label(),
         fmt::ms(r.faster_ms),
-        fmt::ms(r.slower_ms)
+        fmt::ms(r.slower_ms),
+        r.verdict_text()
+    )
+}
+
+/// How the verdicts of the ratio lines are reached, with the band used.
+pub fn verdict_note(equivalence: f64) -> String {
+    format!(
+        "Verdict: the median of the per-round ratios of page times (the protocols alternate \
+         load by load, so the loads of a round were measured back to back) with its 95% CI; \
+         win (CI outside ±{0}), parity (CI within ±{0}) or undecided (CI across the band's \
+         edge, or fewer than {1} rounds).",
+        super::loss::fmt_pct(equivalence),
+        crate::stats::ci::MIN_ROUNDS
     )
 }
 
@@ -121,6 +149,9 @@ pub fn render_text(r: &PageReport) -> String {
         if let Some(ratio) = &r.h3_vs_h2 {
             let _ = writeln!(out, "{}", ratio_line(ratio, "loads the page"));
         }
+        if r.ratio.is_some() {
+            let _ = writeln!(out, "{}", verdict_note(r.equivalence));
+        }
         for p in &r.protocols {
             if let Some(e) = &p.error {
                 let _ = writeln!(out, "{}: {e}", p.proto.label());
@@ -134,8 +165,10 @@ pub fn render_text(r: &PageReport) -> String {
              protocol and level, alternated; the table above is the first level). Page time \
              median with its 95% CI; per pair the median of the per-round ratios of page \
              times (below 1: the first protocol is faster) with its 95% CI; win / parity \
-             (within ±3%) / undecided (CI across the band's edge, or fewer than 6 rounds)\n",
-            r.repeat
+             (within ±{}) / undecided (CI across the band's edge, or fewer than {} rounds)\n",
+            r.repeat,
+            super::loss::fmt_pct(r.equivalence),
+            crate::stats::ci::MIN_ROUNDS
         );
         for l in &r.loss {
             let _ = writeln!(out, "link {}", l.link);
@@ -185,6 +218,11 @@ pub fn render_text(r: &PageReport) -> String {
         out.push_str(&fmt::table(&rows));
         if let Some(ratio) = &s.ratio {
             let _ = writeln!(out, "\n{}", ratio_line(ratio, "finishes"));
+            let _ = writeln!(
+                out,
+                "{}",
+                verdict_note(r.equivalence).replace("page times", "times")
+            );
         }
         let _ = writeln!(
             out,
@@ -244,4 +282,52 @@ pub fn render_text(r: &PageReport) -> String {
 /// The report as pretty JSON.
 pub fn json(r: &PageReport) -> String {
     serde_json::to_string_pretty(r).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::LabProtocol;
+    use crate::stats::ci::{Estimate, Outcome};
+
+    fn ratio(n: usize, lo: f64, hi: f64, outcome: Outcome) -> Ratio {
+        Ratio {
+            faster: LabProtocol::H2,
+            slower: LabProtocol::H1Tls,
+            ratio: 4.63,
+            faster_ms: 515.0,
+            slower_ms: 2370.0,
+            round_ratio: Some(Estimate {
+                median: 4.59,
+                lo,
+                hi,
+                n,
+            }),
+            outcome,
+            winner: (outcome == Outcome::Win).then_some(LabProtocol::H2),
+            equivalence: 0.03,
+        }
+    }
+
+    #[test]
+    fn ratio_lines_state_the_per_round_ratio_its_ci_and_the_verdict() {
+        assert_eq!(
+            ratio_line(&ratio(6, 4.41, 4.8, Outcome::Win), "loads the page"),
+            "HTTP/2 (TLS) loads the page 4.59× faster than HTTP/1.1 (TLS) (95% CI 4.41–4.80×; \
+             median 515 ms vs 2.37 s): win."
+        );
+        assert_eq!(
+            ratio_line(&ratio(5, 4.41, 4.8, Outcome::Undecided), "loads the page"),
+            "HTTP/2 (TLS) loads the page 4.59× faster than HTTP/1.1 (TLS) (95% CI 4.41–4.80×; \
+             median 515 ms vs 2.37 s): undecided (5 rounds: 6 or more can decide)."
+        );
+        // One round: no interval, the single ratio.
+        let one = ratio(1, 4.59, 4.59, Outcome::Undecided);
+        assert_eq!(
+            ratio_line(&one, "finishes"),
+            "HTTP/2 (TLS) finishes 4.59× faster than HTTP/1.1 (TLS) (median 515 ms vs 2.37 s): \
+             undecided (1 round: 6 or more can decide)."
+        );
+        assert!(verdict_note(0.05).contains("±5%"));
+    }
 }

@@ -15,7 +15,10 @@
 //! `rfc9218`), each behind its own link relay. Per arm it reports the time until every
 //! render-blocking resource is complete ("render", the metric the seed's reference cites),
 //! the time until the page is complete, and the verdict between the arms with the lab's
-//! rule (a win only when the medians differ by more than either arm's spread).
+//! rule: the arms alternate load by load, so load `i` of every arm is round `i`; a verdict
+//! takes the per-round ratios of two arms' times (runner-up / best), their median and 95% CI
+//! ([`ci::paired_ratio`]), and calls it a win, parity or undecided against the equivalence
+//! band ([`ci::classify`]; fewer than [`ci::MIN_ROUNDS`] rounds are undecided).
 //!
 //! - `h2 push`: the RFC 9218 server with `--push`: the page's CSS and JS are pushed
 //!   (PUSH_PROMISE before the HTML) to a client that accepts push and uses the pushed
@@ -42,7 +45,13 @@ use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::page::anchor;
 use crate::page::load::{self, PageLoad, PoolSpec};
 use crate::proto::LabProtocol;
-use crate::stats::{decide, Better, MedianSpread};
+use crate::stats::ci;
+use crate::stats::MedianSpread;
+
+mod verdict;
+
+use verdict::verdict;
+pub use verdict::RenderVerdict;
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
 /// 4 scripts of ~64 KiB in the head.
@@ -106,10 +115,12 @@ pub struct RenderConfig {
     pub pages: Vec<(String, String)>,
     /// Links to run on.
     pub links: Vec<RenderLink>,
-    /// Cold loads per arm and link.
+    /// Cold loads per arm and link (6 or more can decide a verdict).
     pub repeat: u32,
     /// Longest one load may take.
     pub timeout: Duration,
+    /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
+    pub equivalence: f64,
 }
 
 impl Default for RenderConfig {
@@ -120,8 +131,9 @@ impl Default for RenderConfig {
                 ("late-js".into(), LATE_JS_RENDER_QUERY.into()),
             ],
             links: RenderLink::defaults(),
-            repeat: 5,
+            repeat: 6,
             timeout: Duration::from_secs(120),
+            equivalence: ci::DEFAULT_EQUIVALENCE,
         }
     }
 }
@@ -173,29 +185,17 @@ pub struct ArmResult {
     pub render_ms: Option<MedianSpread>,
     /// Time until the page is complete, ms.
     pub page_ms: Option<MedianSpread>,
-    /// Each load: (render ms, page ms).
+    /// Each load that completed: (render ms, page ms).
     pub loads: Vec<(f64, f64)>,
+    /// The round of each of `loads` (0: the first); loads of the same round were measured
+    /// back to back, and the verdicts pair them.
+    pub load_rounds: Vec<u32>,
     /// Pushed body bytes per load (mean over the loads; 0 without push).
     pub pushed_bytes: u64,
     /// Pushed body bytes never used, per load (mean).
     pub pushed_wasted_bytes: u64,
     /// First error, if loads failed.
     pub error: Option<String>,
-}
-
-/// A verdict between the arms for one metric on one link.
-#[derive(Debug, Clone, Serialize)]
-pub struct RenderVerdict {
-    /// `render` or `page`.
-    pub metric: &'static str,
-    /// `win`, `parity` or `undecided`.
-    pub outcome: &'static str,
-    /// The arm with the best median.
-    pub best: Arm,
-    /// The runner-up.
-    pub runner_up: Arm,
-    /// How much better, as a fraction (1.0 = 2×).
-    pub margin: f64,
 }
 
 /// One page on one link.
@@ -228,6 +228,8 @@ pub struct RenderLinkResult {
 pub struct RenderReport {
     /// Loads per arm, page and link.
     pub repeat: u32,
+    /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
+    pub equivalence: f64,
     /// Per link.
     pub links: Vec<RenderLinkResult>,
     /// Wall time of the whole run, s.
@@ -320,37 +322,6 @@ pub fn render_ms(load: &PageLoad, paths: &[String]) -> f64 {
         .fold(load.html_ms, f64::max)
 }
 
-fn verdict(metric: &'static str, arms: &[ArmResult], pick: &[Arm]) -> Option<RenderVerdict> {
-    let cands: Vec<(Arm, MedianSpread)> = arms
-        .iter()
-        .filter(|a| pick.contains(&a.arm))
-        .filter_map(|a| {
-            let s = if metric == "render" {
-                a.render_ms
-            } else {
-                a.page_ms
-            };
-            s.map(|s| (a.arm, s))
-        })
-        .collect();
-    let v = decide(&cands, Better::Lower)?;
-    let n = cands.iter().map(|(_, s)| s.n).min().unwrap_or(0);
-    let outcome = if n < 3 {
-        "undecided"
-    } else if v.significant {
-        "win"
-    } else {
-        "parity"
-    };
-    Some(RenderVerdict {
-        metric,
-        outcome,
-        best: v.winner,
-        runner_up: v.runner_up,
-        margin: v.margin,
-    })
-}
-
 /// Runs the experiment; `log` receives progress lines.
 pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, LabError> {
     let start = Instant::now();
@@ -359,6 +330,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
     let pushing = start_server(PriorityMode::Rfc9218, true)?;
     let mut report = RenderReport {
         repeat: cfg.repeat.max(1),
+        equivalence: cfg.equivalence,
         links: Vec::new(),
         elapsed_secs: 0.0,
     };
@@ -440,6 +412,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
             rl.describe(),
         ));
         let mut loads: Vec<Vec<(f64, f64)>> = vec![Vec::new(); pools.len()];
+        let mut rounds: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
         let mut pushed: Vec<Vec<(u64, u64)>> = vec![Vec::new(); pools.len()];
         let mut errors: Vec<Option<String>> = vec![None; pools.len()];
         for i in 0..report.repeat as usize {
@@ -459,6 +432,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                             crate::fmt::ms(l.page_ms)
                         ));
                         loads[j].push((r, l.page_ms));
+                        rounds[j].push(i as u32);
                         pushed[j].push((l.push.bytes, l.push.bytes_wasted));
                     }
                     Ok(l) => {
@@ -474,9 +448,10 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let arms: Vec<ArmResult> = pools
             .iter()
             .zip(loads)
+            .zip(rounds)
             .zip(pushed)
             .zip(errors)
-            .map(|((((arm, _, _), l), pu), error)| {
+            .map(|(((((arm, _, _), l), load_rounds), pu), error)| {
                 let r: Vec<f64> = l.iter().map(|x| x.0).collect();
                 let p: Vec<f64> = l.iter().map(|x| x.1).collect();
                 let n = (pu.len() as u64).max(1);
@@ -485,6 +460,7 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
                     render_ms: MedianSpread::of(&r),
                     page_ms: MedianSpread::of(&p),
                     loads: l,
+                    load_rounds,
                     pushed_bytes: pu.iter().map(|x| x.0).sum::<u64>() / n,
                     pushed_wasted_bytes: pu.iter().map(|x| x.1).sum::<u64>() / n,
                     error,
@@ -494,10 +470,11 @@ pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport
         let all: Vec<Arm> = arms.iter().map(|a| a.arm).collect();
         let verdicts = ["render", "page"]
             .into_iter()
-            .filter_map(|m| verdict(m, &arms, &all))
+            .filter_map(|m| verdict(m, &arms, &all, cfg.equivalence))
             .collect();
-        let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn]);
-        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push]);
+        let eq = cfg.equivalence;
+        let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn], eq);
+        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push], eq);
         report.links.push(RenderLinkResult {
             page: page_name.clone(),
             path: html_path.clone(),
@@ -534,8 +511,12 @@ pub fn render_text(r: &RenderReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done",
-        r.repeat
+        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done; \
+         verdicts from the per-round ratios (95% CI): win, parity (within the ±{} band) or \
+         undecided (fewer than {} rounds, or the CI across the band's edge)",
+        r.repeat,
+        super::loss::fmt_pct(r.equivalence),
+        ci::MIN_ROUNDS
     );
     for l in &r.links {
         let _ = writeln!(
@@ -575,9 +556,12 @@ pub fn render_text(r: &RenderReport) -> String {
         let prio = l.priorities.iter().map(|v| ("h2 prio on vs off", v));
         let push = l.push.iter().map(|v| ("h2 push vs no push", v));
         for (what, v) in all.chain(prio).chain(push) {
+            let ci = v.ratio.filter(|r| r.n >= 2).map_or(String::new(), |r| {
+                format!(" (95% CI {:.2}-{:.2}x, {} rounds)", r.lo, r.hi, r.n)
+            });
             let _ = writeln!(
                 s,
-                "{:<6} {what:<17} {}: {} {:.2}x faster than {}",
+                "{:<6} {what:<17} {}: {} {:.2}x faster than {}{ci}",
                 v.metric,
                 v.outcome,
                 v.best.label(),

@@ -23,11 +23,13 @@ pub fn expected_h1_ms(cfg: &SlowConfig, connections: u32) -> f64 {
     f64::from(cfg.requests.div_ceil(connections.max(1))) * cfg.delay.as_secs_f64() * 1000.0
 }
 
-/// Runs the scenario `repeat` times per protocol (alternated).
+/// Runs the scenario `repeat` times per protocol (alternated, so run `i` of every protocol is
+/// round `i`); the verdict pairs the runs by round against the band `1 ± equivalence`.
 pub fn run(
     pools: &[PoolSpec],
     cfg: &SlowConfig,
     repeat: u32,
+    equivalence: f64,
     log: &mut dyn FnMut(&str),
 ) -> SlowReport {
     let paths = paths(cfg);
@@ -44,17 +46,20 @@ pub fn run(
             match fetch_all(&pools[j], &paths) {
                 Ok(l) => {
                     log(&format!(
-                        "{:<16} {:>9}  {} connection(s), {} requests",
+                        "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                        i + 1,
+                        repeat.max(1),
                         pools[j].proto.label(),
                         crate::fmt::ms(l.page_ms),
                         l.connections,
                         l.requests
                     ));
-                    loads[j].push(l);
+                    loads[j].push(Some(l));
                 }
                 Err(e) => {
-                    log(&format!("{}: {e}", pools[j].proto.label()));
+                    log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
                     errors[j].get_or_insert(e.to_string());
+                    loads[j].push(None);
                 }
             }
         }
@@ -67,7 +72,7 @@ pub fn run(
         .collect();
     SlowReport {
         config: *cfg,
-        ratio: Ratio::of_pages(&results),
+        ratio: Ratio::of_pages(&results, equivalence, "slow"),
         results,
     }
 }
