@@ -312,6 +312,9 @@ pub fn run(
     on_cell: &mut dyn FnMut(Progress<'_>),
 ) -> Result<CompareReport, LabError> {
     let started_unix = run::unix_now();
+    // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
+    // not the client's share).
+    let machine = Machine::this();
     let start = std::time::Instant::now();
     let mut env = match &cfg.targets {
         None => LabEnv::builtin(&BuiltinOptions {
@@ -436,7 +439,7 @@ pub fn run(
         environment: env.describe().to_owned(),
         links,
         link_models,
-        machine: Machine::this(),
+        machine,
         isolation,
         timing: cfg.timing.clone(),
         equivalence: cfg.equivalence,
