@@ -2,8 +2,8 @@
 //! (`/delay`), an idle worker sleeps before reading (`read_waits` > 0) and every request
 //! still completes with its status and body; with `--read-wait 0` it never sleeps. Over
 //! HTTP/2 (many streams per connection), HTTP/1.1 (one request per connection) and HTTP/3
-//! (where the worker sleeps after the readable edge that ends its blocking poll; then also
-//! with 1 MiB responses, byte-exact: a wake-up lost by that wait would stall the run).
+//! (QUIC connections honour the same wait; then also with 1 MiB responses, byte-exact: a
+//! wake-up lost across a wait would stall the run).
 //!
 //! Timing: the assertions are counts. Whether a given wake-up finds data is up to the
 //! scheduler, but with every response held 3 ms by the server the worker is idle most of
@@ -96,7 +96,7 @@ fn h3_config(addr: SocketAddr, path: &str, requests: u64) -> BenchConfig {
 }
 
 #[test]
-fn h3_sleeps_after_the_readable_edge() {
+fn h3_sleeps_when_responses_take_milliseconds() {
     let dir = tempfile::tempdir().unwrap();
     let srv = h3_server(dir.path());
     let addr = srv.h3_addr().unwrap();

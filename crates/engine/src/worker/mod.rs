@@ -146,9 +146,6 @@ pub(crate) struct Worker<'o> {
     first_unfinished: usize,
     /// How long to wait before reading when idle.
     read_wait: ReadWait,
-    /// QUIC workers wait *after* the readable edge that ends a blocking poll (see
-    /// `read_wait`, "QUIC"); the events that arrived during that wait land here.
-    edge_events: Option<Events>,
     /// Clients waiting for a request to be due before they reconnect (`Core::reconnect_to`).
     deferred: usize,
     /// How often `-T`/`-N` timeouts are scanned for (none without them).
@@ -199,8 +196,6 @@ impl<'o> Worker<'o> {
             .filter(|_| !s.pacer.is_paced())
             .map(|max| Holds::new(max, s.nclients as usize));
         let read_wait = ReadWait::new(s.read_wait.unwrap_or(Duration::ZERO));
-        let edge_events =
-            (s.dialer.quic.is_some() && s.read_wait.is_some()).then(|| Events::with_capacity(1024));
         let timer_step = timer_interval(s.active_timeout, s.inactivity_timeout);
         Ok(Worker {
             s,
@@ -219,7 +214,6 @@ impl<'o> Worker<'o> {
             holds,
             first_unfinished: 0,
             read_wait,
-            edge_events,
             deferred: 0,
             timer_step,
             out: WorkerOutcome::empty(),
@@ -310,22 +304,18 @@ impl<'o> Worker<'o> {
                 wait = wait.min(d.saturating_duration_since(now));
             }
             let polled = if paused {
-                self.poll.poll(&mut events, Some(wait)).map(|()| false)
+                self.poll.poll(&mut events, Some(wait))
             } else {
                 self.wait_for_events(&mut events, wait)
             };
-            let napped_after_edge = match polled {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    self.event_loop_failed(e);
-                    break;
+            if let Err(e) = polled {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
                 }
-            };
-            self.process(&events);
-            if napped_after_edge {
-                self.process_edge_events(&events);
+                self.event_loop_failed(e);
+                break;
             }
+            self.process(&events);
             if self.timed_work {
                 self.pace(Instant::now());
             }
@@ -358,93 +348,36 @@ impl<'o> Worker<'o> {
     }
 
     /// Polls for events, blocking at most `wait`. When a zero-timeout poll
-    /// finds nothing and read waiting is on, sleeps first (see `read_wait`);
-    /// a QUIC worker sleeps after the blocking poll instead, and then `Ok(true)`
-    /// says that [`Worker::process_edge_events`] has more to process.
-    fn wait_for_events(&mut self, events: &mut Events, wait: Duration) -> io::Result<bool> {
+    /// finds nothing and read waiting is on, sleeps first (see `read_wait`).
+    fn wait_for_events(&mut self, events: &mut Events, wait: Duration) -> io::Result<()> {
         let nap = self
             .read_wait
             .wait()
             .map_or(Duration::ZERO, |n| n.min(wait));
         if nap.is_zero() {
-            return self.poll.poll(events, Some(wait)).map(|()| false);
+            return self.poll.poll(events, Some(wait));
         }
         self.poll.poll(events, Some(Duration::ZERO))?;
         if !events.is_empty() {
-            return Ok(false);
-        }
-        if self.edge_events.is_some() {
-            return self.wait_after_edge(events, wait, nap);
+            return Ok(());
         }
         std::thread::sleep(nap);
         self.stats.read_waits += 1;
         // The deadline behind `wait` is as far off as it was, less the sleep.
-        self.poll.poll(events, Some(wait - nap)).map(|()| false)
-    }
-
-    /// QUIC's read wait (`read_wait`, "QUIC"): blocks until the first datagram's
-    /// readable edge, then sleeps `nap` (never past `wait`) so that the rest of the burst
-    /// arrives, and collects the events raised meanwhile into `edge_events`. `Ok(true)`
-    /// when it slept.
-    fn wait_after_edge(
-        &mut self,
-        events: &mut Events,
-        wait: Duration,
-        nap: Duration,
-    ) -> io::Result<bool> {
-        let blocked_at = Instant::now();
-        self.poll.poll(events, Some(wait))?;
-        let nclients = self.clients.len();
-        // Only a connection's edge is worth a wait (not the worker's timer or waker).
-        if !events
-            .iter()
-            .any(|e| (e.token().0 & 0xffff_ffff) < nclients)
-        {
-            return Ok(false);
-        }
-        let nap = nap.min(wait.saturating_sub(blocked_at.elapsed()));
-        let Some(mut extra) = self.edge_events.take().filter(|_| !nap.is_zero()) else {
-            return Ok(false);
-        };
-        std::thread::sleep(nap);
-        self.stats.read_waits += 1;
-        let polled = self.poll.poll(&mut extra, Some(Duration::ZERO));
-        self.edge_events = Some(extra);
-        polled.map(|()| true)
-    }
-
-    /// Processes the events collected during a QUIC read wait, except those of tokens
-    /// `seen` already had (their sockets were drained when `seen` was processed: another
-    /// turn would only find them empty).
-    fn process_edge_events(&mut self, seen: &Events) {
-        let Some(extra) = self.edge_events.take() else {
-            return;
-        };
-        for ev in extra.iter() {
-            let t = ev.token();
-            if seen.iter().any(|s| s.token() == t) {
-                continue;
-            }
-            self.process_one(ev);
-        }
-        self.edge_events = Some(extra);
+        self.poll.poll(events, Some(wait - nap))
     }
 
     fn process(&mut self, events: &Events) {
         for ev in events.iter() {
-            self.process_one(ev);
-        }
-    }
-
-    fn process_one(&mut self, ev: &mio::event::Event) {
-        let t = ev.token().0 as u64;
-        let idx = (t & 0xffff_ffff) as usize;
-        let gen = (t >> 32) as u32;
-        match self.clients.get(idx) {
-            Some(c) if c.gen == gen && c.conn.is_some() => {
-                self.drive(idx, ev.is_read_closed() || ev.is_error())
+            let t = ev.token().0 as u64;
+            let idx = (t & 0xffff_ffff) as usize;
+            let gen = (t >> 32) as u32;
+            match self.clients.get(idx) {
+                Some(c) if c.gen == gen && c.conn.is_some() => {
+                    self.drive(idx, ev.is_read_closed() || ev.is_error())
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
 

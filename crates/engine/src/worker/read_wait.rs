@@ -30,21 +30,6 @@
 //! server that answers a connection's streams in one write (nghttpd: 0.1
 //! reads per response at `-m10`) leaves nothing to merge, and the sleep
 //! would only add system calls.
-//!
-//! # QUIC
-//!
-//! A worker running QUIC connections places the same wait (same length, same
-//! rules) *after* the readable edge that ends a blocking poll rather than
-//! before the poll: it blocks until the first datagram arrives, sleeps, and
-//! then reads every connection that received something meanwhile (each
-//! socket drained with `recvmmsg`, its session driven once, one transmit
-//! per connection carrying the new requests and one ACK). A server that
-//! sends each response in a datagram of its own, spaced by its own work
-//! (Caddy, quic-go), makes a TCP-style wait before the poll wake twice per
-//! burst (the sleep, then the block) and often catch nothing; waiting at the
-//! burst's start catches the rest of it. The bias bound is the same: a
-//! datagram is seen at most one wait late. The worker's own timer or waker
-//! ending the poll starts no wait.
 
 use std::time::Duration;
 
