@@ -21,6 +21,12 @@
 #   SYSCALLS  1: also count each proxy's system calls per request (strace -c -f -p, attached
 #             during an h2load -n $SYSCALL_REQS run per response size; strace slows the
 #             proxy, so these runs are not timed)
+#   KERNEL    1: also, per proxy and response size, one more h2load run of $DURATION s (not
+#             timed) counting per request, in the proxy's own context with perf tracepoints
+#             (no strace slowdown; needs perf and tracefs, root): system calls by kind, reads
+#             that returned EAGAIN, TCP segments the proxy sent (net_dev_xmit) and sleeping
+#             peers its sends woke (sched_wakeup). Machine-wide counters (nstat) are not used:
+#             other loopback traffic on the machine would be counted too.
 set -euo pipefail
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -154,6 +160,42 @@ if [ "${SYSCALLS:-0}" = 1 ] && command -v strace >/dev/null; then
       calls=$(awk -v n="$n" '$1 ~ /^[0-9.]+$/ && $NF != "total" && NF >= 5 {
           if ($4 / n >= 0.1) printf "%s %.2f, ", $NF, $4 / n }' "$st")
       echo "| $who | $size | $total | ${calls%, } |"
+    done
+  done
+fi
+if [ "${KERNEL:-0}" = 1 ] && command -v perf >/dev/null; then
+  echo
+  echo "## Kernel work per request (h2load --h1 -c $CONNS, ${DURATION}s; counted in the proxy's own context with perf tracepoints)"
+  echo
+  echo "| proxy | response | system calls | epoll_wait | reads | writes | other | reads that found nothing (EAGAIN) | TCP segments sent | sleeping peers woken |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  nginx_worker=$(pgrep -P "$NGINX_PID" | head -n 1)
+  ev=()
+  for c in epoll_wait recvfrom sendto writev readv read write getsockopt setsockopt epoll_ctl; do
+    ev+=(-e "syscalls:sys_enter_$c")
+  done
+  for c in recvfrom readv read; do ev+=(-e "syscalls:sys_exit_$c" --filter 'ret == -11'); done
+  ev+=(-e net:net_dev_xmit -e sched:sched_wakeup)
+  for size in 653 100k; do
+    for who in h2lab nginx; do
+      if [ "$who" = h2lab ]; then port=$H2LAB_PORT pid=$H2LAB_PID; else port=$NGINX_PORT pid=$nginx_worker; fi
+      pf="$WORK/kernel-$who-$size.perf"
+      perf stat -x, "${ev[@]}" -p "$pid" -o "$pf" -- sleep "$((DURATION + 1))" 2>/dev/null &
+      ppid=$!
+      sleep 0.2 # attached
+      run_client "$pf.out" h2load --h1 -c "$CONNS" -t 1 -D "$DURATION" "http://127.0.0.1:$port/data?size=$size"
+      wait "$ppid" 2>/dev/null || true
+      parse_client "$pf.out"
+      # perf stat -x, lines: count,,event,...; per request (the client's completed ones).
+      row=$(awk -F, -v n="${P_OK:-0}" '$3 ~ /:/ { c = $3; v = $1 + 0
+          if (c ~ /sys_exit_/) ea += v
+          else if (c ~ /sys_enter_/) { sub(/.*sys_enter_/, "", c); t += v
+            if (c == "epoll_wait") e += v; else if (c ~ /^(recvfrom|readv|read)$/) r += v
+            else if (c ~ /^(sendto|writev|write)$/) w += v; else o += v }
+          else if (c == "net:net_dev_xmit") x += v; else if (c == "sched:sched_wakeup") k += v }
+        END { if (n > 0) printf "%.2f | %.2f | %.2f | %.2f | %.2f | %.3f | %.2f | %.2f", t / n, e / n, r / n, w / n, o / n, ea / n, x / n, k / n
+              else print "n/a | | | | | | |" }' "$pf")
+      echo "| $who | $size | $row |"
     done
   done
 fi

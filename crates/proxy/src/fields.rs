@@ -69,17 +69,65 @@ pub struct Forward<'a> {
     pub prior_xff: bool,
 }
 
+/// The `(name, value)` pairs of a field section, value trimmed of optional whitespace: what
+/// `Headers::iter` yields, without its UTF-8 check of each name (httparse already accepted
+/// the names as tokens, and the proxy only copies and compares bytes) and with one pass per
+/// line instead of two splits. The per-request paths (request scan, forwarded head, response
+/// head) use it: `Headers::iter` was a quarter of the proxy's user-space instructions.
+pub fn fields<'a>(headers: &Headers<'a>) -> RawFields<'a> {
+    RawFields {
+        rest: headers.as_bytes(),
+    }
+}
+
+/// Iterator of [`fields`].
+pub struct RawFields<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for RawFields<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.rest.is_empty() {
+            let rest = self.rest;
+            let nl = rest.iter().position(|&b| b == b'\n');
+            let line = &rest[..nl.unwrap_or(rest.len())];
+            self.rest = nl.map_or(&[][..], |n| &rest[n + 1..]);
+            // No colon: the empty line ending the section (or, defensively, anything
+            // httparse would not have accepted), as `Headers::iter` skips it.
+            let Some(c) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            let value = &line[c + 1..];
+            let value = value.strip_suffix(b"\r").unwrap_or(value);
+            return Some((&line[..c], trim_ows(value)));
+        }
+        None
+    }
+}
+
+/// Removes optional whitespace (SP / HTAB) at both ends.
+fn trim_ows(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
 /// What one scan of a request's fields tells: (`TE` lists `trailers`, an `X-Forwarded-For`
 /// is present).
 pub fn scan_request_fields(headers: &Headers<'_>) -> (bool, bool) {
     let (mut te, mut xff) = (false, false);
-    for h in headers.iter() {
-        if h.name.eq_ignore_ascii_case("te") {
-            te |= h
-                .value
+    for (name, value) in fields(headers) {
+        if name.eq_ignore_ascii_case(b"te") {
+            te |= value
                 .split(|&b| b == b',')
                 .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"trailers"));
-        } else if h.name.eq_ignore_ascii_case("x-forwarded-for") {
+        } else if name.eq_ignore_ascii_case(b"x-forwarded-for") {
             xff = true;
         }
     }
@@ -90,9 +138,11 @@ impl Forward<'_> {
     /// The client's `X-Forwarded-For` values (none scanned for when it sent none).
     fn prior_xff_values(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.prior_xff
-            .then(|| self.headers.get_all("x-forwarded-for"))
+            .then(|| fields(&self.headers))
             .into_iter()
             .flatten()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(b"x-forwarded-for"))
+            .map(|(_, v)| v)
     }
 
     fn proto(&self) -> &'static [u8] {
@@ -129,13 +179,13 @@ impl Forward<'_> {
         out.extend_from_slice(b"\r\nx-forwarded-proto: ");
         out.extend_from_slice(self.proto());
         out.extend_from_slice(b"\r\n");
-        for h in self.headers.iter() {
-            if dropped_request_field(h.name.as_bytes()) {
+        for (name, value) in fields(&self.headers) {
+            if dropped_request_field(name) {
                 continue;
             }
-            out.extend_from_slice(h.name.as_bytes());
+            out.extend_from_slice(name);
             out.extend_from_slice(b": ");
-            out.extend_from_slice(h.value);
+            out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         }
         match (self.has_body, self.body_len) {
@@ -300,6 +350,28 @@ mod tests {
             has_body: true,
             te_trailers: false,
             prior_xff: scan_request_fields(&h.headers).1,
+        });
+    }
+
+    #[test]
+    fn fields_yield_what_headers_iter_yields() {
+        let raw = b"GET / HTTP/1.1\r\nHost: a\r\nX-Empty:\r\nX-Ows: \t v a l \t\r\nx-colon: a:b: c\r\nX-Forwarded-For: 1.2.3.4\r\nX-Forwarded-For:5.6.7.8 \r\nlf-only: yes\n\r\n";
+        let Ok(Parsed::Complete(h)) = RequestParser::default().parse(raw) else {
+            panic!("bad test request")
+        };
+        let ours: Vec<(&[u8], &[u8])> = fields(&h.headers).collect();
+        let theirs: Vec<(&[u8], &[u8])> = h
+            .headers
+            .iter()
+            .map(|f| (f.name.as_bytes(), f.value))
+            .collect();
+        assert_eq!(ours, theirs);
+        assert_eq!(ours.len(), 7);
+        assert_eq!(ours[2], (&b"X-Ows"[..], &b"v a l"[..]));
+        assert_eq!(ours[3], (&b"x-colon"[..], &b"a:b: c"[..]));
+        with_head(raw, |f| {
+            let prior: Vec<&[u8]> = f.prior_xff_values().collect();
+            assert_eq!(prior, [&b"1.2.3.4"[..], &b"5.6.7.8"[..]]);
         });
     }
 

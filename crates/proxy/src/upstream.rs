@@ -10,7 +10,7 @@ use h2lab_wire::h2::{
 };
 
 use crate::buf::{Buf, InBuf};
-use crate::fields::push_response_field;
+use crate::fields::{fields, push_response_field};
 use crate::front::{Front, Unsent};
 use crate::io::UpSock;
 use crate::slab::Slab;
@@ -313,8 +313,8 @@ fn handle_h1_event(
     match ev {
         Event::Head(h) => {
             lines.clear();
-            for hd in h.headers.iter() {
-                push_response_field(lines, hd.name.as_bytes(), hd.value);
+            for (name, value) in fields(&h.headers) {
+                push_response_field(lines, name, value);
             }
             let cl = if matches!(h.framing, h2lab_wire::h1::Framing::CloseDelimited) {
                 None
