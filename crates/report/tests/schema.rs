@@ -106,6 +106,7 @@ fn options() -> RunOptions {
         coalesce_hold: Some(Duration::from_millis(1)),
         read_wait: Some(Duration::from_micros(50)),
         load: None,
+        qpack: None,
     }
 }
 
