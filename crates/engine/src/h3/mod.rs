@@ -74,6 +74,8 @@ pub struct H3Session {
     template: RequestTemplate,
     /// What we announce for our QPACK decoder.
     qpack: QpackSettings,
+    /// Response sections that waited for QPACK inserts.
+    sections_blocked: u64,
     max_streams: usize,
     started: bool,
     control: OutStream,
@@ -111,6 +113,7 @@ impl H3Session {
         H3Session {
             template,
             qpack: QpackSettings::STATIC,
+            sections_blocked: 0,
             max_streams,
             started: false,
             control: OutStream::default(),
@@ -155,6 +158,11 @@ impl H3Session {
     /// a table and acknowledged our inserts).
     pub fn requests_use_dynamic_table(&self) -> bool {
         self.template.uses_dynamic_table()
+    }
+
+    /// Response sections so far that had to wait for the inserts they reference.
+    pub fn sections_blocked(&self) -> u64 {
+        self.sections_blocked
     }
 
     /// Entries in our decoder's dynamic table (inserted by the server's encoder).
@@ -649,6 +657,7 @@ impl H3Session {
         match res {
             Ok(blocked) => {
                 if blocked {
+                    self.sections_blocked += 1;
                     r.blocked = true;
                     r.fin |= fin;
                     r.held_encoded = held;

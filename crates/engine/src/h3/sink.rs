@@ -50,4 +50,3 @@ impl RequestEvents for Sink<'_> {
         *self.done = true;
     }
 }
-
