@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use h2lab_engine::h3::{quic_client_config, H3Session, QpackSettings};
 use h2lab_engine::session::SessionEvents;
 use h2lab_quic::quinn_proto::{
-    self, Connection, ConnectionError, Dir, Event, StreamEvent, StreamId,
+    self, Connection, ConnectionError, Dir, Event, StreamEvent, StreamId, VarInt,
 };
 use h2lab_quic::{ConnApp, Shell, UdpIo};
 use h2lab_server::{RunningServer, ServerConfig};
@@ -150,7 +150,7 @@ fn run(
 ) -> Counts {
     // With a peer: the client stays until the peer has its decoder-stream instructions (a
     // close at once could discard them, QUIC does not deliver stream data after a close).
-    let wait_ack = peer.as_ref().is_some_and(|p| !p.never_insert);
+    let wait_ack = peer.as_ref().is_some_and(|p| p.mode != Mode::Never);
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut shell: Shell<Client> = Shell::new(UdpIo::new(sock, true).unwrap(), None, 1);
     let mut poll = Poll::new().unwrap();
@@ -284,13 +284,25 @@ fn serve_with_the_table_on_and_off_exact_bodies() {
 /// A scripted HTTP/3 server: SETTINGS with no table for our requests; each request is
 /// answered at once with `:status 200`, an `x-late` field inserted into the client's table
 /// and a 5-octet body. The insert is held back until QUIC says every response was delivered
-/// (acknowledged, so the client has read it and found it blocked), or never sent
-/// (`never_insert`).
+/// (acknowledged, so the client has read it and found it blocked), never sent, or the
+/// stream is reset after the section ([`Mode`]).
 struct Peer {
     shell: Shell<PeerApp>,
     ctx: PeerCtx,
-    never_insert: bool,
+    mode: Mode,
     _dir: tempfile::TempDir,
+}
+
+/// What the scripted peer does with its responses' insert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Sends it once the responses were acknowledged.
+    Insert,
+    /// Never sends it.
+    Never,
+    /// Never sends it, and resets each response stream after its section
+    /// (H3_REQUEST_CANCELLED).
+    Reset,
 }
 
 #[derive(Default)]
@@ -302,7 +314,7 @@ struct PeerCtx {
 }
 
 struct PeerApp {
-    never_insert: bool,
+    mode: Mode,
     encoder: Encoder,
     started: bool,
     encoder_stream: Option<StreamId>,
@@ -343,7 +355,10 @@ impl ConnApp for PeerApp {
                 }
                 Event::Stream(StreamEvent::Finished { id }) => {
                     self.responses.retain(|r| *r != id);
-                    if self.responses.is_empty() && !self.never_insert && !self.held.is_empty() {
+                    if self.responses.is_empty()
+                        && self.mode == Mode::Insert
+                        && !self.held.is_empty()
+                    {
                         // The sections are delivered: now their inserts.
                         let enc = self.encoder_stream.unwrap();
                         conn.send_stream(enc).write(&self.held).unwrap();
@@ -386,13 +401,13 @@ impl ConnApp for PeerApp {
 }
 
 impl PeerApp {
-    fn new(never_insert: bool) -> PeerApp {
+    fn new(mode: Mode) -> PeerApp {
         let mut encoder = Encoder::new(EncoderConfig::default());
         // What the client under test announces: h2load's 4096 octets; the encoder may
         // reference its unacknowledged insert on up to 100 streams.
         encoder.set_peer_settings(4096, 100);
         PeerApp {
-            never_insert,
+            mode,
             encoder,
             started: false,
             encoder_stream: None,
@@ -416,13 +431,17 @@ impl PeerApp {
         frame.extend_from_slice(b"hello");
         let mut s = conn.send_stream(id);
         assert_eq!(s.write(&frame).unwrap(), frame.len());
+        if self.mode == Mode::Reset {
+            s.reset(VarInt::from_u32(0x10c)).unwrap();
+            return;
+        }
         s.finish().unwrap();
         self.responses.push(id);
     }
 }
 
 impl Peer {
-    fn new(never_insert: bool) -> Peer {
+    fn new(mode: Mode) -> Peer {
         let dir = tempfile::tempdir().unwrap();
         let config = ServerConfig {
             cert_dir: Some(dir.path().to_path_buf()),
@@ -438,7 +457,7 @@ impl Peer {
         Peer {
             shell: Shell::new(UdpIo::new(sock, true).unwrap(), Some(sc), 1),
             ctx: PeerCtx::default(),
-            never_insert,
+            mode,
             _dir: dir,
         }
     }
@@ -452,10 +471,10 @@ impl Peer {
     }
 
     fn read(&mut self) {
-        let never = self.never_insert;
+        let mode = self.mode;
         while self
             .shell
-            .read(Instant::now(), |_| PeerApp::new(never))
+            .read(Instant::now(), |_| PeerApp::new(mode))
             .unwrap()
         {}
         self.drive();
@@ -475,7 +494,7 @@ fn instructions(mut bytes: &[u8]) -> Vec<DecoderInstruction> {
 
 #[test]
 fn a_blocked_response_waits_for_its_insert_and_resumes() {
-    let mut peer = Peer::new(false);
+    let mut peer = Peer::new(Mode::Insert);
     let addr = peer.addr();
     let c = run(addr, "/", 1, 1, h2load_qpack(), Some(&mut peer));
     assert_eq!((c.completed, c.status_200), (1, 1), "{c:?}");
@@ -501,7 +520,7 @@ fn a_blocked_response_waits_for_its_insert_and_resumes() {
 
 #[test]
 fn more_blocked_streams_than_announced_close_the_connection() {
-    let mut peer = Peer::new(true);
+    let mut peer = Peer::new(Mode::Never);
     let addr = peer.addr();
     let qpack = QpackSettings {
         blocked_streams: 1,
@@ -516,4 +535,22 @@ fn more_blocked_streams_than_announced_close_the_connection() {
     assert_eq!(c.lost, 2);
     // The peer saw it too (the close can be lost: then the idle timeout ends it).
     assert!(matches!(peer.ctx.closed_with, Some(0x200) | None));
+}
+
+#[test]
+fn a_reset_request_is_cancelled_on_the_decoder_stream() {
+    let mut peer = Peer::new(Mode::Reset);
+    let addr = peer.addr();
+    let c = run(addr, "/", 1, 1, h2load_qpack(), Some(&mut peer));
+    assert_eq!((c.completed, c.reset), (0, 1), "{c:?}");
+    assert!(
+        c.errors.is_empty(),
+        "a stream reset is not a connection error: {c:?}"
+    );
+    // RFC 9204 §4.4.2: reading abandoned before the end (whether the section arrived and
+    // waited, or the reset came first): Stream Cancellation, and nothing acknowledged.
+    assert_eq!(
+        instructions(&peer.ctx.decoder_stream),
+        [DecoderInstruction::StreamCancel { stream_id: 0 }]
+    );
 }

@@ -626,7 +626,10 @@ fn template_waits_for_the_peers_settings_before_planning() {
     t.set_peer_settings(0, 0);
     s.clear();
     t.encode_next(12, 0, &mut s, &mut es);
-    assert!(!es.is_empty(), "the fixed fields are inserted once SETTINGS allow it");
+    assert!(
+        !es.is_empty(),
+        "the fixed fields are inserted once SETTINGS allow it"
+    );
     let mut d = Decoder::new(4096, 100);
     d.feed_encoder_stream(&es).unwrap();
     assert_eq!(d.table().insert_count(), 2, "authority and user-agent");
