@@ -5,7 +5,9 @@
 # `serve --tls --h3 --threads 1` of the same build, ARMS ALTERNATED in every round, server
 # pinned to $SERVER_CPUS and the client to $CLIENT_CPUS. Client CPU (user+sys) and server
 # CPU (all threads, /proc) per succeeded request, and the `headers` bytes of `traffic:` per
-# request. A benchmark, not a test: it prints a Markdown table; nothing checks timing.
+# request; and the same figures for `bench` over HTTP/2 (TLS) against the same server, so
+# each HTTP/3 arm's ratio to HTTP/2 comes from the same rounds. A benchmark, not a test: it
+# prints a Markdown table; nothing checks timing.
 #
 #   H2LAB           the h2lab binary (default target/release/h2lab)
 #   ROUNDS (6), DURATION (3), CONNS (10), STREAMS (10), SIZE (653)
@@ -31,10 +33,11 @@ wait_port "$port" || fail_start serve
 PGID=$BG_PID
 URL="https://127.0.0.1:$port/data?size=$SIZE"
 
-# one ARM: prints "client-µs server-µs header-bytes-per-request".
+# one ARM (on, off, h2): prints "client-µs server-µs header-bytes-per-request".
 one() {
   local flags=(--h3) before after
   [ "$1" = off ] && flags+=(--no-qpack-dynamic-table)
+  [ "$1" = h2 ] && flags=()
   before=$(group_cpu_ticks "$PGID")
   run_client "$WORK/out" "$H2LAB" bench "${flags[@]}" -D "$DURATION" -c "$CONNS" -m "$STREAMS" "$URL"
   after=$(group_cpu_ticks "$PGID")
@@ -49,8 +52,11 @@ one() {
 : >"$WORK/rows"
 for r in $(seq "$ROUNDS"); do
   log "round $r/$ROUNDS (load $(cut -d' ' -f1 /proc/loadavg))"
-  order="on off"
-  [ $((r % 2)) = 0 ] && order="off on"
+  case $((r % 3)) in
+    1) order="on off h2" ;;
+    2) order="off h2 on" ;;
+    *) order="h2 on off" ;;
+  esac
   for arm in $order; do
     echo "$arm $(one "$arm")" >>"$WORK/rows"
   done
@@ -71,5 +77,10 @@ for k, name in (("client", "client CPU µs/req"), ("server", "server CPU µs/req
     r = [a / b for a, b in zip(on, off)]
     print(f"| {name} | {st.median(on):.2f} | {st.median(off):.2f} | "
           f"{st.median(r):.3f} ({min(r):.2f}–{max(r):.2f}) |")
-print(f"({sys.argv[2]} rounds, alternated; medians of per-round ratios)")
+for k in ("client", "server"):
+    for arm in ("on", "off"):
+        r = [a / b for a, b in zip(v[(k, arm)], v[(k, "h2")])]
+        print(f"{k} HTTP/3 (table {arm}) / HTTP/2 over TLS, CPU per request: "
+              f"{st.median(r):.2f} ({min(r):.2f}–{max(r):.2f})")
+print(f"({sys.argv[2]} rounds, arms rotated; medians of per-round ratios)")
 PY
