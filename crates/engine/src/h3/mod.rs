@@ -9,14 +9,17 @@
 //! What it does: opens our control stream (SETTINGS) and the QPACK encoder/decoder streams,
 //! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
 //! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
-//! literals; we announce a QPACK table of 0, so response sections never block) in one
-//! HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
+//! literals, then references to the entries it inserted into the table the server allows)
+//! in one HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
 //! follows, written as flow control allows, and the stream is finished after its last
 //! byte). At most `-m` requests are
 //! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
 //! open a stream beyond it and [`H3Session::submit`] then says
 //! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
-//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK).
+//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK);
+//! with the QPACK table we announce ([`QpackSettings`], h2load's by default) a section that
+//! references inserts not received yet waits, with its stream's later bytes, until the
+//! server's encoder stream delivers them (`response.rs`).
 //! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
 //! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
 //! retried on a new connection). Per request nothing is allocated here (request states and
@@ -26,6 +29,7 @@
 //! trait; the QUIC transport is `crate::conn::quic`.
 
 mod conn;
+mod response;
 mod settings;
 mod sink;
 pub mod stats;
@@ -518,48 +522,6 @@ impl H3Session {
         }
     }
 
-    /// Decodes the response sections the encoder stream's inserts released (oldest
-    /// first), then the bytes their streams received meanwhile.
-    fn resume_unblocked(&mut self, ev: &mut dyn SessionEvents) -> Option<ErrorCode> {
-        while let Some(sid) = self.qdec.next_unblocked() {
-            let Some(id) = self.reqs.keys().copied().find(|k| u64::from(*k) == sid) else {
-                // Not a request of ours any more: drop its section.
-                self.qdec.cancel_stream(sid);
-                continue;
-            };
-            let r = self.reqs.get_mut(&id)?;
-            let mut sink = Sink {
-                slot: r.slot,
-                ev: &mut *ev,
-                encoded: r.held_encoded,
-                decoded: 0,
-                done: &mut r.done,
-            };
-            match r.recv.resume(&mut self.qdec, &mut sink) {
-                Ok(true) => {}
-                // `next_unblocked` named it: it cannot still wait.
-                Ok(false) => return Some(ErrorCode::QPACK_DECOMPRESSION_FAILED),
-                Err(e) => return Some(e.code()),
-            }
-            r.blocked = false;
-            r.held_encoded = 0;
-            let fin = std::mem::take(&mut r.fin);
-            let input = std::mem::take(&mut r.inbuf);
-            if let Some(e) = self.feed_request(id, &input, fin, ev) {
-                return Some(e);
-            }
-            if let Some(r) = self.reqs.get_mut(&id) {
-                if r.inbuf.is_empty() {
-                    // Keep the buffer for the stream's next bytes.
-                    let mut input = input;
-                    input.clear();
-                    r.inbuf = input;
-                }
-            }
-        }
-        None
-    }
-
     /// GOAWAY(`g`): requests on streams at or above `g` were not processed.
     fn on_goaway(&mut self, conn: &mut Connection, g: u64, ev: &mut dyn SessionEvents) {
         if self.goaway.is_none() {
@@ -615,63 +577,6 @@ impl H3Session {
             self.pool.push(r);
         }
         Some(slot)
-    }
-
-    fn feed_request(
-        &mut self,
-        id: StreamId,
-        bytes: &[u8],
-        fin: bool,
-        ev: &mut dyn SessionEvents,
-    ) -> Option<ErrorCode> {
-        let r = self.reqs.get_mut(&id)?;
-        if r.blocked {
-            // The response section waits for inserts: so do the bytes after it.
-            r.inbuf.extend_from_slice(bytes);
-            r.fin |= fin;
-            return None;
-        }
-        let mut sink = Sink {
-            slot: r.slot,
-            ev: &mut *ev,
-            encoded: 0,
-            decoded: 0,
-            done: &mut r.done,
-        };
-        let res = if r.inbuf.is_empty() {
-            r.recv.recv(bytes, fin, &mut self.qdec, &mut sink).map(|p| {
-                r.inbuf
-                    .extend_from_slice(bytes.get(p.consumed..).unwrap_or_default());
-                p.blocked
-            })
-        } else {
-            r.inbuf.extend_from_slice(bytes);
-            let input = std::mem::take(&mut r.inbuf);
-            let res = r.recv.recv(&input, fin, &mut self.qdec, &mut sink);
-            let used = res.as_ref().map_or(0, |p| p.consumed);
-            r.inbuf = input;
-            r.inbuf.drain(..used);
-            res.map(|p| p.blocked)
-        };
-        let held = sink.encoded;
-        match res {
-            Ok(blocked) => {
-                if blocked {
-                    self.sections_blocked += 1;
-                    r.blocked = true;
-                    r.fin |= fin;
-                    r.held_encoded = held;
-                    return None;
-                }
-                if r.done {
-                    let slot = r.slot;
-                    self.forget(id);
-                    ev.complete(slot);
-                }
-                None
-            }
-            Err(e) => Some(e.code()),
-        }
     }
 }
 
