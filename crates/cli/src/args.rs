@@ -124,12 +124,14 @@ pub struct BenchArgs {
     #[arg(long = "h1")]
     pub h1: bool,
 
-    /// Decoder (our) HPACK header table size.
+    /// Decoder (our) HPACK header table size; with HTTP/3 our QPACK table
+    /// (SETTINGS_QPACK_MAX_TABLE_CAPACITY, with 100 blocked streams, as h2load).
     #[arg(long = "header-table-size", value_name = "SIZE", default_value = "4K",
           value_parser = parse_table_size)]
     pub header_table_size: u32,
 
-    /// Encoder HPACK header table size (capped by the server's setting).
+    /// Encoder HPACK header table size (capped by the server's setting); with HTTP/3 the
+    /// largest QPACK table our requests use.
     #[arg(long = "encoder-header-table-size", value_name = "SIZE", default_value = "4K",
           value_parser = parse_table_size)]
     pub encoder_header_table_size: u32,

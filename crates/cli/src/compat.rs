@@ -1,7 +1,8 @@
 //! h2load 1.69/1.70 options beyond the 1.52 set: `-f/--max-frame-size`, `--ciphers`,
 //! `--tls13-ciphers`, `--groups` (rustls' names), h2lab's `--tls-resume`, and the options h2lab
 //! accepts but cannot honour yet (`--tls-session-file`, `--ktls`), and the
-//! HTTP/3 ones (`--h3`, `--no-udp-gso`, `--max-udp-payload-size`, `--qlog-file-base`);
+//! HTTP/3 ones (`--h3`, `--no-udp-gso`, `--max-udp-payload-size`, `--qlog-file-base`, and
+//! h2lab's `--no-qpack-dynamic-table`);
 //! which fail with one line saying so instead of clap's "unexpected argument".
 
 use std::path::PathBuf;
@@ -70,6 +71,13 @@ pub struct CompatArgs {
     /// [default: 1200, then path MTU discovery].
     #[arg(long = "max-udp-payload-size", value_name = "SIZE", value_parser = parse_udp_payload)]
     pub max_udp_payload_size: Option<u16>,
+
+    /// HTTP/3: no QPACK dynamic table either way (announce a table of 0 and 0 blocked
+    /// streams; requests use the static table and literals). h2lab's option; by default, as
+    /// h2load, the client announces --header-table-size and 100 blocked streams, and its
+    /// requests use the table the server allows, up to --encoder-header-table-size.
+    #[arg(long = "no-qpack-dynamic-table")]
+    pub no_qpack_dynamic_table: bool,
 }
 
 fn parse_udp_payload(s: &str) -> Result<u16, String> {
@@ -120,6 +128,7 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
     }
     cfg.no_udp_gso = a.no_udp_gso;
     cfg.max_udp_payload_size = a.max_udp_payload_size;
+    cfg.qpack_dynamic_table = !a.no_qpack_dynamic_table;
     cfg.qlog_file_base = a.qlog_file_base.clone();
     cfg.tls = TlsOptions {
         ciphers: a
@@ -257,6 +266,18 @@ mod tests {
         assert_eq!(c.effective_alpn(), ["h3"]);
         assert!(build(&["--max-udp-payload-size=1000", "https://h/"]).is_err());
         assert!(build(&["--h3", "--h1", "https://h/"]).is_err());
+        // QPACK: h2load's dynamic table by default, none either way with the flag.
+        let c = build(&["--h3", "https://h/"]).unwrap();
+        assert!(c.qpack_dynamic_table);
+        let q = h2lab_engine::h3::QpackSettings::of(&c);
+        assert_eq!((q.max_table_capacity, q.blocked_streams), (4096, 100));
+        assert_eq!(q.encoder_table_capacity, 4096);
+        let c = build(&["--h3", "--no-qpack-dynamic-table", "https://h/"]).unwrap();
+        assert!(!c.qpack_dynamic_table);
+        assert_eq!(
+            h2lab_engine::h3::QpackSettings::of(&c),
+            h2lab_engine::h3::QpackSettings::STATIC
+        );
         // --qlog-file-base is supported now (it was "not supported yet").
         let c = build(&["--h3", "--qlog-file-base=/tmp/q", "https://h/"]).unwrap();
         assert_eq!(

@@ -104,6 +104,11 @@ pub struct BenchConfig {
     pub header_table_size: u32,
     /// `--encoder-header-table-size`: max dynamic table size our encoder uses.
     pub encoder_header_table_size: u32,
+    /// HTTP/3: use QPACK's dynamic table (default, as h2load: we announce
+    /// `header_table_size` and 100 blocked streams, and our requests use the table the
+    /// server allows, up to `encoder_header_table_size`). `false`
+    /// (`--no-qpack-dynamic-table`): none either way.
+    pub qpack_dynamic_table: bool,
     /// `-T`: after a client has submitted its last request, give up on it
     /// (counting its in-flight requests as timed out) after this long.
     pub connection_active_timeout: Option<Duration>,
@@ -192,6 +197,7 @@ impl BenchConfig {
             connection_window_bits: 30,
             header_table_size: 4096,
             encoder_header_table_size: 4096,
+            qpack_dynamic_table: true,
             connection_active_timeout: None,
             connection_inactivity_timeout: None,
             require_protocol: None,

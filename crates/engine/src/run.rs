@@ -354,6 +354,7 @@ pub(crate) fn worker_dialer(
         prep: Arc::new(prep.clone()),
         max_streams: cfg.max_concurrent_streams,
         h2: H2Settings::of(cfg),
+        qpack: crate::h3::QpackSettings::of(cfg),
         verbose: cfg.verbose,
         quic,
     }

@@ -81,6 +81,23 @@ pub struct RunOptions {
     /// Load-shape options, when any was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadOptions>,
+    /// HTTP/3 runs: the QPACK settings in effect.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qpack: Option<QpackOptions>,
+}
+
+/// The QPACK settings of an HTTP/3 run (`h2lab_engine::h3::QpackSettings`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct QpackOptions {
+    /// `false` with `--no-qpack-dynamic-table` (no table either way).
+    pub dynamic_table: bool,
+    /// SETTINGS_QPACK_MAX_TABLE_CAPACITY announced (`--header-table-size`).
+    pub max_table_capacity: u32,
+    /// SETTINGS_QPACK_BLOCKED_STREAMS announced (100, h2load's).
+    pub blocked_streams: u32,
+    /// Largest table the request encoder uses within the server's
+    /// (`--encoder-header-table-size`; 0: static table and literals).
+    pub encoder_max_table_capacity: u32,
 }
 
 /// The load-shape options of a run (see `h2lab_engine::LoadShape`).
@@ -113,6 +130,7 @@ impl From<&BenchConfig> for RunOptions {
             .map(|t| format!("{}://{}{}", t.scheme, t.authority(), t.path))
             .collect();
         let alpn = c.effective_alpn();
+        let h3 = c.scheme() == Scheme::Https && alpn.iter().any(|p| p == "h3");
         let protocol = match c.scheme() {
             Scheme::Http => c.cleartext_protocol().as_str().to_string(),
             Scheme::Https => match &c.protocol {
@@ -169,6 +187,15 @@ impl From<&BenchConfig> for RunOptions {
             coalesce_hold: c.coalesce,
             read_wait: c.read_wait,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
+            qpack: h3.then(|| {
+                let q = h2lab_engine::h3::QpackSettings::of(c);
+                QpackOptions {
+                    dynamic_table: c.qpack_dynamic_table,
+                    max_table_capacity: q.max_table_capacity,
+                    blocked_streams: q.blocked_streams,
+                    encoder_max_table_capacity: q.encoder_table_capacity,
+                }
+            }),
             load: (c.load != h2lab_engine::LoadShape::default()).then(|| LoadOptions {
                 arrival_rate: c.load.arrival_rate,
                 stages: c

@@ -150,6 +150,7 @@ fn options() -> RunOptions {
             timing_script_lines: Some(42),
             interval: Some(Duration::from_secs(1)),
         }),
+        qpack: None,
     }
 }
 

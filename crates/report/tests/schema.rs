@@ -106,6 +106,7 @@ fn options() -> RunOptions {
         coalesce_hold: Some(Duration::from_millis(1)),
         read_wait: Some(Duration::from_micros(50)),
         load: None,
+        qpack: None,
     }
 }
 
@@ -306,4 +307,28 @@ fn shard_and_sharded_objects_validate() {
     let mut zero = good;
     zero["shard"]["count"] = serde_json::json!(0);
     assert!(!v.is_valid(&zero));
+}
+
+#[test]
+fn http3_runs_record_their_qpack_settings() {
+    let target = h2lab_engine::Target::parse("https://127.0.0.1:4433/").unwrap();
+    let mut cfg = h2lab_engine::BenchConfig::new(vec![target]);
+    cfg.alpn_list = vec!["h3".to_owned()];
+    let opts = RunOptions::from(&cfg);
+    let q = opts.qpack.unwrap();
+    assert!(q.dynamic_table);
+    assert_eq!((q.max_table_capacity, q.blocked_streams), (4096, 100));
+    assert_eq!(q.encoder_max_table_capacity, 4096);
+    let doc = to_value(&json::to_json(&run(true), &opts).unwrap());
+    assert_eq!(doc["options"]["qpack"]["blocked_streams"], 100);
+    assert_valid(&doc);
+    cfg.qpack_dynamic_table = false;
+    let q = RunOptions::from(&cfg).qpack.unwrap();
+    assert_eq!(
+        (q.dynamic_table, q.max_table_capacity, q.blocked_streams),
+        (false, 0, 0)
+    );
+    // Not recorded for other protocols.
+    cfg.alpn_list = vec!["h2".to_owned()];
+    assert_eq!(RunOptions::from(&cfg).qpack, None);
 }

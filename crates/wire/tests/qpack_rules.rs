@@ -601,3 +601,36 @@ fn decoder_stream_split_anywhere() {
         assert_eq!(e.known_received_count(), 2);
     }
 }
+
+#[test]
+fn template_waits_for_the_peers_settings_before_planning() {
+    let fields: [(&[u8], &[u8]); 3] = [
+        (b":method", b"GET"),
+        (b":authority", b"example.com"),
+        (b"user-agent", b"h2lab/1"),
+    ];
+    let mut t = RequestTemplate::new(fields, [&b"/"[..]], EncoderConfig::default()).unwrap();
+    let (mut s, mut es) = (Vec::new(), Vec::new());
+    // Before SETTINGS (RFC 9204 §5: both default to 0): static sections, nothing inserted,
+    // and nothing decided for good.
+    for i in 0..3u64 {
+        s.clear();
+        t.encode_next(4 * i, 0, &mut s, &mut es);
+        assert_eq!(&s[..2], &[0, 0]);
+    }
+    assert!(es.is_empty());
+    assert!(!t.peer_settings_known());
+    t.set_peer_settings(4096, 100);
+    assert!(t.peer_settings_known());
+    // A second SETTINGS cannot change the limits (RFC 9114 §7.2.4.1: sent once).
+    t.set_peer_settings(0, 0);
+    s.clear();
+    t.encode_next(12, 0, &mut s, &mut es);
+    assert!(
+        !es.is_empty(),
+        "the fixed fields are inserted once SETTINGS allow it"
+    );
+    let mut d = Decoder::new(4096, 100);
+    d.feed_encoder_stream(&es).unwrap();
+    assert_eq!(d.table().insert_count(), 2, "authority and user-agent");
+}

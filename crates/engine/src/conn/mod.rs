@@ -88,6 +88,8 @@ pub(crate) struct Dialer {
     pub max_streams: u32,
     /// HTTP/2 windows, header table sizes, push.
     pub h2: H2Settings,
+    /// HTTP/3: the QPACK tables (ours and the encoder's).
+    pub qpack: crate::h3::QpackSettings,
     /// `-v`: sessions print what they receive.
     pub verbose: bool,
     /// HTTP/3: connections are QUIC (ALPN `h3`) instead of TCP.
@@ -344,8 +346,12 @@ impl Dialer {
                 };
                 AnySession::H3(Box::new(H3Conn {
                     quic,
-                    session: H3Session::new(h3_template(&self.prep), self.max_streams)
-                        .with_body(self.prep.body.clone()),
+                    session: H3Session::new(
+                        h3_template(&self.prep, self.qpack.encoder_config()),
+                        self.max_streams,
+                    )
+                    .with_qpack(self.qpack)
+                    .with_body(self.prep.body.clone()),
                 }))
             }
         };
@@ -356,8 +362,10 @@ impl Dialer {
 }
 
 /// The QPACK request template of the prepared requests: the fields of the first, then
-/// each request's `:path` (h2load sends one host; only the path varies).
-fn h3_template(prep: &Prepared) -> RequestTemplate {
+/// each request's `:path` (h2load sends one host; only the path varies). With a dynamic
+/// table in `config` the template inserts its fixed fields (and paths) once the server's
+/// SETTINGS allow it, and then sends sections referencing them (as nghttp3 does).
+fn h3_template(prep: &Prepared, config: EncoderConfig) -> RequestTemplate {
     let first = prep.h2.first().map(Vec::as_slice).unwrap_or_default();
     let fixed = first
         .iter()
@@ -369,10 +377,6 @@ fn h3_template(prep: &Prepared) -> RequestTemplate {
             .find(|(n, _)| &**n == b":path")
             .map(|(_, v)| &**v)
     });
-    let config = EncoderConfig {
-        use_dynamic_table: false,
-        max_table_capacity: 0,
-    };
     RequestTemplate::new(fixed, paths, config)
         .or_else(|_| RequestTemplate::new([], [&b"/"[..]], config))
         .unwrap_or_else(|_| unreachable_template())

@@ -96,6 +96,7 @@ fn connect_walks_the_address_list() {
             crate::fetch::FetchProtocol::H2,
         )
         .h2,
+        qpack: crate::h3::QpackSettings::STATIC,
         verbose: false,
         quic: None,
     };

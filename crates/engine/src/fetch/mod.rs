@@ -361,6 +361,8 @@ impl Fetcher {
             prep: Arc::new(prep),
             max_streams: cfg.max_streams,
             h2: cfg.h2,
+            // A page load keeps the static QPACK shape (its lab figures were measured so).
+            qpack: crate::h3::QpackSettings::STATIC,
             verbose: false,
             quic,
         };

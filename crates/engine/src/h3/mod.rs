@@ -9,14 +9,17 @@
 //! What it does: opens our control stream (SETTINGS) and the QPACK encoder/decoder streams,
 //! reads the server's control stream (SETTINGS, GOAWAY) and QPACK streams, and sends each
 //! request as the QPACK section of a pre-encoded [`RequestTemplate`] (static table and
-//! literals; we announce a QPACK table of 0, so response sections never block) in one
-//! HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
+//! literals, then references to the entries it inserted into the table the server allows)
+//! in one HEADERS frame on a new bidirectional stream, finished at once (with `-d`, one DATA frame
 //! follows, written as flow control allows, and the stream is finished after its last
 //! byte). At most `-m` requests are
 //! in flight, and never more than the server's MAX_STREAMS allows: quinn-proto refuses to
 //! open a stream beyond it and [`H3Session::submit`] then says
 //! [`SubmitError::WouldBlock`] until a stream closes and credit comes back. Responses are
-//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK).
+//! read with the wire crate's [`RequestStream`] (frame sequence, content-length, QPACK);
+//! with the QPACK table we announce ([`QpackSettings`], h2load's by default) a section that
+//! references inserts not received yet waits, with its stream's later bytes, until the
+//! server's encoder stream delivers them (`response.rs`).
 //! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
 //! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
 //! retried on a new connection). Per request nothing is allocated here (request states and
@@ -26,10 +29,14 @@
 //! trait; the QUIC transport is `crate::conn::quic`.
 
 mod conn;
+mod response;
+mod settings;
+mod sink;
 pub mod stats;
 mod streams;
 
 pub use conn::H3Conn;
+pub use settings::{QpackSettings, H2LOAD_BLOCKED_STREAMS};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,14 +44,14 @@ use std::time::Instant;
 use h2lab_quic::hash::{stream_map, StreamMap};
 use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 use h2lab_wire::h3::control::write_control_stream_start;
-use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
 use h2lab_wire::h3::frame::Settings;
-use h2lab_wire::h3::request::{write_headers, RequestEvents, RequestStream};
+use h2lab_wire::h3::request::{write_headers, RequestStream};
 use h2lab_wire::h3::stream::UniStreamType;
 use h2lab_wire::h3::{ErrorCode, Role};
 use h2lab_wire::qpack::{Decoder, RequestTemplate};
 
 use crate::session::{SessionEvents, SubmitError};
+use sink::Sink;
 use streams::{ControlNews, OutStream, PeerUni};
 
 /// One request in flight.
@@ -57,57 +64,22 @@ struct Req {
     /// Request body (`-d`) octets written so far; `None` once it is all written (or there is
     /// none) and the stream is finished.
     body_sent: Option<usize>,
-}
-
-/// Forwards one stream's response to the caller's [`SessionEvents`].
-struct Sink<'a> {
-    slot: u32,
-    ev: &'a mut dyn SessionEvents,
-    /// QPACK-encoded size of the current section (the HEADERS frame payload).
-    encoded: usize,
-    decoded: usize,
-    done: &'a mut bool,
-}
-
-impl RequestEvents for Sink<'_> {
-    fn section_start(&mut self, encoded_len: usize) {
-        self.encoded = encoded_len;
-    }
-    fn field(&mut self, name: &[u8], value: &[u8]) {
-        self.decoded += name.len() + value.len();
-    }
-    fn wants_fields(&self) -> bool {
-        // Only the status, the facts and the sizes are counted: a response section equal
-        // to the previous static-only one is not decoded again (the wire crate's memo).
-        false
-    }
-    fn fields_skipped(&mut self, decoded_len: usize) {
-        self.decoded += decoded_len;
-    }
-    fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, _informational: bool) {
-        if kind == SectionKind::Response {
-            if let Some(s) = facts.status {
-                self.ev.status(self.slot, s);
-            }
-        }
-        // As h2load: the HEADERS frame payload (QPACK-encoded) and the sum of the decoded
-        // names and values (no per-field overhead, unlike HTTP/2's 32 octets).
-        self.ev.header_bytes(self.encoded, self.decoded);
-        self.encoded = 0;
-        self.decoded = 0;
-    }
-    fn data(&mut self, chunk: &[u8]) {
-        self.ev.body(self.slot, chunk.len());
-        self.ev.body_data(self.slot, chunk);
-    }
-    fn end(&mut self) {
-        *self.done = true;
-    }
+    /// A response section waits for QPACK inserts (RFC 9204 §2.1.2): the stream's later
+    /// bytes wait in `inbuf` until the decoder releases it.
+    blocked: bool,
+    /// The stream ended while blocked.
+    fin: bool,
+    /// QPACK-encoded size of the blocked section (counted when it is decoded).
+    held_encoded: usize,
 }
 
 /// The client side of one HTTP/3 connection (see the module docs).
 pub struct H3Session {
     template: RequestTemplate,
+    /// What we announce for our QPACK decoder.
+    qpack: QpackSettings,
+    /// Response sections that waited for QPACK inserts.
+    sections_blocked: u64,
     max_streams: usize,
     started: bool,
     control: OutStream,
@@ -144,6 +116,8 @@ impl H3Session {
         let max_streams = max_streams.max(1) as usize;
         H3Session {
             template,
+            qpack: QpackSettings::STATIC,
+            sections_blocked: 0,
             max_streams,
             started: false,
             control: OutStream::default(),
@@ -164,6 +138,40 @@ impl H3Session {
             abandon: Vec::new(),
             scratch_ids: Vec::new(),
         }
+    }
+
+    /// Announces `qpack`'s table capacity and blocked streams for our decoder (the server
+    /// may then answer with dynamic-table references; sections that wait for inserts are
+    /// held). The request encoder's table is the template's business ([`QpackSettings::
+    /// encoder_config`]). Without this call: no table, as [`QpackSettings::STATIC`].
+    pub fn with_qpack(mut self, qpack: QpackSettings) -> H3Session {
+        self.qpack = qpack;
+        self.qdec = Decoder::new(
+            qpack.max_table_capacity as usize,
+            qpack.blocked_streams as usize,
+        );
+        self
+    }
+
+    /// The QPACK settings we announce.
+    pub fn qpack_settings(&self) -> QpackSettings {
+        self.qpack
+    }
+
+    /// Whether requests now use sections referencing the dynamic table (the server allowed
+    /// a table and acknowledged our inserts).
+    pub fn requests_use_dynamic_table(&self) -> bool {
+        self.template.uses_dynamic_table()
+    }
+
+    /// Response sections so far that had to wait for the inserts they reference.
+    pub fn sections_blocked(&self) -> u64 {
+        self.sections_blocked
+    }
+
+    /// Entries in our decoder's dynamic table (inserted by the server's encoder).
+    pub fn decoder_insert_count(&self) -> u64 {
+        self.qdec.table().insert_count()
     }
 
     /// Sends `body` with every request (`-d`): HEADERS (with its content-length, from the
@@ -252,8 +260,13 @@ impl H3Session {
         self.control.id = Some(c);
         self.encoder_out.id = Some(e);
         self.decoder_out.id = Some(d);
-        // A QPACK table of 0 (the default SETTINGS): the server's sections never wait.
-        write_control_stream_start(Settings::default(), &mut self.control.buf);
+        // Our QPACK decoder's limits (0 and 0: the server's sections never wait).
+        let settings = Settings {
+            qpack_max_table_capacity: u64::from(self.qpack.max_table_capacity),
+            qpack_blocked_streams: u64::from(self.qpack.blocked_streams),
+            ..Settings::default()
+        };
+        write_control_stream_start(settings, &mut self.control.buf);
         UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
         UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
     }
@@ -309,6 +322,9 @@ impl H3Session {
                 r.inbuf.clear();
                 r.done = false;
                 r.body_sent = body_sent;
+                r.blocked = false;
+                r.fin = false;
+                r.held_encoded = 0;
                 r
             }
             None => Req {
@@ -317,6 +333,9 @@ impl H3Session {
                 inbuf: Vec::new(),
                 done: false,
                 body_sent,
+                blocked: false,
+                fin: false,
+                held_encoded: 0,
             },
         };
         self.reqs.insert(id, req);
@@ -494,6 +513,10 @@ impl H3Session {
         if let (Some(c), true) = (reset, bidi) {
             self.on_reset(id, c, ev);
         }
+        if err.is_none() && !bidi {
+            // Inserts may have arrived: decode the sections that waited for them.
+            err = self.resume_unblocked(ev);
+        }
         if let Some(c) = err {
             self.close(conn, c);
         }
@@ -539,6 +562,11 @@ impl H3Session {
     /// Drops request `id` (its buffers are kept for the next request); its slot.
     fn forget(&mut self, id: StreamId) -> Option<u32> {
         let r = self.reqs.remove(&id)?;
+        if !r.done {
+            // Reading abandoned before the end (reset, GOAWAY): RFC 9204 §4.4.2 Stream
+            // Cancellation (drops a held section; nothing is sent with no table).
+            self.qdec.cancel_stream(u64::from(id));
+        }
         if r.body_sent.is_some() {
             // The response ended before the body was all sent: stop sending it.
             self.bodies_pending = self.bodies_pending.saturating_sub(1);
@@ -549,48 +577,6 @@ impl H3Session {
             self.pool.push(r);
         }
         Some(slot)
-    }
-
-    fn feed_request(
-        &mut self,
-        id: StreamId,
-        bytes: &[u8],
-        fin: bool,
-        ev: &mut dyn SessionEvents,
-    ) -> Option<ErrorCode> {
-        let r = self.reqs.get_mut(&id)?;
-        let mut sink = Sink {
-            slot: r.slot,
-            ev: &mut *ev,
-            encoded: 0,
-            decoded: 0,
-            done: &mut r.done,
-        };
-        let res = if r.inbuf.is_empty() {
-            r.recv.recv(bytes, fin, &mut self.qdec, &mut sink).map(|p| {
-                r.inbuf
-                    .extend_from_slice(bytes.get(p.consumed..).unwrap_or_default());
-            })
-        } else {
-            r.inbuf.extend_from_slice(bytes);
-            let input = std::mem::take(&mut r.inbuf);
-            let res = r.recv.recv(&input, fin, &mut self.qdec, &mut sink);
-            let used = res.as_ref().map_or(0, |p| p.consumed);
-            r.inbuf = input;
-            r.inbuf.drain(..used);
-            res.map(|_| ())
-        };
-        match res {
-            Ok(()) => {
-                if r.done {
-                    let slot = r.slot;
-                    self.forget(id);
-                    ev.complete(slot);
-                }
-                None
-            }
-            Err(e) => Some(e.code()),
-        }
     }
 }
 

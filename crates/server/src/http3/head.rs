@@ -13,6 +13,9 @@ use crate::head_key::HeadKey;
 pub struct HeadEncoder {
     section: Vec<u8>,
     key: Option<HeadKey>,
+    /// The encoder's table capacity when `section` was encoded: a static-only section
+    /// encoded before the client's SETTINGS allowed a table is not reused after.
+    capacity: usize,
 }
 
 impl HeadEncoder {
@@ -27,9 +30,11 @@ impl HeadEncoder {
         encoder_stream: &mut Vec<u8>,
     ) -> &[u8] {
         let key = HeadKey::of(resp, date);
-        if key.is_some() && self.key == key {
+        let capacity = qenc.planned_capacity();
+        if key.is_some() && self.key == key && self.capacity == capacity {
             return &self.section;
         }
+        self.capacity = capacity;
         self.key = None;
         let status = resp.status.clamp(100, 999);
         let status_text = [

@@ -135,13 +135,19 @@ pub enum StaticMatch {
 }
 
 /// Finds `name: value` in the static table (a full match wins over a name match; the
-/// lowest index wins among equals). A linear scan of 99 entries that compares lengths
-/// first: the encoder calls it once per field when building templates, and per field on
-/// the general path.
+/// lowest index wins among equals). Only the entries whose name has `name`'s length are
+/// compared ([`by_name_len`]): the server's encoder calls this per response field, and a
+/// linear scan of the 99 entries (with a `memcmp` per same-length name) was about 5% of
+/// `serve --h3`'s CPU with a dynamic table.
 pub fn static_lookup(name: &[u8], value: &[u8]) -> StaticMatch {
     let mut name_match = None;
-    for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
-        if n.len() == name.len() && *n == name {
+    let bucket = by_name_len().get(name.len()).map_or(&[][..], Vec::as_slice);
+    for &i in bucket {
+        let i = usize::from(i);
+        let Some((n, v)) = STATIC_TABLE.get(i) else {
+            continue;
+        };
+        if n.first() == name.first() && *n == name {
             if *v == value {
                 return StaticMatch::Full(i);
             }
@@ -149,6 +155,21 @@ pub fn static_lookup(name: &[u8], value: &[u8]) -> StaticMatch {
         }
     }
     name_match.map_or(StaticMatch::None, StaticMatch::Name)
+}
+
+/// Static-table indices by name length, ascending (built once per process).
+fn by_name_len() -> &'static [Vec<u8>] {
+    static BY_LEN: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    BY_LEN.get_or_init(|| {
+        let longest = STATIC_TABLE.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        let mut by_len = vec![Vec::new(); longest + 1];
+        for (i, (n, _)) in STATIC_TABLE.iter().enumerate() {
+            if let (Some(b), Ok(i)) = (by_len.get_mut(n.len()), u8::try_from(i)) {
+                b.push(i);
+            }
+        }
+        by_len
+    })
 }
 
 /// The size of an entry (RFC 9204 §3.2.1: "The size of an entry is the sum of its name's
@@ -335,6 +356,38 @@ pub enum InsertName<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn static_lookup_agrees_with_a_linear_scan() {
+        let linear = |name: &[u8], value: &[u8]| {
+            let mut name_match = None;
+            for (i, (n, v)) in STATIC_TABLE.iter().enumerate() {
+                if *n == name {
+                    if *v == value {
+                        return StaticMatch::Full(i);
+                    }
+                    name_match.get_or_insert(i);
+                }
+            }
+            name_match.map_or(StaticMatch::None, StaticMatch::Name)
+        };
+        let mut cases: Vec<(&[u8], &[u8])> = STATIC_TABLE.to_vec();
+        cases.extend(
+            STATIC_TABLE
+                .iter()
+                .map(|(n, _)| (*n, &b"no such value"[..])),
+        );
+        cases.extend([
+            (&b"server"[..], &b"h2lab"[..]),
+            (b"", b""),
+            (b"x", b"y"),
+            (b"a-name-longer-than-any-in-the-static-table-by-far", b"v"),
+            (b":STATUS", b"200"),
+        ]);
+        for (n, v) in cases {
+            assert_eq!(static_lookup(n, v), linear(n, v), "{n:?} {v:?}");
+        }
+    }
 
     #[test]
     fn static_table_has_99_entries_and_known_anchors() {

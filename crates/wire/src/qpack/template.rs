@@ -79,6 +79,9 @@ pub struct RequestTemplate {
     mode: Mode,
     static_sections: Sections,
     dynamic_sections: Sections,
+    /// The peer's SETTINGS were applied ([`RequestTemplate::set_peer_settings`]); until
+    /// then the static sections are sent and nothing is planned.
+    peer_known: bool,
 }
 
 impl RequestTemplate {
@@ -124,16 +127,28 @@ impl RequestTemplate {
             mode: Mode::Start,
             static_sections: Sections::default(),
             dynamic_sections: Sections::default(),
+            peer_known: false,
         };
         t.static_sections = t.build(false);
         Ok(t)
     }
 
     /// Applies the peer's SETTINGS_QPACK_MAX_TABLE_CAPACITY and
-    /// SETTINGS_QPACK_BLOCKED_STREAMS; call it before the first request.
+    /// SETTINGS_QPACK_BLOCKED_STREAMS (once, when they arrive). Requests encoded before
+    /// that use the static sections (RFC 9204 §5: both settings default to 0), and the
+    /// dynamic table is planned at the first request after it.
     pub fn set_peer_settings(&mut self, max_table_capacity: usize, blocked_streams: usize) {
+        if self.peer_known {
+            return;
+        }
+        self.peer_known = true;
         self.encoder
             .set_peer_settings(max_table_capacity, blocked_streams);
+    }
+
+    /// Whether the peer's SETTINGS were applied.
+    pub fn peer_settings_known(&self) -> bool {
+        self.peer_known
     }
 
     /// Number of `:path` values.
@@ -167,7 +182,7 @@ impl RequestTemplate {
         section: &mut Vec<u8>,
         encoder_stream: &mut Vec<u8>,
     ) -> usize {
-        if self.mode == Mode::Start {
+        if self.mode == Mode::Start && self.peer_known {
             self.plan(encoder_stream);
         }
         if let Mode::Pending(n) = self.mode {
