@@ -444,24 +444,54 @@ fn a_repeated_static_only_response_section_is_not_decoded_again() {
 }
 
 #[test]
-fn sections_on_the_dynamic_table_or_for_sinks_wanting_fields_are_always_decoded() {
-    // A dynamic-table peer: Required Insert Count above 0, never remembered.
+fn dynamic_sections_are_replayed_only_while_the_table_is_unchanged_and_still_acknowledged() {
+    // A dynamic-table peer: Required Insert Count above 0. A section byte-identical to the
+    // remembered one is replayed while the table's insert count and capacity are unchanged,
+    // and it still queues its Section Acknowledgment; after an insert the same octets are
+    // decoded again.
     let mut peer = Peer::new(true, 4096, 1);
     let ok = fields(&[(":status", "200"), ("server", "x")]);
     let mut q = Decoder::new(4096, 1);
     let mut sink = FactsOnly::default();
-    for i in 0..3u64 {
+    let round = |i: u64, peer: &mut Peer, q: &mut Decoder, sink: &mut FactsOnly| {
         let bytes = peer.message(4 * i, &ok, &[], &Fields::new());
         q.feed_encoder_stream(&std::mem::take(&mut peer.encoder_stream))
             .unwrap();
         let mut s = RequestStream::new(Role::Client, 4 * i);
-        s.recv(&bytes, true, &mut q, &mut sink).unwrap();
-        // Our acknowledgments back to the peer, so it keeps referring to its entries.
+        s.recv(&bytes, true, q, sink).unwrap();
+        // Our acknowledgments back to the peer, so it keeps referring to its entries: a
+        // Section Acknowledgment for this stream (0b1 + stream id) every time, replayed or
+        // decoded.
         let mut acks = Vec::new();
         q.take_decoder_stream(&mut acks);
+        assert_eq!(
+            acks.first(),
+            Some(&(0x80 | (4 * i) as u8)),
+            "round {i}: {acks:?}"
+        );
         peer.encoder.feed_decoder_stream(&acks).unwrap();
+        bytes
+    };
+    round(0, &mut peer, &mut q, &mut sink);
+    let second = round(1, &mut peer, &mut q, &mut sink);
+    let third = round(2, &mut peer, &mut q, &mut sink);
+    assert_eq!(second, third);
+    // Decoded twice (the first section, then the one on acknowledged entries), replayed once.
+    assert_eq!((sink.fields, sink.skipped), (4, 1));
+    assert_eq!(sink.statuses, [200, 200, 200]);
+    // Set Dynamic Table Capacity changes the table's state (nothing is evicted here): the
+    // same octets are decoded again, then replayed again.
+    let mut enc = Vec::new();
+    h2lab_wire::qpack::instructions::write_set_capacity(4000, &mut enc);
+    q.feed_encoder_stream(&enc).unwrap();
+    for id in [12u64, 16] {
+        let mut s = RequestStream::new(Role::Client, id);
+        s.recv(&third, true, &mut q, &mut sink).unwrap();
+        let mut acks = Vec::new();
+        q.take_decoder_stream(&mut acks);
+        assert_eq!(acks.first(), Some(&(0x80 | id as u8)));
     }
-    assert_eq!((sink.fields, sink.skipped), (6, 0));
+    assert_eq!((sink.fields, sink.skipped), (6, 2));
     // A sink that wants the fields gets them every time, static-only or not.
     let mut peer = Peer::new(false, 0, 0);
     let mut q = Decoder::new(0, 0);

@@ -24,7 +24,8 @@ impl RequestEvents for Sink<'_> {
     }
     fn wants_fields(&self) -> bool {
         // Only the status, the facts and the sizes are counted: a response section equal
-        // to the previous static-only one is not decoded again (the wire crate's memo).
+        // to the previous one, on an unchanged table, is not decoded again (the wire crate's
+        // memo).
         false
     }
     fn fields_skipped(&mut self, decoded_len: usize) {

@@ -1,6 +1,6 @@
-//! The last static-only field section of a connection, remembered with what decoding and
-//! validating it gave, so that the next byte-identical section is neither decoded nor
-//! validated again (the HTTP/3 counterpart of HTTP/2's block memo, `h2/recv/memo.rs`).
+//! The last field section of a connection, remembered with what decoding and validating it
+//! gave, so that the next byte-identical section is neither decoded nor validated again (the
+//! HTTP/3 counterpart of HTTP/2's block memo, `h2/recv/memo.rs`).
 //!
 //! A load generator gets the same response section over and over: a client announcing a
 //! QPACK table of 0 (as `h2lab bench --h3` does) gets static-table references and literals
@@ -12,7 +12,18 @@
 //! ([`RequestEvents::wants_fields`](super::request::RequestEvents::wants_fields), the bench
 //! client's) gets only their decoded size; one that wants them (the server's, which routes on
 //! them) gets them replayed from the memo, validated once. Requests from a load generator
-//! that sends static-table references and literals (`h2lab bench --h3`) repeat the same way. The buffers are per connection and reused: nothing is allocated per section.
+//! that sends static-table references and literals repeat the same way.
+//!
+//! A section that reads the dynamic table (Required Insert Count above 0) is remembered too,
+//! with the table's state when it was decoded (insert count and capacity): the table changes
+//! only by encoder-stream instructions, each of which moves one of the two (an insert or a
+//! duplicate the insert count, Set Dynamic Table Capacity the capacity, and eviction happens
+//! only through those), so while both are unchanged the same octets decode to the same
+//! fields. A replayed section of that kind still queues its Section Acknowledgment (RFC 9204
+//! §4.4.1), so the peer's encoder sees exactly what a decoding would have told it. Clients
+//! that use the table (`h2lab bench --h3` and h2load by default) send the same request
+//! section over and over once their entries are acknowledged, and servers answer likewise.
+//! The buffers are per connection and reused: nothing is allocated per section.
 
 use super::fields::{SectionFacts, SectionKind};
 
@@ -28,6 +39,11 @@ pub(crate) struct SectionMemo {
     section: Vec<u8>,
     /// `None`: nothing remembered.
     kind: Option<SectionKind>,
+    /// The section's Required Insert Count (0: static-only).
+    required: u64,
+    /// The dynamic table's (insert count, capacity) when a section with a non-zero Required
+    /// Insert Count was decoded: it is replayed only while they are unchanged.
+    table: (u64, usize),
     facts: SectionFacts,
     decoded_len: usize,
     /// The section's validated fields, packed as (name length u32, value length u32, name,
@@ -40,18 +56,25 @@ pub(crate) struct SectionMemo {
 }
 
 impl SectionMemo {
-    /// Whether `section` may be remembered: static-only (an encoded Required Insert Count of
-    /// 0, the first octet of its prefix) and short.
+    /// Whether `section` may be remembered: short enough.
     pub(crate) fn eligible(section: &[u8]) -> bool {
-        section.first() == Some(&0) && section.len() <= MEMO_MAX
+        section.len() <= MEMO_MAX
     }
 
-    /// The facts and decoded length (names and values) of `section` of `kind`, when it is
-    /// the remembered one.
+    /// The facts, decoded length (names and values) and Required Insert Count of `section`
+    /// of `kind`, when it is the remembered one and, if it reads the dynamic table, the
+    /// table is still in the state `table` it was decoded against.
     #[inline]
-    pub(crate) fn hit(&self, kind: SectionKind, section: &[u8]) -> Option<(SectionFacts, usize)> {
-        (self.kind == Some(kind) && self.section == section)
-            .then_some((self.facts, self.decoded_len))
+    pub(crate) fn hit(
+        &self,
+        kind: SectionKind,
+        section: &[u8],
+        table: (u64, usize),
+    ) -> Option<(SectionFacts, usize, u64)> {
+        (self.kind == Some(kind)
+            && self.section == section
+            && (self.required == 0 || self.table == table))
+            .then_some((self.facts, self.decoded_len, self.required))
     }
 
     /// Replays the remembered fields (call only after a [`SectionMemo::hit`]).
@@ -104,6 +127,8 @@ impl SectionMemo {
         section: &[u8],
         facts: SectionFacts,
         decoded_len: usize,
+        required: u64,
+        table: (u64, usize),
     ) {
         if self.pending_over {
             self.forget();
@@ -114,6 +139,8 @@ impl SectionMemo {
         self.kind = Some(kind);
         self.facts = facts;
         self.decoded_len = decoded_len;
+        self.required = required;
+        self.table = table;
         std::mem::swap(&mut self.fields, &mut self.pending);
     }
 

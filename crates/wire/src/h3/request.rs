@@ -279,7 +279,12 @@ impl RequestStream {
         ev.section_start(section.len());
         let memo = SectionMemo::eligible(section);
         if memo {
-            if let Some((facts, decoded_len)) = qpack.memo.hit(kind, section) {
+            if let Some((facts, decoded_len, required)) =
+                qpack.memo.hit(kind, section, qpack.memo_state())
+            {
+                if required > 0 {
+                    qpack.ack_replayed(self.stream_id, required);
+                }
                 if ev.wants_fields() {
                     qpack.memo.replay(|n, v| ev.field(n, v));
                 } else {
@@ -318,7 +323,11 @@ impl RequestStream {
         }
         let facts = v.finish()?;
         if memo {
-            qpack.memo.remember(kind, section, facts, decoded_len);
+            let required = qpack.required_of(section);
+            let state = qpack.memo_state();
+            qpack
+                .memo
+                .remember(kind, section, facts, decoded_len, required, state);
         }
         self.section_facts(kind, facts, ev)
     }

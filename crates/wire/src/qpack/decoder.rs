@@ -59,8 +59,7 @@ pub struct Decoder {
     out: Vec<u8>,
     /// Inserts the encoder knows we received (acknowledged or incremented).
     known_received: u64,
-    /// The connection's last static-only response section and what it decoded to
-    /// (`h3::memo`).
+    /// The connection's last field section and what it decoded to (`h3::memo`).
     pub(crate) memo: crate::h3::memo::SectionMemo,
 }
 
@@ -105,6 +104,25 @@ impl Decoder {
     /// RFC 9204 §3.2.3: "The initial capacity of the dynamic table is zero."
     pub fn assume_capacity(&mut self, capacity: usize) {
         self.table.set_capacity(capacity.min(self.max_capacity));
+    }
+
+    /// The table's state a remembered section depends on (`h3::memo`): its insert count
+    /// and capacity.
+    pub(crate) fn memo_state(&self) -> (u64, usize) {
+        (self.table.insert_count(), self.table.capacity())
+    }
+
+    /// The Required Insert Count `section` declares (0 when its prefix does not parse; such
+    /// a section is never remembered, its decoding failed).
+    pub(crate) fn required_of(&self, section: &[u8]) -> u64 {
+        self.prefix(section).map_or(0, |(required, _, _)| required)
+    }
+
+    /// A remembered section with Required Insert Count `required` (above 0) was replayed on
+    /// `stream_id` instead of decoded: what decoding it would have queued (RFC 9204 §4.4.1).
+    pub(crate) fn ack_replayed(&mut self, stream_id: u64, required: u64) {
+        DecoderInstruction::SectionAck { stream_id }.write(&mut self.out);
+        self.known_received = self.known_received.max(required);
     }
 
     /// The dynamic table (read-only).
