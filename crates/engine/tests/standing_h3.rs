@@ -73,7 +73,13 @@ fn quic_ports(server: SocketAddr) -> Option<Vec<u16>> {
 /// whole body (give or take the `in_flight` at the window's edges), no reconnect.
 fn window(run: &mut StandingRun, in_flight: u64) -> u64 {
     let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
-    assert!(r.requests.completed > 0, "{:?}", r.requests);
+    assert!(
+        r.requests.completed > 0,
+        "window {}: {:?} {:?}",
+        run.windows(),
+        r.requests,
+        r.quic
+    );
     assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
     assert_eq!(r.requests.errored, 0, "{:?}", r.requests);
     assert_eq!(
