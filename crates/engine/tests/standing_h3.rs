@@ -73,7 +73,13 @@ fn quic_ports(server: SocketAddr) -> Option<Vec<u16>> {
 /// whole body (give or take the `in_flight` at the window's edges), no reconnect.
 fn window(run: &mut StandingRun, in_flight: u64) -> u64 {
     let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
-    assert!(r.requests.completed > 0, "{:?}", r.requests);
+    assert!(
+        r.requests.completed > 0,
+        "window {}: {:?} {:?}",
+        run.windows(),
+        r.requests,
+        r.quic
+    );
     assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
     assert_eq!(r.requests.errored, 0, "{:?}", r.requests);
     assert_eq!(
@@ -95,13 +101,42 @@ fn window(run: &mut StandingRun, in_flight: u64) -> u64 {
     assert_eq!(r.errors.total(), 0, "{:?}", r.errors);
     assert_eq!(r.app_protocol, Some(AppProtocol::H3));
     assert_eq!(r.elapsed, MEASURED);
+    // Body bytes count while measuring, completions only for requests started in the
+    // measured period: the bytes exceed the completed requests' bodies by what arrived of
+    // the responses in flight at BOTH edges (started in the warm-up, or unfinished at the
+    // end), never fall short of them. Under load both edges are full (20.9 responses' worth
+    // once, against a bound of one edge's 20).
     let expected = r.requests.completed * BODY;
     assert!(
-        r.traffic.bytes_body.abs_diff(expected) <= in_flight * BODY,
+        r.traffic.bytes_body >= expected && r.traffic.bytes_body - expected <= 2 * in_flight * BODY,
         "{} vs {expected}",
         r.traffic.bytes_body
     );
     r.requests.completed
+}
+
+/// Windows until one completes a request: the connections' QUIC handshakes (started by
+/// `StandingRun::open`, which does not wait for them) are done. On a busy machine a debug
+/// build's handshakes can outlast the first warm-up and measured period (at a load of 15
+/// on 2 cores both tests' first windows completed nothing, having started 6 and 10
+/// requests); that is the machine, not what these tests check. Returns the windows taken.
+fn settle(run: &mut StandingRun) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut n = 0;
+    loop {
+        let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
+        n += 1;
+        assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
+        assert_eq!(r.reconnects, 0, "the connections stayed open");
+        if r.requests.completed > 0 {
+            return n;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no request completed in 30 s: {:?}",
+            r.requests
+        );
+    }
 }
 
 #[test]
@@ -111,6 +146,7 @@ fn h3_windows_keep_one_quic_connection_per_client() {
     let cfg = h3_config(addr, 4, 2, 5);
     assert!(StandingRun::supports(&cfg));
     let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    let settled = settle(&mut run);
     let mut seen = None;
     for _ in 0..4 {
         window(&mut run, 4 * 5);
@@ -123,7 +159,7 @@ fn h3_windows_keep_one_quic_connection_per_client() {
             }
         }
     }
-    assert_eq!(run.windows(), 4);
+    assert_eq!(run.windows(), settled + 4);
     run.close();
     if let Some(ports) = quic_ports(addr) {
         assert!(ports.is_empty(), "closed: {ports:?}");
@@ -140,6 +176,7 @@ fn h3_connections_outlive_a_pause_longer_than_the_idle_timeout() {
     let addr = srv.h3_addr().unwrap();
     let cfg = h3_config(addr, 2, 1, 3);
     let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    settle(&mut run);
     window(&mut run, 2 * 3);
     let before = quic_ports(addr);
     std::thread::sleep(idle + Duration::from_millis(800));

@@ -200,58 +200,101 @@ fn full_queue_pushes_back_on_the_sender_and_memory_stays_bounded() {
     assert!(st.up.bytes_in - st.up.bytes_out <= limit as u64);
 }
 
-#[test]
-fn handshake_costs_one_round_trip() {
-    let mut c = config(serve(echo));
-    c.rtt = Duration::from_millis(60);
-    let link = link::spawn(c).unwrap();
+/// The first exchange on a new connection to `addr` (connecting included), and the second.
+fn first_and_second(addr: SocketAddr) -> (Duration, Duration) {
     let t = Instant::now();
-    let mut s = connect(link.addr());
+    let mut s = connect(addr);
     round_trip(&mut s, b"first").unwrap();
     let first = t.elapsed();
-    let second = round_trip(&mut s, b"second").unwrap();
-    // First exchange: handshake RTT + request RTT = 120 ms; later ones 60 ms.
-    assert!(
-        first >= Duration::from_millis(120) && first < Duration::from_millis(170),
-        "{first:?}"
-    );
-    assert!(
-        second >= Duration::from_millis(60) && second < Duration::from_millis(95),
-        "{second:?}"
-    );
-
-    let mut c = config(serve(echo));
-    c.rtt = Duration::from_millis(60);
-    c.emulate_handshake = false;
-    let link = link::spawn(c).unwrap();
-    let t = Instant::now();
-    let mut s = connect(link.addr());
-    round_trip(&mut s, b"first").unwrap();
-    let first = t.elapsed();
-    assert!(first < Duration::from_millis(100), "{first:?}");
+    (first, round_trip(&mut s, b"second").unwrap())
 }
 
+/// Waiting for the CPU only delays an exchange, so the lower bounds hold for every one. The
+/// upper bounds (the handshake costs ONE round trip, not two) hold for the fastest of a few
+/// connections, less the fastest of as many direct connections to the same echo server,
+/// alternated with them: a new connection costs the echo server a new thread, and on a busy
+/// machine starting it took 40 ms or more (at a load of 17 on 2 cores, no first exchange
+/// through a 60 ms link without the handshake took less than 100 ms).
+#[test]
+fn handshake_costs_one_round_trip() {
+    let echo_addr = serve(echo);
+    let mut c = config(echo_addr);
+    c.rtt = Duration::from_millis(60);
+    let link = link::spawn(c).unwrap();
+    let mut c = config(echo_addr);
+    c.rtt = Duration::from_millis(60);
+    c.emulate_handshake = false;
+    let bare = link::spawn(c).unwrap();
+    let (mut firsts, mut seconds, mut bare_firsts, mut direct) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..4 {
+        let (first, second) = first_and_second(link.addr());
+        firsts.push(first);
+        seconds.push(second);
+        direct.push(first_and_second(echo_addr).0);
+        bare_firsts.push(first_and_second(bare.addr()).0);
+        direct.push(first_and_second(echo_addr).0);
+    }
+    let ms = |v: &[Duration]| v.iter().min().unwrap().as_secs_f64() * 1e3;
+    let setup = ms(&direct);
+    // First exchange: handshake RTT + request RTT = 120 ms; later ones 60 ms.
+    assert!(
+        firsts.iter().all(|&d| d >= Duration::from_millis(120)) && ms(&firsts) - setup < 150.0,
+        "{firsts:?} direct {direct:?}"
+    );
+    assert!(
+        seconds.iter().all(|&d| d >= Duration::from_millis(60)) && ms(&seconds) < 95.0,
+        "{seconds:?}"
+    );
+    // Without the handshake: one RTT.
+    assert!(
+        bare_firsts.iter().all(|&d| d >= Duration::from_millis(60))
+            && ms(&bare_firsts) - setup < 90.0,
+        "{bare_firsts:?} direct {direct:?}"
+    );
+}
+
+/// Four downloads at once through a 16 Mbit/s link: together they get 16 Mbit/s, each a
+/// fair share. The shaper serializes at exactly the rate from the first byte, so from the
+/// first request to the last byte the four transfers take at least `bytes * 8 / rate` plus
+/// the RTT: never more than 16 Mbit/s together, whatever the load (checked on every trial).
+/// The clients start together (a barrier, so that starting their threads on a busy machine is
+/// not counted), and waiting for the CPU can only make a trial slower, so the shared rate
+/// is that of the faster of two trials.
 #[test]
 fn connections_share_the_bandwidth() {
-    // Four downloads at once through a 16 Mbit/s link: together they get 16 Mbit/s, each a
-    // fair share.
     let mut c = config(serve(source));
     c.down_bps = Some(16_000_000);
     c.rtt = Duration::from_millis(2);
     let link = link::spawn(c).unwrap();
     let addr = link.addr();
     let n = 400_000u64; // 4 x 400 kB = 12.8 Mbit: 0.8 s at 16 Mbit/s
-    let t = Instant::now();
-    let downloads: Vec<_> = (0..4)
-        .map(|_| thread::spawn(move || download_rate(addr, n)))
-        .collect();
-    let rates: Vec<f64> = downloads.into_iter().map(|d| d.join().unwrap()).collect();
-    println!("rates {rates:?}");
-    let total = (4 * n * 8) as f64 / t.elapsed().as_secs_f64();
-    assert!(
-        (14e6..16.5e6).contains(&total),
-        "total {total} rates {rates:?}"
-    );
+    let trial = || {
+        let go = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let downloads: Vec<_> = (0..4)
+            .map(|_| {
+                let go = go.clone();
+                thread::spawn(move || {
+                    go.wait();
+                    download(addr, n)
+                })
+            })
+            .collect();
+        let xs: Vec<Transfer> = downloads.into_iter().map(|d| d.join().unwrap()).collect();
+        let start = xs.iter().map(|x| x.start).min().unwrap();
+        let end = xs.iter().map(|x| x.start + x.elapsed).max().unwrap();
+        let secs = (end - start).saturating_sub(Duration::from_millis(2));
+        let total = (4 * n * 8) as f64 / secs.as_secs_f64();
+        let rates: Vec<f64> = xs.iter().map(|x| x.rate).collect();
+        println!("total {total} rates {rates:?}");
+        assert!(
+            total <= 16e6 * (1.0 + 1e-6),
+            "total {total} rates {rates:?}"
+        );
+        (total, rates)
+    };
+    let (a, b) = (trial(), trial());
+    let (total, rates) = if a.0 >= b.0 { a } else { b };
+    assert!(total >= 14e6, "total {total} rates {rates:?}");
     for r in &rates {
         // Fair share is 4 Mbit/s; round-robin keeps each within a wide margin of it.
         assert!((3.2e6..5e6).contains(r), "rates {rates:?}");
@@ -261,41 +304,63 @@ fn connections_share_the_bandwidth() {
 #[test]
 fn loss_costs_whole_round_trips() {
     // 20% segment loss: an echo exchange loses its request or its reply with probability
-    // 1 - 0.8^2 = 36%, and then takes one extra RTT (the retransmission), never less.
+    // 1 - 0.8^2 = 36%, and then takes one extra RTT (the retransmission), never less. The
+    // relay counts its losses when it reads a chunk, so the counters tell which exchanges
+    // lost one; waiting for the CPU only makes an exchange slower, so the lower bounds hold
+    // for every exchange, and "one extra RTT, not two" for the fastest exchange that lost.
     let mut c = config(serve(echo));
     c.rtt = Duration::from_millis(20);
     c.loss = 0.2;
     c.seed = 1;
     let link = link::spawn(c).unwrap();
+    let lost = || {
+        let st = link.stats();
+        st.up.lost_chunks + st.down.lost_chunks
+    };
     let mut s = connect(link.addr());
     round_trip(&mut s, b"warm-up").unwrap();
-    let samples: Vec<f64> = (0..30)
-        .map(|_| round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3)
-        .collect();
-    let slow = samples.iter().filter(|&&ms| ms >= 38.0).count();
-    assert!(samples.iter().all(|&ms| ms >= 19.9), "{samples:?}");
-    assert!((3..=22).contains(&slow), "{slow} slow of {samples:?}");
-    assert!(link.stats().up.lost_chunks + link.stats().down.lost_chunks > 0);
+    let (mut clean, mut lossy) = (Vec::new(), Vec::new());
+    for _ in 0..30 {
+        let before = lost();
+        let ms = round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3;
+        if lost() > before {
+            lossy.push(ms);
+        } else {
+            clean.push(ms);
+        }
+    }
+    assert!(clean.iter().all(|&ms| ms >= 19.9), "{clean:?}");
+    assert!(lossy.iter().all(|&ms| ms >= 39.9), "{lossy:?}");
+    assert!((3..=22).contains(&lossy.len()), "{lossy:?} of 30");
+    let fastest = lossy.iter().copied().fold(f64::MAX, f64::min);
+    assert!(fastest < 59.0, "{lossy:?}");
 }
 
+/// 10 ms ± 3 ms each way: round trips between 14 and 26 ms. The bounds of the jitter are
+/// tested exactly in virtual time (`shaper.rs`, `jitter_never_reorders_and_stays_in_bounds`
+/// and `jitter_is_spread_over_the_whole_range`); end to end, a busy machine can stretch any
+/// exchange (at a load of 20 on 2 cores, 20 ms exchanges took up to 172 ms), so this checks
+/// what waiting for the CPU cannot cause: no exchange is shorter than the least jitter
+/// allows, and some are shorter than the RTT, which only jitter can do (a link without
+/// jitter never answers early: `link_accuracy.rs`).
 #[test]
 fn jitter_varies_round_trips_within_bounds() {
-    // 10 ms +- 3 ms each way: round trips between 14 and 26 ms, not all alike.
     let mut c = config(serve(echo));
     c.rtt = Duration::from_millis(20);
     c.jitter = Duration::from_millis(3);
     let link = link::spawn(c).unwrap();
     let mut s = connect(link.addr());
     round_trip(&mut s, b"warm-up").unwrap();
-    let samples: Vec<f64> = (0..20)
+    let samples: Vec<f64> = (0..40)
         .map(|_| round_trip(&mut s, b"ping").unwrap().as_secs_f64() * 1e3)
         .collect();
     let min = samples.iter().cloned().fold(f64::MAX, f64::min);
-    // Delays are never shortened: a hard bound.
+    // Delays are never shortened below rtt - 2 x jitter: a hard bound.
     assert!(min >= 13.9, "{samples:?}");
-    // The upper bound can be stretched by a busy machine; allow two outliers.
-    let within = samples.iter().filter(|&&ms| ms <= 26.5).count();
-    assert!(within >= 18, "{samples:?}");
+    assert!(
+        min < 19.9,
+        "no exchange was shortened by the jitter: {samples:?}"
+    );
     let spread = samples.iter().filter(|&&ms| ms >= min + 2.0).count();
     assert!(spread >= 3, "{samples:?}");
 }

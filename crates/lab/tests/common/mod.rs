@@ -115,11 +115,31 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// One transfer through a link: the receiver's rate and the whole transfer's duration.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    /// Bits per second at the receiver, from its first read to its last (so the link's
+    /// latency, which delays the start, is not counted).
+    pub rate: f64,
+    /// From the client's first write (its request, or its first bytes up) to the client
+    /// seeing the transfer end (the last byte down, or the sink's reply): a receiver or a
+    /// relay that waited for the CPU makes this longer, never shorter.
+    pub elapsed: Duration,
+    /// When the client started writing (after connecting).
+    pub start: Instant,
+}
+
 /// Downloads `n` bytes from a `source` server at `addr` and returns the receive rate in bits
 /// per second, measured from the first read to the last (so the link's latency, which delays
 /// the start, is not counted).
 pub fn download_rate(addr: SocketAddr, n: u64) -> f64 {
+    download(addr, n).rate
+}
+
+/// Downloads `n` bytes from a `source` server at `addr` (see [`Transfer`]).
+pub fn download(addr: SocketAddr, n: u64) -> Transfer {
     let mut s = connect(addr);
+    let start = Instant::now();
     s.write_all(&n.to_be_bytes()).unwrap();
     let mut buf = vec![0u8; 1 << 20];
     let first = s.read(&mut buf).unwrap();
@@ -134,14 +154,24 @@ pub fn download_rate(addr: SocketAddr, n: u64) -> f64 {
         t_last = Instant::now();
     }
     let secs = (t_last - t0).as_secs_f64();
-    (n - first as u64) as f64 * 8.0 / secs
+    Transfer {
+        rate: (n - first as u64) as f64 * 8.0 / secs,
+        elapsed: t_last - start,
+        start,
+    }
 }
 
 /// Uploads `n` bytes to a `sink` server at `addr` and returns the rate in bits per second at
 /// which the sink received them, from its first read to its last (as [`download_rate`]).
 pub fn upload_rate(addr: SocketAddr, n: u64) -> f64 {
+    upload(addr, n).rate
+}
+
+/// Uploads `n` bytes to a `sink` server at `addr` (see [`Transfer`]).
+pub fn upload(addr: SocketAddr, n: u64) -> Transfer {
     let mut s = connect(addr);
     let buf = vec![0xa5u8; 256 * 1024];
+    let start = Instant::now();
     let mut left = n;
     while left > 0 {
         let k = left.min(buf.len() as u64) as usize;
@@ -150,8 +180,13 @@ pub fn upload_rate(addr: SocketAddr, n: u64) -> f64 {
     }
     s.shutdown(Shutdown::Write).unwrap();
     let (total, first, span) = sink_reply(&mut s);
+    let elapsed = start.elapsed();
     assert_eq!(total, n);
-    (n - first) as f64 * 8.0 / (span as f64 / 1e9)
+    Transfer {
+        rate: (n - first) as f64 * 8.0 / (span as f64 / 1e9),
+        elapsed,
+        start,
+    }
 }
 
 /// Reads a `sink` reply: (bytes received, size of the first read, nanoseconds first to last).
