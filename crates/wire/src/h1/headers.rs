@@ -98,22 +98,29 @@ impl<'a> Iterator for HeaderIter<'a> {
 
     fn next(&mut self) -> Option<Header<'a>> {
         while !self.rest.is_empty() {
-            let mut lines = self.rest.splitn(2, |b| *b == b'\n');
-            let line = lines.next().unwrap_or(&[]);
-            self.rest = lines.next().unwrap_or(&[]);
+            // One `memchr` for the line end, then a short scan of the name
+            // for the colon: each byte of the line is looked at once.
+            let (line, rest) = match memchr::memchr(b'\n', self.rest) {
+                Some(lf) => {
+                    let (line, rest) = self.rest.split_at(lf);
+                    (line, rest.get(1..).unwrap_or(&[]))
+                }
+                None => (self.rest, &[][..]),
+            };
+            self.rest = rest;
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let mut parts = line.splitn(2, |b| *b == b':');
-            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+            let Some(colon) = line.iter().position(|b| *b == b':') else {
                 // The empty line ending the section (or, defensively, anything
                 // httparse would not have accepted).
                 continue;
             };
+            let (name, value) = line.split_at(colon);
             let Ok(name) = core::str::from_utf8(name) else {
                 continue;
             };
             return Some(Header {
                 name,
-                value: trim_ows(value),
+                value: trim_ows(value.get(1..).unwrap_or(&[])),
             });
         }
         None

@@ -6,6 +6,8 @@
 //! would cost O(n²) for a peer that trickles its head byte by byte; the
 //! scanner remembers how far it has looked, so each byte is examined once and
 //! `httparse` runs once, when the empty line ending the section has arrived.
+//! Line ends are found with `memchr` (several bytes per step) rather than a
+//! byte-by-byte loop.
 
 /// Result of [`HeadScanner::scan`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,10 +80,7 @@ impl HeadScanner {
             self.reset();
         }
         let mut pos = self.scanned;
-        while let Some(rel) = buf
-            .get(pos..)
-            .and_then(|rest| rest.iter().position(|b| *b == b'\n'))
-        {
+        while let Some(rel) = buf.get(pos..).and_then(|rest| memchr::memchr(b'\n', rest)) {
             let lf = pos + rel;
             // RFC 9112 §2.2: "a recipient MAY recognize a single LF as a line
             // terminator and ignore any preceding CR" (as httparse does).
