@@ -2,6 +2,7 @@
 //! the framing-relevant field summary, and the field syntax checks used by the
 //! encoders.
 
+use super::scan::find_byte;
 use super::H1Error;
 
 /// One field line, borrowed from the input buffer.
@@ -98,9 +99,9 @@ impl<'a> Iterator for HeaderIter<'a> {
 
     fn next(&mut self) -> Option<Header<'a>> {
         while !self.rest.is_empty() {
-            // One `memchr` for the line end, then a short scan of the name
+            // One word-at-a-time search for the line end, then a short scan of the name
             // for the colon: each byte of the line is looked at once.
-            let (line, rest) = match memchr::memchr(b'\n', self.rest) {
+            let (line, rest) = match find_byte(self.rest, b'\n') {
                 Some(lf) => {
                     let (line, rest) = self.rest.split_at(lf);
                     (line, rest.get(1..).unwrap_or(&[]))
@@ -115,9 +116,13 @@ impl<'a> Iterator for HeaderIter<'a> {
                 continue;
             };
             let (name, value) = line.split_at(colon);
-            let Ok(name) = core::str::from_utf8(name) else {
+            // httparse accepted the name as a token (ASCII), so the first
+            // UTF-8 chunk is the whole name; `utf8_chunks` skips ASCII bytes
+            // one compare each, cheaper than `from_utf8` on short names.
+            let name = name.utf8_chunks().next().map_or("", |c| c.valid());
+            if name.len() != colon {
                 continue;
-            };
+            }
             return Some(Header {
                 name,
                 value: trim_ows(value.get(1..).unwrap_or(&[])),
