@@ -38,7 +38,12 @@ impl<'a> Headers<'a> {
 
     /// Iterates over the field lines in order.
     pub fn iter(&self) -> HeaderIter<'a> {
-        HeaderIter { rest: self.raw }
+        HeaderIter {
+            rest: self.raw,
+            // One check of the whole section (word-at-a-time for ASCII) is
+            // cheaper than one per field name.
+            text: core::str::from_utf8(self.raw).ok(),
+        }
     }
 
     /// True when the section has no field line.
@@ -92,6 +97,9 @@ impl<'a> IntoIterator for Headers<'a> {
 #[derive(Debug, Clone)]
 pub struct HeaderIter<'a> {
     rest: &'a [u8],
+    /// `rest` as text when the section is UTF-8 (ASCII in practice): names
+    /// are then sliced from it; otherwise each name is checked on its own.
+    text: Option<&'a str>,
 }
 
 impl<'a> Iterator for HeaderIter<'a> {
@@ -108,6 +116,10 @@ impl<'a> Iterator for HeaderIter<'a> {
                 }
                 None => (self.rest, &[][..]),
             };
+            let line_text = self.text;
+            self.text = self
+                .text
+                .and_then(|t| t.get(self.rest.len() - rest.len()..));
             self.rest = rest;
             let line = line.strip_suffix(b"\r").unwrap_or(line);
             let Some(colon) = line.iter().position(|b| *b == b':') else {
@@ -116,13 +128,18 @@ impl<'a> Iterator for HeaderIter<'a> {
                 continue;
             };
             let (name, value) = line.split_at(colon);
-            // httparse accepted the name as a token (ASCII), so the first
-            // UTF-8 chunk is the whole name; `utf8_chunks` skips ASCII bytes
-            // one compare each, cheaper than `from_utf8` on short names.
-            let name = name.utf8_chunks().next().map_or("", |c| c.valid());
-            if name.len() != colon {
-                continue;
-            }
+            let name = match line_text.and_then(|t| t.get(..colon)) {
+                Some(name) => name,
+                None => {
+                    // httparse accepted the name as a token (ASCII), so the
+                    // first UTF-8 chunk is the whole name.
+                    let name = name.utf8_chunks().next().map_or("", |c| c.valid());
+                    if name.len() != colon {
+                        continue;
+                    }
+                    name
+                }
+            };
             return Some(Header {
                 name,
                 value: trim_ows(value.get(1..).unwrap_or(&[])),
@@ -449,6 +466,44 @@ mod tests {
         assert!(!h.is_empty());
         assert!(Headers::new(b"\r\n").is_empty());
         assert_eq!(h.get_all("X-WS").count(), 1);
+    }
+
+    #[test]
+    fn view_edges() {
+        // Values with colons, no final line end, a line without a colon, a
+        // non-UTF-8 value (obs-text) before and after other fields, and a
+        // name that is not UTF-8 (skipped, as before).
+        let raw = b"Date: Wed, 10:47:05 GMT\r\nX-Obs: caf\xe9\r\nNoColon\r\nA:b:c\r\n\xff\xfe: v\r\nLast:  z ";
+        let v: Vec<_> = Headers::new(raw)
+            .iter()
+            .map(|h| (h.name, h.value))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                ("Date", &b"Wed, 10:47:05 GMT"[..]),
+                ("X-Obs", &b"caf\xe9"[..]),
+                ("A", &b"b:c"[..]),
+                ("Last", &b"z"[..]),
+            ]
+        );
+        // The same lines, all ASCII, take the sliced-text path.
+        let raw = b"Date: Wed, 10:47:05 GMT\nNoColon\r\nA:b:c\r\n:empty\r\nLast:  z ";
+        let v: Vec<_> = Headers::new(raw)
+            .iter()
+            .map(|h| (h.name, h.value))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                ("Date", &b"Wed, 10:47:05 GMT"[..]),
+                ("A", &b"b:c"[..]),
+                ("", &b"empty"[..]),
+                ("Last", &b"z"[..]),
+            ]
+        );
+        assert_eq!(Headers::new(b"").iter().count(), 0);
+        assert_eq!(Headers::new(b"\n").iter().count(), 0);
     }
 
     #[test]
