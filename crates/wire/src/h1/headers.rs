@@ -506,6 +506,46 @@ mod tests {
         assert_eq!(Headers::new(b"\n").iter().count(), 0);
     }
 
+    /// The iterator as it was before the word-at-a-time search: two splits
+    /// per line and a UTF-8 check of each name.
+    fn reference_fields(mut rest: &[u8]) -> Vec<(&str, &[u8])> {
+        let mut out = Vec::new();
+        while !rest.is_empty() {
+            let mut lines = rest.splitn(2, |b| *b == b'\n');
+            let line = lines.next().unwrap_or(&[]);
+            rest = lines.next().unwrap_or(&[]);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let mut parts = line.splitn(2, |b| *b == b':');
+            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let Ok(name) = core::str::from_utf8(name) else {
+                continue;
+            };
+            out.push((name, trim_ows(value)));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1024,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        #[test]
+        fn iterator_matches_reference(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(&b"\n\r: \tAz-\xe9\xff\xc3\xa9"[..]),
+                0..80,
+            )
+        ) {
+            let ours: Vec<_> = Headers::new(&bytes).iter().map(|h| (h.name, h.value)).collect();
+            proptest::prop_assert_eq!(ours, reference_fields(&bytes));
+        }
+    }
+
     #[test]
     fn content_length_values() {
         assert_eq!(parse_content_length(b"0"), Ok(0));
