@@ -243,36 +243,36 @@ impl<'a> FieldSummary<'a> {
             let value = h.value;
             // Dispatch on length first: most fields are none of these.
             match name.len() {
-                4 if name.eq_ignore_ascii_case("host") => {
+                4 if eq_lower(name.as_bytes(), b"host") => {
                     s.host_count += 1;
                     s.host = Some(value);
                 }
                 // RFC 9110 §10.1.1: "The Expect field value is
                 // case-insensitive."
-                6 if name.eq_ignore_ascii_case("expect") => {
-                    s.expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
+                6 if eq_lower(name.as_bytes(), b"expect") => {
+                    s.expect_continue |= eq_lower(value, b"100-continue");
                 }
-                7 if name.eq_ignore_ascii_case("upgrade") => {
+                7 if eq_lower(name.as_bytes(), b"upgrade") => {
                     for p in list_elements(value) {
-                        if p.eq_ignore_ascii_case(b"h2c") {
+                        if eq_lower(p, b"h2c") {
                             s.upgrade_h2c = true;
                         }
                     }
                 }
-                10 if name.eq_ignore_ascii_case("connection") => {
+                10 if eq_lower(name.as_bytes(), b"connection") => {
                     for opt in list_elements(value) {
-                        if opt.eq_ignore_ascii_case(b"close") {
+                        if eq_lower(opt, b"close") {
                             s.conn_close = true;
-                        } else if opt.eq_ignore_ascii_case(b"keep-alive") {
+                        } else if eq_lower(opt, b"keep-alive") {
                             s.conn_keep_alive = true;
-                        } else if opt.eq_ignore_ascii_case(b"upgrade") {
+                        } else if eq_lower(opt, b"upgrade") {
                             s.conn_upgrade = true;
-                        } else if opt.eq_ignore_ascii_case(b"http2-settings") {
+                        } else if eq_lower(opt, b"http2-settings") {
                             s.conn_http2_settings = true;
                         }
                     }
                 }
-                14 if name.eq_ignore_ascii_case("content-length") => {
+                14 if eq_lower(name.as_bytes(), b"content-length") => {
                     let parsed = parse_content_length(value);
                     s.content_length = Some(match (s.content_length, parsed) {
                         (None, p) => p,
@@ -284,16 +284,16 @@ impl<'a> FieldSummary<'a> {
                         (Some(Ok(_)), Ok(_)) => Err(H1Error::ConflictingContentLength),
                     });
                 }
-                14 if name.eq_ignore_ascii_case("http2-settings") => {
+                14 if eq_lower(name.as_bytes(), b"http2-settings") => {
                     s.http2_settings_count += 1;
                     s.http2_settings = Some(value);
                 }
-                17 if name.eq_ignore_ascii_case("transfer-encoding") => {
+                17 if eq_lower(name.as_bytes(), b"transfer-encoding") => {
                     s.te_present = true;
                     for coding in list_elements(value) {
                         // transfer-coding = token *( OWS ";" OWS transfer-parameter )
                         let token = trim_ows(coding.split(|b| *b == b';').next().unwrap_or(&[]));
-                        let chunked = token.eq_ignore_ascii_case(b"chunked");
+                        let chunked = eq_lower(token, b"chunked");
                         s.te_codings += 1;
                         s.te_chunked += usize::from(chunked);
                         s.te_last_chunked = chunked;
@@ -325,6 +325,18 @@ impl<'a> FieldSummary<'a> {
             _ => None,
         }
     }
+}
+
+/// `a` equals `lower` (lower-case ASCII) ignoring ASCII case in `a`: half the
+/// work of `eq_ignore_ascii_case`, which folds both sides. Exact: `x | 0x20`
+/// equals a lower-case letter only for that letter in either case, and bytes
+/// of `lower` that are not letters are compared as they are.
+fn eq_lower(a: &[u8], lower: &[u8]) -> bool {
+    a.len() == lower.len()
+        && a.iter().zip(lower).all(|(&x, &l)| {
+            let fold = if l.is_ascii_lowercase() { 0x20 } else { 0 };
+            x | fold == l
+        })
 }
 
 /// Parses a Content-Length field value: `1*DIGIT`, or a list of identical
@@ -544,6 +556,22 @@ mod tests {
             let ours: Vec<_> = Headers::new(&bytes).iter().map(|h| (h.name, h.value)).collect();
             proptest::prop_assert_eq!(ours, reference_fields(&bytes));
         }
+    }
+
+    #[test]
+    fn eq_lower_is_eq_ignore_ascii_case() {
+        for x in 0..=255u8 {
+            for &l in b"abcdefghijklmnopqrstuvwxyz0123456789-" {
+                assert_eq!(
+                    eq_lower(&[x], &[l]),
+                    [x].eq_ignore_ascii_case(&[l]),
+                    "{x} {l}"
+                );
+            }
+        }
+        assert!(eq_lower(b"Content-LENGTH", b"content-length"));
+        assert!(!eq_lower(b"Content_Length", b"content-length"));
+        assert!(!eq_lower(b"content-lengt", b"content-length"));
     }
 
     #[test]
