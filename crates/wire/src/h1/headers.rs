@@ -2,6 +2,7 @@
 //! the framing-relevant field summary, and the field syntax checks used by the
 //! encoders.
 
+use super::scan::find_byte;
 use super::H1Error;
 
 /// One field line, borrowed from the input buffer.
@@ -37,7 +38,12 @@ impl<'a> Headers<'a> {
 
     /// Iterates over the field lines in order.
     pub fn iter(&self) -> HeaderIter<'a> {
-        HeaderIter { rest: self.raw }
+        HeaderIter {
+            rest: self.raw,
+            // One check of the whole section (word-at-a-time for ASCII) is
+            // cheaper than one per field name.
+            text: core::str::from_utf8(self.raw).ok(),
+        }
     }
 
     /// True when the section has no field line.
@@ -91,6 +97,9 @@ impl<'a> IntoIterator for Headers<'a> {
 #[derive(Debug, Clone)]
 pub struct HeaderIter<'a> {
     rest: &'a [u8],
+    /// `rest` as text when the section is UTF-8 (ASCII in practice): names
+    /// are then sliced from it; otherwise each name is checked on its own.
+    text: Option<&'a str>,
 }
 
 impl<'a> Iterator for HeaderIter<'a> {
@@ -98,22 +107,42 @@ impl<'a> Iterator for HeaderIter<'a> {
 
     fn next(&mut self) -> Option<Header<'a>> {
         while !self.rest.is_empty() {
-            let mut lines = self.rest.splitn(2, |b| *b == b'\n');
-            let line = lines.next().unwrap_or(&[]);
-            self.rest = lines.next().unwrap_or(&[]);
+            // One word-at-a-time search for the line end, then a short scan of the name
+            // for the colon: each byte of the line is looked at once.
+            let (line, rest) = match find_byte(self.rest, b'\n') {
+                Some(lf) => {
+                    let (line, rest) = self.rest.split_at(lf);
+                    (line, rest.get(1..).unwrap_or(&[]))
+                }
+                None => (self.rest, &[][..]),
+            };
+            let line_text = self.text;
+            self.text = self
+                .text
+                .and_then(|t| t.get(self.rest.len() - rest.len()..));
+            self.rest = rest;
             let line = line.strip_suffix(b"\r").unwrap_or(line);
-            let mut parts = line.splitn(2, |b| *b == b':');
-            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+            let Some(colon) = line.iter().position(|b| *b == b':') else {
                 // The empty line ending the section (or, defensively, anything
                 // httparse would not have accepted).
                 continue;
             };
-            let Ok(name) = core::str::from_utf8(name) else {
-                continue;
+            let (name, value) = line.split_at(colon);
+            let name = match line_text.and_then(|t| t.get(..colon)) {
+                Some(name) => name,
+                None => {
+                    // httparse accepted the name as a token (ASCII), so the
+                    // first UTF-8 chunk is the whole name.
+                    let name = name.utf8_chunks().next().map_or("", |c| c.valid());
+                    if name.len() != colon {
+                        continue;
+                    }
+                    name
+                }
             };
             return Some(Header {
                 name,
-                value: trim_ows(value),
+                value: trim_ows(value.get(1..).unwrap_or(&[])),
             });
         }
         None
@@ -214,36 +243,36 @@ impl<'a> FieldSummary<'a> {
             let value = h.value;
             // Dispatch on length first: most fields are none of these.
             match name.len() {
-                4 if name.eq_ignore_ascii_case("host") => {
+                4 if eq_lower(name.as_bytes(), b"host") => {
                     s.host_count += 1;
                     s.host = Some(value);
                 }
                 // RFC 9110 §10.1.1: "The Expect field value is
                 // case-insensitive."
-                6 if name.eq_ignore_ascii_case("expect") => {
-                    s.expect_continue |= value.eq_ignore_ascii_case(b"100-continue");
+                6 if eq_lower(name.as_bytes(), b"expect") => {
+                    s.expect_continue |= eq_lower(value, b"100-continue");
                 }
-                7 if name.eq_ignore_ascii_case("upgrade") => {
+                7 if eq_lower(name.as_bytes(), b"upgrade") => {
                     for p in list_elements(value) {
-                        if p.eq_ignore_ascii_case(b"h2c") {
+                        if eq_lower(p, b"h2c") {
                             s.upgrade_h2c = true;
                         }
                     }
                 }
-                10 if name.eq_ignore_ascii_case("connection") => {
+                10 if eq_lower(name.as_bytes(), b"connection") => {
                     for opt in list_elements(value) {
-                        if opt.eq_ignore_ascii_case(b"close") {
+                        if eq_lower(opt, b"close") {
                             s.conn_close = true;
-                        } else if opt.eq_ignore_ascii_case(b"keep-alive") {
+                        } else if eq_lower(opt, b"keep-alive") {
                             s.conn_keep_alive = true;
-                        } else if opt.eq_ignore_ascii_case(b"upgrade") {
+                        } else if eq_lower(opt, b"upgrade") {
                             s.conn_upgrade = true;
-                        } else if opt.eq_ignore_ascii_case(b"http2-settings") {
+                        } else if eq_lower(opt, b"http2-settings") {
                             s.conn_http2_settings = true;
                         }
                     }
                 }
-                14 if name.eq_ignore_ascii_case("content-length") => {
+                14 if eq_lower(name.as_bytes(), b"content-length") => {
                     let parsed = parse_content_length(value);
                     s.content_length = Some(match (s.content_length, parsed) {
                         (None, p) => p,
@@ -255,16 +284,16 @@ impl<'a> FieldSummary<'a> {
                         (Some(Ok(_)), Ok(_)) => Err(H1Error::ConflictingContentLength),
                     });
                 }
-                14 if name.eq_ignore_ascii_case("http2-settings") => {
+                14 if eq_lower(name.as_bytes(), b"http2-settings") => {
                     s.http2_settings_count += 1;
                     s.http2_settings = Some(value);
                 }
-                17 if name.eq_ignore_ascii_case("transfer-encoding") => {
+                17 if eq_lower(name.as_bytes(), b"transfer-encoding") => {
                     s.te_present = true;
                     for coding in list_elements(value) {
                         // transfer-coding = token *( OWS ";" OWS transfer-parameter )
                         let token = trim_ows(coding.split(|b| *b == b';').next().unwrap_or(&[]));
-                        let chunked = token.eq_ignore_ascii_case(b"chunked");
+                        let chunked = eq_lower(token, b"chunked");
                         s.te_codings += 1;
                         s.te_chunked += usize::from(chunked);
                         s.te_last_chunked = chunked;
@@ -296,6 +325,18 @@ impl<'a> FieldSummary<'a> {
             _ => None,
         }
     }
+}
+
+/// `a` equals `lower` (lower-case ASCII) ignoring ASCII case in `a`: half the
+/// work of `eq_ignore_ascii_case`, which folds both sides. Exact: `x | 0x20`
+/// equals a lower-case letter only for that letter in either case, and bytes
+/// of `lower` that are not letters are compared as they are.
+fn eq_lower(a: &[u8], lower: &[u8]) -> bool {
+    a.len() == lower.len()
+        && a.iter().zip(lower).all(|(&x, &l)| {
+            let fold = if l.is_ascii_lowercase() { 0x20 } else { 0 };
+            x | fold == l
+        })
 }
 
 /// Parses a Content-Length field value: `1*DIGIT`, or a list of identical
@@ -437,6 +478,100 @@ mod tests {
         assert!(!h.is_empty());
         assert!(Headers::new(b"\r\n").is_empty());
         assert_eq!(h.get_all("X-WS").count(), 1);
+    }
+
+    #[test]
+    fn view_edges() {
+        // Values with colons, no final line end, a line without a colon, a
+        // non-UTF-8 value (obs-text) before and after other fields, and a
+        // name that is not UTF-8 (skipped, as before).
+        let raw = b"Date: Wed, 10:47:05 GMT\r\nX-Obs: caf\xe9\r\nNoColon\r\nA:b:c\r\n\xff\xfe: v\r\nLast:  z ";
+        let v: Vec<_> = Headers::new(raw)
+            .iter()
+            .map(|h| (h.name, h.value))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                ("Date", &b"Wed, 10:47:05 GMT"[..]),
+                ("X-Obs", &b"caf\xe9"[..]),
+                ("A", &b"b:c"[..]),
+                ("Last", &b"z"[..]),
+            ]
+        );
+        // The same lines, all ASCII, take the sliced-text path.
+        let raw = b"Date: Wed, 10:47:05 GMT\nNoColon\r\nA:b:c\r\n:empty\r\nLast:  z ";
+        let v: Vec<_> = Headers::new(raw)
+            .iter()
+            .map(|h| (h.name, h.value))
+            .collect();
+        assert_eq!(
+            v,
+            vec![
+                ("Date", &b"Wed, 10:47:05 GMT"[..]),
+                ("A", &b"b:c"[..]),
+                ("", &b"empty"[..]),
+                ("Last", &b"z"[..]),
+            ]
+        );
+        assert_eq!(Headers::new(b"").iter().count(), 0);
+        assert_eq!(Headers::new(b"\n").iter().count(), 0);
+    }
+
+    /// The iterator as it was before the word-at-a-time search: two splits
+    /// per line and a UTF-8 check of each name.
+    fn reference_fields(mut rest: &[u8]) -> Vec<(&str, &[u8])> {
+        let mut out = Vec::new();
+        while !rest.is_empty() {
+            let mut lines = rest.splitn(2, |b| *b == b'\n');
+            let line = lines.next().unwrap_or(&[]);
+            rest = lines.next().unwrap_or(&[]);
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let mut parts = line.splitn(2, |b| *b == b':');
+            let (Some(name), Some(value)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            let Ok(name) = core::str::from_utf8(name) else {
+                continue;
+            };
+            out.push((name, trim_ows(value)));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1024,
+            failure_persistence: None,
+            ..Default::default()
+        })]
+
+        #[test]
+        fn iterator_matches_reference(
+            bytes in proptest::collection::vec(
+                proptest::sample::select(&b"\n\r: \tAz-\xe9\xff\xc3\xa9"[..]),
+                0..80,
+            )
+        ) {
+            let ours: Vec<_> = Headers::new(&bytes).iter().map(|h| (h.name, h.value)).collect();
+            proptest::prop_assert_eq!(ours, reference_fields(&bytes));
+        }
+    }
+
+    #[test]
+    fn eq_lower_is_eq_ignore_ascii_case() {
+        for x in 0..=255u8 {
+            for &l in b"abcdefghijklmnopqrstuvwxyz0123456789-" {
+                assert_eq!(
+                    eq_lower(&[x], &[l]),
+                    [x].eq_ignore_ascii_case(&[l]),
+                    "{x} {l}"
+                );
+            }
+        }
+        assert!(eq_lower(b"Content-LENGTH", b"content-length"));
+        assert!(!eq_lower(b"Content_Length", b"content-length"));
+        assert!(!eq_lower(b"content-lengt", b"content-length"));
     }
 
     #[test]
