@@ -89,13 +89,8 @@ impl Ratio {
         let mut names = [fast.0.proto.name(), slow.0.proto.name()];
         names.sort_unstable();
         let seed = ci::seed_for(&format!("page {what} {} {}", names[0], names[1]));
-        let mut paired = ci::paired_ratio(&s, &f, &mut ci::Rng::new(seed));
-        let (mut fast, mut slow) = (fast, slow);
-        if paired.is_some_and(|r| r.median < 1.0) {
-            (fast, slow) = (slow, fast);
-            paired = ci::paired_ratio(&f, &s, &mut ci::Rng::new(seed));
-        }
-        let outcome = paired.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
+        let (paired, swapped, outcome) = ci::faster_of(&f, &s, seed, equivalence);
+        let (fast, slow) = if swapped { (slow, fast) } else { (fast, slow) };
         Ratio {
             faster: fast.0.proto,
             slower: slow.0.proto,

@@ -176,6 +176,26 @@ pub fn classify(ratio: &Estimate, equivalence: f64) -> Outcome {
     }
 }
 
+/// The decision between two arms presumed `fast` and `slow` (their values by round, lower is
+/// better): the per-round ratio `slow / fast` with its CI (bootstrap seeded by `seed`),
+/// turned round when its median says `slow` was the faster one (then `true`: the ratio is
+/// `fast / slow`), classified against `1 ± equivalence`. Shared by `page`'s protocol lines
+/// and its render verdicts.
+pub fn faster_of(
+    fast: &[Option<f64>],
+    slow: &[Option<f64>],
+    seed: u64,
+    equivalence: f64,
+) -> (Option<Estimate>, bool, Outcome) {
+    let mut ratio = paired_ratio(slow, fast, &mut Rng::new(seed));
+    let swapped = ratio.is_some_and(|r| r.median < 1.0);
+    if swapped {
+        ratio = paired_ratio(fast, slow, &mut Rng::new(seed));
+    }
+    let outcome = ratio.map_or(Outcome::Undecided, |r| classify(&r, equivalence));
+    (ratio, swapped, outcome)
+}
+
 /// A seed for the bootstrap of one decision, from its description: the same decision of the
 /// same runs always gets the same interval (FNV-1a).
 pub fn seed_for(what: &str) -> u64 {

@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::{Arm, ArmResult};
-use crate::stats::ci::{self, Estimate, Outcome};
+use crate::stats::ci::{self, Estimate};
 use crate::stats::{decide, Better, MedianSpread};
 
 /// A verdict between the arms for one metric on one link.
@@ -72,13 +72,12 @@ pub(super) fn verdict(
         by_round(other, metric, rounds),
     );
     let seed = ci::seed_for(&format!("render {metric} {:?} {:?}", best.arm, other.arm));
-    let mut ratio = ci::paired_ratio(&o, &b, &mut ci::Rng::new(seed));
-    let (mut best, mut runner_up) = (v.winner, v.runner_up);
-    if ratio.is_some_and(|r| r.median < 1.0) {
-        (best, runner_up) = (runner_up, best);
-        ratio = ci::paired_ratio(&b, &o, &mut ci::Rng::new(seed));
-    }
-    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
+    let (ratio, swapped, outcome) = ci::faster_of(&b, &o, seed, equivalence);
+    let (best, runner_up) = if swapped {
+        (v.runner_up, v.winner)
+    } else {
+        (v.winner, v.runner_up)
+    };
     Some(RenderVerdict {
         metric,
         outcome: outcome.name(),
