@@ -137,6 +137,13 @@ pub struct PageArgs {
     #[arg(long, value_name = "DURATION", default_value = "20s")]
     pub hold: String,
 
+    /// Load test rounds: the whole --users/--stages scenario runs this many times per
+    /// protocol, the protocols alternating round by round; from 6 rounds on, the per-round
+    /// ratio of median page times gives a verdict (win, parity or undecided). 1: one run
+    /// each, no verdict.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub load_rounds: u32,
+
     /// Pause between a virtual user's page loads.
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub think: String,
@@ -237,6 +244,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
             stages,
             think,
             sample: Duration::from_secs(1),
+            rounds: a.load_rounds.max(1),
         });
     }
     Ok(c)

@@ -111,12 +111,23 @@ fn load_test_records_page_time_and_connections_over_time() {
             stages: parse_stages("1s:3,1s:3,500ms:0").unwrap(),
             think: Duration::from_millis(50),
             sample: Duration::from_millis(250),
+            rounds: 2,
         }),
         ..PageConfig::default()
     };
     let r = run(&cfg, &mut |_| {}).unwrap();
     let lt = r.load_test.as_ref().unwrap();
     assert_eq!(lt.results.len(), 2);
+    // Two rounds, alternated: each protocol has a median page time per round, and two
+    // paired rounds are too few to decide.
+    for (p, m) in &lt.round_medians_ms {
+        assert_eq!(m.len(), 2, "{p}");
+        assert!(m.iter().all(Option::is_some), "{p}: {m:?}");
+    }
+    let v = lt.ratio.as_ref().expect("a verdict line from two rounds");
+    assert_eq!(v.round_ratio.unwrap().n, 2);
+    assert_eq!(v.outcome, h2lab_lab::stats::ci::Outcome::Undecided);
+    assert!(output::render_text(&r).contains("loads the page under load"));
     for (p, t) in &lt.results {
         assert!(t.error.is_none(), "{p}: {:?}", t.error);
         assert!(t.pages.len() >= 3, "{p}: {} pages", t.pages.len());

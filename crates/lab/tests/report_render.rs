@@ -81,6 +81,7 @@ fn page_report_shows_its_charts_in_chromium() {
             stages: parse_stages("1s:2,500ms:2,500ms:0").unwrap(),
             think: Duration::from_millis(50),
             sample: Duration::from_millis(250),
+            rounds: 1,
         }),
         ..PageConfig::default()
     };

@@ -225,6 +225,12 @@ fn verdict_table(r: &PageReport) -> String {
                 .iter()
                 .filter_map(|s| s.ratio.as_ref())
                 .map(|x| ("slow endpoint", x)),
+        )
+        .chain(
+            r.load_test
+                .iter()
+                .filter_map(|l| l.ratio.as_ref())
+                .map(|x| ("load test", x)),
         );
     let mut rows = vec![vec![
         "scenario".to_owned(),
@@ -282,6 +288,13 @@ pub fn render(r: &PageReport) -> String {
             intro,
             "<p class=\"lead\"><b>{}</b></p>",
             esc(&ratio_line(s, "finishes the parallel slow requests"))
+        );
+    }
+    if let Some(l) = r.load_test.as_ref().and_then(|l| l.ratio.as_ref()) {
+        let _ = write!(
+            intro,
+            "<p class=\"lead\"><b>{}</b></p>",
+            esc(&ratio_line(l, "loads the page under load"))
         );
     }
     intro.push_str(&verdict_table(r));

@@ -37,7 +37,8 @@ use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
 use crate::stats::{quantile, MedianSpread};
 use load::{PageLoad, PoolSpec};
-use users::{LoadTestConfig, LoadTestResult};
+use users::LoadTestConfig;
+pub use users::LoadTestReport;
 
 /// The built-in page: 300 images of 1–8 KiB in a 15-column table (the seed's page).
 pub const DEFAULT_PAGE_QUERY: &str = "n=300&min=1k&max=8k&seed=1";
@@ -194,15 +195,6 @@ pub struct SlowReport {
     pub results: Vec<ProtoPage>,
     /// Slowest / fastest, with the verdict from the per-round ratios.
     pub ratio: Option<Ratio>,
-}
-
-/// The load test's result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LoadTestReport {
-    /// Settings.
-    pub config: LoadTestConfig,
-    /// One entry per protocol.
-    pub results: Vec<(LabProtocol, LoadTestResult)>,
 }
 
 /// Everything `h2lab page` produced (serialised as `results.json`).
@@ -530,28 +522,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     }
     report.decide(cfg.equivalence);
     if let Some(lt) = &cfg.load_test {
-        let mut results = Vec::new();
-        for pool in &pools {
-            log(&format!(
-                "load test {}: {} s of stages, up to {} users",
-                pool.proto.label(),
-                users::total(&lt.stages).as_secs(),
-                lt.stages.iter().map(|s| s.users).max().unwrap_or(0)
-            ));
-            let r = users::run(pool, &paths, lt);
-            log(&format!(
-                "load test {}: {} pages, median {}, peak {} connections",
-                pool.proto.label(),
-                r.pages.len(),
-                r.page_ms.map_or("-".into(), |s| crate::fmt::ms(s.median)),
-                r.peak_connections
-            ));
-            results.push((pool.proto, r));
-        }
-        report.load_test = Some(LoadTestReport {
-            config: lt.clone(),
-            results,
-        });
+        report.load_test = Some(users::run_rounds(&pools, &paths, lt, cfg.equivalence, log));
     }
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)

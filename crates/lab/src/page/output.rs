@@ -269,6 +269,26 @@ pub fn render_text(r: &PageReport) -> String {
                 let _ = writeln!(out, "{}: {e}", p.label());
             }
         }
+        match &lt.ratio {
+            Some(ratio) => {
+                let _ = writeln!(out, "\n{}", ratio_line(ratio, "loads the page under load"));
+                let _ = writeln!(
+                    out,
+                    "The scenario ran {} times per protocol, alternated; the verdict pairs \
+                     each round's median page times, as above.",
+                    lt.config.rounds
+                );
+            }
+            None if lt.config.rounds < 2 => {
+                let _ = writeln!(
+                    out,
+                    "\nOne round per protocol, run one after the other: no verdict \
+                     (--load-rounds {} or more alternates them and decides).",
+                    crate::stats::ci::MIN_ROUNDS
+                );
+            }
+            None => {}
+        }
     }
     if !r.notes.is_empty() {
         out.push_str("\nNotes:\n");

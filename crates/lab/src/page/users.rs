@@ -16,6 +16,8 @@ use h2lab_engine::Stage;
 use serde::Serialize;
 
 use super::load::{load_page, PoolSpec};
+use super::{LoadBrief, ProtoPage, Ratio};
+use crate::proto::LabProtocol;
 use crate::stats::{quantile, MedianSpread};
 
 /// One stage: move linearly to `users` over `duration`.
@@ -148,6 +150,11 @@ pub struct LoadTestConfig {
     /// Sampling interval of the time series.
     #[serde(serialize_with = "ser_secs")]
     pub sample: Duration,
+    /// How many times the whole scenario runs per protocol (`--load-rounds`), the protocols
+    /// alternating round by round (the order rotated each round); from
+    /// [`ci::MIN_ROUNDS`](crate::stats::ci::MIN_ROUNDS) rounds on, the per-round ratio of
+    /// median page times decides win, parity or undecided. 1: one run each, no verdict.
+    pub rounds: u32,
 }
 
 /// One sample of the time series.
@@ -182,6 +189,22 @@ pub struct LoadTestResult {
     pub page_p90_ms: f64,
     /// Most connections open at once.
     pub peak_connections: i64,
+}
+
+impl LoadTestResult {
+    /// Adds a later round's run of the same protocol: its page loads, failures and peak
+    /// connections count; the time series stays the first round's.
+    pub fn absorb(&mut self, later: LoadTestResult) {
+        self.pages.extend(later.pages);
+        self.failed_pages += later.failed_pages;
+        if self.error.is_none() {
+            self.error = later.error;
+        }
+        self.peak_connections = self.peak_connections.max(later.peak_connections);
+        let times: Vec<f64> = self.pages.iter().map(|p| p.1).collect();
+        self.page_ms = MedianSpread::of(&times);
+        self.page_p90_ms = quantile(&times, 0.9);
+    }
 }
 
 /// Runs the load test for one protocol (blocking for the stages' total time). `pool.gauge`
@@ -289,6 +312,117 @@ pub fn run(pool: &PoolSpec, paths: &[String], cfg: &LoadTestConfig) -> LoadTestR
     }
 }
 
+/// The load test's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadTestReport {
+    /// Settings.
+    pub config: LoadTestConfig,
+    /// One entry per protocol: every round's page loads and failures, the first round's
+    /// time series.
+    pub results: Vec<(LabProtocol, LoadTestResult)>,
+    /// Each protocol's median page time (ms) per round (`None`: no page completed).
+    pub round_medians_ms: Vec<(LabProtocol, Vec<Option<f64>>)>,
+    /// Slowest / fastest by the medians, with the verdict from the per-round ratios of
+    /// median page times (undecided below [`ci::MIN_ROUNDS`](crate::stats::ci::MIN_ROUNDS)
+    /// rounds); `None` with one round or fewer than two protocols.
+    pub ratio: Option<Ratio>,
+}
+
+impl LoadTestReport {
+    /// The verdict over `round_medians_ms`: each round's median page time is one "load" of
+    /// [`Ratio::of_pages`], so rounds measured back to back are paired as page loads are.
+    /// The pseudo-pages carry no connection counts: only page times and rounds decide.
+    pub fn decide(&mut self, equivalence: f64) {
+        if self.config.rounds < 2 {
+            return;
+        }
+        let pages: Vec<ProtoPage> = self
+            .round_medians_ms
+            .iter()
+            .map(|(proto, medians)| {
+                let loads: Vec<LoadBrief> = medians
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, m)| {
+                        m.map(|page_ms| LoadBrief {
+                            page_ms,
+                            connections: 0,
+                            requests: 0,
+                            failed: 0,
+                            round: i as u32,
+                        })
+                    })
+                    .collect();
+                let times: Vec<f64> = loads.iter().map(|l| l.page_ms).collect();
+                ProtoPage {
+                    proto: *proto,
+                    connections_limit: 0,
+                    streams: 0,
+                    loads,
+                    page_ms: MedianSpread::of(&times),
+                    page_p90_ms: quantile(&times, 0.9),
+                    median_load: None,
+                    error: None,
+                }
+            })
+            .collect();
+        self.ratio = Ratio::of_pages(&pages, equivalence, "load test");
+    }
+}
+
+/// The load test: `lt.rounds` rounds, each running the whole scenario once per protocol,
+/// the order rotated round by round so that no protocol always goes first.
+pub fn run_rounds(
+    pools: &[PoolSpec],
+    paths: &[String],
+    lt: &LoadTestConfig,
+    equivalence: f64,
+    log: &mut dyn FnMut(&str),
+) -> LoadTestReport {
+    let rounds = lt.rounds.max(1) as usize;
+    let mut results: Vec<Option<LoadTestResult>> = vec![None; pools.len()];
+    let mut medians = vec![Vec::with_capacity(rounds); pools.len()];
+    for round in 0..rounds {
+        for k in 0..pools.len() {
+            let j = (k + round) % pools.len();
+            let pool = &pools[j];
+            log(&format!(
+                "load test {} (round {}/{rounds}): {} s of stages, up to {} users",
+                pool.proto.label(),
+                round + 1,
+                total(&lt.stages).as_secs(),
+                lt.stages.iter().map(|s| s.users).max().unwrap_or(0)
+            ));
+            let r = run(pool, paths, lt);
+            log(&format!(
+                "load test {}: {} pages, median {}, peak {} connections",
+                pool.proto.label(),
+                r.pages.len(),
+                r.page_ms.map_or("-".into(), |s| crate::fmt::ms(s.median)),
+                r.peak_connections
+            ));
+            // Each protocol runs once per round, so its medians arrive in round order.
+            medians[j].push(r.page_ms.map(|s| s.median));
+            match &mut results[j] {
+                Some(first) => first.absorb(r),
+                slot => *slot = Some(r),
+            }
+        }
+    }
+    let mut report = LoadTestReport {
+        config: lt.clone(),
+        results: pools
+            .iter()
+            .zip(results)
+            .filter_map(|(p, r)| r.map(|r| (p.proto, r)))
+            .collect(),
+        round_medians_ms: pools.iter().map(|p| p.proto).zip(medians).collect(),
+        ratio: None,
+    };
+    report.decide(equivalence);
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,5 +448,69 @@ mod tests {
         assert!(parse_stages("10s:0").is_err());
         let r = ramp_hold(10, Duration::from_secs(300), Duration::from_secs(300));
         assert_eq!(r[2].duration, Duration::from_secs(30));
+    }
+
+    fn report(rounds: u32, medians: Vec<(LabProtocol, Vec<Option<f64>>)>) -> LoadTestReport {
+        let mut r = LoadTestReport {
+            config: LoadTestConfig {
+                stages: ramp_hold(2, Duration::from_secs(1), Duration::from_secs(1)),
+                think: Duration::from_secs(1),
+                sample: Duration::from_secs(1),
+                rounds,
+            },
+            results: Vec::new(),
+            round_medians_ms: medians,
+            ratio: None,
+        };
+        r.decide(0.03);
+        r
+    }
+
+    #[test]
+    fn rounds_of_median_page_times_decide_like_page_loads() {
+        use crate::stats::ci::Outcome;
+        let h1 = |f: f64| {
+            (0..6)
+                .map(|i| Some(f * (1000.0 + 10.0 * f64::from(i))))
+                .collect()
+        };
+        // HTTP/2 twice as fast in every round: a win for HTTP/2.
+        let r = report(
+            6,
+            vec![(LabProtocol::H1Tls, h1(2.0)), (LabProtocol::H2, h1(1.0))],
+        );
+        let v = r.ratio.unwrap();
+        assert_eq!(v.outcome, Outcome::Win);
+        assert_eq!(v.winner, Some(LabProtocol::H2));
+        assert_eq!(v.round_ratio.unwrap().n, 6);
+        // The same page times: parity, never a winner.
+        let r = report(
+            6,
+            vec![(LabProtocol::H2, h1(1.0)), (LabProtocol::H1Tls, h1(1.0))],
+        );
+        let v = r.ratio.unwrap();
+        assert_eq!(v.outcome, Outcome::Parity);
+        assert_eq!(v.winner, None);
+        // Two rounds cannot decide; a round without pages is left out of the pairing.
+        let mut slow = h1(2.0);
+        slow.truncate(2);
+        slow[1] = None;
+        let r = report(
+            2,
+            vec![
+                (LabProtocol::H1Tls, slow),
+                (LabProtocol::H2, h1(1.0)[..2].to_vec()),
+            ],
+        );
+        let v = r.ratio.unwrap();
+        assert_eq!(v.outcome, Outcome::Undecided);
+        assert_eq!(v.round_ratio.unwrap().n, 1);
+        // One round: no verdict at all.
+        assert!(report(
+            1,
+            vec![(LabProtocol::H1Tls, h1(2.0)), (LabProtocol::H2, h1(1.0))]
+        )
+        .ratio
+        .is_none());
     }
 }
