@@ -62,7 +62,8 @@ pub(crate) enum Bound {
 /// Whether one of `pids` holds a socket of kind `kind` bound to local port `port`, from the
 /// kernel's tables (`/proc/net/{tcp,udp}{,6}`) and the processes' descriptors
 /// (`/proc/PID/fd`). Unlike a connection attempt, this cannot be fooled by another process
-/// that took the port.
+/// that took the port (unless a process's descriptors cannot be read: then any such socket on
+/// the port counts).
 pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
     let tables: [&str; 2] = match kind {
         Bound::TcpListen => ["/proc/net/tcp", "/proc/net/tcp6"],
@@ -77,8 +78,11 @@ pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
         return false;
     }
     pids.iter().any(|pid| {
-        let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else {
-            return false;
+        let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
+            Ok(dir) => dir,
+            // Not ours to read (a process that changed user, or is not dumpable): the socket
+            // exists; who holds it cannot be told.
+            Err(e) => return e.kind() == std::io::ErrorKind::PermissionDenied,
         };
         dir.flatten().any(|fd| {
             fs::read_link(fd.path()).ok().is_some_and(|target| {
@@ -171,8 +175,15 @@ mod tests {
         let conn = TcpStream::connect(tcp.local_addr().unwrap()).unwrap();
         let local = conn.local_addr().unwrap().port();
         assert!(!bound_by(&me, Bound::TcpListen, local));
-        // Another process (pid 1) does not hold these sockets.
-        assert!(!bound_by(&[1], Bound::Udp, port));
+        // Another process does not hold these sockets.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(!bound_by(&[other.id()], Bound::Udp, port));
+        other.kill().unwrap();
+        other.wait().unwrap();
         drop((udp, tcp));
         assert!(!bound_by(&me, Bound::Udp, port));
     }
