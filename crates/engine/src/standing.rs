@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use mio::Waker;
 
-use crate::config::BenchConfig;
 use crate::config::ConfigError;
+use crate::config::{AppProtocol, BenchConfig};
 use crate::error::TimeoutError;
 use crate::pacing::Pacer;
 use crate::plan::Plan;
@@ -63,12 +63,15 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 const QUIC_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 impl StandingRun {
-    /// Whether [`StandingRun::open`] can measure `cfg` on standing connections: every
-    /// protocol can (HTTP/1.1, HTTP/2 and HTTP/3: a paused worker keeps serving its QUIC
-    /// connections' timers and ACKs, and they send a PING after a second without
-    /// traffic, so that the idle timeout does not close them between windows).
-    pub fn supports(_cfg: &BenchConfig) -> bool {
-        true
+    /// Whether [`StandingRun::open`] can measure runs of `protocol` on standing
+    /// connections: every protocol can (HTTP/1.1, HTTP/2 and HTTP/3: a paused worker keeps
+    /// serving its QUIC connections' timers and ACKs, and they send a PING after a second
+    /// without traffic, so that the idle timeout does not close them between windows). What
+    /// else `open` refuses is the load model (pacing, stages, time series), not the protocol.
+    pub fn supports(protocol: AppProtocol) -> bool {
+        match protocol {
+            AppProtocol::Http11 | AppProtocol::H2 | AppProtocol::H2c | AppProtocol::H3 => true,
+        }
     }
 
     /// Starts `cfg.threads` workers that connect `cfg.clients` clients and wait, paused,

@@ -1,134 +1,15 @@
 //! The HTTP/3 client session ([`h2lab_engine::h3::H3Session`]) on the QUIC shell against
 //! `h2lab serve --h3` on loopback: exact request counts, statuses and body bytes, a server
 //! stream limit below `-m`, GOAWAY on a server stop; and against Caddy (HTTP/3 by quic-go)
-//! when `/usr/bin/caddy` or `caddy` on the PATH is installed.
+//! (started by `h2lab-testkit`; skipped locally when it is not installed, a failure in CI).
+
+mod support;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
 
-use h2lab_engine::h3::{quic_client_config, H3Session};
-use h2lab_engine::session::SessionEvents;
-use h2lab_quic::quinn_proto::Connection;
-use h2lab_quic::{ConnApp, Shell, UdpIo};
-use h2lab_server::{RunningServer, ServerConfig};
-use h2lab_wire::qpack::{EncoderConfig, RequestTemplate};
-use mio::{Events, Interest, Poll, Token};
-
-/// What the sessions of one run reported (the test's stand-in for the worker's statistics).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-struct H3Counts {
-    started: u64,
-    completed: u64,
-    /// Final statuses by class: 2xx, 3xx, 4xx, 5xx.
-    status: [u64; 4],
-    body_bytes: u64,
-    reset: u64,
-    refused: u64,
-    goaways: u64,
-    /// In flight when the connection was lost.
-    lost: u64,
-    protocol_errors: u64,
-}
-
-/// Requests left to send and the counts (the shell's context).
-struct Work {
-    todo: u64,
-    counts: H3Counts,
-}
-
-impl SessionEvents for Work {
-    fn status(&mut self, _slot: u32, status: u16) {
-        if let Some(c) = self
-            .counts
-            .status
-            .get_mut(usize::from(status / 100).wrapping_sub(2))
-        {
-            *c += 1;
-        }
-    }
-    fn header_bytes(&mut self, _wire: usize, _decoded: usize) {}
-    fn body(&mut self, _slot: u32, len: usize) {
-        self.counts.body_bytes += len as u64;
-    }
-    fn complete(&mut self, _slot: u32) {
-        self.counts.completed += 1;
-    }
-    fn reset(&mut self, _slot: u32, _code: u32) {
-        self.counts.reset += 1;
-    }
-    fn refused(&mut self, _slot: u32) {
-        self.counts.refused += 1;
-    }
-    fn goaway(&mut self, _last_stream_id: u32, _code: u32) {
-        self.counts.goaways += 1;
-    }
-    fn push_refused(&mut self) {}
-}
-
-/// A session on the shell, submitting while there is work (slots are not reused here).
-struct App {
-    session: H3Session,
-    lost_counted: bool,
-}
-
-impl ConnApp for App {
-    type Ctx = Work;
-    fn drive(&mut self, conn: &mut Connection, work: &mut Work, _now: Instant) {
-        self.session.on_quic(conn, work);
-        while work.todo > 0 && self.session.can_submit() {
-            let slot = work.counts.started as u32;
-            if self.session.submit(conn, slot, 0).is_err() {
-                break;
-            }
-            work.todo -= 1;
-            work.counts.started += 1;
-        }
-        self.session.flush(conn);
-        if self.session.wants_close() {
-            self.session.terminate(conn);
-        }
-        if self.session.is_closed() && !self.lost_counted {
-            self.lost_counted = true;
-            work.counts.lost += u64::from(self.session.in_flight());
-            work.counts.protocol_errors += u64::from(self.session.error().is_some());
-        }
-    }
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-    fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
-        self.session.terminate(conn);
-    }
-}
-
-fn start_h3(f: impl FnOnce(&mut ServerConfig)) -> (RunningServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = ServerConfig::local();
-    c.listen = None;
-    c.tls_listen = Some("127.0.0.1:0".parse().unwrap());
-    c.cert_dir = Some(dir.path().to_path_buf());
-    c.h3 = true;
-    f(&mut c);
-    (h2lab_server::spawn(c).unwrap(), dir)
-}
-
-fn template(authority: &str, path: &str) -> RequestTemplate {
-    let fields: [(&[u8], &[u8]); 4] = [
-        (b":method", b"GET"),
-        (b":scheme", b"https"),
-        (b":authority", authority.as_bytes()),
-        (b"user-agent", b"h2lab-test"),
-    ];
-    RequestTemplate::new(
-        fields,
-        [path.as_bytes()],
-        EncoderConfig {
-            use_dynamic_table: false,
-            max_table_capacity: 0,
-        },
-    )
-    .unwrap()
-}
+use h2lab_engine::h3::QpackSettings;
+use h2lab_server::RunningServer;
+use support::{start_serve as start_h3, template, Counts, Run};
 
 /// Runs `n` requests for `path` on `c` connections with `m` streams each; `on_turn` sees the
 /// counts every loop turn (to stop the server mid-run). Bounded by a 60 s deadline.
@@ -138,8 +19,8 @@ fn run(
     n: u64,
     c: usize,
     m: u32,
-    on_turn: impl FnMut(&H3Counts),
-) -> H3Counts {
+    on_turn: impl FnMut(&Counts),
+) -> Counts {
     run_at(
         server.h3_addr().unwrap(),
         "localhost",
@@ -151,7 +32,7 @@ fn run(
     )
 }
 
-/// [`run`] against any HTTP/3 server at `addr`.
+/// [`run`] against any HTTP/3 server at `addr` (static-only QPACK).
 fn run_at(
     addr: SocketAddr,
     authority: &str,
@@ -159,64 +40,10 @@ fn run_at(
     n: u64,
     c: usize,
     m: u32,
-    mut on_turn: impl FnMut(&H3Counts),
-) -> H3Counts {
-    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut shell: Shell<App> = Shell::new(UdpIo::new(sock, true).unwrap(), None, c);
-    let mut poll = Poll::new().unwrap();
-    poll.registry()
-        .register(
-            shell.io().socket(),
-            Token(0),
-            Interest::READABLE | Interest::WRITABLE,
-        )
-        .unwrap();
-    let cfg = quic_client_config(true, &Default::default()).unwrap();
-    let now = Instant::now();
-    for _ in 0..c {
-        shell
-            .connect(
-                cfg.clone(),
-                addr,
-                "localhost",
-                now,
-                App {
-                    session: H3Session::new(template(authority, path), m),
-                    lost_counted: false,
-                },
-            )
-            .unwrap();
-    }
-    let mut work = Work {
-        todo: n,
-        counts: H3Counts::default(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut events = Events::with_capacity(16);
-    loop {
-        let now = Instant::now();
-        assert!(now < deadline, "run did not finish: {:?}", work.counts);
-        shell.drive(now, &mut work);
-        on_turn(&work.counts);
-        let c = &work.counts;
-        let finished = c.completed + c.reset + c.refused + c.lost;
-        if shell.connections() == 0 || (work.todo == 0 && finished == c.started) {
-            break;
-        }
-        let timeout = shell
-            .next_deadline()
-            .map(|t| t.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_millis(100))
-            .min(Duration::from_millis(100));
-        poll.poll(&mut events, Some(timeout)).unwrap();
-        for ev in events.iter() {
-            if ev.is_writable() {
-                shell.on_writable();
-            }
-        }
-        while shell.read(Instant::now(), |_| unreachable!()).unwrap() {}
-    }
-    work.counts
+    on_turn: impl FnMut(&Counts),
+) -> Counts {
+    let t = template(authority, path, &[], QpackSettings::STATIC);
+    Run::new(addr, t, n, c, m).run(on_turn)
 }
 
 #[test]
@@ -227,7 +54,7 @@ fn small_responses_exact_counts() {
     assert_eq!(counts.completed, 200, "{counts:?}");
     assert_eq!(counts.status, [200, 0, 0, 0]);
     assert_eq!(counts.body_bytes, 200 * 653);
-    assert_eq!(counts.protocol_errors, 0);
+    assert!(counts.errors.is_empty(), "{counts:?}");
 }
 
 #[test]
@@ -274,88 +101,25 @@ fn goaway_on_server_stop() {
     );
     assert!(counts.started < 1_000_000);
     assert_eq!(counts.body_bytes, counts.completed * 653);
-    assert_eq!(counts.protocol_errors, 0);
-}
-
-/// Caddy serving `files` over HTTP/3 on a free port (its UDP port is the TCP one).
-struct Caddy {
-    child: std::process::Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Caddy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_caddy(files: &[(&str, usize)]) -> Option<Caddy> {
-    let bin = h2lab_testkit::which("caddy")?;
-    let dir = tempfile::tempdir().unwrap();
-    let www = dir.path().join("www");
-    std::fs::create_dir_all(&www).unwrap();
-    for (name, len) in files {
-        std::fs::write(www.join(name), h2lab_testkit::pattern_bytes(*len)).unwrap();
-    }
-    let cert = h2lab_testkit::self_signed()
-        .unwrap()
-        .write_to(dir.path())
-        .unwrap();
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    let port = h2lab_testkit::free_ports(1).unwrap()[0];
-    let caddyfile = dir.path().join("Caddyfile");
-    std::fs::write(
-        &caddyfile,
-        format!(
-            "{{\n\tadmin off\n\tdefault_sni localhost\n\tauto_https disable_redirects\n\
-             \tservers {{\n\t\tprotocols h1 h2 h3\n\t}}\n}}\n\
-             https://127.0.0.1:{port} {{\n\tbind 127.0.0.1\n\ttls {} {}\n\troot * {}\n\
-             \tfile_server\n}}\n",
-            cert.cert.display(),
-            cert.key.display(),
-            www.display()
-        ),
-    )
-    .unwrap();
-    let child = std::process::Command::new(bin)
-        .args(["run", "--adapter", "caddyfile", "--config"])
-        .arg(&caddyfile)
-        .env("HOME", &home)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let caddy = Caddy {
-        child,
-        port,
-        _dir: dir,
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "caddy did not start on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Some(caddy)
+    assert!(counts.errors.is_empty(), "{counts:?}");
 }
 
 #[test]
 fn caddy_small_and_ten_megabyte_responses() {
     let big = 10 * 1024 * 1024;
-    let Some(caddy) = start_caddy(&[("file653", 653), ("file10m", big)]) else {
-        h2lab_testkit::note_skip("caddy");
-        return;
-    };
-    let addr = SocketAddr::from(([127, 0, 0, 1], caddy.port));
-    let authority = format!("127.0.0.1:{}", caddy.port);
+    h2lab_testkit::require_anchor!("caddy");
+    let caddy = h2lab_testkit::Caddy::builder()
+        .file_size("file653", 653)
+        .file_size("file10m", big)
+        .start()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let addr = caddy.addr();
+    let authority = addr.to_string();
     let counts = run_at(addr, &authority, "/file653", 300, 3, 10, |_| {});
     assert_eq!(counts.completed, 300, "{counts:?}");
     assert_eq!(counts.status, [300, 0, 0, 0]);
     assert_eq!(counts.body_bytes, 300 * 653);
-    assert_eq!(counts.protocol_errors, 0);
+    assert!(counts.errors.is_empty(), "{counts:?}");
     let counts = run_at(addr, &authority, "/file10m", 3, 1, 3, |_| {});
     assert_eq!(counts.completed, 3, "{counts:?}");
     assert_eq!(counts.status, [3, 0, 0, 0]);

@@ -7,136 +7,26 @@
 //! announced (connection closed with QPACK_DECOMPRESSION_FAILED). No timing is involved:
 //! the peer waits for QUIC's acknowledgment of the section before sending the insert.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use h2lab_engine::h3::{quic_client_config, H3Session, QpackSettings};
-use h2lab_engine::session::SessionEvents;
+use h2lab_engine::h3::QpackSettings;
 use h2lab_quic::quinn_proto::{
     self, Connection, ConnectionError, Dir, Event, StreamEvent, StreamId, VarInt,
 };
 use h2lab_quic::{ConnApp, Shell, UdpIo};
-use h2lab_server::{RunningServer, ServerConfig};
+use h2lab_server::ServerConfig;
 use h2lab_wire::h3::control::write_control_stream_start;
 use h2lab_wire::h3::frame::Settings;
 use h2lab_wire::h3::request::{write_data_header, write_headers};
 use h2lab_wire::h3::stream::UniStreamType;
 use h2lab_wire::qpack::instructions::DecoderInstruction;
-use h2lab_wire::qpack::{Encoder, EncoderConfig, RequestTemplate};
-use mio::{Events, Interest, Poll, Token};
-
-/// What the client's sessions reported.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-struct Counts {
-    started: u64,
-    completed: u64,
-    status_200: u64,
-    other_status: u64,
-    body: Vec<u8>,
-    body_bytes: u64,
-    header_wire: u64,
-    reset: u64,
-    refused: u64,
-    /// In flight when the connection ended.
-    lost: u64,
-    /// The HTTP/3 error codes sessions closed with.
-    errors: Vec<u64>,
-    sections_blocked: u64,
-    decoder_inserts: u64,
-    requests_used_table: bool,
-}
-
-struct Work {
-    todo: u64,
-    keep_body: bool,
-    /// The client closes once its work is done and this is set.
-    may_close: bool,
-    counts: Counts,
-}
-
-impl SessionEvents for Work {
-    fn status(&mut self, _slot: u32, status: u16) {
-        if status == 200 {
-            self.counts.status_200 += 1;
-        } else {
-            self.counts.other_status += 1;
-        }
-    }
-    fn header_bytes(&mut self, wire: usize, _decoded: usize) {
-        self.counts.header_wire += wire as u64;
-    }
-    fn body(&mut self, _slot: u32, len: usize) {
-        self.counts.body_bytes += len as u64;
-    }
-    fn body_data(&mut self, _slot: u32, chunk: &[u8]) {
-        if self.keep_body {
-            self.counts.body.extend_from_slice(chunk);
-        }
-    }
-    fn complete(&mut self, _slot: u32) {
-        self.counts.completed += 1;
-    }
-    fn reset(&mut self, _slot: u32, _code: u32) {
-        self.counts.reset += 1;
-    }
-    fn refused(&mut self, _slot: u32) {
-        self.counts.refused += 1;
-    }
-    fn goaway(&mut self, _last_stream_id: u32, _code: u32) {}
-    fn push_refused(&mut self) {}
-}
-
-/// A client session on the shell, submitting while there is work.
-struct Client {
-    session: H3Session,
-    ended: bool,
-}
-
-impl ConnApp for Client {
-    type Ctx = Work;
-    fn drive(&mut self, conn: &mut Connection, work: &mut Work, _now: Instant) {
-        self.session.on_quic(conn, work);
-        while work.todo > 0 && self.session.can_submit() {
-            let slot = work.counts.started as u32;
-            if self.session.submit(conn, slot, 0).is_err() {
-                break;
-            }
-            work.todo -= 1;
-            work.counts.started += 1;
-        }
-        self.session.flush(conn);
-        let c = &mut work.counts;
-        c.sections_blocked = c.sections_blocked.max(self.session.sections_blocked());
-        c.decoder_inserts = c.decoder_inserts.max(self.session.decoder_insert_count());
-        c.requests_used_table |= self.session.requests_use_dynamic_table();
-        if work.may_close && work.todo == 0 && self.session.in_flight() == 0 {
-            self.session.terminate(conn);
-        }
-        if self.session.is_closed() && !self.ended {
-            self.ended = true;
-            c.lost += u64::from(self.session.in_flight());
-            c.errors.extend(self.session.error().map(|e| e.0));
-        }
-    }
-    fn deadline(&self) -> Option<Instant> {
-        None
-    }
-    fn on_shutdown(&mut self, conn: &mut Connection, _now: Instant) {
-        self.session.terminate(conn);
-    }
-}
-
-fn template(authority: &str, path: &str, qpack: QpackSettings) -> RequestTemplate {
-    let fields: [(&[u8], &[u8]); 5] = [
-        (b":method", b"GET"),
-        (b":scheme", b"https"),
-        (b":authority", authority.as_bytes()),
-        (b"user-agent", b"h2lab-test"),
-        (b"x-custom", b"a fixed request field"),
-    ];
-    RequestTemplate::new(fields, [path.as_bytes()], qpack.encoder_config()).unwrap()
-}
+use h2lab_wire::qpack::{Encoder, EncoderConfig};
+use mio::{Interest, Registry, Token};
+use support::{start_serve, template, Close, Counts, Run};
 
 /// Runs `n` requests for `path` on one connection with `m` streams; `peer` (a scripted
 /// server shell) is driven in the same loop when given. Bounded by a 60 s deadline.
@@ -146,98 +36,24 @@ fn run(
     n: u64,
     m: u32,
     qpack: QpackSettings,
-    mut peer: Option<&mut Peer>,
+    peer: Option<&mut Peer>,
 ) -> Counts {
     // With a peer: the client stays until the peer has its decoder-stream instructions (a
     // close at once could discard them, QUIC does not deliver stream data after a close).
     let wait_ack = peer.as_ref().is_some_and(|p| p.mode != Mode::Never);
-    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let mut shell: Shell<Client> = Shell::new(UdpIo::new(sock, true).unwrap(), None, 1);
-    let mut poll = Poll::new().unwrap();
-    poll.registry()
-        .register(
-            shell.io().socket(),
-            Token(0),
-            Interest::READABLE | Interest::WRITABLE,
-        )
-        .unwrap();
-    if let Some(p) = peer.as_deref_mut() {
-        poll.registry()
-            .register(p.shell.io().socket(), Token(1), Interest::READABLE)
-            .unwrap();
-    }
-    let cfg = quic_client_config(true, &Default::default()).unwrap();
-    let session = H3Session::new(template("localhost", path, qpack), m).with_qpack(qpack);
-    let ch = shell
-        .connect(
-            cfg,
-            addr,
-            "localhost",
-            Instant::now(),
-            Client {
-                session,
-                ended: false,
-            },
-        )
-        .unwrap();
-    let mut work = Work {
-        todo: n,
+    let extra: [(&[u8], &[u8]); 1] = [(b"x-custom", b"a fixed request field")];
+    Run {
+        qpack,
         keep_body: n == 1,
-        may_close: !wait_ack,
-        counts: Counts::default(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut events = Events::with_capacity(16);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "run did not finish: {:?}",
-            work.counts
-        );
-        shell.drive(Instant::now(), &mut work);
-        if let Some(p) = peer.as_deref_mut() {
-            p.drive();
-        }
-        if shell.connections() == 0 {
-            break;
-        }
-        let mut next = shell.next_deadline();
-        if let Some(p) = peer.as_deref_mut() {
-            next = match (next, p.shell.next_deadline()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-        }
-        let timeout = next
-            .map(|t| t.saturating_duration_since(Instant::now()))
-            .unwrap_or(Duration::from_millis(100))
-            .min(Duration::from_millis(100));
-        poll.poll(&mut events, Some(timeout)).unwrap();
-        for ev in events.iter() {
-            if ev.token() == Token(0) && ev.is_writable() {
-                shell.on_writable();
-            }
-        }
-        while shell.read(Instant::now(), |_| unreachable!()).unwrap() {}
-        if let Some(p) = peer.as_deref_mut() {
-            p.read();
-            if !work.may_close && !p.ctx.decoder_stream.is_empty() {
-                work.may_close = true;
-                shell.wake(ch);
-            }
-        }
+        close: if wait_ack {
+            Close::AfterPeerHeardDecoder
+        } else {
+            Close::WhenDone
+        },
+        peer: peer.map(|p| p as &mut dyn support::Peer),
+        ..Run::new(addr, template("localhost", path, &extra, qpack), n, 1, m)
     }
-    work.counts
-}
-
-fn start_serve() -> (RunningServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = ServerConfig::local();
-    c.listen = None;
-    c.tls_listen = Some("127.0.0.1:0".parse().unwrap());
-    c.cert_dir = Some(dir.path().to_path_buf());
-    c.h3 = true;
-    (h2lab_server::spawn(c).unwrap(), dir)
+    .run(|_| {})
 }
 
 fn h2load_qpack() -> QpackSettings {
@@ -250,7 +66,7 @@ fn h2load_qpack() -> QpackSettings {
 
 #[test]
 fn serve_with_the_table_on_and_off_exact_bodies() {
-    let (server, _dir) = start_serve();
+    let (server, _dir) = start_serve(|_| {});
     let addr = server.h3_addr().unwrap();
     // One request: the body byte for byte (the server's /data body is deterministic).
     let on = run(addr, "/data?size=653", 1, 1, h2load_qpack(), None);
@@ -465,9 +281,21 @@ impl Peer {
     fn addr(&mut self) -> SocketAddr {
         self.shell.io().local_addr().unwrap()
     }
+}
+
+impl support::Peer for Peer {
+    fn register(&mut self, registry: &Registry, token: Token) {
+        registry
+            .register(self.shell.io().socket(), token, Interest::READABLE)
+            .unwrap();
+    }
 
     fn drive(&mut self) {
         self.shell.drive(Instant::now(), &mut self.ctx);
+    }
+
+    fn next_deadline(&mut self) -> Option<Instant> {
+        self.shell.next_deadline()
     }
 
     fn read(&mut self) {
@@ -478,6 +306,10 @@ impl Peer {
             .unwrap()
         {}
         self.drive();
+    }
+
+    fn heard_decoder(&self) -> bool {
+        !self.ctx.decoder_stream.is_empty()
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use h2lab_engine::AppProtocol;
 use serde::Serialize;
 
 /// One way of speaking HTTP to a server.
@@ -84,6 +85,17 @@ impl LabProtocol {
     /// Whether this is HTTP/3 (QUIC over UDP).
     pub fn is_h3(self) -> bool {
         self == LabProtocol::H3
+    }
+
+    /// The application protocol the engine must negotiate for this variant (`h1.0` is
+    /// HTTP/1.1 with `Connection: close`).
+    pub fn app_protocol(self) -> AppProtocol {
+        match self {
+            LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => AppProtocol::Http11,
+            LabProtocol::H2 => AppProtocol::H2,
+            LabProtocol::H2c => AppProtocol::H2c,
+            LabProtocol::H3 => AppProtocol::H3,
+        }
     }
 
     /// Client CPU a new connection's set-up costs, for sizing warm-ups: a QUIC handshake is

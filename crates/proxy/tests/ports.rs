@@ -28,13 +28,23 @@ fn adjacent_free_ports() -> u16 {
 #[test]
 fn two_proxies_on_adjacent_ports_serve_side_by_side() {
     let b = backends(1);
-    let n = adjacent_free_ports();
     let at = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
     // Both bound before any connection exists: a connection opened in between could take
     // n + 1 as its local port (that is what "Address already in use" with adjacent ports
-    // was; the other test shows it).
-    let p1 = proxy(&b, UpstreamProtocol::H1, |c| c.listen = Some(at(n)));
-    let p2 = proxy(&b, UpstreamProtocol::H1, |c| c.listen = Some(at(n + 1)));
+    // was; the other test shows it). Another process may still take a port between the
+    // choice and the bind: then the pair is chosen again.
+    let spawn_at = |port: u16| {
+        let ups = vec![h2lab_proxy::UpstreamAddr::Tcp(b[0].addr().expect("addr"))];
+        let mut c = h2lab_proxy::ProxyConfig::local(ups, UpstreamProtocol::H1);
+        c.listen = Some(at(port));
+        h2lab_proxy::spawn(c)
+    };
+    let (n, p1, p2) = (0..5)
+        .find_map(|_| {
+            let n = adjacent_free_ports();
+            Some((n, spawn_at(n).ok()?, spawn_at(n + 1).ok()?))
+        })
+        .expect("two proxies on adjacent ports in 5 attempts");
     let mut c1 = Client::connect(at(n));
     let mut c2 = Client::connect(at(n + 1));
     for _ in 0..20 {

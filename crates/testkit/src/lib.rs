@@ -5,6 +5,10 @@
 //! - [`AnchorServer`]: starts nghttpd (h2c or TLS), nginx, h2o or Apache (mod_http2) on ports
 //!   chosen at run time, serving deterministic files, and stops the whole process group (and
 //!   removes its temp dir) on drop. Configs come from `testdata/anchors/configs/*.template`.
+//! - [`Caddy`]: Caddy (HTTP/3 by quic-go, and HTTP/2 over TLS on the same port number), the
+//!   independent HTTP/3 server of the `--h3` tests.
+//! - Both retry the whole start on fresh ports when the server exits during start-up (a port
+//!   taken between choosing it and the server binding it).
 //! - [`h2load()`] and [`wrk()`]: run the reference clients and parse their reports.
 //! - [`which`], [`require_anchor!`]: find binaries; skip a test locally when an anchor is not
 //!   installed, but fail it in CI (`CI=true`).
@@ -26,6 +30,7 @@
 //! ```
 
 mod alloc;
+mod caddy;
 #[cfg(test)]
 mod captures;
 mod cert;
@@ -42,6 +47,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 pub use alloc::{allocations, thread_allocations, CountingAlloc};
+pub use caddy::{Caddy, CaddyBuilder};
 pub use cert::{self_signed, CertFiles, CertPair};
 pub use error::Error;
 pub use files::{
@@ -51,7 +57,7 @@ pub use h2load::{
     h2load, parse_duration, H2loadOutput, H2loadSummary, RequestCounts, StatRow, StatusCounts,
     Traffic,
 };
-pub use net::{free_ports, Listener};
+pub use net::{free_port_tcp_udp, free_ports, Listener};
 pub use process::group_members;
 pub use server::{AnchorBuilder, AnchorKind, AnchorServer};
 pub use wrk::{wrk, WrkOutput};

@@ -1,7 +1,8 @@
 //! Free loopback ports and readiness polling.
 
 use std::fmt;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::fs;
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,6 +25,93 @@ pub fn free_ports(n: usize) -> Result<Vec<u16>, Error> {
             l.local_addr()
                 .map(|a| a.port())
                 .map_err(|e| Error::io("local_addr", e))
+        })
+        .collect()
+}
+
+/// A port on 127.0.0.1 free for both TCP and UDP a moment ago (for a server that listens on
+/// the same port number twice, e.g. HTTP/2 over TLS and HTTP/3). Racy like [`free_ports`].
+pub fn free_port_tcp_udp() -> Result<u16, Error> {
+    let mut last = None;
+    for _ in 0..50 {
+        let tcp = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::io("bind 127.0.0.1:0", e))?;
+        let port = tcp
+            .local_addr()
+            .map_err(|e| Error::io("local_addr", e))?
+            .port();
+        match UdpSocket::bind(("127.0.0.1", port)) {
+            Ok(_) => return Ok(port),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(Error::io(
+        "find a port free for TCP and UDP",
+        last.unwrap_or_else(|| std::io::Error::other("no candidate")),
+    ))
+}
+
+/// Which kind of socket [`bound_by`] looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// A TCP socket in LISTEN state.
+    TcpListen,
+    /// A UDP socket.
+    Udp,
+}
+
+/// Whether one of `pids` holds a socket of kind `kind` bound to local port `port`, from the
+/// kernel's tables (`/proc/net/{tcp,udp}{,6}`) and the processes' descriptors
+/// (`/proc/PID/fd`). Unlike a connection attempt, this cannot be fooled by another process
+/// that took the port (unless a process's descriptors cannot be read: then any such socket on
+/// the port counts).
+pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
+    let tables: [&str; 2] = match kind {
+        Bound::TcpListen => ["/proc/net/tcp", "/proc/net/tcp6"],
+        Bound::Udp => ["/proc/net/udp", "/proc/net/udp6"],
+    };
+    let inodes: Vec<u64> = tables
+        .iter()
+        .filter_map(|t| fs::read_to_string(t).ok())
+        .flat_map(|text| socket_inodes(&text, kind, port))
+        .collect();
+    if inodes.is_empty() {
+        return false;
+    }
+    pids.iter().any(|pid| {
+        let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
+            Ok(dir) => dir,
+            // Not ours to read (a process that changed user, or is not dumpable): the socket
+            // exists; who holds it cannot be told.
+            Err(e) => return e.kind() == std::io::ErrorKind::PermissionDenied,
+        };
+        dir.flatten().any(|fd| {
+            fs::read_link(fd.path()).ok().is_some_and(|target| {
+                let t = target.to_string_lossy();
+                t.strip_prefix("socket:[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .is_some_and(|n| inodes.contains(&n))
+            })
+        })
+    })
+}
+
+/// Inodes of the sockets of one `/proc/net` table bound to local port `port` (TCP: only those
+/// listening).
+fn socket_inodes(table: &str, kind: Bound, port: u16) -> Vec<u64> {
+    let want_port = format!("{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let local_port = f.get(1)?.rsplit(':').next()?;
+            let state = *f.get(3)?;
+            let listening = kind == Bound::Udp || state == "0A";
+            (local_port.eq_ignore_ascii_case(&want_port) && listening)
+                .then(|| f.get(9)?.parse().ok())
+                .flatten()
         })
         .collect()
 }
@@ -70,5 +158,46 @@ mod tests {
         let l = TcpListener::bind(("127.0.0.1", ports[0])).unwrap();
         let addr = l.local_addr().unwrap();
         assert!(Listener::Tcp(addr).accepts());
+    }
+
+    #[test]
+    fn bound_by_finds_this_process_sockets_and_only_on_their_port() {
+        let port = free_port_tcp_udp().unwrap();
+        let me = [std::process::id()];
+        assert!(!bound_by(&me, Bound::TcpListen, port));
+        assert!(!bound_by(&me, Bound::Udp, port));
+        let udp = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+        assert!(bound_by(&me, Bound::Udp, port));
+        assert!(!bound_by(&me, Bound::TcpListen, port));
+        let tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        assert!(bound_by(&me, Bound::TcpListen, port));
+        // A connection to the listener is not a listening socket of its local port.
+        let conn = TcpStream::connect(tcp.local_addr().unwrap()).unwrap();
+        let local = conn.local_addr().unwrap().port();
+        assert!(!bound_by(&me, Bound::TcpListen, local));
+        // Another process does not hold these sockets.
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(!bound_by(&[other.id()], Bound::Udp, port));
+        other.kill().unwrap();
+        other.wait().unwrap();
+        drop((udp, tcp));
+        assert!(!bound_by(&me, Bound::Udp, port));
+    }
+
+    #[test]
+    fn socket_inodes_reads_the_port_and_state() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+            \x20  1: 0100007F:B044 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33350321 1\n\
+            \x20  2: 0100007F:B045 0100007F:B044 01 00000000:00000000 00:00000000 00000000     0        0 42 1\n";
+        assert_eq!(
+            socket_inodes(table, Bound::TcpListen, 0xB044),
+            vec![33350321]
+        );
+        assert!(socket_inodes(table, Bound::TcpListen, 0xB045).is_empty());
+        assert_eq!(socket_inodes(table, Bound::Udp, 0xB045), vec![42]);
     }
 }

@@ -536,7 +536,7 @@ mod tests {
                     .iter()
                     .find(|k| k.proto == LabProtocol::H3)
                     .unwrap();
-                assert!(plan::stands(h3, &cfg.timing, false), "{est:?}");
+                assert!(plan::stands(h3, false), "{est:?}");
                 assert!(est > budget, "{est:?}");
             }
             let plan = cfg.axes.plan();

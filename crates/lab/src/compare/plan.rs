@@ -8,25 +8,23 @@
 //! - **On standing connections** ([`arms`](super::arms)): the first run opens the arm and
 //!   warms up in full; later runs only refill the pipeline ([`resume_warm_up`]) and pay
 //!   [`WINDOW_OVERHEAD`].
-//! - **As whole engine runs** (`--fresh-connections`, or an arm [`StandingRun::supports`]
-//!   refuses — none today: HTTP/3 stands too since the standing run drives QUIC): *every* run connects
-//!   afresh, so every run pays the full warm-up (for HTTP/3 at least
-//!   [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per connection: QUIC
-//!   handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
+//! - **As whole engine runs** (`--fresh-connections`, or an arm whose protocol
+//!   [`StandingRun::supports`] refuses — none today: HTTP/3 stands too since the standing run
+//!   drives QUIC): *every* run connects afresh, so every run pays the full warm-up (for
+//!   HTTP/3 at least [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per
+//!   connection: QUIC handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
 //!   joined, connections closed). Counting an HTTP/3 arm as standing underestimated its
 //!   rounds by about half, which is how a default matrix with `h3` overran its budget.
 //!
-//! Whether an arm stands is asked of [`StandingRun::supports`] with the arm's real engine
-//! configuration, the same question the measurer asks, so the model follows the engine.
+//! Whether an arm stands is asked of [`StandingRun::supports`] with the arm's protocol, the
+//! same question the measurer asks, so the model follows the engine.
 
 use std::time::Duration;
 
-use h2lab_engine::config::Scheme;
-use h2lab_engine::{StandingRun, Target};
+use h2lab_engine::StandingRun;
 
 use super::matrix::{CellKey, MatrixPlan};
-use super::run::{bench_config, cell_timing, resume_warm_up, rounds_for, Timing, WINDOW_OVERHEAD};
-use crate::env::Origin;
+use super::run::{cell_timing, resume_warm_up, rounds_for, Timing, WINDOW_OVERHEAD};
 
 /// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
 /// into the engine to its first worker starting (thread start, TLS configuration), and the
@@ -41,37 +39,17 @@ pub const WHOLE_RUN_OVERHEAD: Duration = Duration::from_millis(30);
 pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
 
 /// Whether `key`'s runs are measured on its arm's standing connections: not with
-/// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its engine
-/// configuration (it refuses none today). The question takes a whole engine configuration,
-/// so one is built for a placeholder origin of the protocol's scheme: the answer depends on
-/// the protocol and the load model, not on the host (the measurer asks the same question
-/// with the real origin).
-pub fn stands(key: &CellKey, t: &Timing, fresh: bool) -> bool {
-    if fresh {
-        return false;
-    }
-    let origin = Origin {
-        target: Target {
-            scheme: if key.proto.tls() {
-                Scheme::Https
-            } else {
-                Scheme::Http
-            },
-            host: "127.0.0.1".into(),
-            port: 1,
-            path: "/".into(),
-        },
-        connect_to: Vec::new(),
-        unix_socket: None,
-    };
-    bench_config(key, &origin, t).map_or(true, |cfg| StandingRun::supports(&cfg))
+/// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its protocol
+/// (it refuses none today).
+pub fn stands(key: &CellKey, fresh: bool) -> bool {
+    !fresh && StandingRun::supports(key.proto.app_protocol())
 }
 
 /// Expected wall time of one run of `key`: the arm's `first` run (on standing connections it
 /// opens the arm and warms up in full) or a later one (see the module docs).
 pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration {
     let (w, d) = cell_timing(key, t);
-    if !stands(key, t, fresh) {
+    if !stands(key, fresh) {
         w + d + WHOLE_RUN_OVERHEAD
     } else if first {
         w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
@@ -132,8 +110,8 @@ mod tests {
     fn arms_the_engine_cannot_keep_pay_a_whole_run_every_round() {
         let t = timing();
         let h2 = key(LabProtocol::H2, 50);
-        assert!(stands(&h2, &t, false));
-        assert!(!stands(&h2, &t, true));
+        assert!(stands(&h2, false));
+        assert!(!stands(&h2, true));
         let later = run_cost(&h2, &t, false, false);
         assert_eq!(later, RESUME_WARM + t.duration + WINDOW_OVERHEAD);
         assert!(run_cost(&h2, &t, true, false) > later);
@@ -142,12 +120,12 @@ mod tests {
             run_cost(&h2, &t, false, true),
             t.warm_up + t.duration + WHOLE_RUN_OVERHEAD
         );
-        // HTTP/3 follows what the engine says of its configuration.
+        // HTTP/3 follows what the engine says of its protocol.
         let h3 = key(LabProtocol::H3, 200);
         let (w, d) = cell_timing(&h3, &t);
         // 200 QUIC handshakes at 3 ms each.
         assert_eq!(w, Duration::from_millis(600));
-        let cfg_stands = stands(&h3, &t, false);
+        let cfg_stands = stands(&h3, false);
         let later = run_cost(&h3, &t, false, false);
         if cfg_stands {
             assert!(later < w + d);

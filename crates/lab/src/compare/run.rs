@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use h2lab_engine::{AppProtocol, BenchConfig, ProtocolChoice, RunResult};
+use h2lab_engine::{BenchConfig, ProtocolChoice, RunResult};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -272,12 +272,7 @@ pub fn bench_config(key: &CellKey, origin: &Origin, t: &Timing) -> Result<BenchC
         LabProtocol::H2c => ProtocolChoice::H2,
         LabProtocol::H3 => ProtocolChoice::Alpn(vec!["h3".into()]),
     };
-    cfg.require_protocol = Some(match key.proto {
-        LabProtocol::H1 | LabProtocol::H1Close | LabProtocol::H1Tls => AppProtocol::Http11,
-        LabProtocol::H2 => AppProtocol::H2,
-        LabProtocol::H2c => AppProtocol::H2c,
-        LabProtocol::H3 => AppProtocol::H3,
-    });
+    cfg.require_protocol = Some(key.proto.app_protocol());
     cfg.headers = key.cond.headers.fields();
     if key.proto == LabProtocol::H1Close {
         // RFC 9112 §9.6: "close" ends the connection after this response.

@@ -56,16 +56,53 @@ fn free_port(what: &str) -> Result<u16, String> {
         .map_err(|e| format!("{what}: no free port: {e}"))
 }
 
-/// Waits (polling, 10 s at most) until `a` accepts connections.
-fn wait_listening(a: Anchor, what: &str) -> Result<Anchor, String> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect_timeout(&a.addr, Duration::from_millis(200)).is_err() {
-        if Instant::now() > deadline {
-            return Err(format!("{what} did not start listening within 10 s"));
+/// How many times an anchor start is tried, a fresh port each time, when the server exits
+/// before it listens (typically: another process took the port between the choice and the
+/// server's bind).
+const START_ATTEMPTS: u32 = 3;
+
+/// Starts the server `spawn` runs on a free port and waits (polling, 10 s at most) until it
+/// accepts connections; when it exits first, retries on a fresh port. `dir` (removed when the
+/// anchor is dropped, or at once on failure) holds its files.
+fn start_on_free_port(
+    what: &str,
+    dir: PathBuf,
+    mut spawn: impl FnMut(u16) -> Result<Child, String>,
+) -> Result<Anchor, String> {
+    let fail = |dir: &Path, why: String| {
+        let _ = std::fs::remove_dir_all(dir);
+        Err(why)
+    };
+    for _ in 0..START_ATTEMPTS {
+        let port = match free_port(what) {
+            Ok(p) => p,
+            Err(e) => return fail(&dir, e),
+        };
+        let mut child = match spawn(port) {
+            Ok(c) => c,
+            Err(e) => return fail(&dir, e),
+        };
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break; // exited: next attempt
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(Anchor { child, addr, dir });
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return fail(&dir, format!("{what} did not start listening within 10 s"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(a)
+    fail(
+        &dir,
+        format!("{what} exited during start-up ({START_ATTEMPTS} attempts, a fresh port each)"),
+    )
 }
 
 /// The path the page has on nghttpd (a file; nghttpd does not serve `/page?query`).
@@ -111,9 +148,9 @@ pub fn push_config(paths: &[String]) -> Option<String> {
     (!blocking.is_empty()).then(|| format!("{PAGE_FILE}={}", blocking.join(",")))
 }
 
-/// Starts nghttpd on 127.0.0.1 (a free port) with the certificate in `cert_dir`
-/// (`cert.pem`, `key.pem`), serving the page of `query` whose sub-resources are `paths`;
-/// with `push`, the page pushes its CSS and JS ([`push_config`]).
+/// Starts nghttpd on 127.0.0.1 (a free port; a fresh one if it exits during start-up) with
+/// the certificate in `cert_dir` (`cert.pem`, `key.pem`), serving the page of `query` whose
+/// sub-resources are `paths`; with `push`, the page pushes its CSS and JS ([`push_config`]).
 pub fn start(
     bin: &Path,
     cert_dir: &Path,
@@ -125,31 +162,25 @@ pub fn start(
     let docroot =
         std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
     write_docroot(&docroot, query, paths)?;
-    let port = free_port("nghttpd")?;
-    let mut cmd = Command::new(bin);
-    if let Some(p) = push.then(|| push_config(paths)).flatten() {
-        cmd.arg("-p").arg(p);
-    }
-    let child = cmd
-        .arg("--address=127.0.0.1")
-        .arg("--no-rfc7540-pri")
-        .arg("--max-concurrent-streams=1000")
-        .arg("-d")
-        .arg(&docroot)
-        .arg(port.to_string())
-        .arg(cert_dir.join("key.pem"))
-        .arg(cert_dir.join("cert.pem"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("nghttpd: {e}"))?;
-    let n = Anchor {
-        child,
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        dir: docroot,
-    };
-    wait_listening(n, "nghttpd")
+    start_on_free_port("nghttpd", docroot.clone(), |port| {
+        let mut cmd = Command::new(bin);
+        if let Some(p) = push.then(|| push_config(paths)).flatten() {
+            cmd.arg("-p").arg(p);
+        }
+        cmd.arg("--address=127.0.0.1")
+            .arg("--no-rfc7540-pri")
+            .arg("--max-concurrent-streams=1000")
+            .arg("-d")
+            .arg(&docroot)
+            .arg(port.to_string())
+            .arg(cert_dir.join("key.pem"))
+            .arg(cert_dir.join("cert.pem"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("nghttpd: {e}"))
+    })
 }
 
 /// h2o's configuration: one TLS listener on 127.0.0.1:`port` (h2 and http/1.1), one thread,
@@ -181,9 +212,10 @@ fn current_user() -> String {
         .unwrap_or_else(|| "root".into())
 }
 
-/// Starts h2o on 127.0.0.1 (a free port, TLS with the certificate in `cert_dir`), serving
-/// the same files as [`start`] from a configuration written by the lab (no push: h2o 2.2
-/// pushes only on `link: rel=preload` headers, which static files do not carry).
+/// Starts h2o on 127.0.0.1 (a free port, a fresh one if it exits during start-up; TLS with
+/// the certificate in `cert_dir`), serving the same files as [`start`] from a configuration
+/// written by the lab (no push: h2o 2.2 pushes only on `link: rel=preload` headers, which
+/// static files do not carry).
 pub fn start_h2o(
     bin: &Path,
     cert_dir: &Path,
@@ -194,32 +226,64 @@ pub fn start_h2o(
     let dir = std::env::temp_dir().join(format!("h2lab-render-h2o-{}-{tag}", std::process::id()));
     let docroot = dir.join("www");
     write_docroot(&docroot, query, paths)?;
-    let port = free_port("h2o")?;
     let conf = dir.join("h2o.conf");
-    std::fs::write(
-        &conf,
-        h2o_config(&dir, &docroot, port, cert_dir, &current_user()),
-    )
-    .map_err(|e| format!("h2o config: {e}"))?;
-    let child = Command::new(bin)
-        .arg("-c")
-        .arg(&conf)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("h2o: {e}"))?;
-    let a = Anchor {
-        child,
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        dir,
-    };
-    wait_listening(a, "h2o")
+    let user = current_user();
+    start_on_free_port("h2o", dir.clone(), |port| {
+        std::fs::write(&conf, h2o_config(&dir, &docroot, port, cert_dir, &user))
+            .map_err(|e| format!("h2o config: {e}"))?;
+        Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("h2o: {e}"))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that exits at once (as one whose port was taken does) is started again on a
+    /// fresh port; one that exits every time is an error, and its files are removed.
+    #[test]
+    fn an_anchor_that_exits_during_start_up_is_retried_on_a_fresh_port() {
+        let dir = std::env::temp_dir().join(format!("h2lab-anchor-retry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut ports = Vec::new();
+        let mut held = None;
+        let a = start_on_free_port("t", dir.clone(), |port| {
+            ports.push(port);
+            if ports.len() == 1 {
+                return Command::new("true").spawn().map_err(|e| e.to_string());
+            }
+            // The second attempt "listens" (a listener of this test on the port).
+            held = Some(TcpListener::bind(("127.0.0.1", port)).unwrap());
+            Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .map_err(|e| e.to_string())
+        })
+        .unwrap();
+        assert_eq!(ports.len(), 2);
+        assert_eq!(a.addr.port(), ports[1]);
+        drop(a);
+        assert!(!dir.exists());
+
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut calls = 0;
+        let err = start_on_free_port("t", dir.clone(), |_| {
+            calls += 1;
+            Command::new("true").spawn().map_err(|e| e.to_string())
+        })
+        .err()
+        .unwrap();
+        assert_eq!(calls, START_ATTEMPTS);
+        assert!(err.contains("exited during start-up (3 attempts"), "{err}");
+        assert!(!dir.exists());
+    }
 
     #[test]
     fn docroot_holds_the_page_and_assets_of_their_sizes() {

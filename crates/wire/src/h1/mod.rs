@@ -24,6 +24,7 @@
 //! complete, so the caller keeps their bytes and appends the next read.
 
 mod body;
+mod digits;
 mod error;
 mod headers;
 mod request;
@@ -31,15 +32,20 @@ mod respond;
 mod response;
 mod scan;
 mod server;
+mod summary;
+mod syntax;
 mod upgrade;
+mod version;
 
 pub use body::{
     BodyDecoder, BodyEvent, Framing, DEFAULT_MAX_TRAILER_BYTES, MAX_CHUNK_LINE, MAX_TRAILERS,
 };
+pub use digits::push_decimal;
 pub use error::H1Error;
-pub use headers::{push_decimal, Header, HeaderIter, Headers, Version};
+pub use headers::{Header, HeaderIter, Headers};
 pub use request::{encode_request, RequestBytes};
 pub use respond::{encode_chunk, reason_phrase, CONTINUE_100};
 pub use response::{Event, ResponseHead, ResponseLimits, ResponseParser};
 pub use server::{Limits, Parsed, RequestHead, RequestParser, MAX_HEADERS};
 pub use upgrade::{decode_base64url, encode_http2_settings, H2cUpgrade, H2C_SWITCHING_PROTOCOLS};
+pub use version::Version;

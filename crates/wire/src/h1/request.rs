@@ -4,7 +4,8 @@
 //! once by [`encode_request`] and then copied into the socket buffer per
 //! request, with no formatting on the hot path.
 
-use super::headers::{check_name, check_value, is_tchar, push_decimal};
+use super::digits::push_decimal;
+use super::syntax::{check_name, check_value, is_tchar};
 use super::H1Error;
 
 /// The exact bytes of one HTTP/1.1 request (head and body).

@@ -2,7 +2,7 @@
 //! body (into a reusable output buffer, no allocation beyond its growth) and
 //! the reason phrases.
 
-use super::headers::push_hex;
+use super::digits::push_hex;
 
 /// The interim response a server sends to a request with
 /// `Expect: 100-continue` before reading its body (RFC 9110 §10.1.1).

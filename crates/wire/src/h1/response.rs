@@ -48,9 +48,11 @@
 use core::mem::MaybeUninit;
 
 use super::body::{BodyDecoder, BodyEvent, Framing, DEFAULT_MAX_TRAILER_BYTES};
-use super::headers::{FieldSummary, Headers, Version};
+use super::headers::Headers;
 use super::scan::{HeadScanner, Scan};
 use super::server::MAX_HEADERS;
+use super::summary::FieldSummary;
+use super::version::Version;
 use super::H1Error;
 
 /// Size limits enforced by [`ResponseParser`].

@@ -3,9 +3,11 @@
 use core::mem::MaybeUninit;
 
 use super::body::{BodyDecoder, Framing};
-use super::headers::{FieldSummary, Headers, Version};
+use super::headers::Headers;
 use super::scan::{HeadScanner, Scan};
+use super::summary::FieldSummary;
 use super::upgrade::H2cUpgrade;
+use super::version::Version;
 use super::H1Error;
 
 /// Upper bound of [`Limits::max_headers`] (size of the on-stack field array).
