@@ -51,6 +51,44 @@ impl Default for EncoderConfig {
     }
 }
 
+/// What a field section from [`Encoder::encode`] depends on ([`Encoder::last_section`]):
+/// enough for [`Encoder::replay`] to decide whether the same octets may be sent again on
+/// another stream, and to register them there.
+///
+/// A section's octets are self-contained (its prefix carries its Required Insert Count and
+/// Base, its lines index relative to that Base), so they decode to the same fields wherever
+/// the dynamic entries it references (absolute indices `min_ref..required`) are still the
+/// same: absolute indices are never reused, so "not evicted" is enough, within one epoch
+/// (no Set Dynamic Table Capacity, no new peer SETTINGS since).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SectionRefs {
+    required: u64,
+    min_ref: u64,
+    epoch: u64,
+}
+
+impl SectionRefs {
+    /// The section's Required Insert Count (0: static table and literals only).
+    pub fn required_insert_count(&self) -> u64 {
+        self.required
+    }
+}
+
+/// What [`Encoder::replay`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum Replay {
+    /// The section may be sent again on the stream, and is registered there.
+    Replayed,
+    /// Not now: it may block and the peer's SETTINGS_QPACK_BLOCKED_STREAMS streams already
+    /// may, or [`MAX_UNACKED_SECTIONS`] sections await acknowledgment. Encode this one anew
+    /// (the encoder then uses only what cannot block); the same section may replay later.
+    Deferred,
+    /// Never again: an entry it references was evicted, or the capacity or the peer's
+    /// SETTINGS changed since it was encoded. Encode the fields anew.
+    Stale,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Outstanding {
     stream_id: u64,
@@ -76,6 +114,15 @@ pub struct Encoder {
     /// Unparsed tail of the decoder stream.
     pending: Vec<u8>,
     lines: Vec<u8>,
+    /// Bumped by every change that may make an encoded section mean something else or be
+    /// encoded differently (capacity announced, peer SETTINGS): [`SectionRefs`] of an older
+    /// epoch are never replayed.
+    epoch: u64,
+    /// What the last [`Encoder::encode`] referenced.
+    last: SectionRefs,
+    /// Sections encoded by [`Encoder::encode`] and replayed by [`Encoder::replay`].
+    encoded: u64,
+    replayed: u64,
 }
 
 impl Encoder {
@@ -93,6 +140,10 @@ impl Encoder {
             outstanding: VecDeque::new(),
             pending: Vec::new(),
             lines: Vec::new(),
+            epoch: 0,
+            last: SectionRefs::default(),
+            encoded: 0,
+            replayed: 0,
         }
     }
 
@@ -103,6 +154,9 @@ impl Encoder {
     pub fn set_peer_settings(&mut self, max_table_capacity: usize, blocked_streams: usize) {
         self.peer_max_capacity = max_table_capacity;
         self.peer_max_blocked = blocked_streams;
+        // The Required Insert Count's encoding depends on the peer's capacity, and what a
+        // section may reference on both: nothing encoded before is replayed.
+        self.epoch += 1;
         let cap = if self.config.use_dynamic_table {
             max_table_capacity.min(self.config.max_table_capacity)
         } else {
@@ -285,6 +339,12 @@ impl Encoder {
         self.write_prefix(required, base, section);
         section.extend_from_slice(&lines);
         self.lines = lines;
+        self.encoded += 1;
+        self.last = SectionRefs {
+            required,
+            min_ref: if required > 0 { min_ref } else { 0 },
+            epoch: self.epoch,
+        };
         if required > 0 {
             self.outstanding.push_back(Outstanding {
                 stream_id,
@@ -292,6 +352,58 @@ impl Encoder {
                 min_ref,
             });
         }
+    }
+
+    /// What the section written by the last [`Encoder::encode`] references, for
+    /// [`Encoder::replay`].
+    pub fn last_section(&self) -> SectionRefs {
+        self.last
+    }
+
+    /// Sends again, on `stream_id`, the octets of a section this encoder wrote (whose
+    /// [`SectionRefs`] are `refs`), instead of encoding the same fields anew.
+    /// [`Replay::Replayed`]: send them; the section is registered on `stream_id` as
+    /// [`Encoder::encode`] would have registered it (RFC 9204 §2.1.1: its entries stay
+    /// unevictable until it is acknowledged or the stream cancelled; §2.1.2: it counts as
+    /// blocking while its Required Insert Count is above the Known Received Count).
+    /// Otherwise nothing changes and the fields must be encoded with [`Encoder::encode`]:
+    ///
+    /// - [`Replay::Stale`]: `refs` is from before a capacity change or the peer's SETTINGS,
+    ///   or an entry it references was evicted since (its absolute index is gone);
+    /// - [`Replay::Deferred`]: it may block and `stream_id` is not already blocking while
+    ///   the peer's SETTINGS_QPACK_BLOCKED_STREAMS streams are, or [`MAX_UNACKED_SECTIONS`]
+    ///   sections await acknowledgment.
+    ///
+    /// A section with Required Insert Count 0 (static table and literals) replays within
+    /// its epoch and registers nothing. Nothing is allocated beyond the acknowledgment
+    /// queue's amortized growth.
+    pub fn replay(&mut self, stream_id: u64, refs: &SectionRefs) -> Replay {
+        if refs.epoch != self.epoch {
+            return Replay::Stale;
+        }
+        if refs.required > 0 {
+            if refs.min_ref < self.table.first_live() || refs.required > self.table.insert_count() {
+                return Replay::Stale;
+            }
+            if !self.can_track()
+                || (refs.required > self.known_received && !self.may_block(stream_id))
+            {
+                return Replay::Deferred;
+            }
+            self.track(stream_id, refs.required, refs.min_ref);
+        }
+        self.replayed += 1;
+        Replay::Replayed
+    }
+
+    /// Sections written by [`Encoder::encode`].
+    pub fn sections_encoded(&self) -> u64 {
+        self.encoded
+    }
+
+    /// Sections sent again through [`Encoder::replay`].
+    pub fn sections_replayed(&self) -> u64 {
+        self.replayed
     }
 
     /// `true` while fewer than [`MAX_UNACKED_SECTIONS`] sections await acknowledgment.
@@ -349,6 +461,7 @@ impl Encoder {
             // RFC 9204 §4.3.1 Set Dynamic Table Capacity.
             write_set_capacity(cap, encoder_stream);
             self.table.set_capacity(cap);
+            self.epoch += 1;
         }
     }
 
