@@ -7,6 +7,9 @@ use h2lab_wire::qpack::{
     Decoded, Decoder, Encoder, EncoderConfig, Replay, SectionRefs, MAX_UNACKED_SECTIONS,
 };
 
+#[global_allocator]
+static GLOBAL: h2lab_testkit::CountingAlloc = h2lab_testkit::CountingAlloc;
+
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn owned(fields: &[(&[u8], &[u8])]) -> Fields {
@@ -333,4 +336,37 @@ fn counts_stay_exact_under_many_replays_acknowledgments_and_cancellations() {
     );
     assert!(e.table().first_live() > 0, "dates evicted older entries");
     assert_eq!(e.known_received_count(), e.table().insert_count());
+}
+
+#[test]
+fn a_steady_replay_and_its_acknowledgment_allocate_nothing() {
+    // Counted on this thread only (the harness may allocate on others).
+    let (mut e, mut d) = pair(4096, 100);
+    let fields = head(b"Wed, 25 Nov 2026 12:00:00 GMT");
+    let (mut section, mut es) = (Vec::new(), Vec::new());
+    e.encode(0, fields.iter().copied(), &mut section, &mut es);
+    let refs = e.last_section();
+    d.feed_encoder_stream(&es).unwrap();
+    let mut fb = Vec::with_capacity(64);
+    let request = |e: &mut Encoder, i: u64, fb: &mut Vec<u8>| {
+        // Ten streams in flight, acknowledged in order.
+        assert_eq!(e.replay(4 * i, &refs), Replay::Replayed);
+        if i >= 10 {
+            fb.clear();
+            h2lab_wire::qpack::instructions::DecoderInstruction::SectionAck {
+                stream_id: 4 * (i - 10),
+            }
+            .write(fb);
+            e.feed_decoder_stream(fb).unwrap();
+        }
+    };
+    for i in 1..100u64 {
+        request(&mut e, i, &mut fb);
+    }
+    let before = h2lab_testkit::thread_allocations();
+    for i in 100..1100u64 {
+        request(&mut e, i, &mut fb);
+    }
+    assert_eq!(h2lab_testkit::thread_allocations() - before, 0);
+    assert_eq!(e.unacknowledged_sections(), 10);
 }

@@ -59,7 +59,11 @@ impl Default for EncoderConfig {
 /// Base, its lines index relative to that Base), so they decode to the same fields wherever
 /// the dynamic entries it references (absolute indices `min_ref..required`) are still the
 /// same: absolute indices are never reused, so "not evicted" is enough, within one epoch
-/// (no Set Dynamic Table Capacity, no new peer SETTINGS since).
+/// (no Set Dynamic Table Capacity, no new peer SETTINGS since). It also keeps the encoded
+/// Required Insert Count (sent modulo `2 * MaxEntries`, RFC 9204 §4.5.1.1) decodable: the
+/// decoder reconstructs it correctly while its insert count is less than `MaxEntries` above
+/// it, and the live entries from `min_ref` on (at least 32 octets each) are fewer than that;
+/// the replayed section pins them until it is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SectionRefs {
     required: u64,
