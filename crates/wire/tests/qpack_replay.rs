@@ -370,3 +370,45 @@ fn a_steady_replay_and_its_acknowledgment_allocate_nothing() {
     assert_eq!(h2lab_testkit::thread_allocations() - before, 0);
     assert_eq!(e.unacknowledged_sections(), 10);
 }
+
+#[test]
+fn hot_entries_are_duplicated_before_they_pin_the_table() {
+    // Two minutes of a server's heads, a new date each "second", with the previous
+    // second's sections still unacknowledged when the next second's head is encoded (as
+    // under load). The dates fill the 4096-octet table in about a minute; `server`,
+    // `content-type` and `content-length` (inserted first) then reach the oldest end while
+    // referenced. They must be duplicated before that, so that new dates still get
+    // inserted and every head stays all references.
+    let (mut e, mut d) = pair(4096, 100);
+    let mut acks: Vec<u8> = Vec::new();
+    let mut sizes = Vec::new();
+    for sec in 0..150u64 {
+        let date = format!("Wed, 25 Nov 2026 12:{:02}:{:02} GMT", sec / 60, sec % 60);
+        let fields: [(&[u8], &[u8]); 6] = [
+            (b":status", b"200"),
+            (b"server", b"h2lab"),
+            (b"date", date.as_bytes()),
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", b"653"),
+            (b"cache-control", b"no-store"),
+        ];
+        let (mut s, mut es) = (Vec::new(), Vec::new());
+        e.encode(8 * sec, fields.iter().copied(), &mut s, &mut es);
+        let refs = e.last_section();
+        assert_eq!(e.replay(8 * sec + 4, &refs), Replay::Replayed);
+        // The previous second's acknowledgments arrive only now.
+        e.feed_decoder_stream(&acks).unwrap();
+        acks.clear();
+        d.feed_encoder_stream(&es).unwrap();
+        for id in [8 * sec, 8 * sec + 4] {
+            assert_eq!(decode(&mut d, id, &s), owned(&fields), "second {sec}");
+        }
+        d.take_decoder_stream(&mut acks);
+        sizes.push(s.len());
+    }
+    e.feed_decoder_stream(&acks).unwrap();
+    assert_eq!(e.unacknowledged_sections(), 0);
+    assert!(e.table().first_live() > 0, "old dates were evicted");
+    let longest = sizes.iter().max().copied();
+    assert!(longest <= Some(8), "section sizes {sizes:?}");
+}

@@ -13,6 +13,14 @@
 //! 4. what is left is a literal, with a static or usable dynamic name reference when there
 //!    is one, "never indexed" (N=1) for sensitive fields (same rule as HPACK's encoder).
 //!
+//! A full match in the oldest quarter of the table (the entries that inserting another
+//! quarter of the capacity would evict: "draining", RFC 9204 §2.1.1.1) is duplicated to the
+//! newest end, when that fits and the section may block, and the copy is referenced: the
+//! old copy stops gaining references and becomes evictable once its sections are
+//! acknowledged. Without it, a hot entry (a response's `server`, referenced by every
+//! section in flight) reaching the oldest end would pin the whole table for good, and
+//! every later insert (a new `date` each second) would turn into a literal.
+//!
 //! References to entries inserted while encoding the section use post-base indexing; the
 //! Base is the Insert Count when the section starts.
 
@@ -20,12 +28,15 @@ use std::collections::VecDeque;
 
 use super::error::QpackError;
 use super::instructions::{
-    write_insert_with_literal_name, write_insert_with_name_ref, write_set_capacity,
-    DecoderInstruction,
+    write_duplicate, write_insert_with_literal_name, write_insert_with_name_ref,
+    write_set_capacity, DecoderInstruction,
 };
 use super::prim::write_string;
 use super::table::{entry_size, static_lookup, DynamicTable, InsertName, StaticMatch};
 use crate::hpack::integer;
+
+mod replay;
+pub use replay::{Replay, SectionRefs};
 
 /// Most sections referencing the dynamic table that may await acknowledgment; past it the
 /// encoder stops referencing the table (a peer that never sends Section Acknowledgments
@@ -49,48 +60,6 @@ impl Default for EncoderConfig {
             max_table_capacity: 4096,
         }
     }
-}
-
-/// What a field section from [`Encoder::encode`] depends on ([`Encoder::last_section`]):
-/// enough for [`Encoder::replay`] to decide whether the same octets may be sent again on
-/// another stream, and to register them there.
-///
-/// A section's octets are self-contained (its prefix carries its Required Insert Count and
-/// Base, its lines index relative to that Base), so they decode to the same fields wherever
-/// the dynamic entries it references (absolute indices `min_ref..required`) are still the
-/// same: absolute indices are never reused, so "not evicted" is enough, within one epoch
-/// (no Set Dynamic Table Capacity, no new peer SETTINGS since). It also keeps the encoded
-/// Required Insert Count (sent modulo `2 * MaxEntries`, RFC 9204 §4.5.1.1) decodable: the
-/// decoder reconstructs it correctly while its insert count is less than `MaxEntries` above
-/// it, and the live entries from `min_ref` on (at least 32 octets each) are fewer than that;
-/// the replayed section pins them until it is acknowledged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct SectionRefs {
-    required: u64,
-    min_ref: u64,
-    epoch: u64,
-}
-
-impl SectionRefs {
-    /// The section's Required Insert Count (0: static table and literals only).
-    pub fn required_insert_count(&self) -> u64 {
-        self.required
-    }
-}
-
-/// What [`Encoder::replay`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use]
-pub enum Replay {
-    /// The section may be sent again on the stream, and is registered there.
-    Replayed,
-    /// Not now: it may block and the peer's SETTINGS_QPACK_BLOCKED_STREAMS streams already
-    /// may, or [`MAX_UNACKED_SECTIONS`] sections await acknowledgment. Encode this one anew
-    /// (the encoder then uses only what cannot block); the same section may replay later.
-    Deferred,
-    /// Never again: an entry it references was evicted, or the capacity or the peer's
-    /// SETTINGS changed since it was encoded. Encode the fields anew.
-    Stale,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -227,6 +196,43 @@ impl Encoder {
         others < self.peer_max_blocked
     }
 
+    /// Absolute index below which live entries are draining: those that inserting another
+    /// quarter of the capacity would evict.
+    fn draining_below(&self) -> u64 {
+        let cap = self.table.capacity();
+        let mut excess = (self.table.size() + cap / 4).saturating_sub(cap);
+        let mut abs = self.table.first_live();
+        while excess > 0 {
+            match self.table.get_absolute(abs) {
+                Some((n, v)) => excess = excess.saturating_sub(entry_size(n, v)),
+                None => break,
+            }
+            abs += 1;
+        }
+        abs
+    }
+
+    /// Duplicates the live entry `abs` to the newest end (RFC 9204 §4.3.4) if that evicts
+    /// only evictable entries (none at or above `min_ref`, this section's references):
+    /// the copy's absolute index.
+    fn duplicate(&mut self, abs: u64, min_ref: u64, encoder_stream: &mut Vec<u8>) -> Option<u64> {
+        let (n, v) = self.table.get_absolute(abs)?;
+        let size = entry_size(n, v);
+        if size * 4 > self.table.capacity() * 3
+            || !self
+                .table
+                .fits_evicting_below(size, self.pinned_from().min(min_ref))
+        {
+            return None;
+        }
+        let rel = self.table.insert_count() - 1 - abs;
+        if !self.table.duplicate(abs) {
+            return None;
+        }
+        write_duplicate(rel as usize, encoder_stream);
+        Some(self.table.insert_count() - 1)
+    }
+
     /// Smallest absolute index that must not be evicted.
     fn pinned_from(&self) -> u64 {
         let refs = self.outstanding.iter().map(|o| o.min_ref).min();
@@ -251,6 +257,7 @@ impl Encoder {
         let dynamic =
             self.config.use_dynamic_table && self.table.capacity() > 0 && self.can_track();
         let may_block = dynamic && self.may_block(stream_id);
+        let draining = if may_block { self.draining_below() } else { 0 };
         let base = self.table.insert_count();
         let mut required = 0u64;
         let mut min_ref = u64::MAX;
@@ -270,8 +277,12 @@ impl Encoder {
             } else {
                 None
             };
-            if let Some((abs, true)) = found {
+            if let Some((mut abs, true)) = found {
                 if usable(abs, self.known_received) && !sensitive {
+                    if abs < draining {
+                        // `may_block` holds: the fresh copy may be referenced.
+                        abs = self.duplicate(abs, min_ref, encoder_stream).unwrap_or(abs);
+                    }
                     write_indexed(abs, base, &mut lines);
                     required = required.max(abs + 1);
                     min_ref = min_ref.min(abs);
@@ -356,58 +367,6 @@ impl Encoder {
                 min_ref,
             });
         }
-    }
-
-    /// What the section written by the last [`Encoder::encode`] references, for
-    /// [`Encoder::replay`].
-    pub fn last_section(&self) -> SectionRefs {
-        self.last
-    }
-
-    /// Sends again, on `stream_id`, the octets of a section this encoder wrote (whose
-    /// [`SectionRefs`] are `refs`), instead of encoding the same fields anew.
-    /// [`Replay::Replayed`]: send them; the section is registered on `stream_id` as
-    /// [`Encoder::encode`] would have registered it (RFC 9204 §2.1.1: its entries stay
-    /// unevictable until it is acknowledged or the stream cancelled; §2.1.2: it counts as
-    /// blocking while its Required Insert Count is above the Known Received Count).
-    /// Otherwise nothing changes and the fields must be encoded with [`Encoder::encode`]:
-    ///
-    /// - [`Replay::Stale`]: `refs` is from before a capacity change or the peer's SETTINGS,
-    ///   or an entry it references was evicted since (its absolute index is gone);
-    /// - [`Replay::Deferred`]: it may block and `stream_id` is not already blocking while
-    ///   the peer's SETTINGS_QPACK_BLOCKED_STREAMS streams are, or [`MAX_UNACKED_SECTIONS`]
-    ///   sections await acknowledgment.
-    ///
-    /// A section with Required Insert Count 0 (static table and literals) replays within
-    /// its epoch and registers nothing. Nothing is allocated beyond the acknowledgment
-    /// queue's amortized growth.
-    pub fn replay(&mut self, stream_id: u64, refs: &SectionRefs) -> Replay {
-        if refs.epoch != self.epoch {
-            return Replay::Stale;
-        }
-        if refs.required > 0 {
-            if refs.min_ref < self.table.first_live() || refs.required > self.table.insert_count() {
-                return Replay::Stale;
-            }
-            if !self.can_track()
-                || (refs.required > self.known_received && !self.may_block(stream_id))
-            {
-                return Replay::Deferred;
-            }
-            self.track(stream_id, refs.required, refs.min_ref);
-        }
-        self.replayed += 1;
-        Replay::Replayed
-    }
-
-    /// Sections written by [`Encoder::encode`].
-    pub fn sections_encoded(&self) -> u64 {
-        self.encoded
-    }
-
-    /// Sections sent again through [`Encoder::replay`].
-    pub fn sections_replayed(&self) -> u64 {
-        self.replayed
     }
 
     /// `true` while fewer than [`MAX_UNACKED_SECTIONS`] sections await acknowledgment.
