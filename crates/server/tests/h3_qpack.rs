@@ -142,6 +142,29 @@ impl Peer {
         fields
     }
 
+    /// GET `path` (exact response checked), acknowledged: the section octets.
+    async fn get_acked(&mut self, path: &str) -> Vec<u8> {
+        let (sid, mut rx) = self.send(path).await;
+        let bytes = rx.read_to_end(1 << 20).await.unwrap();
+        let (section, body) = split(&bytes);
+        let fields = self.decode(sid, &section).await;
+        check(path, &fields, &body);
+        self.ack().await;
+        section
+    }
+
+    /// Requests `/ping` until the server uses the dynamic table: a request it reads before
+    /// our SETTINGS (another stream, no order between them) gets a static-only head.
+    /// Bounded by a count, not a time: the SETTINGS were sent first and do arrive.
+    async fn until_the_table_is_used(&mut self) {
+        for _ in 0..1000 {
+            if required(&self.get_acked("/ping").await) > 0 {
+                return;
+            }
+        }
+        panic!("the server never used the dynamic table");
+    }
+
     /// Sends our pending Section Acknowledgments and Insert Count Increment.
     async fn ack(&mut self) {
         let mut buf = Vec::new();
@@ -209,6 +232,7 @@ fn table_referencing_heads_are_replayed_octet_for_octet() {
     let (server, _dir) = start_h3(true);
     rt().block_on(async {
         let mut p = Peer::connect(&server, 16).await;
+        p.until_the_table_is_used().await;
         // Same head and date ⇒ same octets: the replayed section, not a new encoding
         // (which would index the entries relative to a later Base).
         let mut seen: HashMap<(String, Vec<u8>), Vec<u8>> = HashMap::new();
@@ -240,12 +264,7 @@ fn a_burst_beyond_the_blocked_streams_limit_never_exceeds_it() {
     let (server, _dir) = start_h3(true);
     rt().block_on(async {
         let mut p = Peer::connect(&server, BLOCKED).await;
-        let (sid, mut rx) = p.send("/ping").await;
-        let bytes = rx.read_to_end(1 << 20).await.unwrap();
-        let (section, body) = split(&bytes);
-        let fields = p.decode(sid, &section).await;
-        check("/ping", &fields, &body);
-        p.ack().await;
+        p.until_the_table_is_used().await;
         let acked = p.qdec.table().insert_count();
         // 24 requests at once for a head with a new entry (its content-length), nothing
         // acknowledged meanwhile: at most BLOCKED of them may reference inserts beyond
@@ -273,12 +292,7 @@ fn a_burst_beyond_the_blocked_streams_limit_never_exceeds_it() {
         p.ack().await;
         // Acknowledged: the same head again, exact.
         for _ in 0..8 {
-            let (sid, mut rx) = p.send(path).await;
-            let bytes = rx.read_to_end(1 << 20).await.unwrap();
-            let (section, body) = split(&bytes);
-            let fields = p.decode(sid, &section).await;
-            check(path, &fields, &body);
-            p.ack().await;
+            p.get_acked(path).await;
         }
     });
 }
