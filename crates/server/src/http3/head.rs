@@ -1,21 +1,40 @@
 //! HTTP/3 response heads: the QPACK field section of a response (`:status`, `server`,
 //! `date`, `content-type`, `content-length`, `cache-control`, `allow`), encoded with the
-//! connection's encoder, and reused for the next response with the same head when it refers
-//! to nothing but the static table and literals (as HTTP/2's head cache).
+//! connection's encoder, and reused for the next response with the same head (as HTTP/2's
+//! head cache), also when it references the dynamic table: the encoder decides whether the
+//! same octets may be sent again and registers them on the new stream
+//! ([`Encoder::replay`]: referenced entries not evicted, no capacity change, the peer's
+//! blocked-streams limit, the acknowledgment tracking).
 
-use h2lab_wire::qpack::Encoder;
+use h2lab_wire::qpack::{Encoder, Replay, SectionRefs};
 
 use crate::endpoints::Response;
 use crate::head_key::HeadKey;
 
-/// The last section encoded on a connection and, when reusable, what it encodes.
+/// Heads cached per connection: the common heads of a page or a benchmark (a few
+/// content types and lengths) each keep their section, replaced round-robin.
+const SLOTS: usize = 4;
+
+/// One cached head.
+#[derive(Debug, Default)]
+struct Slot {
+    key: Option<HeadKey>,
+    section: Vec<u8>,
+    /// What `section` references in the encoder's dynamic table (and the encoder's epoch:
+    /// a section encoded before the client's SETTINGS, or before a capacity change, is
+    /// not reused after).
+    refs: SectionRefs,
+}
+
+/// The last sections encoded on a connection and, when reusable, what they encode.
 #[derive(Debug, Default)]
 pub struct HeadEncoder {
-    section: Vec<u8>,
-    key: Option<HeadKey>,
-    /// The encoder's table capacity when `section` was encoded: a static-only section
-    /// encoded before the client's SETTINGS allowed a table is not reused after.
-    capacity: usize,
+    slots: [Slot; SLOTS],
+    /// The slot the next new head replaces.
+    next: usize,
+    /// A head encoded while its cached section could not be replayed for now (the client's
+    /// blocked-streams limit reached): the cached one stays.
+    spare: Vec<u8>,
 }
 
 impl HeadEncoder {
@@ -30,12 +49,23 @@ impl HeadEncoder {
         encoder_stream: &mut Vec<u8>,
     ) -> &[u8] {
         let key = HeadKey::of(resp, date);
-        let capacity = qenc.planned_capacity();
-        if key.is_some() && self.key == key && self.capacity == capacity {
-            return &self.section;
+        // Where the encoded section goes: a slot (and whether it is cached), or `spare`.
+        let mut target = None;
+        if key.is_some() {
+            if let Some(i) = self.slots.iter().position(|s| s.key == key) {
+                match qenc.replay(stream_id, &self.slots[i].refs) {
+                    Replay::Replayed => return &self.slots[i].section,
+                    // Encoded anew without what could block; the cached section (usually
+                    // the shorter one) serves again once the client has acknowledged its
+                    // inserts.
+                    Replay::Deferred => {}
+                    Replay::Stale => target = Some(i),
+                }
+            } else {
+                target = Some(self.next);
+                self.next = (self.next + 1) % SLOTS;
+            }
         }
-        self.capacity = capacity;
-        self.key = None;
         let status = resp.status.clamp(100, 999);
         let status_text = [
             b'0' + (status / 100) as u8,
@@ -64,20 +94,28 @@ impl HeadEncoder {
             fields[n] = (b"allow", b"GET, HEAD, POST, PUT");
             n += 1;
         }
-        self.section.clear();
-        let before = encoder_stream.len();
+        let out = match target {
+            Some(i) => &mut self.slots[i].section,
+            None => &mut self.spare,
+        };
+        out.clear();
         qenc.encode(
             stream_id,
             fields.iter().take(n).copied(),
-            &mut self.section,
+            out,
             encoder_stream,
         );
-        // Required Insert Count 0 and Base 0, nothing inserted: static table and literals
-        // only, so the same head encodes to the same bytes on any stream.
-        if self.section.starts_with(&[0, 0]) && encoder_stream.len() == before {
-            self.key = key;
+        match target {
+            Some(i) => {
+                // The inserts it made are on the encoder stream ahead of this section: a
+                // replay references them as they are.
+                let slot = &mut self.slots[i];
+                slot.refs = qenc.last_section();
+                slot.key = key;
+                &slot.section
+            }
+            None => &self.spare,
         }
-        &self.section
     }
 }
 

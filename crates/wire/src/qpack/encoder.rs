@@ -13,6 +13,14 @@
 //! 4. what is left is a literal, with a static or usable dynamic name reference when there
 //!    is one, "never indexed" (N=1) for sensitive fields (same rule as HPACK's encoder).
 //!
+//! A full match in the oldest quarter of the table (the entries that inserting another
+//! quarter of the capacity would evict: "draining", RFC 9204 §2.1.1.1) is duplicated to the
+//! newest end, when that fits and the section may block, and the copy is referenced: the
+//! old copy stops gaining references and becomes evictable once its sections are
+//! acknowledged. Without it, a hot entry (a response's `server`, referenced by every
+//! section in flight) reaching the oldest end would pin the whole table for good, and
+//! every later insert (a new `date` each second) would turn into a literal.
+//!
 //! References to entries inserted while encoding the section use post-base indexing; the
 //! Base is the Insert Count when the section starts.
 
@@ -20,12 +28,15 @@ use std::collections::VecDeque;
 
 use super::error::QpackError;
 use super::instructions::{
-    write_insert_with_literal_name, write_insert_with_name_ref, write_set_capacity,
-    DecoderInstruction,
+    write_duplicate, write_insert_with_literal_name, write_insert_with_name_ref,
+    write_set_capacity, DecoderInstruction,
 };
 use super::prim::write_string;
 use super::table::{entry_size, static_lookup, DynamicTable, InsertName, StaticMatch};
 use crate::hpack::integer;
+
+mod replay;
+pub use replay::{Replay, SectionRefs};
 
 /// Most sections referencing the dynamic table that may await acknowledgment; past it the
 /// encoder stops referencing the table (a peer that never sends Section Acknowledgments
@@ -76,6 +87,15 @@ pub struct Encoder {
     /// Unparsed tail of the decoder stream.
     pending: Vec<u8>,
     lines: Vec<u8>,
+    /// Bumped by every change that may make an encoded section mean something else or be
+    /// encoded differently (capacity announced, peer SETTINGS): [`SectionRefs`] of an older
+    /// epoch are never replayed.
+    epoch: u64,
+    /// What the last [`Encoder::encode`] referenced.
+    last: SectionRefs,
+    /// Sections encoded by [`Encoder::encode`] and replayed by [`Encoder::replay`].
+    encoded: u64,
+    replayed: u64,
 }
 
 impl Encoder {
@@ -93,6 +113,10 @@ impl Encoder {
             outstanding: VecDeque::new(),
             pending: Vec::new(),
             lines: Vec::new(),
+            epoch: 0,
+            last: SectionRefs::default(),
+            encoded: 0,
+            replayed: 0,
         }
     }
 
@@ -103,6 +127,9 @@ impl Encoder {
     pub fn set_peer_settings(&mut self, max_table_capacity: usize, blocked_streams: usize) {
         self.peer_max_capacity = max_table_capacity;
         self.peer_max_blocked = blocked_streams;
+        // The Required Insert Count's encoding depends on the peer's capacity, and what a
+        // section may reference on both: nothing encoded before is replayed.
+        self.epoch += 1;
         let cap = if self.config.use_dynamic_table {
             max_table_capacity.min(self.config.max_table_capacity)
         } else {
@@ -169,6 +196,43 @@ impl Encoder {
         others < self.peer_max_blocked
     }
 
+    /// Absolute index below which live entries are draining: those that inserting another
+    /// quarter of the capacity would evict.
+    fn draining_below(&self) -> u64 {
+        let cap = self.table.capacity();
+        let mut excess = (self.table.size() + cap / 4).saturating_sub(cap);
+        let mut abs = self.table.first_live();
+        while excess > 0 {
+            match self.table.get_absolute(abs) {
+                Some((n, v)) => excess = excess.saturating_sub(entry_size(n, v)),
+                None => break,
+            }
+            abs += 1;
+        }
+        abs
+    }
+
+    /// Duplicates the live entry `abs` to the newest end (RFC 9204 §4.3.4) if that evicts
+    /// only evictable entries (none at or above `min_ref`, this section's references):
+    /// the copy's absolute index.
+    fn duplicate(&mut self, abs: u64, min_ref: u64, encoder_stream: &mut Vec<u8>) -> Option<u64> {
+        let (n, v) = self.table.get_absolute(abs)?;
+        let size = entry_size(n, v);
+        if size * 4 > self.table.capacity() * 3
+            || !self
+                .table
+                .fits_evicting_below(size, self.pinned_from().min(min_ref))
+        {
+            return None;
+        }
+        let rel = self.table.insert_count() - 1 - abs;
+        if !self.table.duplicate(abs) {
+            return None;
+        }
+        write_duplicate(rel as usize, encoder_stream);
+        Some(self.table.insert_count() - 1)
+    }
+
     /// Smallest absolute index that must not be evicted.
     fn pinned_from(&self) -> u64 {
         let refs = self.outstanding.iter().map(|o| o.min_ref).min();
@@ -193,6 +257,7 @@ impl Encoder {
         let dynamic =
             self.config.use_dynamic_table && self.table.capacity() > 0 && self.can_track();
         let may_block = dynamic && self.may_block(stream_id);
+        let draining = if may_block { self.draining_below() } else { 0 };
         let base = self.table.insert_count();
         let mut required = 0u64;
         let mut min_ref = u64::MAX;
@@ -212,8 +277,12 @@ impl Encoder {
             } else {
                 None
             };
-            if let Some((abs, true)) = found {
+            if let Some((mut abs, true)) = found {
                 if usable(abs, self.known_received) && !sensitive {
+                    if abs < draining {
+                        // `may_block` holds: the fresh copy may be referenced.
+                        abs = self.duplicate(abs, min_ref, encoder_stream).unwrap_or(abs);
+                    }
                     write_indexed(abs, base, &mut lines);
                     required = required.max(abs + 1);
                     min_ref = min_ref.min(abs);
@@ -285,6 +354,12 @@ impl Encoder {
         self.write_prefix(required, base, section);
         section.extend_from_slice(&lines);
         self.lines = lines;
+        self.encoded += 1;
+        self.last = SectionRefs {
+            required,
+            min_ref: if required > 0 { min_ref } else { 0 },
+            epoch: self.epoch,
+        };
         if required > 0 {
             self.outstanding.push_back(Outstanding {
                 stream_id,
@@ -349,6 +424,7 @@ impl Encoder {
             // RFC 9204 §4.3.1 Set Dynamic Table Capacity.
             write_set_capacity(cap, encoder_stream);
             self.table.set_capacity(cap);
+            self.epoch += 1;
         }
     }
 

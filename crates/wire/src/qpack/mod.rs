@@ -23,6 +23,6 @@ mod template;
 
 pub use crate::hpack::Field;
 pub use decoder::{Decoded, Decoder, DEFAULT_MAX_FIELD_SECTION_SIZE, DEFAULT_MAX_STRING_LEN};
-pub use encoder::{Encoder, EncoderConfig, MAX_UNACKED_SECTIONS};
+pub use encoder::{Encoder, EncoderConfig, Replay, SectionRefs, MAX_UNACKED_SECTIONS};
 pub use error::{QpackError, QpackErrorCode, Source};
 pub use template::RequestTemplate;
