@@ -218,7 +218,7 @@ fn row(s: &mut String, format: OutputFormat, title: &str, st: &Stat, f: &dyn Fn(
     row_with(s, format, title, st, f, f);
 }
 
-/// [`row`] with `f` for min, max, median, p95 and p99 and `g` for mean and sd (h2load prints
+/// `row` with `f` for min, max, median, p95 and p99 and `g` for mean and sd (h2load prints
 /// the integer rows of QUIC so: integers, then doubles).
 pub fn row_with(
     s: &mut String,

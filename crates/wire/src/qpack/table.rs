@@ -136,7 +136,7 @@ pub enum StaticMatch {
 
 /// Finds `name: value` in the static table (a full match wins over a name match; the
 /// lowest index wins among equals). Only the entries whose name has `name`'s length are
-/// compared ([`by_name_len`]): the server's encoder calls this per response field, and a
+/// compared (`by_name_len`): the server's encoder calls this per response field, and a
 /// linear scan of the 99 entries (with a `memcmp` per same-length name) was about 5% of
 /// `serve --h3`'s CPU with a dynamic table.
 pub fn static_lookup(name: &[u8], value: &[u8]) -> StaticMatch {
