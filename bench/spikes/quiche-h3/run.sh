@@ -12,11 +12,15 @@
 #   h3           h2lab bench --h3 (announces a 4096-byte QPACK table, its default)
 #   h3-static    h2lab bench --h3 --no-qpack-dynamic-table (table 0 both ways, as quiche)
 #   h2           h2lab bench, HTTP/2 over TLS (the reference ratio)
+# and, with EXTRA_ARMS="quiche-nogso", the spike with GSO off (one datagram per sendmsg);
+# with EXTRA_ARMS="quiche-coalesce" and SPIKE_COALESCE=PATH, a build of the spike against a
+# locally patched quiche that packs several STREAM frames per packet (quiche 0.30 writes one
+# per packet outside its `fuzzing` feature; see docs/http3.md, "quiche spike (session 9)").
 # The server's CPU per request during each run is recorded too (/proc ticks of its group).
 #
 # Environment: ROUNDS (6), CONNS (10), STREAMS (10), SIZE (653), N_SERVE (100000),
 #   N_CADDY (15000), H2LAB (target/release/h2lab), SPIKE (this dir's release build),
-#   SERVER_CPUS, CLIENT_CPUS (0 and 1), SERVERS ("serve caddy").
+#   SERVER_CPUS, CLIENT_CPUS (0 and 1), SERVERS ("serve caddy"), EXTRA_ARMS ("").
 # Build first: cargo build --release -p h2lab (repo root) and, in this directory,
 #   cargo build --release (needs cmake, and libclang for boring-sys' bindgen).
 set -euo pipefail
@@ -31,12 +35,16 @@ SIZE=${SIZE:-653}
 N_SERVE=${N_SERVE:-100000}
 N_CADDY=${N_CADDY:-15000}
 SERVERS=${SERVERS:-serve caddy}
+EXTRA_ARMS=${EXTRA_ARMS:-}
 H2LAB=${H2LAB:-$REPO_ROOT/target/release/h2lab}
 SPIKE=${SPIKE:-$SPIKE_DIR/target/release/quiche-h3-spike}
 
 bench_init
 [ -x "$H2LAB" ] || die "$H2LAB missing (cargo build --release -p h2lab)"
 [ -x "$SPIKE" ] || die "$SPIKE missing (cd $SPIKE_DIR && cargo build --release)"
+if [[ " $EXTRA_ARMS " == *" quiche-coalesce "* ]]; then
+  [ -x "${SPIKE_COALESCE:-}" ] || die "quiche-coalesce needs SPIKE_COALESCE=PATH (a spike built against the patched quiche)"
+fi
 
 WWW="$WORK/www"
 mkdir -p "$WWW"
@@ -62,7 +70,8 @@ for server in $SERVERS; do
   esac
 done
 
-ARMS=(quiche h3 h3-static h2)
+# shellcheck disable=SC2206 # EXTRA_ARMS is a word list
+ARMS=(quiche h3 h3-static h2 $EXTRA_ARMS)
 declare -A CPU SCPU RPS DGS DGR
 run_arm() { # SERVER ARM
   local server=$1 arm=$2 out="$WORK/out" url n before after
@@ -71,6 +80,8 @@ run_arm() { # SERVER ARM
   before=$(group_cpu_ticks "${PGIDS[$server]}")
   case $arm in
     quiche) run_client "$out" "$SPIKE" -c "$CONNS" -m "$STREAMS" -n "$n" "$url" ;;
+    quiche-coalesce) run_client "$out" "$SPIKE_COALESCE" -c "$CONNS" -m "$STREAMS" -n "$n" "$url" ;;
+    quiche-nogso) run_client "$out" "$SPIKE" --no-gso -c "$CONNS" -m "$STREAMS" -n "$n" "$url" ;;
     h3) run_client "$out" "$H2LAB" bench --h3 -c "$CONNS" -m "$STREAMS" -n "$n" "$url" ;;
     h3-static) run_client "$out" "$H2LAB" bench --h3 --no-qpack-dynamic-table \
       -c "$CONNS" -m "$STREAMS" -n "$n" "$url" ;;
@@ -146,6 +157,20 @@ spread() { # LIST -> "median (min–max)"
       "$(spread "$(per_round_ratios "$(c h3)" "$(c h2)")") |" \
       "$(spread "$(per_round_ratios "$(c h3-static)" "$(c h2)")") |"
   done
+  if [[ " $EXTRA_ARMS " == *" quiche-nogso "* ]]; then
+    echo
+    for server in $SERVERS; do
+      echo "$server: quiche-nogso / quiche $(spread "$(per_round_ratios "${CPU[$server-quiche-nogso]}" "${CPU[$server-quiche]}")")," \
+        "quiche-nogso / h3 $(spread "$(per_round_ratios "${CPU[$server-quiche-nogso]}" "${CPU[$server-h3]}")")"
+    done
+  fi
+  if [[ " $EXTRA_ARMS " == *" quiche-coalesce "* ]]; then
+    echo
+    for server in $SERVERS; do
+      echo "$server: quiche-coalesce / quiche $(spread "$(per_round_ratios "${CPU[$server-quiche-coalesce]}" "${CPU[$server-quiche]}")")," \
+        "quiche-coalesce / h3-static $(spread "$(per_round_ratios "${CPU[$server-quiche-coalesce]}" "${CPU[$server-h3-static]}")")"
+    done
+  fi
   echo
   echo "Per-round client CPU µs/req:"
   for server in $SERVERS; do
