@@ -240,7 +240,10 @@ fn main() {
         }
 
         let now = Instant::now();
-        let deadline = clients.iter().filter_map(|c| c.quic.timeout_instant()).min();
+        let deadline = clients
+            .iter()
+            .filter_map(|c| c.quic.timeout_instant())
+            .min();
         let timeout = deadline.map(|d| d.saturating_duration_since(now));
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
