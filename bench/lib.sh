@@ -77,6 +77,24 @@ wait_port() {
   done
 }
 
+# wait_own_port PID PORT [TIMEOUT_S]: poll until process PID listens on TCP 127.0.0.1:PORT (so
+# that another process holding the port cannot pass for it); fails as soon as PID exits. Without
+# `ss`, only that PID is alive is checked.
+wait_own_port() {
+  local pid=$1 port=$2 timeout=${3:-10} end
+  end=$((SECONDS + timeout))
+  while kill -0 "$pid" 2>/dev/null; do
+    if ! command -v ss >/dev/null; then
+      wait_port "$port" "$timeout" && kill -0 "$pid" 2>/dev/null
+      return
+    fi
+    ss -Hltnp "sport = :$port" 2>/dev/null | grep -q "pid=$pid," && return 0
+    [ "$SECONDS" -lt "$end" ] || return 1
+    sleep 0.02
+  done
+  return 1
+}
+
 # gen_file PATH SIZE: deterministic content, byte-identical to h2lab-testkit's pattern_bytes:
 # 16-byte records "<offset as 15 hex digits>\n", the last one truncated.
 gen_file() {
@@ -158,11 +176,14 @@ start_nghttpd() {
 # TLS with $WORK's certificate on 127.0.0.1, GOMAXPROCS=1, admin off, HOME in $WORK (addressed
 # by IP it needs `default_sni localhost`). Sets PORT and BG_PID.
 start_caddy() {
-  local name=$1 docroot=$2
+  local name=$1 docroot=$2 attempt
   [ -f "$WORK/cert.pem" ] || gen_cert "$WORK"
-  PORT=$(free_port)
   mkdir -p "$WORK/$name-home"
-  cat >"$WORK/$name.Caddyfile" <<CADDY
+  # The port is free when chosen, but another process may take it before Caddy binds it: Caddy
+  # then exits; the start is retried on a fresh port.
+  for attempt in 1 2 3; do
+    PORT=$(free_port)
+    cat >"$WORK/$name.Caddyfile" <<CADDY
 {
 	admin off
 	default_sni localhost
@@ -178,9 +199,13 @@ https://127.0.0.1:$PORT {
 	file_server
 }
 CADDY
-  start_bg "$name" env HOME="$WORK/$name-home" GOMAXPROCS=1 \
-    "$(bin_path caddy)" run --config "$WORK/$name.Caddyfile" --adapter caddyfile
-  wait_port "$PORT" || fail_start "$name"
+    start_bg "$name" env HOME="$WORK/$name-home" GOMAXPROCS=1 \
+      "$(bin_path caddy)" run --config "$WORK/$name.Caddyfile" --adapter caddyfile
+    wait_own_port "$BG_PID" "$PORT" 20 && wait_port "$PORT" 5 && return 0
+    stop_bg "$BG_PID"
+    log "$name: start attempt $attempt failed, retrying with a fresh port"
+  done
+  fail_start "$name"
 }
 
 # start_nginx NAME DOCROOT [WORKERS [EXTRA_HTTP_DIRECTIVES]]: renders the template;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::cert::{self, CertFiles};
 use crate::files::{Files, TempDir};
-use crate::net::{free_ports, Listener};
+use crate::net::{bound_by, free_ports, Bound, Listener};
 use crate::process::{group_members, stop_group};
 use crate::{which, Error};
 
@@ -18,7 +18,8 @@ const H2O_TEMPLATE: &str = include_str!("../../../testdata/anchors/configs/h2o.c
 const APACHE2_TEMPLATE: &str =
     include_str!("../../../testdata/anchors/configs/apache2.conf.template");
 
-/// How many times a start is tried (fresh ports each time) when the server exits early.
+/// How many times a start is tried (fresh ports each time) when the server exits early or does
+/// not come up in time.
 const START_ATTEMPTS: u32 = 3;
 /// Default deadline for all listeners to accept connections.
 const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -115,18 +116,29 @@ impl AnchorBuilder {
         self
     }
 
-    /// Deadline for all listeners to accept a connection (default 10 s).
+    /// Deadline of one start attempt for all listeners to accept a connection (default 10 s);
+    /// an attempt that misses it is retried on fresh ports like one whose server exited.
     pub fn ready_timeout(mut self, d: Duration) -> Self {
         self.ready_timeout = d;
         self
     }
 
-    /// Starts the server and waits until every listener accepts connections.
+    /// Starts the server and waits until every listener accepts connections, each TCP one
+    /// held by the server's own processes (so that another process that took a port cannot
+    /// pass for the server).
     ///
     /// Ports are chosen by binding port 0 and releasing; if the server exits during start-up
-    /// (e.g. a port was taken meanwhile) the whole start is retried with fresh ports, up to 3
-    /// times.
+    /// (e.g. a port was taken meanwhile) or misses the deadline, the whole start is retried
+    /// with fresh ports, up to 3 times.
     pub fn start(self) -> Result<AnchorServer, Error> {
+        self.start_with_ports(free_ports)
+    }
+
+    /// [`AnchorBuilder::start`] with the ports of each attempt from `next_ports(n)`.
+    fn start_with_ports(
+        self,
+        mut next_ports: impl FnMut(usize) -> Result<Vec<u16>, Error>,
+    ) -> Result<AnchorServer, Error> {
         let binary = which(self.kind.binary()).ok_or(Error::MissingBinary(self.kind.binary()))?;
         let dir = TempDir::new(self.kind.binary())?;
         let docroot = dir.path().join("www");
@@ -138,9 +150,9 @@ impl AnchorBuilder {
         } else {
             None
         };
-        let mut last_log = String::new();
-        for _attempt in 0..START_ATTEMPTS {
-            let layout = Layout::new(self.kind, dir.path())?;
+        let mut last = None;
+        for attempt in 1..=START_ATTEMPTS {
+            let layout = Layout::new(self.kind, dir.path(), &mut next_ports)?;
             let mut cmd = self.command(&binary, dir.path(), &docroot, &layout, cert.as_ref())?;
             let log_path = dir.path().join("server.log");
             let log = File::create(&log_path).map_err(|e| Error::io("create server.log", e))?;
@@ -162,6 +174,7 @@ impl AnchorBuilder {
                 cert: cert.clone(),
                 files: self.files.clone(),
                 max_concurrent_streams: self.max_concurrent_streams,
+                attempts: attempt,
                 dir: None,
                 dir_path: dir.path().to_path_buf(),
             };
@@ -170,26 +183,29 @@ impl AnchorBuilder {
                     server.dir = Some(dir);
                     return Ok(server);
                 }
-                Err(Ready::Exited) => {
-                    last_log = server.log_tail();
-                    drop(server); // reaps; the temp dir is still owned by `dir`
-                }
-                Err(Ready::Timeout(listener)) => {
+                Err(not_ready) => {
                     let log_tail = server.log_tail();
-                    drop(server);
-                    return Err(Error::NotReady {
-                        binary: self.kind.binary(),
-                        listener: listener.to_string(),
-                        log_tail,
+                    drop(server); // stops it; the temp dir is still owned by `dir`
+                    last = Some(match not_ready {
+                        Ready::Exited => Error::StartFailed {
+                            binary: self.kind.binary(),
+                            attempts: attempt,
+                            log_tail,
+                        },
+                        Ready::Timeout(listener) => Error::NotReady {
+                            binary: self.kind.binary(),
+                            listener: listener.to_string(),
+                            log_tail,
+                        },
                     });
                 }
             }
         }
-        Err(Error::StartFailed {
+        Err(last.unwrap_or(Error::StartFailed {
             binary: self.kind.binary(),
             attempts: START_ATTEMPTS,
-            log_tail: last_log,
-        })
+            log_tail: String::new(),
+        }))
     }
 
     fn command(
@@ -326,25 +342,29 @@ struct Layout {
 }
 
 impl Layout {
-    fn new(kind: AnchorKind, prefix: &Path) -> Result<Self, Error> {
+    fn new(
+        kind: AnchorKind,
+        prefix: &Path,
+        ports: impl FnOnce(usize) -> Result<Vec<u16>, Error>,
+    ) -> Result<Self, Error> {
         let addr = |p: u16| Some(SocketAddr::from(([127, 0, 0, 1], p)));
         Ok(match kind {
             AnchorKind::NghttpdH2c => {
-                let p = free_ports(1)?;
+                let p = ports(1)?;
                 Layout {
                     h2c: addr(p[0]),
                     ..Layout::default()
                 }
             }
             AnchorKind::NghttpdTls => {
-                let p = free_ports(1)?;
+                let p = ports(1)?;
                 Layout {
                     tls: addr(p[0]),
                     ..Layout::default()
                 }
             }
             AnchorKind::Nginx => {
-                let p = free_ports(3)?;
+                let p = ports(3)?;
                 Layout {
                     h1: addr(p[0]),
                     h2c: addr(p[1]),
@@ -355,7 +375,7 @@ impl Layout {
             }
             AnchorKind::H2o | AnchorKind::Apache2 => {
                 // One plain port serves HTTP/1.1 and h2c.
-                let p = free_ports(2)?;
+                let p = ports(2)?;
                 Layout {
                     h1: addr(p[0]),
                     h2c: addr(p[0]),
@@ -397,6 +417,7 @@ pub struct AnchorServer {
     cert: Option<CertFiles>,
     files: Files,
     max_concurrent_streams: Option<u32>,
+    attempts: u32,
     dir: Option<TempDir>,
     dir_path: PathBuf,
 }
@@ -502,6 +523,11 @@ impl AnchorServer {
         self.layout.h1.map(|a| url("http", a, path))
     }
 
+    /// How many start attempts it took (1 unless a port was taken or an attempt timed out).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
     /// PID of the server's main process, which is also its process-group id.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(|c| c.id())
@@ -553,7 +579,8 @@ impl AnchorServer {
                     return Err(Ready::Exited);
                 }
             }
-            pending.retain(|l| !l.accepts());
+            let group = self.processes();
+            pending.retain(|l| !serves(l, &group));
             if pending.is_empty() {
                 return Ok(());
             }
@@ -563,6 +590,16 @@ impl AnchorServer {
             std::thread::sleep(pause);
             pause = (pause * 2).min(Duration::from_millis(50));
         }
+    }
+}
+
+/// Whether listener `l` is the server's (`group`: its processes) and accepts a connection: a
+/// TCP port must be held in LISTEN state by one of them ([`bound_by`]); a UNIX socket is in
+/// the server's own temp dir, so a connection suffices.
+fn serves(l: &Listener, group: &[u32]) -> bool {
+    match l {
+        Listener::Tcp(a) => bound_by(group, Bound::TcpListen, a.port()) && l.accepts(),
+        Listener::Unix(_) => l.accepts(),
     }
 }
 
@@ -635,6 +672,71 @@ mod tests {
             for n in needles {
                 assert!(replace_once(t, n, "x").is_ok(), "{n:?}");
             }
+        }
+    }
+
+    /// The port offered first is taken by a listener of this test, which accepts connections:
+    /// that must not pass for nghttpd. nghttpd cannot bind it, and the start is retried on a
+    /// fresh port, which nghttpd itself holds.
+    #[test]
+    fn a_port_held_by_another_listener_is_not_taken_for_the_server() {
+        if which("nghttpd").is_none() {
+            crate::note_skip("nghttpd");
+            return;
+        }
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let mut offered = Vec::new();
+        let server = AnchorBuilder::new(AnchorKind::NghttpdH2c)
+            .file_size("f", 10)
+            .start_with_ports(|n| {
+                let p = if offered.is_empty() {
+                    vec![taken_port]
+                } else {
+                    free_ports(n)?
+                };
+                offered.push(p[0]);
+                Ok(p)
+            })
+            .unwrap();
+        assert_eq!(server.attempts(), 2);
+        assert_eq!(offered.len(), 2);
+        let port = server.addr_h2c().unwrap().port();
+        assert_eq!(port, offered[1]);
+        assert_ne!(port, taken_port);
+        assert!(bound_by(&server.processes(), Bound::TcpListen, port));
+    }
+
+    /// An attempt that misses its deadline is retried too. nginx retries a taken port for 2 s
+    /// (500 ms pauses) before it exits, so with a 300 ms deadline and the HTTP/1.1 port taken
+    /// every time, each attempt times out: the error names that listener after 3 attempts.
+    #[test]
+    fn an_attempt_that_times_out_is_retried() {
+        if which("nginx").is_none() {
+            crate::note_skip("nginx");
+            return;
+        }
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let mut calls = 0;
+        let err = AnchorBuilder::new(AnchorKind::Nginx)
+            .ready_timeout(Duration::from_millis(300))
+            .start_with_ports(|n| {
+                calls += 1;
+                let mut p = free_ports(n)?;
+                p[0] = taken_port;
+                Ok(p)
+            })
+            .unwrap_err();
+        assert_eq!(calls, START_ATTEMPTS);
+        match err {
+            Error::NotReady {
+                binary, listener, ..
+            } => {
+                assert_eq!(binary, "nginx");
+                assert_eq!(listener, format!("127.0.0.1:{taken_port}"));
+            }
+            other => panic!("unexpected: {other}"),
         }
     }
 

@@ -19,6 +19,8 @@ pub struct Anchor {
     pub addr: SocketAddr,
     /// Removed on drop (the docroot, and h2o's configuration).
     dir: PathBuf,
+    /// The server's standard error (beside `dir`), removed on drop.
+    log: PathBuf,
 }
 
 impl Drop for Anchor {
@@ -26,8 +28,54 @@ impl Drop for Anchor {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.log);
     }
 }
+
+/// Why an anchor server could not be started.
+#[derive(Debug)]
+pub enum StartError {
+    /// Writing its files, choosing a port or spawning it failed.
+    Setup(String),
+    /// Every attempt failed, a fresh port each.
+    Failed {
+        /// Which server.
+        what: &'static str,
+        /// How many attempts were made.
+        attempts: u32,
+        /// Whether the last attempt missed its deadline (else: the server exited).
+        timed_out: bool,
+        /// The end of the server's standard error in the last attempt.
+        log: String,
+    },
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Setup(why) => f.write_str(why),
+            StartError::Failed {
+                what,
+                attempts,
+                timed_out,
+                log,
+            } => {
+                if *timed_out {
+                    write!(f, "{what} did not start listening within 10 s")?;
+                } else {
+                    write!(f, "{what} exited during start-up")?;
+                }
+                write!(f, " ({attempts} attempts, a fresh port each)")?;
+                if !log.trim().is_empty() {
+                    write!(f, "; its log:\n{}", log.trim_end())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
 
 /// `name` on PATH, or in /usr/sbin or /usr/local/sbin.
 fn find_bin(name: &str) -> Option<PathBuf> {
@@ -58,51 +106,69 @@ fn free_port(what: &str) -> Result<u16, String> {
 
 /// How many times an anchor start is tried, a fresh port each time, when the server exits
 /// before it listens (typically: another process took the port between the choice and the
-/// server's bind).
+/// server's bind) or does not listen within the deadline.
 const START_ATTEMPTS: u32 = 3;
 
-/// Starts the server `spawn` runs on a free port and waits (polling, 10 s at most) until it
-/// accepts connections; when it exits first, retries on a fresh port. `dir` (removed when the
-/// anchor is dropped, or at once on failure) holds its files.
+/// Starts the server `spawn` runs on a free port (its standard error to the file given) and
+/// waits (polling, 10 s at most) until it accepts connections; when it exits first or misses
+/// the deadline, retries on a fresh port. `dir` (removed when the anchor is dropped, or at once
+/// on failure) holds its files.
 fn start_on_free_port(
-    what: &str,
+    what: &'static str,
     dir: PathBuf,
-    mut spawn: impl FnMut(u16) -> Result<Child, String>,
-) -> Result<Anchor, String> {
-    let fail = |dir: &Path, why: String| {
-        let _ = std::fs::remove_dir_all(dir);
+    mut spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
+) -> Result<Anchor, StartError> {
+    let log_path = PathBuf::from(format!("{}.log", dir.display()));
+    let fail = |why: StartError| {
+        let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_file(&log_path);
         Err(why)
     };
+    let mut timed_out = false;
     for _ in 0..START_ATTEMPTS {
         let port = match free_port(what) {
             Ok(p) => p,
-            Err(e) => return fail(&dir, e),
+            Err(e) => return fail(StartError::Setup(e)),
         };
-        let mut child = match spawn(port) {
+        let log = match std::fs::File::create(&log_path) {
+            Ok(f) => f,
+            Err(e) => return fail(StartError::Setup(format!("{what} log: {e}"))),
+        };
+        let mut child = match spawn(port, log) {
             Ok(c) => c,
-            Err(e) => return fail(&dir, e),
+            Err(e) => return fail(StartError::Setup(e)),
         };
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
+        timed_out = loop {
             if matches!(child.try_wait(), Ok(Some(_))) {
-                break; // exited: next attempt
+                break false; // exited: next attempt
             }
             if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(Anchor { child, addr, dir });
+                return Ok(Anchor {
+                    child,
+                    addr,
+                    dir,
+                    log: log_path,
+                });
             }
             if Instant::now() > deadline {
                 let _ = child.kill();
                 let _ = child.wait();
-                return fail(&dir, format!("{what} did not start listening within 10 s"));
+                break true; // not listening in time: next attempt
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
     }
-    fail(
-        &dir,
-        format!("{what} exited during start-up ({START_ATTEMPTS} attempts, a fresh port each)"),
-    )
+    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let log = lines[lines.len().saturating_sub(20)..].join("\n");
+    fail(StartError::Failed {
+        what,
+        attempts: START_ATTEMPTS,
+        timed_out,
+        log,
+    })
 }
 
 /// The path the page has on nghttpd (a file; nghttpd does not serve `/page?query`).
@@ -158,11 +224,11 @@ pub fn start(
     paths: &[String],
     tag: &str,
     push: bool,
-) -> Result<Anchor, String> {
+) -> Result<Anchor, StartError> {
     let docroot =
         std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
-    write_docroot(&docroot, query, paths)?;
-    start_on_free_port("nghttpd", docroot.clone(), |port| {
+    write_docroot(&docroot, query, paths).map_err(StartError::Setup)?;
+    start_on_free_port("nghttpd", docroot.clone(), |port, log| {
         let mut cmd = Command::new(bin);
         if let Some(p) = push.then(|| push_config(paths)).flatten() {
             cmd.arg("-p").arg(p);
@@ -177,7 +243,7 @@ pub fn start(
             .arg(cert_dir.join("cert.pem"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .map_err(|e| format!("nghttpd: {e}"))
     })
@@ -222,13 +288,13 @@ pub fn start_h2o(
     query: &str,
     paths: &[String],
     tag: &str,
-) -> Result<Anchor, String> {
+) -> Result<Anchor, StartError> {
     let dir = std::env::temp_dir().join(format!("h2lab-render-h2o-{}-{tag}", std::process::id()));
     let docroot = dir.join("www");
-    write_docroot(&docroot, query, paths)?;
+    write_docroot(&docroot, query, paths).map_err(StartError::Setup)?;
     let conf = dir.join("h2o.conf");
     let user = current_user();
-    start_on_free_port("h2o", dir.clone(), |port| {
+    start_on_free_port("h2o", dir.clone(), |port, log| {
         std::fs::write(&conf, h2o_config(&dir, &docroot, port, cert_dir, &user))
             .map_err(|e| format!("h2o config: {e}"))?;
         Command::new(bin)
@@ -236,7 +302,7 @@ pub fn start_h2o(
             .arg(&conf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .map_err(|e| format!("h2o: {e}"))
     })
@@ -254,7 +320,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let mut ports = Vec::new();
         let mut held = None;
-        let a = start_on_free_port("t", dir.clone(), |port| {
+        let a = start_on_free_port("t", dir.clone(), |port, _log| {
             ports.push(port);
             if ports.len() == 1 {
                 return Command::new("true").spawn().map_err(|e| e.to_string());
@@ -274,15 +340,22 @@ mod tests {
 
         std::fs::create_dir_all(&dir).unwrap();
         let mut calls = 0;
-        let err = start_on_free_port("t", dir.clone(), |_| {
+        let err = start_on_free_port("t", dir.clone(), |_, log| {
             calls += 1;
-            Command::new("true").spawn().map_err(|e| e.to_string())
+            Command::new("sh")
+                .args(["-c", "echo cannot bind >&2"])
+                .stderr(log)
+                .spawn()
+                .map_err(|e| e.to_string())
         })
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
         assert_eq!(calls, START_ATTEMPTS);
         assert!(err.contains("exited during start-up (3 attempts"), "{err}");
+        assert!(err.contains("its log:\ncannot bind"), "{err}");
         assert!(!dir.exists());
+        assert!(!PathBuf::from(format!("{}.log", dir.display())).exists());
     }
 
     #[test]

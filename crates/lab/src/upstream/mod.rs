@@ -228,6 +228,7 @@ pub fn run(
         })
         .collect::<Result<_, _>>()?;
     let mut nginx_proc = None;
+    let mut nginx_arms = Vec::new();
     let mut arms = Vec::new();
     for &arm in &cfg.arms {
         let links = backends
@@ -268,10 +269,8 @@ pub fn run(
                 match nginx::arm_block(arm, &addrs, cfg.pool) {
                     Ok(block) => {
                         let n = nginx_proc.get_or_insert_with(nginx::Config::default);
-                        let port = n
-                            .add(block)
-                            .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
-                        env.proxy = Some(ArmProxy::Nginx(SocketAddr::from(([127, 0, 0, 1], port))));
+                        // The address is known once nginx has started (below).
+                        nginx_arms.push((arms.len(), n.add(block)));
                     }
                     Err(why) => env.skipped = Some(why),
                 }
@@ -280,7 +279,15 @@ pub fn run(
         arms.push(env);
     }
     let _nginx = match nginx_proc {
-        Some(c) => Some(c.start().map_err(LabError::Anchor)?),
+        Some(c) => {
+            let n = c
+                .start()
+                .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
+            for (k, i) in nginx_arms {
+                arms[k].proxy = Some(ArmProxy::Nginx(n.addr(i)));
+            }
+            Some(n)
+        }
         None => None,
     };
     let proxy_name = match cfg.proxy {

@@ -3,9 +3,12 @@
 //! and stopped when dropped.
 
 use std::fmt::Write as _;
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+#[cfg(unix)]
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use h2lab_proxy::UpstreamProtocol;
@@ -72,82 +75,295 @@ pub fn arm_block(
     Ok(up)
 }
 
-/// The configuration being assembled.
+/// How many times nginx is started, fresh ports each time, when it exits during start-up or
+/// does not come up in time (typically: another process took a port between the choice and
+/// nginx's bind).
+const START_ATTEMPTS: u32 = 3;
+/// Deadline of one attempt: nginx has bound every port (its pid file is written) and each
+/// accepts a connection. nginx itself retries a taken port for 2.5 s before exiting.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why nginx could not be started.
+#[derive(Debug)]
+pub enum StartError {
+    /// Preparing its directory or configuration, or spawning it, failed.
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// Every attempt failed (a fresh set of ports each time).
+    Failed {
+        /// How many attempts were made.
+        attempts: u32,
+        /// How the last attempt failed: nginx exited, or was not ready by the deadline.
+        last: Failure,
+        /// The end of nginx's error log (and standard error) of the last attempt.
+        log: String,
+    },
+}
+
+/// How one start attempt failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// nginx exited (typically: a port was taken).
+    Exited,
+    /// nginx had not bound and opened every port by the deadline; the first one missing.
+    TimedOut(String),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Io { context, source } => write!(f, "{context}: {source}"),
+            StartError::Failed {
+                attempts,
+                last,
+                log,
+            } => {
+                match last {
+                    Failure::Exited => write!(f, "nginx exited during start-up")?,
+                    Failure::TimedOut(what) => write!(
+                        f,
+                        "nginx was not ready within {} s ({what})",
+                        READY_TIMEOUT.as_secs()
+                    )?,
+                }
+                write!(
+                    f,
+                    " ({attempts} attempts, fresh ports each); its error log:\n{log}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Io { source, .. } => Some(source),
+            StartError::Failed { .. } => None,
+        }
+    }
+}
+
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> StartError {
+    let context = context.into();
+    move |source| StartError::Io { context, source }
+}
+
+/// The configuration being assembled: each arm's blocks, their ports chosen when nginx starts.
 #[derive(Default)]
 pub struct Config {
     blocks: Vec<String>,
 }
 
 impl Config {
-    /// Adds an arm's blocks on a free port; returns the port.
-    pub fn add(&mut self, block: String) -> std::io::Result<u16> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?
-            .local_addr()?
-            .port();
-        self.blocks.push(block.replace("{PORT}", &port.to_string()));
-        Ok(port)
+    /// Adds an arm's blocks (with `{PORT}`); returns its index for [`Nginx::addr`].
+    pub fn add(&mut self, block: String) -> usize {
+        self.blocks.push(block);
+        self.blocks.len() - 1
     }
 
-    /// Writes the configuration and starts nginx; waits until every port accepts.
-    pub fn start(self) -> Result<Nginx, String> {
-        let dir = std::env::temp_dir().join(format!("h2lab-upstream-nginx-{}", std::process::id()));
-        std::fs::create_dir_all(dir.join("logs")).map_err(|e| e.to_string())?;
+    /// Writes the configuration and starts nginx, each block on a free port; waits (polling,
+    /// 10 s at most) until nginx has bound every port and each accepts. When nginx exits
+    /// first (a port was taken) or misses the deadline, starts it again on fresh ports, up to
+    /// 3 times.
+    pub fn start(self) -> Result<Nginx, StartError> {
+        self.start_with_ports(free_ports)
+    }
+
+    /// [`Config::start`] with the ports of each attempt from `next_ports` (one per block).
+    fn start_with_ports(
+        self,
+        mut next_ports: impl FnMut(usize) -> std::io::Result<Vec<u16>>,
+    ) -> Result<Nginx, StartError> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "h2lab-upstream-nginx-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        let mut dir = Dir(dir);
+        std::fs::create_dir_all(dir.0.join("logs")).map_err(io("nginx directory"))?;
+        let mut last = Failure::Exited;
+        let mut log = String::new();
+        for attempt in 1..=START_ATTEMPTS {
+            let ports = next_ports(self.blocks.len()).map_err(io("nginx: no free port"))?;
+            let mut child = self.spawn(&dir.0, &ports)?;
+            match wait_ready(&mut child, &dir.0.join("nginx.pid"), &ports) {
+                Ok(()) => {
+                    return Ok(Nginx {
+                        child,
+                        dir: std::mem::take(&mut dir.0),
+                        ports,
+                        attempts: attempt,
+                    })
+                }
+                Err(why) => {
+                    kill_group(&mut child);
+                    last = why;
+                    log = log_tail(&dir.0);
+                }
+            }
+        }
+        Err(StartError::Failed {
+            attempts: START_ATTEMPTS,
+            last,
+            log,
+        })
+    }
+
+    /// Writes the configuration of one attempt (block `i` on `ports[i]`) and spawns nginx in
+    /// the foreground, in its own process group (master and worker are stopped together).
+    fn spawn(&self, dir: &Path, ports: &[u16]) -> Result<Child, StartError> {
+        let blocks: String = self
+            .blocks
+            .iter()
+            .zip(ports)
+            .map(|(b, p)| b.replace("{PORT}", &p.to_string()))
+            .collect();
         let conf = format!(
-            "worker_processes 1;\nerror_log {d}/logs/error.log warn;\npid {d}/nginx.pid;\nevents {{ worker_connections 4096; }}\nhttp {{\n    access_log off;\n    keepalive_timeout 65;\n    keepalive_requests 100000;\n    gzip off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n    fastcgi_temp_path {d}/fastcgi;\n    uwsgi_temp_path {d}/uwsgi;\n    scgi_temp_path {d}/scgi;\n{}}}\n",
-            self.blocks.join(""),
+            "worker_processes 1;\nerror_log {d}/logs/error.log warn;\npid {d}/nginx.pid;\nevents {{ worker_connections 4096; }}\nhttp {{\n    access_log off;\n    keepalive_timeout 65;\n    keepalive_requests 100000;\n    gzip off;\n    client_body_temp_path {d}/body;\n    proxy_temp_path {d}/proxy;\n    fastcgi_temp_path {d}/fastcgi;\n    uwsgi_temp_path {d}/uwsgi;\n    scgi_temp_path {d}/scgi;\n{blocks}}}\n",
             d = dir.display()
         );
         let path = dir.join("nginx.conf");
-        std::fs::write(&path, conf).map_err(|e| e.to_string())?;
-        let child = Command::new("nginx")
-            .args([
-                "-p",
-                &dir.display().to_string(),
-                "-c",
-                &path.display().to_string(),
-                "-g",
-                "daemon off;",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("starting nginx: {e}"))?;
-        let mut n = Nginx { child, dir };
-        let ports: Vec<u16> = self
-            .blocks
-            .iter()
-            .filter_map(|b| {
-                b.split("listen 127.0.0.1:")
-                    .nth(1)?
-                    .split(';')
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .collect();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for p in ports {
-            while std::net::TcpStream::connect(("127.0.0.1", p)).is_err() {
-                if Instant::now() > deadline || n.child.try_wait().ok().flatten().is_some() {
-                    return Err("nginx did not start (see its error log)".into());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
-        Ok(n)
+        std::fs::write(&path, conf).map_err(io("writing nginx.conf"))?;
+        // A previous attempt's files: the pid file says when this one has bound its ports.
+        let _ = std::fs::remove_file(dir.join("nginx.pid"));
+        let error_log = dir.join("logs/error.log");
+        let _ = std::fs::remove_file(&error_log);
+        let stderr = std::fs::File::create(dir.join("logs/stderr.log"))
+            .map_err(io("creating nginx's stderr log"))?;
+        let mut cmd = Command::new("nginx");
+        cmd.args([
+            "-p",
+            &dir.display().to_string(),
+            "-c",
+            &path.display().to_string(),
+            "-g",
+            "daemon off;",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        cmd.spawn().map_err(io("starting nginx"))
     }
 }
 
-/// A running nginx; dropping it stops it.
+/// `n` distinct ports of 127.0.0.1 free a moment ago (bound to port 0 together, released).
+fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+/// Polls until nginx (`child`) has written its pid file, which it does only after binding
+/// and listening on every port (so another process holding a port cannot pass for it), and
+/// each port accepts a connection; until it exits; or until the deadline.
+fn wait_ready(child: &mut Child, pid_file: &Path, ports: &[u16]) -> Result<(), Failure> {
+    let end = Instant::now() + READY_TIMEOUT;
+    let mine = child.id().to_string();
+    let mut pause = Duration::from_millis(2);
+    let mut pending: Vec<u16> = ports.to_vec();
+    loop {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return Err(Failure::Exited);
+        }
+        let bound = std::fs::read_to_string(pid_file).is_ok_and(|p| p.trim() == mine);
+        if bound {
+            pending.retain(|&p| {
+                let addr = SocketAddr::from(([127, 0, 0, 1], p));
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
+            });
+            if pending.is_empty() {
+                return Ok(());
+            }
+        }
+        if Instant::now() >= end {
+            return Err(Failure::TimedOut(match pending.first() {
+                Some(p) if bound => format!("127.0.0.1:{p} does not accept"),
+                _ => "its ports are not all bound".into(),
+            }));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// The last 20 lines of nginx's error log and standard error in `dir`.
+fn log_tail(dir: &Path) -> String {
+    let mut out = String::new();
+    for name in ["logs/error.log", "logs/stderr.log"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        for l in &lines[lines.len().saturating_sub(20)..] {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+    out
+}
+
+/// Kills nginx's process group (master and worker) and reaps the master.
+fn kill_group(child: &mut Child) {
+    #[cfg(target_os = "linux")]
+    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
+        signal_group(pgid);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// SIGKILL to process group `pgid` (the master, which is not reaped yet, keeps the id ours).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // kill(2) has no safe wrapper in std
+fn signal_group(pgid: libc::pid_t) {
+    // SAFETY: kill(2) takes no pointers; a negative pid addresses the process group.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// A directory removed when dropped (unless emptied with `mem::take`).
+struct Dir(PathBuf);
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        if !self.0.as_os_str().is_empty() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A running nginx; dropping it stops it (master and worker) and removes its directory.
 pub struct Nginx {
     child: Child,
     dir: PathBuf,
+    ports: Vec<u16>,
+    attempts: u32,
+}
+
+impl Nginx {
+    /// The address of the blocks added `i`-th ([`Config::add`]).
+    pub fn addr(&self, i: usize) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.ports[i]))
+    }
+
+    /// How many start attempts it took (1 unless a port was taken).
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
 }
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        kill_group(&mut self.child);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -155,6 +371,118 @@ impl Drop for Nginx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server block answering `ok` on `{PORT}`.
+    const OK_BLOCK: &str = "    server {\n        listen 127.0.0.1:{PORT};\n        location / { return 200 \"ok\\n\"; }\n    }\n";
+
+    /// The live processes whose process group is `pgid` (from /proc).
+    fn group_members(pgid: u32) -> Vec<u32> {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        dir.flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // pid (comm) state ppid pgrp ...: fields after the comm's closing parenthesis;
+                // a zombie (state Z) is dead.
+                let f: Vec<&str> = stat
+                    .rsplit_once(')')
+                    .map(|(_, rest)| rest.split_whitespace().collect())
+                    .unwrap_or_default();
+                f.first() != Some(&"Z") && f.get(2).and_then(|g| g.parse().ok()) == Some(pgid)
+            })
+            .collect()
+    }
+
+    /// GET / on `addr`: the response, as text.
+    fn get(addr: SocketAddr) -> String {
+        use std::io::{Read as _, Write as _};
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// The first port offered is taken (a listener of this test holds it, so a connection
+    /// to it succeeds): nginx exits, the start is retried on fresh ports, and the blocks are
+    /// served by nginx on them; dropping it stops master and worker.
+    #[test]
+    fn a_taken_port_is_retried_on_fresh_ones() {
+        h2lab_testkit::require_anchor!("nginx");
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken_port = taken.local_addr().unwrap().port();
+        let mut offered = Vec::new();
+        let mut c = Config::default();
+        assert_eq!(c.add(OK_BLOCK.into()), 0);
+        assert_eq!(c.add(OK_BLOCK.into()), 1);
+        let n = c
+            .start_with_ports(|k| {
+                let mut p = free_ports(k)?;
+                if offered.is_empty() {
+                    p[1] = taken_port;
+                }
+                offered.push(p.clone());
+                Ok(p)
+            })
+            .unwrap();
+        assert_eq!(n.attempts(), 2);
+        assert_eq!(offered.len(), 2);
+        assert_eq!(n.addr(0).port(), offered[1][0]);
+        assert_eq!(n.addr(1).port(), offered[1][1]);
+        assert!(!offered[1].contains(&taken_port));
+        for i in 0..2 {
+            let r = get(n.addr(i));
+            assert!(
+                r.starts_with("HTTP/1.1 200") && r.ends_with("\nok\n"),
+                "{r}"
+            );
+        }
+        let pgid = n.child.id();
+        assert!(group_members(pgid).len() >= 2, "master and worker");
+        let dir = n.dir.clone();
+        drop(n);
+        // SIGKILL is delivered at once; the worker may take a moment to be gone.
+        let end = Instant::now() + Duration::from_secs(10);
+        while !group_members(pgid).is_empty() && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(group_members(pgid), Vec::<u32>::new());
+        assert!(!dir.exists());
+    }
+
+    /// Every attempt on a taken port: a typed error after 3 attempts, with nginx's log.
+    #[test]
+    fn a_port_taken_every_time_is_an_error_with_the_log() {
+        h2lab_testkit::require_anchor!("nginx");
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let mut calls = 0;
+        let mut c = Config::default();
+        c.add(OK_BLOCK.into());
+        let err = c
+            .start_with_ports(|_| {
+                calls += 1;
+                Ok(vec![port])
+            })
+            .err()
+            .unwrap();
+        assert_eq!(calls, START_ATTEMPTS);
+        match &err {
+            StartError::Failed {
+                attempts,
+                last,
+                log,
+            } => {
+                assert_eq!(*attempts, START_ATTEMPTS);
+                assert_eq!(*last, Failure::Exited);
+                assert!(log.contains("Address already in use"), "{log}");
+            }
+            other => panic!("unexpected: {other}"),
+        }
+        assert!(err.to_string().contains("3 attempts"), "{err}");
+    }
 
     #[test]
     fn versions() {
