@@ -5,6 +5,8 @@
 
 mod common;
 
+use common::h3::{filler, get_frame, quinn_endpoint, rt, start_h3};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,27 +16,6 @@ use h2lab_server::RunningServer;
 use h2lab_wire::h3::control::{ControlEvent, ControlReader};
 use h2lab_wire::h3::stream::UniStreamType;
 use h2lab_wire::h3::Role;
-
-/// A TLS + HTTP/3 server on 127.0.0.1 (port 0).
-fn start_h3(f: impl FnOnce(&mut h2lab_server::ServerConfig)) -> (RunningServer, tempfile::TempDir) {
-    common::start_tls(|c| {
-        c.listen = None;
-        c.h3 = true;
-        f(c)
-    })
-}
-
-fn quinn_endpoint(server: &RunningServer) -> quinn::Endpoint {
-    let tls = common::tls_client_config(server.cert_path().unwrap(), &[b"h3"]);
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from((*tls).clone()).unwrap();
-    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
-    let mut tc = quinn::TransportConfig::default();
-    tc.max_concurrent_uni_streams(16u32.into());
-    cfg.transport_config(Arc::new(tc));
-    let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    ep.set_default_client_config(cfg);
-    ep
-}
 
 async fn quic_connect(server: &RunningServer) -> (quinn::Endpoint, quinn::Connection) {
     let ep = quinn_endpoint(server);
@@ -81,19 +62,6 @@ async fn fetch(
         }
     }
     (resp.status().as_u16(), resp.headers().clone(), body)
-}
-
-/// The `/data` filler pattern.
-fn filler(n: usize) -> Vec<u8> {
-    const LINE: &[u8] = b"h2lab 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRS\n";
-    LINE.iter().copied().cycle().take(n).collect()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 #[test]
@@ -301,26 +269,6 @@ async fn raw_setup(conn: &quinn::Connection) -> (quinn::SendStream, quinn::SendS
     UniStreamType::QpackEncoder.write(&mut buf);
     enc.write_all(&buf).await.unwrap();
     (ctrl, enc)
-}
-
-/// A GET for `path` as a HEADERS frame (static table and literals).
-fn get_frame(path: &str) -> Vec<u8> {
-    let mut e = h2lab_wire::qpack::Encoder::new(h2lab_wire::qpack::EncoderConfig {
-        use_dynamic_table: false,
-        max_table_capacity: 0,
-    });
-    let (mut section, mut ins) = (Vec::new(), Vec::new());
-    let fields: [(&[u8], &[u8]); 4] = [
-        (b":method", b"GET"),
-        (b":scheme", b"https"),
-        (b":authority", b"localhost"),
-        (b":path", path.as_bytes()),
-    ];
-    e.encode(0, fields, &mut section, &mut ins);
-    assert!(ins.is_empty());
-    let mut f = Vec::new();
-    h2lab_wire::h3::request::write_headers(&section, &mut f);
-    f
 }
 
 /// Sends a GET on a new stream and returns the raw response stream bytes.

@@ -8,9 +8,10 @@
 
 mod common;
 
+use common::h3::{filler, get_frame, quinn_endpoint, rt};
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use h2lab_server::RunningServer;
 use h2lab_wire::h3::stream::UniStreamType;
@@ -19,24 +20,7 @@ use h2lab_wire::qpack::{Decoded, Decoder};
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
 fn start_h3(table: bool) -> (RunningServer, tempfile::TempDir) {
-    common::start_tls(|c| {
-        c.listen = None;
-        c.h3 = true;
-        c.h3_qpack_dynamic_table = table;
-    })
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// The `/data` filler pattern.
-fn filler(n: usize) -> Vec<u8> {
-    const LINE: &[u8] = b"h2lab 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRS\n";
-    LINE.iter().copied().cycle().take(n).collect()
+    common::h3::start_h3(|c| c.h3_qpack_dynamic_table = table)
 }
 
 /// A raw HTTP/3 client: our SETTINGS (a 4096-octet QPACK table, `blocked` streams), our
@@ -52,14 +36,7 @@ struct Peer {
 
 impl Peer {
     async fn connect(server: &RunningServer, blocked: u64) -> Peer {
-        let tls = common::tls_client_config(server.cert_path().unwrap(), &[b"h3"]);
-        let crypto = quinn::crypto::rustls::QuicClientConfig::try_from((*tls).clone()).unwrap();
-        let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
-        let mut tc = quinn::TransportConfig::default();
-        tc.max_concurrent_uni_streams(16u32.into());
-        cfg.transport_config(Arc::new(tc));
-        let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-        ep.set_default_client_config(cfg);
+        let ep = quinn_endpoint(server);
         let addr: SocketAddr = server.h3_addr().unwrap();
         let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
         let mut ctrl = conn.open_uni().await.unwrap();
@@ -101,20 +78,7 @@ impl Peer {
 
     /// Sends a GET for `path` (static table and literals); returns the stream.
     async fn send(&self, path: &str) -> (u64, quinn::RecvStream) {
-        let mut e = h2lab_wire::qpack::Encoder::new(h2lab_wire::qpack::EncoderConfig {
-            use_dynamic_table: false,
-            max_table_capacity: 0,
-        });
-        let (mut section, mut ins) = (Vec::new(), Vec::new());
-        let fields: [(&[u8], &[u8]); 4] = [
-            (b":method", b"GET"),
-            (b":scheme", b"https"),
-            (b":authority", b"localhost"),
-            (b":path", path.as_bytes()),
-        ];
-        e.encode(0, fields, &mut section, &mut ins);
-        let mut frame = Vec::new();
-        h2lab_wire::h3::request::write_headers(&section, &mut frame);
+        let frame = get_frame(path);
         let (mut tx, rx) = self.conn.open_bi().await.unwrap();
         tx.write_all(&frame).await.unwrap();
         tx.finish().unwrap();

@@ -10,6 +10,7 @@ use std::time::Duration;
 use h2lab_server::{RunningServer, ServerConfig};
 
 pub mod h2_client;
+pub mod h3;
 pub mod matrix;
 
 /// Starts a quiet server on 127.0.0.1:0 with `f` applied to the config.
