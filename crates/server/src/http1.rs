@@ -527,13 +527,4 @@ mod tests {
             ]
         );
     }
-
-    #[test]
-    fn numbers() {
-        let mut v = Vec::new();
-        push_decimal(&mut v, 0);
-        v.push(b' ');
-        push_decimal(&mut v, u64::MAX);
-        assert_eq!(v, b"0 18446744073709551615");
-    }
 }

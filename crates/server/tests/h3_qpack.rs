@@ -192,6 +192,25 @@ fn required(section: &[u8]) -> u64 {
 }
 
 #[test]
+fn responses_use_the_qpack_dynamic_table_the_client_allows() {
+    // Our own QPACK decoder (4096-byte table, 16 blocked streams) reads the server's encoder
+    // stream and the response sections; the server must insert and reference entries, and
+    // every section must decode to the right head and body.
+    let (server, _dir) = start_h3(true);
+    rt().block_on(async {
+        let mut peer = Peer::connect(&server, 16).await;
+        peer.until_the_table_is_used().await;
+        for path in ["/ping", "/ping", "/data?size=77", "/ping"] {
+            peer.get_acked(path).await;
+        }
+        assert!(
+            peer.qdec.table().insert_count() > 0,
+            "the server never used the dynamic table"
+        );
+    });
+}
+
+#[test]
 fn table_referencing_heads_are_replayed_octet_for_octet() {
     let (server, _dir) = start_h3(true);
     rt().block_on(async {
