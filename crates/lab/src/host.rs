@@ -242,6 +242,18 @@ impl LoadProbe {
     }
 }
 
+/// `n` distinct TCP ports of 127.0.0.1 free a moment ago (bound to port 0 together, then
+/// released), for an external server started right after; racy, so its starter retries on
+/// fresh ports when the server cannot bind.
+pub(crate) fn free_ports(n: usize) -> io::Result<Vec<u16>> {
+    let held = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<io::Result<Vec<_>>>()?;
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

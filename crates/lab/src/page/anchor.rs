@@ -4,7 +4,7 @@
 //! h2o, when installed, serves the same files from a configuration the lab writes
 //! ([`start_h2o`]).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -98,9 +98,8 @@ pub fn h2o_path() -> Option<PathBuf> {
 
 /// A free port on 127.0.0.1 (for a server started right after).
 fn free_port(what: &str) -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
+    crate::host::free_ports(1)
+        .map(|p| p[0])
         .map_err(|e| format!("{what}: no free port: {e}"))
 }
 
@@ -311,6 +310,7 @@ pub fn start_h2o(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
 
     /// A server that exits at once (as one whose port was taken does) is started again on a
     /// fresh port; one that exits every time is an error, and its files are removed.

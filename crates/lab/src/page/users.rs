@@ -332,7 +332,7 @@ impl LoadTestReport {
     /// The verdict over `round_medians_ms`: each round's median page time is one "load" of
     /// [`Ratio::of_pages`], so rounds measured back to back are paired as page loads are.
     /// The pseudo-pages carry no connection counts: only page times and rounds decide.
-    pub fn decide(&mut self, equivalence: f64) {
+    fn decide(&mut self, equivalence: f64) {
         if self.config.rounds < 2 {
             return;
         }

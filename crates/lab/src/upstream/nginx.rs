@@ -3,7 +3,7 @@
 //! and stopped when dropped.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 #[cfg(unix)]
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
@@ -171,7 +171,7 @@ impl Config {
     /// first (a port was taken) or misses the deadline, starts it again on fresh ports, up to
     /// 3 times.
     pub fn start(self) -> Result<Nginx, StartError> {
-        self.start_with_ports(free_ports)
+        self.start_with_ports(crate::host::free_ports)
     }
 
     /// [`Config::start`] with the ports of each attempt from `next_ports` (one per block).
@@ -252,16 +252,6 @@ impl Config {
         cmd.process_group(0);
         cmd.spawn().map_err(io("starting nginx"))
     }
-}
-
-/// `n` distinct ports of 127.0.0.1 free a moment ago (bound to port 0 together, released).
-fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
-    let held = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<Vec<_>>>()?;
-    held.iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect()
 }
 
 /// Polls until nginx (`child`) has written its pid file, which it does only after binding
@@ -371,6 +361,8 @@ impl Drop for Nginx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::free_ports;
+    use std::net::TcpListener;
 
     /// A server block answering `ok` on `{PORT}`.
     const OK_BLOCK: &str = "    server {\n        listen 127.0.0.1:{PORT};\n        location / { return 200 \"ok\\n\"; }\n    }\n";
