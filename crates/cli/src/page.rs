@@ -141,7 +141,8 @@ pub struct PageArgs {
     /// protocol, the protocols alternating round by round; from 6 rounds on, the per-round
     /// ratio of median page times gives a verdict (win, parity or undecided). 1: one run
     /// each, no verdict.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub load_rounds: u32,
 
     /// Pause between a virtual user's page loads.
@@ -244,7 +245,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
             stages,
             think,
             sample: Duration::from_secs(1),
-            rounds: a.load_rounds.max(1),
+            rounds: a.load_rounds,
         });
     }
     Ok(c)

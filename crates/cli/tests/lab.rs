@@ -264,6 +264,10 @@ fn bad_lab_flags_are_one_line_errors() {
         (&["page", "--stages", "10s"][..], "--stages"),
         (&["page", "--equivalence", "90%"][..], "--equivalence"),
         (
+            &["page", "--users", "2", "--load-rounds", "0"][..],
+            "--load-rounds",
+        ),
+        (
             &["page", "--slow", "--users", "3"][..],
             "cannot be combined",
         ),
