@@ -401,7 +401,7 @@ fn mark<A>(e: &mut Entry<A>, i: usize, dirty: &mut Vec<usize>) {
 fn transmit(io: &mut UdpIo, conn: &mut Connection, buf: &mut Vec<u8>, now: Instant) {
     while !io.has_pending() {
         buf.clear();
-        let Some(t) = conn.poll_transmit(now, io.max_segments(), buf) else {
+        let Some(t) = conn.poll_transmit(now, io.max_segments(conn.current_mtu()), buf) else {
             break;
         };
         io.send(&t, buf.get(..t.size).unwrap_or_default());

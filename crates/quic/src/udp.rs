@@ -17,6 +17,11 @@ const SLOT: usize = 64 * 1024;
 /// Socket buffers asked for (the kernel may cap them): a 10 MB response in flight on a fast
 /// path must not be dropped by a full send queue.
 const SOCKET_BUFFER: usize = 4 * 1024 * 1024;
+/// The most payload one `sendmsg` may carry, GSO batches included: an IPv4 datagram's
+/// 65,535 octets less the IP (20) and UDP (8) headers (IPv6 allows 65,527; the smaller
+/// bound serves both). A larger GSO batch fails with EMSGSIZE and every datagram in it is
+/// lost, which QUIC repairs only after a probe timeout.
+pub const MAX_GSO_PAYLOAD: usize = 65_535 - 20 - 8;
 
 /// One datagram (or GRO batch of equal-sized datagrams) received.
 #[derive(Debug, Clone, Copy)]
@@ -48,6 +53,15 @@ fn received(meta: &RecvMeta) -> Received {
     }
 }
 
+/// What the send path did with the transmits it was given (beyond the datagrams sent).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SendCounts {
+    /// Sends that found the socket buffer full (kept until the socket was writable).
+    pub blocked: u64,
+    /// Sends the kernel refused for another reason (their datagrams lost).
+    pub failed: u64,
+}
+
 /// A transmit that hit a full socket buffer.
 #[derive(Debug)]
 struct Pending {
@@ -74,6 +88,10 @@ pub struct UdpIo {
     pub datagrams_out: u64,
     /// Sends that found the socket buffer full (kept until it is writable).
     pub blocked_sends: u64,
+    /// Sends the kernel refused for another reason (EMSGSIZE for an MTU probe larger than
+    /// the path, a GSO batch larger than [`MAX_GSO_PAYLOAD`]): their datagrams are lost, as
+    /// on the wire, and QUIC's loss recovery resends what they carried.
+    pub failed_sends: u64,
     /// A receive reported ECONNREFUSED (an ICMP port unreachable: on a connected socket,
     /// the peer's port is closed). A server ignores it; a client's connection has failed.
     pub refused: bool,
@@ -99,6 +117,7 @@ impl UdpIo {
             reads: 0,
             datagrams_out: 0,
             blocked_sends: 0,
+            failed_sends: 0,
             refused: false,
         })
     }
@@ -122,10 +141,14 @@ impl UdpIo {
         self.socket.local_addr()
     }
 
-    /// Most datagrams one transmit may carry (1 without GSO).
-    pub fn max_segments(&self) -> usize {
+    /// Most datagrams one transmit may carry (1 without GSO): the kernel's GSO segment limit,
+    /// and no more `segment_size`-octet datagrams than fit in one send
+    /// ([`MAX_GSO_PAYLOAD`]). Pass the connection's current MTU
+    /// (`Connection::current_mtu`), the size quinn-proto gives each datagram of a batch:
+    /// 64 datagrams of 1,452 octets (92,928) would be refused whole.
+    pub fn max_segments(&self, segment_size: u16) -> usize {
         if self.gso {
-            self.state.max_gso_segments().max(1)
+            gso_segments(self.state.max_gso_segments(), segment_size)
         } else {
             1
         }
@@ -204,6 +227,14 @@ impl UdpIo {
         Ok(n == slots || !cfg!(any(target_os = "linux", target_os = "android")))
     }
 
+    /// The blocked and failed sends so far.
+    pub fn send_counts(&self) -> SendCounts {
+        SendCounts {
+            blocked: self.blocked_sends,
+            failed: self.failed_sends,
+        }
+    }
+
     /// Whether a blocked transmit waits for the socket to become writable.
     pub fn has_pending(&self) -> bool {
         self.pending.is_some()
@@ -255,13 +286,46 @@ impl UdpIo {
             segment_size: segment,
             src_ip,
         };
-        match self.state.send(UdpSockRef::from(&self.socket), &t) {
+        // `try_send`, not `send`: `send` reports every error but WouldBlock as success (an
+        // EMSGSIZE batch would be counted as sent). Its GSO fallback (EIO/EINVAL turn GSO
+        // off for the socket) happens in both.
+        match self.state.try_send(UdpSockRef::from(&self.socket), &t) {
             Ok(()) => {
                 self.datagrams_out += segment.map_or(1, |s| bytes.len().div_ceil(s.max(1))) as u64;
                 true
             }
-            // `send` reports only WouldBlock; other errors are logged and dropped (UDP).
-            Err(_) => false,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+            // Lost, as a datagram on the wire may be: not kept, counted.
+            Err(_) => {
+                self.failed_sends += 1;
+                true
+            }
         }
+    }
+}
+
+/// Datagrams of `segment_size` octets per GSO send: at most `kernel_max` (the socket's GSO
+/// segment limit) and at most [`MAX_GSO_PAYLOAD`] octets in all; at least 1.
+pub fn gso_segments(kernel_max: usize, segment_size: u16) -> usize {
+    let fit = MAX_GSO_PAYLOAD / usize::from(segment_size.max(1));
+    kernel_max.min(fit).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gso_batch_fits_in_one_datagram_send() {
+        // quinn-udp's Linux limit is 64 segments; after MTU discovery quinn-proto's
+        // datagrams on loopback are 1,452 octets.
+        assert_eq!(gso_segments(64, 1452), 45);
+        const { assert!(45 * 1452 <= MAX_GSO_PAYLOAD && 46 * 1452 > MAX_GSO_PAYLOAD) };
+        assert_eq!(gso_segments(64, 1200), 54);
+        assert_eq!(gso_segments(64, 1000), 64);
+        assert_eq!(gso_segments(10, 1200), 10);
+        // A datagram larger than a send's limit still goes (alone; the kernel decides).
+        assert_eq!(gso_segments(64, u16::MAX), 1);
+        assert_eq!(gso_segments(0, 1200), 1);
     }
 }

@@ -227,13 +227,13 @@ impl MemoryConn {
 /// Serves HTTP/3 (the `serve --h3` loop) on `socket` with its send and receive buffers set
 /// to `buffer` bytes (the kernel doubles the figure) instead of 4 MiB, until `shutdown`:
 /// small buffers make sends find the socket full, the path a lost wake-up would stall.
-/// Returns how many sends found the socket buffer full.
+/// Returns the send path's counters (sends that found the socket full, sends refused).
 pub fn serve_h3_with_buffers(
     socket: std::net::UdpSocket,
     config: &ServerConfig,
     buffer: usize,
     shutdown: &Shutdown,
-) -> Result<u64, ServerError> {
+) -> Result<crate::quic::udp::SendCounts, ServerError> {
     let quic = crate::http3::quic_server_config(config)?;
     let io =
         crate::quic::UdpIo::new(socket, config.h3_gso).map_err(crate::io_err("HTTP/3 socket"))?;

@@ -339,8 +339,11 @@ impl QuicLink {
         if !self.io.has_pending() || self.io.retry() {
             while !self.io.has_pending() {
                 self.send_buf.clear();
-                let Some(t) = conn.poll_transmit(now, self.io.max_segments(), &mut self.send_buf)
-                else {
+                let Some(t) = conn.poll_transmit(
+                    now,
+                    self.io.max_segments(conn.current_mtu()),
+                    &mut self.send_buf,
+                ) else {
                     break;
                 };
                 self.io

@@ -133,13 +133,14 @@ pub fn run(
 }
 
 /// As [`run`], on a socket already wrapped (tests shrink its buffers to force full-buffer
-/// sends). Returns how many sends found the socket buffer full.
+/// sends). Returns what the send path did: sends that found the socket buffer full, and
+/// sends the kernel refused.
 pub fn run_on(
     io: UdpIo,
     config: &ServerConfig,
     server: Arc<quinn_proto::ServerConfig>,
     shutdown: &Shutdown,
-) -> io::Result<u64> {
+) -> io::Result<crate::quic::udp::SendCounts> {
     let mut poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
     shutdown.register(waker);
@@ -210,7 +211,7 @@ pub fn run_on(
         shell.drive(now, &mut ctx);
         if drain_until.is_some_and(|t| now >= t || shell.settled()) {
             shell.close_all(now, h2lab_wire::h3::ErrorCode::H3_NO_ERROR.0);
-            return Ok(shell.io().blocked_sends);
+            return Ok(shell.io().send_counts());
         }
         let pending = shell.io().has_pending();
         if pending != write_interest {
