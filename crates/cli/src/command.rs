@@ -18,13 +18,13 @@ pub struct Cli {
 /// one variant each, with its own `Args` struct in its own module.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Benchmark an HTTP/2 or HTTP/1.1 server (accepts h2load's options).
+    /// Benchmark an HTTP/1.1, HTTP/2 or HTTP/3 server (accepts h2load's options).
     Bench(BenchArgs),
-    /// Run the test target server: HTTP/1.1 and h2c, or HTTP/2 and HTTP/1.1 over TLS.
+    /// Run the test target server: HTTP/1.1 and h2c, HTTP/2 and HTTP/1.1 over TLS, HTTP/3 (--h3).
     Serve(crate::serve::ServeArgs),
     /// Compare protocols across payloads, headers, concurrency, streams and networks.
     Compare(crate::compare::CompareArgs),
-    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 connection.
+    /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 vs one HTTP/3 connection.
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP and UDP relay.
     Link(crate::link::LinkArgs),

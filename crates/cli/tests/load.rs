@@ -248,6 +248,7 @@ fn bad_load_options_are_one_line_errors() {
             "cannot read",
         ),
         (&["--interval", "1ms", "-D", "1"], "--interval"),
+        (&["--h3"], "h3: HTTP/3 needs an https:// URI"),
     ];
     for (args, want) in cases {
         let out = h2lab().arg("bench").args(*args).arg(uri).output().unwrap();
@@ -258,5 +259,9 @@ fn bad_load_options_are_one_line_errors() {
             err.contains(want),
             "{args:?}: {err:?} should contain {want:?}"
         );
+        if args == &["--h3"] {
+            // Refused before the run starts: no "starting benchmark..." first.
+            assert_eq!(text(&out.stdout), "", "{args:?}");
+        }
     }
 }

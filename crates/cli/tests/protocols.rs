@@ -7,7 +7,8 @@
 //! The behaviours: exact request counts and h2load's report lines, statuses, body bytes
 //! (small and large bodies), a server whose stream limit is below `-m`, connections the server
 //! ends (idle timeout: GOAWAY for HTTP/2, a close for HTTP/1.1) and the reconnects that follow,
-//! and the report printed on SIGINT.
+//! the load shapes (open model, stages, thresholds, time series) and the report printed on
+//! SIGINT.
 
 mod common;
 
@@ -316,6 +317,117 @@ fn connections_ended_after_n_requests_are_reopened() {
         } else {
             assert_eq!(goaways, 0, "{}: {stdout}", p.name);
         }
+    }
+}
+
+/// The open model (`--arrival-rate`) and `--timeseries`: the schedule decides the counts
+/// (400 req/s for 2 s: 800 scheduled, four 0.5 s rows at a target of 400), and both latency
+/// rows are printed, corrected first.
+#[test]
+fn the_open_model_and_its_time_series() {
+    let t = Target::start("proto-open", |_| {});
+    let dir = tempdir::Dir::new("proto-open-out");
+    for p in PROTOCOLS {
+        let csv = dir
+            .0
+            .join(format!("{}.csv", p.application.replace('/', "")));
+        let args = ["--arrival-rate", "400", "-D", "2", "-c", "2", "-m", "4"];
+        let series = ["--interval", "500ms", "--timeseries", csv.to_str().unwrap()];
+        let out = bench(p, &[&args[..], &series[..]].concat(), &t.url(p, "/ping"));
+        let stdout = ok_stdout(p, &out);
+        assert!(
+            stdout.contains("open model: 800 scheduled, "),
+            "{}: {stdout}",
+            p.name
+        );
+        let at = |l: &str| stdout.find(l).unwrap_or_else(|| panic!("{}: {l}", p.name));
+        assert!(
+            at("time for request: ") < at("time from send  : "),
+            "{}",
+            p.name
+        );
+        let rows: Vec<Vec<String>> = std::fs::read_to_string(&csv)
+            .unwrap()
+            .lines()
+            .map(|l| l.split(',').map(str::to_owned).collect())
+            .collect();
+        assert_eq!(rows.len(), 5, "{}: {rows:?}", p.name);
+        for r in &rows[1..] {
+            assert_eq!((r[2].as_str(), r[3].as_str()), ("0.5", "400"), "{}", p.name);
+        }
+    }
+}
+
+/// `--stages` ramps the open model's rate: the time series' targets are each interval's mean
+/// level (75, 225, 300 req/s for `1s:300,500ms:300` in 0.5 s intervals).
+#[test]
+fn stages_ramp_the_rate() {
+    let t = Target::start("proto-stages", |_| {});
+    let dir = tempdir::Dir::new("proto-stages-out");
+    for p in PROTOCOLS {
+        let jsonl = dir
+            .0
+            .join(format!("{}.jsonl", p.application.replace('/', "")));
+        let args = ["--arrival-rate", "0", "--stages", "1s:300,500ms:300"];
+        let series = [
+            "--interval",
+            "500ms",
+            "--timeseries",
+            jsonl.to_str().unwrap(),
+        ];
+        let out = bench(p, &[&args[..], &series[..]].concat(), &t.url(p, "/ping"));
+        ok_stdout(p, &out);
+        let targets: Vec<f64> = std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["target"]
+                    .as_f64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(targets, vec![75.0, 225.0, 300.0], "{}", p.name);
+    }
+}
+
+/// Thresholds decide the exit status the same way over every protocol: 0 when they hold,
+/// 99 when one fails (and the report says which).
+#[test]
+fn thresholds_decide_the_exit_status() {
+    let t = Target::start("proto-thresholds", |_| {});
+    for p in PROTOCOLS {
+        let url = t.url(p, "/ping");
+        let hold = [
+            "-n",
+            "200",
+            "-c",
+            "2",
+            "-m",
+            "4",
+            "--threshold",
+            "errors<1%",
+        ];
+        let out = bench(
+            p,
+            &[&hold[..], &["--threshold", "rps>1"][..]].concat(),
+            &url,
+        );
+        let stdout = ok_stdout(p, &out);
+        assert!(
+            stdout.contains("thresholds: 2 passed, 0 failed\n"),
+            "{}: {stdout}",
+            p.name
+        );
+        let fail = ["-n", "100", "-c", "2", "--threshold", "p99<1ns"];
+        let out = bench(p, &fail, &url);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(99), "{}: {stdout}", p.name);
+        assert!(
+            stdout.contains("  FAILED  p99<1ns  (p99 = "),
+            "{}: {stdout}",
+            p.name
+        );
+        assert!(stdout.contains(&all_succeeded(100)), "{}: {stdout}", p.name);
     }
 }
 

@@ -290,6 +290,10 @@ impl BenchConfig {
         if alpn.iter().any(|p| p.is_empty() || p.len() > 255) {
             return err("--alpn-list: protocol names must be 1..=255 bytes");
         }
+        // Checked here, before the run prints anything, as well as where QUIC is set up.
+        if alpn.first().map(String::as_str) == Some("h3") && self.scheme() != Scheme::Https {
+            return err("h3: HTTP/3 needs an https:// URI");
+        }
         for (name, value) in &self.headers {
             if name.is_empty()
                 || name

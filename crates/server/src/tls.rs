@@ -56,7 +56,7 @@ pub fn ensure_certificate(config: &ServerConfig) -> Result<CertPaths, ServerErro
     if load_pair(&paths.cert, &paths.key).is_ok() {
         if !config.quiet {
             eprintln!(
-                "h2lab serve: using the self-signed certificate {} (key {}); trust it with e.g. `curl --cacert {}`",
+                "h2lab: using the self-signed certificate {} (key {}); trust it with e.g. `curl --cacert {}`",
                 paths.cert.display(),
                 paths.key.display(),
                 paths.cert.display()
@@ -84,7 +84,7 @@ pub fn ensure_certificate(config: &ServerConfig) -> Result<CertPaths, ServerErro
     fs::rename(&tmp_cert, &paths.cert).map_err(|e| io("renaming", &paths.cert, e))?;
     if !config.quiet {
         eprintln!(
-            "h2lab serve: generated a self-signed certificate for localhost, 127.0.0.1, ::1: {} (key {}); trust it with e.g. `curl --cacert {}`",
+            "h2lab: generated a self-signed certificate for localhost, 127.0.0.1, ::1: {} (key {}); trust it with e.g. `curl --cacert {}`",
             paths.cert.display(),
             paths.key.display(),
             paths.cert.display()
