@@ -212,7 +212,7 @@ impl Config {
                 last: match last {
                     NotReady::Exited => Failure::Exited,
                     NotReady::TimedOut(p) => {
-                        Failure::TimedOut(format!("127.0.0.1:{p} is not nginx's listening socket"))
+                        Failure::TimedOut(format!("nginx does not listen on 127.0.0.1:{p}"))
                     }
                 },
                 // The last attempt's: each attempt starts with fresh log files.
