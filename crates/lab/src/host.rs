@@ -5,7 +5,7 @@
 //! `/proc/self/task/TID/schedstat` in nanoseconds) and what the rest of the machine is
 //! doing (`/proc/stat`, `/proc/loadavg`); and starting an external server (nginx, nghttpd,
 //! h2o) on fresh ports until it listens, the listening sockets proven to be its own
-//! (`/proc/net/tcp{,6}` and `/proc/PID/fd`, [`start_listening`]).
+//! (`/proc/net/tcp{,6}` and `/proc/PID/fd`, `start_listening`).
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};

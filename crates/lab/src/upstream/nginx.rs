@@ -171,7 +171,7 @@ impl Config {
 
     /// Writes the configuration and starts nginx, each block on a free port; waits (polling,
     /// 10 s at most) until nginx's own process listens on every port
-    /// ([`crate::host::start_listening`], shared with the `page --render` anchors). When nginx
+    /// (`host::start_listening`, shared with the `page --render` anchors). When nginx
     /// exits first (a port was taken) or misses the deadline, starts it again on fresh ports,
     /// up to 3 times.
     pub fn start(self) -> Result<Nginx, StartError> {
@@ -212,7 +212,7 @@ impl Config {
                 last: match last {
                     NotReady::Exited => Failure::Exited,
                     NotReady::TimedOut(p) => {
-                        Failure::TimedOut(format!("nginx does not listen on 127.0.0.1:{p}"))
+                        Failure::TimedOut(format!("not listening on 127.0.0.1:{p}"))
                     }
                 },
                 // The last attempt's: each attempt starts with fresh log files.
