@@ -104,7 +104,7 @@ pub use result::{
 };
 pub use run::run;
 pub use schedule::{Profile, Stage};
-pub use standing::StandingRun;
+pub use standing::{StandingRefusal, StandingRun};
 
 /// Receives live information while a run is in progress. Called from the
 /// thread that called [`run`] (`progress`) and from worker 0 (`tls_info`,

@@ -9,9 +9,10 @@
 //! for a warm-up and a measured period and returns that window's [`RunResult`]; between
 //! windows the workers send nothing and sleep in their event loops (connections idle).
 //!
-//! Closed model only: no `--rps`, arrival rate, stages, `-r`, time series, log file, qlog
-//! file or request count; the configuration's duration and warm-up are ignored (each window
-//! has its own).
+//! Closed model only: no `--rps`, arrival rate, stages, timing script, `-r`, time series, log
+//! file or qlog file ([`StandingRefusal`]; [`StandingRun::supports`] answers whether `open`
+//! refuses a configuration); the configuration's request count, duration and warm-up are
+//! ignored (each window has its own).
 //!
 //! Every protocol, HTTP/3 included: the workers run their one event loop while paused
 //! (`worker::phases`), so QUIC's timers and ACKs are served between windows as within, and
@@ -26,8 +27,8 @@ use std::time::{Duration, Instant};
 
 use mio::Waker;
 
+use crate::config::BenchConfig;
 use crate::config::ConfigError;
-use crate::config::{AppProtocol, BenchConfig};
 use crate::error::TimeoutError;
 use crate::pacing::Pacer;
 use crate::plan::Plan;
@@ -53,6 +54,68 @@ pub struct StandingRun {
     windows: u32,
 }
 
+/// What [`StandingRun::open`] refuses to measure ([`StandingRun::refusal`]): a standing run
+/// measures the closed model only, and keeps no per-request output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StandingRefusal {
+    /// `--rps`: paced clients.
+    Rps,
+    /// `--arrival-rate`: the open model.
+    ArrivalRate,
+    /// `--stages`: ramps of the rate or of the connections.
+    Stages,
+    /// `--timing-script-file`: scripted request times.
+    TimingScript,
+    /// `-r` / `--rate-period`: clients started in batches.
+    ConnectionRate,
+    /// A time series (`--interval`).
+    TimeSeries,
+    /// `--log-file`: one line per request.
+    LogFile,
+    /// `--qlog-file-base`: a qlog per QUIC connection.
+    QlogFile,
+}
+
+impl StandingRefusal {
+    /// Every reason, in the order [`StandingRun::refusal`] checks them.
+    pub const ALL: [StandingRefusal; 8] = [
+        StandingRefusal::Rps,
+        StandingRefusal::ArrivalRate,
+        StandingRefusal::Stages,
+        StandingRefusal::TimingScript,
+        StandingRefusal::ConnectionRate,
+        StandingRefusal::TimeSeries,
+        StandingRefusal::LogFile,
+        StandingRefusal::QlogFile,
+    ];
+
+    /// What is refused, as the error names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StandingRefusal::Rps => "--rps pacing",
+            StandingRefusal::ArrivalRate => "an arrival rate",
+            StandingRefusal::Stages => "stages",
+            StandingRefusal::TimingScript => "a timing script",
+            StandingRefusal::ConnectionRate => "-r",
+            StandingRefusal::TimeSeries => "a time series",
+            StandingRefusal::LogFile => "a log file",
+            StandingRefusal::QlogFile => "a qlog file",
+        }
+    }
+}
+
+/// `a standing run measures the closed model only (… is not supported)`, the error
+/// [`StandingRun::open`] returns.
+impl std::fmt::Display for StandingRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a standing run measures the closed model only ({} is not supported)",
+            self.as_str()
+        )
+    }
+}
+
 /// How often [`StandingRun::measure`] reports progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
@@ -63,43 +126,48 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 const QUIC_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 impl StandingRun {
-    /// Whether [`StandingRun::open`] can measure runs of `protocol` on standing
-    /// connections: every protocol can (HTTP/1.1, HTTP/2 and HTTP/3: a paused worker keeps
-    /// serving its QUIC connections' timers and ACKs, and they send a PING after a second
-    /// without traffic, so that the idle timeout does not close them between windows). What
-    /// else `open` refuses is the load model (pacing, stages, time series), not the protocol.
-    pub fn supports(protocol: AppProtocol) -> bool {
-        match protocol {
-            AppProtocol::Http11 | AppProtocol::H2 | AppProtocol::H2c | AppProtocol::H3 => true,
-        }
+    /// Whether [`StandingRun::open`] can measure `cfg` on standing connections: exactly when
+    /// [`StandingRun::refusal`] finds nothing to refuse. Every protocol can stand (HTTP/1.1,
+    /// HTTP/2 and HTTP/3: a paused worker keeps serving its QUIC connections' timers and
+    /// ACKs, and they send a PING after a second without traffic, so that the idle timeout
+    /// does not close them between windows); what `open` refuses is the load model and the
+    /// per-request outputs.
+    pub fn supports(cfg: &BenchConfig) -> bool {
+        StandingRun::refusal(cfg).is_none()
+    }
+
+    /// Why [`StandingRun::open`] would refuse `cfg` (the first reason in
+    /// [`StandingRefusal::ALL`]'s order), or `None` when it measures it. `open` refuses with
+    /// this reason before anything else, so a configuration refused here is never connected;
+    /// one accepted here can still fail as [`crate::run`] would (an invalid configuration, an
+    /// unresolvable host, a TLS set-up error).
+    pub fn refusal(cfg: &BenchConfig) -> Option<StandingRefusal> {
+        let l = &cfg.load;
+        let present = |r: StandingRefusal| match r {
+            StandingRefusal::Rps => l.rps.is_some(),
+            StandingRefusal::ArrivalRate => l.arrival_rate.is_some(),
+            StandingRefusal::Stages => !l.stages.is_empty(),
+            StandingRefusal::TimingScript => l.timing_script.is_some(),
+            StandingRefusal::ConnectionRate => l.connection_rate.is_some(),
+            StandingRefusal::TimeSeries => l.interval.is_some(),
+            StandingRefusal::LogFile => cfg.log_file.is_some(),
+            StandingRefusal::QlogFile => cfg.qlog_file_base.is_some(),
+        };
+        StandingRefusal::ALL.into_iter().find(|&r| present(r))
     }
 
     /// Starts `cfg.threads` workers that connect `cfg.clients` clients and wait, paused,
     /// for [`StandingRun::measure`]. Connection failures show in the first window's result
     /// (or as its error when nothing could connect).
     pub fn open(cfg: &BenchConfig, stop: &StopFlag) -> Result<StandingRun, EngineError> {
+        if let Some(r) = StandingRun::refusal(cfg) {
+            return Err(EngineError::Config(ConfigError::Invalid(r.to_string())));
+        }
         // Validated as a timing-based run (windows have durations, not request counts).
         let mut timed = cfg.clone();
         timed.duration = Some(timed.duration.unwrap_or(Duration::from_secs(1)));
         timed.validate()?;
         let cfg = &timed;
-        let unsupported = |what: &str| {
-            Err(EngineError::Config(ConfigError::Invalid(format!(
-                "a standing run measures the closed model only ({what} is not supported)"
-            ))))
-        };
-        let l = &cfg.load;
-        if l.rps.is_some()
-            || l.arrival_rate.is_some()
-            || !l.stages.is_empty()
-            || l.timing_script.is_some()
-            || l.connection_rate.is_some()
-        {
-            return unsupported("pacing, stages or -r");
-        }
-        if l.interval.is_some() || cfg.log_file.is_some() || cfg.qlog_file_base.is_some() {
-            return unsupported("a time series, a log file or a qlog file");
-        }
         let alpn = cfg.effective_alpn();
         let endpoint = crate::run::resolve(cfg)?;
         let tls = crate::run::tls_of(cfg, &alpn)?;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::{h1_config, tcp_server, Behavior};
 use h2lab_engine::{
-    AppProtocol, BenchConfig, IntervalRow, NoopObserver, Observer, ProtocolChoice, StandingRun,
-    StopFlag, TimedRunPhase, TlsInfo,
+    AppProtocol, BenchConfig, IntervalRow, NoopObserver, Observer, ProtocolChoice, Stage,
+    StandingRefusal, StandingRun, StopFlag, TimedRunPhase, TlsInfo,
 };
 
 /// Records the phases a window's workers report.
@@ -129,6 +129,57 @@ fn no_connection_is_an_error_and_pacing_is_refused() {
     paced.load.rps = Some(10.0);
     let e = StandingRun::open(&paced, &StopFlag::new()).err().unwrap();
     assert!(e.to_string().contains("closed model"), "{e}");
+}
+
+/// `base` with the one option that makes a standing run refuse it for `r` (the match is
+/// exhaustive, so a new reason needs a case here).
+fn refused_for(base: &BenchConfig, r: StandingRefusal) -> BenchConfig {
+    let mut cfg = base.clone();
+    let l = &mut cfg.load;
+    match r {
+        StandingRefusal::Rps => l.rps = Some(10.0),
+        StandingRefusal::ArrivalRate => l.arrival_rate = Some(100.0),
+        StandingRefusal::Stages => {
+            l.stages = vec![Stage {
+                duration: Duration::from_secs(1),
+                target: 2.0,
+            }]
+        }
+        StandingRefusal::TimingScript => {
+            l.timing_script = Some(vec![Duration::ZERO].into());
+        }
+        StandingRefusal::ConnectionRate => l.connection_rate = Some((1, Duration::from_secs(1))),
+        StandingRefusal::TimeSeries => l.interval = Some(Duration::from_secs(1)),
+        StandingRefusal::LogFile => cfg.log_file = Some("requests.log".into()),
+        StandingRefusal::QlogFile => cfg.qlog_file_base = Some("conn".into()),
+    }
+    cfg
+}
+
+#[test]
+fn supports_answers_what_open_refuses() {
+    // A port nothing listens on: a refused configuration must fail before connecting.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let base = h1_config(&format!("http://{addr}/"));
+    assert!(StandingRun::supports(&base));
+    assert_eq!(StandingRun::refusal(&base), None);
+    StandingRun::open(&base, &StopFlag::new()).unwrap().close();
+    for r in StandingRefusal::ALL {
+        let cfg = refused_for(&base, r);
+        assert!(!StandingRun::supports(&cfg), "{r:?}");
+        assert_eq!(StandingRun::refusal(&cfg), Some(r));
+        let e = StandingRun::open(&cfg, &StopFlag::new()).err().unwrap();
+        assert!(e.to_string().contains(&r.to_string()), "{r:?}: {e}");
+        assert!(e.to_string().contains("closed model"), "{e}");
+    }
+    // With every reason at once, the first in ALL's order is the one named.
+    let all = StandingRefusal::ALL
+        .iter()
+        .fold(base.clone(), |c, &r| refused_for(&c, r));
+    assert_eq!(StandingRun::refusal(&all), Some(StandingRefusal::ALL[0]));
 }
 
 #[test]

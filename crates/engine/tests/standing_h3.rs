@@ -144,7 +144,7 @@ fn h3_windows_keep_one_quic_connection_per_client() {
     let srv = server(Duration::from_secs(60));
     let addr = srv.h3_addr().unwrap();
     let cfg = h3_config(addr, 4, 2, 5);
-    assert!(StandingRun::supports(h2lab_engine::AppProtocol::H3));
+    assert!(StandingRun::supports(&cfg));
     let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
     let settled = settle(&mut run);
     let mut seen = None;

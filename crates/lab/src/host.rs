@@ -3,9 +3,14 @@
 //! (`sched_setaffinity`), the CPU clock of any thread of this process (the scheduler's
 //! `sum_exec_runtime`, the clock behind `CLOCK_THREAD_CPUTIME_ID`, read from
 //! `/proc/self/task/TID/schedstat` in nanoseconds) and what the rest of the machine is
-//! doing (`/proc/stat`, `/proc/loadavg`).
+//! doing (`/proc/stat`, `/proc/loadavg`); and starting an external server (nginx, nghttpd,
+//! h2o) on fresh ports until it listens, the listening sockets proven to be its own
+//! (`/proc/net/tcp{,6}` and `/proc/PID/fd`, `start_listening`).
 
 use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -254,9 +259,154 @@ pub(crate) fn free_ports(n: usize) -> io::Result<Vec<u16>> {
         .collect()
 }
 
+/// Why an external server is not ready ([`wait_listening`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotReady {
+    /// It exited (typically: a port was taken between the choice and its bind).
+    Exited,
+    /// By the deadline it did not hold a listening socket on this port (the first missing).
+    TimedOut(u16),
+}
+
+/// Inodes of the TCP sockets listening on local port `port` in one `/proc/net/tcp{,6}` table.
+fn listening_inodes(table: &str, port: u16) -> impl Iterator<Item = u64> + '_ {
+    let want = format!("{port:04X}");
+    table.lines().skip(1).filter_map(move |line| {
+        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
+        let mut f = line.split_whitespace();
+        let local_port = f.nth(1)?.rsplit(':').next()?;
+        let state = f.nth(1)?;
+        let inode = f.nth(5)?;
+        // 0A: TCP_LISTEN.
+        (local_port.eq_ignore_ascii_case(&want) && state == "0A")
+            .then(|| inode.parse().ok())
+            .flatten()
+    })
+}
+
+/// Whether process `pid` itself holds a TCP socket listening on `port`: a listening socket
+/// of the port in the kernel's tables (`/proc/net/tcp{,6}`) among the process's descriptors
+/// (`/proc/PID/fd`), so that another program that took the port cannot pass for it. Where the
+/// descriptors cannot be read (permission denied: a process that changed user), any listening
+/// socket on the port counts; where there is no `/proc` (not Linux), a connection to
+/// 127.0.0.1:`port` is the only evidence there is.
+pub(crate) fn holds_listener(pid: u32, port: u16) -> bool {
+    if !std::path::Path::new("/proc/net/tcp").exists() {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        return TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok();
+    }
+    // The process's sockets first: the tables are long on a busy machine (tens of
+    // thousands of lines), the descriptors of a server starting up few.
+    let owned: Option<Vec<u64>> = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
+        Ok(dir) => Some(
+            dir.flatten()
+                .filter_map(|fd| {
+                    let target = std::fs::read_link(fd.path()).ok()?;
+                    let t = target.to_str()?;
+                    t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+                })
+                .collect(),
+        ),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
+        Err(_) => return false, // gone
+    };
+    if owned.as_ref().is_some_and(Vec::is_empty) {
+        return false;
+    }
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|t| std::fs::read_to_string(t).ok())
+        .any(|table| {
+            listening_inodes(&table, port).any(|n| owned.as_ref().map_or(true, |o| o.contains(&n)))
+        })
+}
+
+/// Polls (2 ms growing to 50 ms pauses) until `child` holds a listening socket on every port of
+/// `ports` ([`holds_listener`]), until it exits, or until `timeout` has passed.
+pub(crate) fn wait_listening(
+    child: &mut Child,
+    ports: &[u16],
+    timeout: Duration,
+) -> Result<(), NotReady> {
+    let end = Instant::now() + timeout;
+    let pid = child.id();
+    let mut pending = ports.to_vec();
+    let mut pause = Duration::from_millis(2);
+    loop {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return Err(NotReady::Exited);
+        }
+        pending.retain(|&p| !holds_listener(pid, p));
+        if pending.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= end {
+            return Err(NotReady::TimedOut(pending[0]));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+/// An external server [`start_listening`] saw listening on its ports.
+pub(crate) struct Listening {
+    /// The server's process.
+    pub child: Child,
+    /// Its ports, as `next_ports` chose them in the attempt that succeeded.
+    pub ports: Vec<u16>,
+    /// Which attempt succeeded (from 1).
+    pub attempts: u32,
+}
+
+/// Why [`start_listening`] failed.
+#[derive(Debug)]
+pub(crate) enum StartFailed<E> {
+    /// Choosing the ports or spawning failed (not retried).
+    Setup(E),
+    /// Every attempt failed; how the last one did.
+    NotReady(NotReady),
+}
+
+/// Starts an external server on ports chosen at run time, and retries on fresh ones: up to
+/// `attempts` times, `next_ports` chooses the ports, `spawn` starts the server on them, and
+/// [`wait_listening`] waits (`timeout` at most) until the server's own process listens on
+/// every one. An attempt whose server exits first (a port taken between the choice and its
+/// bind) or misses the deadline (a port held by another program, which a connection would
+/// have taken for the server) is ended with `stop` and retried. The nginx starter of
+/// `upstream --proxy nginx` and the `page --render` anchors (nghttpd, h2o) share it.
+pub(crate) fn start_listening<E>(
+    attempts: u32,
+    timeout: Duration,
+    mut next_ports: impl FnMut() -> Result<Vec<u16>, E>,
+    mut spawn: impl FnMut(&[u16]) -> Result<Child, E>,
+    mut stop: impl FnMut(&mut Child),
+) -> Result<Listening, StartFailed<E>> {
+    let mut last = NotReady::Exited;
+    for attempt in 1..=attempts {
+        let ports = next_ports().map_err(StartFailed::Setup)?;
+        let mut child = spawn(&ports).map_err(StartFailed::Setup)?;
+        match wait_listening(&mut child, &ports, timeout) {
+            Ok(()) => {
+                return Ok(Listening {
+                    child,
+                    ports,
+                    attempts: attempt,
+                })
+            }
+            Err(why) => {
+                stop(&mut child);
+                last = why;
+            }
+        }
+    }
+    Err(StartFailed::NotReady(last))
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+    use std::net::TcpListener;
+    use std::process::{Command, Stdio};
 
     #[test]
     fn cpu_lists() {
@@ -300,5 +450,149 @@ mod tests {
             n += 1;
         }
         assert!(thread_cpu_ns(tid).unwrap() > a, "{x}");
+    }
+
+    /// Set in the environment of this test binary run again as a server ([`listener_child`]):
+    /// the port to listen on, or `none`.
+    const CHILD_ENV: &str = "H2LAB_LAB_TEST_LISTENER";
+
+    /// Not a test: the body of [`listener_child`] (returns at once in a normal test run).
+    #[test]
+    fn listener_child_entry() {
+        let Some(what) = std::env::var_os(CHILD_ENV) else {
+            return;
+        };
+        let _listener = match what.to_str().and_then(|p| p.parse::<u16>().ok()) {
+            Some(port) => match TcpListener::bind(("127.0.0.1", port)) {
+                Ok(l) => Some(l),
+                Err(_) => std::process::exit(1), // as a server whose port is taken
+            },
+            None => None,
+        };
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new());
+        std::process::exit(0);
+    }
+
+    /// This test binary run again as a stand-in for an external server: it listens on
+    /// 127.0.0.1:`port` (exiting at once when it cannot bind) or, with `None`, stays up without
+    /// listening (as a server still retrying its bind); until killed or its standard input
+    /// closes.
+    pub(crate) fn listener_child(port: Option<u16>) -> Command {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args([
+            "--exact",
+            "host::tests::listener_child_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, port.map_or("none".into(), |p| p.to_string()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        cmd
+    }
+
+    fn stop(child: &mut Child) {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The ownership check needs `/proc` (Linux); elsewhere a connection is all there is.
+    fn has_proc() -> bool {
+        std::path::Path::new("/proc/net/tcp").exists()
+    }
+
+    #[test]
+    fn listening_inodes_reads_the_port_and_state() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+            \x20  1: 0100007F:B044 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33350321 1\n\
+            \x20  2: 0100007F:B045 0100007F:B044 01 00000000:00000000 00:00000000 00000000     0        0 42 1\n";
+        let v: Vec<u64> = listening_inodes(table, 0xB044).collect();
+        assert_eq!(v, vec![33350321]);
+        // An established connection from port B045 is not a listener of it.
+        assert_eq!(listening_inodes(table, 0xB045).count(), 0);
+    }
+
+    /// A listener of another process (this test's) on the port accepts connections, but is not
+    /// taken for the server's: a server that stays up without listening is not ready, and
+    /// times out on that port.
+    #[test]
+    fn a_stand_in_listener_is_not_the_servers() {
+        if !has_proc() {
+            return;
+        }
+        let stand_in = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = stand_in.local_addr().unwrap().port();
+        assert!(holds_listener(std::process::id(), port));
+        let mut idle = listener_child(None).spawn().unwrap();
+        assert!(TcpStream::connect(("127.0.0.1", port)).is_ok());
+        assert!(!holds_listener(idle.id(), port));
+        assert_eq!(
+            wait_listening(&mut idle, &[port], Duration::from_millis(300)),
+            Err(NotReady::TimedOut(port))
+        );
+        stop(&mut idle);
+        // Every attempt like that: an error naming the port, each attempt stopped.
+        let mut stopped = 0;
+        let r = start_listening(
+            2,
+            Duration::from_millis(100),
+            || Ok::<_, io::Error>(vec![port]),
+            |_| listener_child(None).spawn(),
+            |c| {
+                stopped += 1;
+                stop(c);
+            },
+        );
+        assert!(
+            matches!(r, Err(StartFailed::NotReady(NotReady::TimedOut(p))) if p == port),
+            "{:?}",
+            r.err()
+        );
+        assert_eq!(stopped, 2);
+    }
+
+    /// The first ports offered are a stand-in's: the server cannot bind and exits (a connection
+    /// to the port would have succeeded meanwhile), and the start is retried on a fresh port,
+    /// which the server's own process is seen listening on.
+    #[test]
+    fn a_taken_port_is_retried_and_a_real_start_is_ready() {
+        if !has_proc() {
+            return;
+        }
+        let stand_in = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = stand_in.local_addr().unwrap().port();
+        let mut offered = Vec::new();
+        let mut stopped = 0;
+        let started = start_listening(
+            3,
+            Duration::from_secs(30),
+            || {
+                let p = if offered.is_empty() {
+                    vec![taken]
+                } else {
+                    free_ports(1)?
+                };
+                offered.push(p[0]);
+                Ok::<_, io::Error>(p)
+            },
+            |p| listener_child(Some(p[0])).spawn(),
+            |c| {
+                stopped += 1;
+                stop(c);
+            },
+        )
+        .map_err(|e| format!("{e:?}"))
+        .unwrap();
+        let mut child = started.child;
+        assert_eq!(started.attempts, 2);
+        assert_eq!(stopped, 1);
+        assert_eq!(offered.len(), 2);
+        assert_eq!(started.ports, vec![offered[1]]);
+        assert_ne!(offered[1], taken);
+        assert!(holds_listener(child.id(), offered[1]));
+        assert!(TcpStream::connect(("127.0.0.1", offered[1])).is_ok());
+        stop(&mut child);
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use bytes::{Buf, Bytes};
 use h2lab_server::RunningServer;
+use h2lab_testkit::Bound;
 use h2lab_wire::h3::control::{ControlEvent, ControlReader};
 use h2lab_wire::h3::stream::UniStreamType;
 use h2lab_wire::h3::Role;
@@ -131,21 +132,6 @@ fn static_files_are_streamed() {
     });
 }
 
-/// UDP sockets bound to local port `port` (IPv4), from `/proc/net/udp`.
-fn udp_sockets_on(port: u16) -> usize {
-    let table = std::fs::read_to_string("/proc/net/udp").unwrap();
-    let want = format!(":{port:04X}");
-    table
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .is_some_and(|a| a.ends_with(&want))
-        })
-        .count()
-}
-
 #[test]
 fn every_http3_socket_is_bound_before_the_address_is_published() {
     // The kernel picks an SO_REUSEPORT group member by the 4-tuple's hash modulo the group
@@ -154,7 +140,9 @@ fn every_http3_socket_is_bound_before_the_address_is_published() {
     // timeout). So the whole group exists when `spawn` returns the address.
     let (server, _dir) = start_h3(|c| c.threads = 3);
     let port = server.h3_addr().unwrap().port();
-    assert_eq!(udp_sockets_on(port), 3);
+    // The UDP sockets on the port that this process (the server's threads) holds.
+    let me = [std::process::id()];
+    assert_eq!(h2lab_testkit::held_sockets(&me, Bound::Udp, port).len(), 3);
 }
 
 #[test]

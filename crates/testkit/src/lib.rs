@@ -57,7 +57,7 @@ pub use h2load::{
     h2load, parse_duration, H2loadOutput, H2loadSummary, RequestCounts, StatRow, StatusCounts,
     Traffic,
 };
-pub use net::{free_port_tcp_udp, free_ports, Listener};
+pub use net::{free_port_tcp_udp, free_ports, held_sockets, Bound, Listener};
 pub use process::group_members;
 pub use server::{AnchorBuilder, AnchorKind, AnchorServer};
 pub use wrk::{wrk, WrkOutput};

@@ -50,21 +50,28 @@ pub fn free_port_tcp_udp() -> Result<u16, Error> {
     ))
 }
 
-/// Which kind of socket [`bound_by`] looks for.
+/// Which kind of socket [`held_sockets`] looks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bound {
+pub enum Bound {
     /// A TCP socket in LISTEN state.
     TcpListen,
     /// A UDP socket.
     Udp,
 }
 
-/// Whether one of `pids` holds a socket of kind `kind` bound to local port `port`, from the
-/// kernel's tables (`/proc/net/{tcp,udp}{,6}`) and the processes' descriptors
-/// (`/proc/PID/fd`). Unlike a connection attempt, this cannot be fooled by another process
-/// that took the port (unless a process's descriptors cannot be read: then any such socket on
-/// the port counts).
+/// Whether one of `pids` holds a socket of kind `kind` bound to local port `port`
+/// ([`held_sockets`] is not empty). Unlike a connection attempt, this cannot be fooled by
+/// another process that took the port.
 pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
+    !held_sockets(pids, kind, port).is_empty()
+}
+
+/// The sockets (their inodes, each once) of kind `kind` bound to local port `port`, on any
+/// address, that one of `pids` holds: from the kernel's tables (`/proc/net/{tcp,udp}{,6}`) and
+/// the processes' descriptors (`/proc/PID/fd`), so that sockets of other processes on the port
+/// are not counted (unless a process's descriptors cannot be read: then every such socket on
+/// the port counts). Empty where there is no `/proc`.
+pub fn held_sockets(pids: &[u32], kind: Bound, port: u16) -> Vec<u64> {
     let tables: [&str; 2] = match kind {
         Bound::TcpListen => ["/proc/net/tcp", "/proc/net/tcp6"],
         Bound::Udp => ["/proc/net/udp", "/proc/net/udp6"],
@@ -75,25 +82,30 @@ pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
         .flat_map(|text| socket_inodes(&text, kind, port))
         .collect();
     if inodes.is_empty() {
-        return false;
+        return Vec::new();
     }
-    pids.iter().any(|pid| {
+    let mut held = Vec::new();
+    for pid in pids {
         let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
             Ok(dir) => dir,
-            // Not ours to read (a process that changed user, or is not dumpable): the socket
-            // exists; who holds it cannot be told.
-            Err(e) => return e.kind() == std::io::ErrorKind::PermissionDenied,
+            // Not ours to read (a process that changed user, or is not dumpable): the sockets
+            // exist; who holds them cannot be told.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return inodes,
+            Err(_) => continue,
         };
-        dir.flatten().any(|fd| {
-            fs::read_link(fd.path()).ok().is_some_and(|target| {
+        for fd in dir.flatten() {
+            let inode = fs::read_link(fd.path()).ok().and_then(|target| {
                 let t = target.to_string_lossy();
                 t.strip_prefix("socket:[")
                     .and_then(|r| r.strip_suffix(']'))
                     .and_then(|n| n.parse::<u64>().ok())
-                    .is_some_and(|n| inodes.contains(&n))
-            })
-        })
-    })
+            });
+            if let Some(n) = inode.filter(|n| inodes.contains(n) && !held.contains(n)) {
+                held.push(n);
+            }
+        }
+    }
+    held
 }
 
 /// Inodes of the sockets of one `/proc/net` table bound to local port `port` (TCP: only those
@@ -186,6 +198,31 @@ mod tests {
         other.wait().unwrap();
         drop((udp, tcp));
         assert!(!bound_by(&me, Bound::Udp, port));
+    }
+
+    #[test]
+    fn held_sockets_counts_this_process_sockets_of_the_kind() {
+        let port = free_port_tcp_udp().unwrap();
+        let me = [std::process::id()];
+        assert!(held_sockets(&me, Bound::Udp, port).is_empty());
+        let udp = UdpSocket::bind(("127.0.0.1", port)).unwrap();
+        let tcp = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let udp_held = held_sockets(&me, Bound::Udp, port);
+        let tcp_held = held_sockets(&me, Bound::TcpListen, port);
+        assert_eq!(udp_held.len(), 1);
+        assert_eq!(tcp_held.len(), 1);
+        assert_ne!(udp_held, tcp_held);
+        // Asking for this process twice counts each socket once; another process holds none.
+        assert_eq!(held_sockets(&[me[0], me[0]], Bound::Udp, port), udp_held);
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(held_sockets(&[other.id()], Bound::Udp, port).is_empty());
+        other.kill().unwrap();
+        other.wait().unwrap();
+        drop((udp, tcp));
     }
 
     #[test]

@@ -362,7 +362,7 @@ impl<'a> Measurer<'a> {
         let probe = LoadProbe::start();
         let call = Instant::now();
         // An arm a standing run cannot measure is measured on fresh connections.
-        let r = if self.fresh || !h2lab_engine::StandingRun::supports(key.proto.app_protocol()) {
+        let r = if self.fresh || !h2lab_engine::StandingRun::supports(&cfg) {
             h2lab_engine::run(&cfg, &*obs, &self.stop)
         } else {
             match self

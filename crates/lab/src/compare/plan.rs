@@ -8,20 +8,22 @@
 //! - **On standing connections** ([`arms`](super::arms)): the first run opens the arm and
 //!   warms up in full; later runs only refill the pipeline ([`resume_warm_up`]) and pay
 //!   [`WINDOW_OVERHEAD`].
-//! - **As whole engine runs** (`--fresh-connections`, or an arm whose protocol
-//!   [`StandingRun::supports`] refuses — none today: HTTP/3 stands too since the standing run
-//!   drives QUIC): *every* run connects afresh, so every run pays the full warm-up (for
-//!   HTTP/3 at least [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per
-//!   connection: QUIC handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
+//! - **As whole engine runs** (`--fresh-connections`, or a configuration that
+//!   [`StandingRun::supports`](h2lab_engine::StandingRun::supports) refuses — never one of
+//!   compare's: they are closed-model runs without time series or log files, whatever the
+//!   protocol, HTTP/3 included since the standing run drives QUIC): *every* run connects
+//!   afresh, so every run pays the full warm-up (for HTTP/3 at least
+//!   [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per connection: QUIC
+//!   handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
 //!   joined, connections closed). Counting an HTTP/3 arm as standing underestimated its
 //!   rounds by about half, which is how a default matrix with `h3` overran its budget.
 //!
-//! Whether an arm stands is asked of [`StandingRun::supports`] with the arm's protocol, the
-//! same question the measurer asks, so the model follows the engine.
+//! The measurer asks [`StandingRun::supports`](h2lab_engine::StandingRun::supports) about
+//! each run's configuration ([`bench_config`](super::run::bench_config)); the model here
+//! plans without one (before the servers and their origins exist), and a test checks that
+//! the engine supports the configuration of every protocol, so the model follows the engine.
 
 use std::time::Duration;
-
-use h2lab_engine::StandingRun;
 
 use super::matrix::{CellKey, MatrixPlan};
 use super::run::{cell_timing, resume_warm_up, rounds_for, Timing, WINDOW_OVERHEAD};
@@ -38,11 +40,11 @@ pub const WHOLE_RUN_OVERHEAD: Duration = Duration::from_millis(30);
 /// threads start, connects and handshakes happen in the background of the warm-up).
 pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
 
-/// Whether `key`'s runs are measured on its arm's standing connections: not with
-/// `fresh` (`--fresh-connections`), nor when [`StandingRun::supports`] refuses its protocol
-/// (it refuses none today).
-pub fn stands(key: &CellKey, fresh: bool) -> bool {
-    !fresh && StandingRun::supports(key.proto.app_protocol())
+/// Whether `key`'s runs are measured on its arm's standing connections: unless `fresh`
+/// (`--fresh-connections`). The engine supports every configuration compare builds (see the
+/// module docs), so the key does not change the answer.
+pub fn stands(_key: &CellKey, fresh: bool) -> bool {
+    !fresh
 }
 
 /// Expected wall time of one run of `key`: the arm's `first` run (on standing connections it
@@ -103,6 +105,34 @@ mod tests {
             warm_up: Duration::from_millis(100),
             duration: Duration::from_millis(100),
             client_threads: 1,
+        }
+    }
+
+    #[test]
+    fn the_engine_supports_every_configuration_compare_builds() {
+        // What `stands` assumes: the measurer's question, asked of each protocol's real
+        // configuration (cleartext and TLS origins alike), gets the answer the model plans with.
+        for scheme in [h2lab_engine::Scheme::Http, h2lab_engine::Scheme::Https] {
+            let origin = crate::env::Origin {
+                target: h2lab_engine::Target {
+                    scheme,
+                    host: "127.0.0.1".into(),
+                    port: 8443,
+                    path: "/".into(),
+                },
+                connect_to: vec!["127.0.0.1:8443".parse().unwrap()],
+                unix_socket: None,
+            };
+            for proto in LabProtocol::ALL {
+                let k = key(proto, 50);
+                let cfg = crate::compare::run::bench_config(&k, &origin, &timing()).unwrap();
+                assert_eq!(
+                    h2lab_engine::StandingRun::refusal(&cfg),
+                    None,
+                    "{proto:?} {scheme:?}"
+                );
+                assert!(stands(&k, false));
+            }
         }
     }
 

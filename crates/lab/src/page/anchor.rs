@@ -4,12 +4,14 @@
 //! h2o, when installed, serves the same files from a configuration the lab writes
 //! ([`start_h2o`]).
 
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use h2lab_server::endpoints::PageParams;
+
+use crate::host::{NotReady, StartFailed};
 
 /// A running anchor server (nghttpd or h2o) serving one page's files; stopped, and its
 /// files removed, when dropped.
@@ -61,7 +63,11 @@ impl std::fmt::Display for StartError {
                 log,
             } => {
                 if *timed_out {
-                    write!(f, "{what} did not start listening within 10 s")?;
+                    write!(
+                        f,
+                        "{what} did not start listening within {} s",
+                        READY_TIMEOUT.as_secs()
+                    )?;
                 } else {
                     write!(f, "{what} exited during start-up")?;
                 }
@@ -108,13 +114,29 @@ fn free_port(what: &str) -> Result<u16, String> {
 /// server's bind) or does not listen within the deadline.
 const START_ATTEMPTS: u32 = 3;
 
+/// Deadline of one start attempt: the server's own process listens on its port.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Starts the server `spawn` runs on a free port (its standard error to the file given) and
-/// waits (polling, 10 s at most) until it accepts connections; when it exits first or misses
-/// the deadline, retries on a fresh port. `dir` (removed when the anchor is dropped, or at once
-/// on failure) holds its files.
+/// waits (polling, 10 s at most) until the server's own process listens on it (a listener of
+/// another program on the port does not count: [`crate::host::start_listening`]); when it
+/// exits first or misses the deadline, retries on a fresh port. `dir` (removed when the
+/// anchor is dropped, or at once on failure) holds its files.
 fn start_on_free_port(
     what: &'static str,
     dir: PathBuf,
+    spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
+) -> Result<Anchor, StartError> {
+    start_on_ports(what, dir, READY_TIMEOUT, || free_port(what), spawn)
+}
+
+/// [`start_on_free_port`] with the port of each attempt from `next_port` and the deadline
+/// `timeout`.
+fn start_on_ports(
+    what: &'static str,
+    dir: PathBuf,
+    timeout: Duration,
+    mut next_port: impl FnMut() -> Result<u16, String>,
     mut spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
 ) -> Result<Anchor, StartError> {
     let log_path = PathBuf::from(format!("{}.log", dir.display()));
@@ -123,51 +145,39 @@ fn start_on_free_port(
         let _ = std::fs::remove_file(&log_path);
         Err(why)
     };
-    let mut timed_out = false;
-    for _ in 0..START_ATTEMPTS {
-        let port = match free_port(what) {
-            Ok(p) => p,
-            Err(e) => return fail(StartError::Setup(e)),
-        };
-        let log = match std::fs::File::create(&log_path) {
-            Ok(f) => f,
-            Err(e) => return fail(StartError::Setup(format!("{what} log: {e}"))),
-        };
-        let mut child = match spawn(port, log) {
-            Ok(c) => c,
-            Err(e) => return fail(StartError::Setup(e)),
-        };
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let deadline = Instant::now() + Duration::from_secs(10);
-        timed_out = loop {
-            if matches!(child.try_wait(), Ok(Some(_))) {
-                break false; // exited: next attempt
-            }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-                return Ok(Anchor {
-                    child,
-                    addr,
-                    dir,
-                    log: log_path,
-                });
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break true; // not listening in time: next attempt
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+    let started = crate::host::start_listening(
+        START_ATTEMPTS,
+        timeout,
+        || next_port().map(|p| vec![p]),
+        |ports| {
+            let log = std::fs::File::create(&log_path).map_err(|e| format!("{what} log: {e}"))?;
+            spawn(ports[0], log)
+        },
+        |child| {
+            let _ = child.kill();
+            let _ = child.wait();
+        },
+    );
+    match started {
+        Ok(l) => Ok(Anchor {
+            child: l.child,
+            addr: SocketAddr::from(([127, 0, 0, 1], l.ports[0])),
+            dir,
+            log: log_path,
+        }),
+        Err(StartFailed::Setup(e)) => fail(StartError::Setup(e)),
+        Err(StartFailed::NotReady(last)) => {
+            let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let log = lines[lines.len().saturating_sub(20)..].join("\n");
+            fail(StartError::Failed {
+                what,
+                attempts: START_ATTEMPTS,
+                timed_out: matches!(last, NotReady::TimedOut(_)),
+                log,
+            })
+        }
     }
-    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    let log = lines[lines.len().saturating_sub(20)..].join("\n");
-    fail(StartError::Failed {
-        what,
-        attempts: START_ATTEMPTS,
-        timed_out,
-        log,
-    })
 }
 
 /// The path the page has on nghttpd (a file; nghttpd does not serve `/page?query`).
@@ -310,6 +320,7 @@ pub fn start_h2o(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::tests::listener_child;
     use std::net::TcpListener;
 
     /// A server that exits at once (as one whose port was taken does) is started again on a
@@ -319,16 +330,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("h2lab-anchor-retry-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut ports = Vec::new();
-        let mut held = None;
         let a = start_on_free_port("t", dir.clone(), |port, _log| {
             ports.push(port);
             if ports.len() == 1 {
                 return Command::new("true").spawn().map_err(|e| e.to_string());
             }
-            // The second attempt "listens" (a listener of this test on the port).
-            held = Some(TcpListener::bind(("127.0.0.1", port)).unwrap());
-            Command::new("sleep")
-                .arg("30")
+            // The second attempt listens (a child process on the port).
+            listener_child(Some(port))
                 .spawn()
                 .map_err(|e| e.to_string())
         })
@@ -356,6 +364,77 @@ mod tests {
         assert!(err.contains("its log:\ncannot bind"), "{err}");
         assert!(!dir.exists());
         assert!(!PathBuf::from(format!("{}.log", dir.display())).exists());
+    }
+
+    /// A port held by another program (a listener of this test, which accepts connections) is
+    /// not taken for the anchor: a server that cannot bind it and exits is started again on a
+    /// fresh port, where it is ready; a server that stays up without listening while the
+    /// stand-in holds its port times out on every attempt, an error.
+    #[test]
+    fn a_stand_in_listener_on_the_port_is_not_taken_for_the_anchor() {
+        if !std::path::Path::new("/proc/net/tcp").exists() {
+            return; // the ownership check needs Linux
+        }
+        let stand_in = TcpListener::bind("127.0.0.1:0").unwrap();
+        let taken = stand_in.local_addr().unwrap().port();
+        let dir =
+            std::env::temp_dir().join(format!("h2lab-anchor-stand-in-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut offered = Vec::new();
+        let a = start_on_ports(
+            "t",
+            dir.clone(),
+            READY_TIMEOUT,
+            || {
+                let p = if offered.is_empty() {
+                    taken
+                } else {
+                    free_port("t")?
+                };
+                offered.push(p);
+                Ok(p)
+            },
+            |port, _log| {
+                listener_child(Some(port))
+                    .spawn()
+                    .map_err(|e| e.to_string())
+            },
+        )
+        .unwrap();
+        assert_eq!(offered.len(), 2);
+        assert_eq!(offered[0], taken);
+        assert_eq!(a.addr.port(), offered[1]);
+        assert!(crate::host::holds_listener(a.child.id(), offered[1]));
+        drop(a);
+        assert!(!dir.exists());
+
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut calls = 0;
+        let err = start_on_ports(
+            "t",
+            dir.clone(),
+            Duration::from_millis(100),
+            || Ok(taken),
+            |_, _log| {
+                calls += 1;
+                listener_child(None).spawn().map_err(|e| e.to_string())
+            },
+        )
+        .err()
+        .unwrap();
+        assert_eq!(calls, START_ATTEMPTS);
+        assert!(
+            matches!(
+                err,
+                StartError::Failed {
+                    timed_out: true,
+                    attempts: 3,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(!dir.exists());
     }
 
     #[test]

@@ -3,15 +3,17 @@
 //! and stopped when dropped.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 #[cfg(unix)]
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use h2lab_proxy::UpstreamProtocol;
+
+use crate::host::{NotReady, StartFailed};
 
 /// `nginx -v` as `nginx/1.22.1`, if nginx is installed.
 pub fn version() -> Option<String> {
@@ -79,8 +81,9 @@ pub fn arm_block(
 /// does not come up in time (typically: another process took a port between the choice and
 /// nginx's bind).
 const START_ATTEMPTS: u32 = 3;
-/// Deadline of one attempt: nginx has bound every port (its pid file is written) and each
-/// accepts a connection. nginx itself retries a taken port for 2.5 s before exiting.
+/// Deadline of one attempt: nginx's own process (the master) listens on every port (a
+/// listener of another program does not count, [`crate::host::holds_listener`]). nginx
+/// itself retries a taken port for 2.5 s before exiting.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why nginx could not be started.
@@ -109,7 +112,7 @@ pub enum StartError {
 pub enum Failure {
     /// nginx exited (typically: a port was taken).
     Exited,
-    /// nginx had not bound and opened every port by the deadline; the first one missing.
+    /// nginx did not listen on every port by the deadline; the first one missing.
     TimedOut(String),
 }
 
@@ -167,9 +170,10 @@ impl Config {
     }
 
     /// Writes the configuration and starts nginx, each block on a free port; waits (polling,
-    /// 10 s at most) until nginx has bound every port and each accepts. When nginx exits
-    /// first (a port was taken) or misses the deadline, starts it again on fresh ports, up to
-    /// 3 times.
+    /// 10 s at most) until nginx's own process listens on every port
+    /// (`host::start_listening`, shared with the `page --render` anchors). When nginx
+    /// exits first (a port was taken) or misses the deadline, starts it again on fresh ports,
+    /// up to 3 times.
     pub fn start(self) -> Result<Nginx, StartError> {
         self.start_with_ports(crate::host::free_ports)
     }
@@ -187,32 +191,34 @@ impl Config {
         ));
         let mut dir = Dir(dir);
         std::fs::create_dir_all(dir.0.join("logs")).map_err(io("nginx directory"))?;
-        let mut last = Failure::Exited;
-        let mut log = String::new();
-        for attempt in 1..=START_ATTEMPTS {
-            let ports = next_ports(self.blocks.len()).map_err(io("nginx: no free port"))?;
-            let mut child = self.spawn(&dir.0, &ports)?;
-            match wait_ready(&mut child, &dir.0.join("nginx.pid"), &ports) {
-                Ok(()) => {
-                    return Ok(Nginx {
-                        child,
-                        dir: std::mem::take(&mut dir.0),
-                        ports,
-                        attempts: attempt,
-                    })
-                }
-                Err(why) => {
-                    kill_group(&mut child);
-                    last = why;
-                    log = log_tail(&dir.0);
-                }
-            }
+        let n = self.blocks.len();
+        let started = crate::host::start_listening(
+            START_ATTEMPTS,
+            READY_TIMEOUT,
+            || next_ports(n).map_err(io("nginx: no free port")),
+            |ports| self.spawn(&dir.0, ports),
+            kill_group,
+        );
+        match started {
+            Ok(l) => Ok(Nginx {
+                child: l.child,
+                dir: std::mem::take(&mut dir.0),
+                ports: l.ports,
+                attempts: l.attempts,
+            }),
+            Err(StartFailed::Setup(e)) => Err(e),
+            Err(StartFailed::NotReady(last)) => Err(StartError::Failed {
+                attempts: START_ATTEMPTS,
+                last: match last {
+                    NotReady::Exited => Failure::Exited,
+                    NotReady::TimedOut(p) => {
+                        Failure::TimedOut(format!("not listening on 127.0.0.1:{p}"))
+                    }
+                },
+                // The last attempt's: each attempt starts with fresh log files.
+                log: log_tail(&dir.0),
+            }),
         }
-        Err(StartError::Failed {
-            attempts: START_ATTEMPTS,
-            last,
-            log,
-        })
     }
 
     /// Writes the configuration of one attempt (block `i` on `ports[i]`) and spawns nginx in
@@ -251,39 +257,6 @@ impl Config {
         #[cfg(unix)]
         cmd.process_group(0);
         cmd.spawn().map_err(io("starting nginx"))
-    }
-}
-
-/// Polls until nginx (`child`) has written its pid file, which it does only after binding
-/// and listening on every port (so another process holding a port cannot pass for it), and
-/// each port accepts a connection; until it exits; or until the deadline.
-fn wait_ready(child: &mut Child, pid_file: &Path, ports: &[u16]) -> Result<(), Failure> {
-    let end = Instant::now() + READY_TIMEOUT;
-    let mine = child.id().to_string();
-    let mut pause = Duration::from_millis(2);
-    let mut pending: Vec<u16> = ports.to_vec();
-    loop {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return Err(Failure::Exited);
-        }
-        let bound = std::fs::read_to_string(pid_file).is_ok_and(|p| p.trim() == mine);
-        if bound {
-            pending.retain(|&p| {
-                let addr = SocketAddr::from(([127, 0, 0, 1], p));
-                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err()
-            });
-            if pending.is_empty() {
-                return Ok(());
-            }
-        }
-        if Instant::now() >= end {
-            return Err(Failure::TimedOut(match pending.first() {
-                Some(p) if bound => format!("127.0.0.1:{p} does not accept"),
-                _ => "its ports are not all bound".into(),
-            }));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(50));
     }
 }
 
@@ -362,7 +335,8 @@ impl Drop for Nginx {
 mod tests {
     use super::*;
     use crate::host::free_ports;
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Instant;
 
     /// A server block answering `ok` on `{PORT}`.
     const OK_BLOCK: &str = "    server {\n        listen 127.0.0.1:{PORT};\n        location / { return 200 \"ok\\n\"; }\n    }\n";
