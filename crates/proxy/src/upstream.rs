@@ -10,7 +10,7 @@ use h2lab_wire::h2::{
 };
 
 use crate::buf::{Buf, InBuf};
-use crate::fields::{fields, push_response_field};
+use crate::fields::{push_response_field, push_response_fields};
 use crate::front::{Front, Unsent};
 use crate::io::UpSock;
 use crate::slab::Slab;
@@ -313,9 +313,7 @@ fn handle_h1_event(
     match ev {
         Event::Head(h) => {
             lines.clear();
-            for (name, value) in fields(&h.headers) {
-                push_response_field(lines, name, value);
-            }
+            push_response_fields(lines, h.headers.as_bytes());
             let cl = if matches!(h.framing, h2lab_wire::h1::Framing::CloseDelimited) {
                 None
             } else {
@@ -330,9 +328,7 @@ fn handle_h1_event(
         }
         Event::Trailers { headers, .. } => {
             lines.clear();
-            for hd in headers.iter() {
-                push_response_field(lines, hd.name.as_bytes(), hd.value);
-            }
+            push_response_fields(lines, headers.as_bytes());
             f.resp_trailers(lines);
         }
         _ => {}
