@@ -62,6 +62,9 @@ pub struct Up {
     pub idle: bool,
     /// The current HTTP/1.1 request body is sent chunked.
     pub chunked_request: bool,
+    /// h2c: the upstream's first SETTINGS arrived (until then one stream is opened on the
+    /// connection, [`Up::new`], and h2c-mux opens no other connection to that upstream).
+    pub peer_settings: bool,
     /// Protocol state.
     pub kind: UpKind,
 }
@@ -76,7 +79,14 @@ impl Up {
                 connection_window: 16 * 1024 * 1024,
                 ..LocalSettings::client()
             };
-            let mut conn = Box::new(Connection::new(Role::Client, local, Limits::new()));
+            // One stream until the upstream's SETTINGS tell its MAX_CONCURRENT_STREAMS: the
+            // wire's default (100, nghttp2's) would be refused by an upstream allowing fewer,
+            // and h2c-mux would send a cold burst to it at once (issue 15).
+            let limits = Limits {
+                max_streams_before_settings: 1,
+                ..Limits::new()
+            };
+            let mut conn = Box::new(Connection::new(Role::Client, local, limits));
             // A stream's window is returned as its client takes the bytes (see
             // `Worker::return_window`): a slow client stops only its own stream.
             conn.set_manual_stream_windows(true);
@@ -105,6 +115,7 @@ impl Up {
             queued: false,
             idle: false,
             chunked_request: false,
+            peer_settings: false,
             kind,
         }
     }
@@ -260,6 +271,7 @@ impl Up {
                 let mut sink = Sink {
                     fronts,
                     streams,
+                    peer_settings: &mut self.peer_settings,
                     lines: scratch,
                     stats,
                     touched,
@@ -339,6 +351,7 @@ fn handle_h1_event(
 struct Sink<'a> {
     fronts: &'a mut Slab<Front>,
     streams: &'a mut Vec<(u32, usize, u32)>,
+    peer_settings: &'a mut bool,
     lines: &'a mut Vec<u8>,
     stats: &'a mut Stats,
     touched: &'a mut Vec<usize>,
@@ -438,6 +451,10 @@ impl Events for Sink<'_> {
             self.touched.push(i);
         }
         self.remove(stream);
+    }
+
+    fn settings_changed(&mut self) {
+        *self.peer_settings = true;
     }
 
     fn window_opened(&mut self, _stream: Option<StreamId>) {

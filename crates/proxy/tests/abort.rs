@@ -60,3 +60,87 @@ fn ten_thousand_aborted_requests_h2c_mux() {
 fn ten_thousand_aborted_requests_h2c() {
     abort_many(UpstreamProtocol::H2c, 10_000);
 }
+
+/// HTTP/2 clients cancel in-flight requests with RST_STREAM: `rounds` connections each send
+/// 50 requests to a slow endpoint and reset them all once the proxy has sent them upstream
+/// (50 resets per connection stay under the rapid-reset budget, `Limits::rapid_reset_budget`),
+/// then get an answer on the same connection; then a connection closes with 50 requests in
+/// flight. Every exchange, upstream stream and pooled connection is released.
+fn reset_many(proto: UpstreamProtocol, rounds: u32) {
+    use common::h2raw::{ping_h2, H2Raw};
+    use h2lab_wire::h2::testing;
+    const STREAMS: u32 = 50;
+    let b = backends(2);
+    let p = proxy(&b, proto, |c| c.pool = 8);
+    let addr = p.addr().unwrap();
+    let snap = || p.stats().snapshot(Duration::from_secs(1));
+    let mut sent = 0u64;
+    let mut conns = Vec::new();
+    for _ in 0..rounds {
+        let mut c = H2Raw::connect(addr, &[]);
+        for k in 0..STREAMS {
+            assert!(c.request(1 + 2 * k, "GET", "/delay?ms=5000", true));
+        }
+        sent += u64::from(STREAMS);
+        // Cancel only once every request went upstream: the upstream side has to be undone.
+        let upstream = wait_until(30, || snap().upstream_requests >= sent);
+        assert!(upstream, "{proto:?}: {}", snap());
+        let mut b = Vec::new();
+        for k in 0..STREAMS {
+            testing::rst_stream(&mut b, 1 + 2 * k, 0x8); // CANCEL
+        }
+        assert!(c.send(&b));
+        // The same connection still serves.
+        let id = 1 + 2 * STREAMS;
+        assert!(c.request(id, "GET", "/ping", true));
+        sent += 1;
+        let done = c.read_until(Duration::from_secs(10), |fr| {
+            fr.iter().any(|f| f.stream == id && f.flags & 0x1 != 0)
+        });
+        assert!(
+            done,
+            "{proto:?}: no answer after the resets: {:?}",
+            c.goaway()
+        );
+        assert!(c.statuses().contains(&(id, 200)), "{proto:?}");
+        conns.push(c);
+    }
+    // A connection that goes away with requests in flight.
+    let mut gone = H2Raw::connect(addr, &[]);
+    for k in 0..STREAMS {
+        assert!(gone.request(1 + 2 * k, "GET", "/delay?ms=5000", true));
+    }
+    sent += u64::from(STREAMS);
+    let upstream = wait_until(30, || snap().upstream_requests >= sent);
+    assert!(upstream, "{proto:?}: {}", snap());
+    drop(gone);
+    let settled = wait_until(30, || {
+        let s = snap();
+        s.open_exchanges == 0 && s.open_upstream_streams == 0
+    });
+    let s = snap();
+    assert!(settled, "{proto:?}: {s}");
+    let aborted = u64::from(rounds * STREAMS + STREAMS);
+    assert_eq!(s.client_cancels, aborted, "{proto:?}: {s}");
+    assert_eq!(s.responses + s.client_cancels, s.requests, "{proto:?}: {s}");
+    assert!(s.open_upstream_connections <= 2 * 8, "{proto:?}: {s}");
+    ping_h2(addr);
+    drop(conns);
+    p.shutdown();
+    p.join().unwrap();
+}
+
+#[test]
+fn http2_clients_resetting_streams_h1() {
+    reset_many(UpstreamProtocol::H1, 20);
+}
+
+#[test]
+fn http2_clients_resetting_streams_h2c_mux() {
+    reset_many(UpstreamProtocol::H2cMux, 20);
+}
+
+#[test]
+fn http2_clients_resetting_streams_h2c() {
+    reset_many(UpstreamProtocol::H2c, 20);
+}

@@ -57,6 +57,11 @@ pub(super) fn acquire(
             for k in 0..n {
                 let t = (start + k) % n;
                 idle[t].retain(|&(j, g)| ups.get(j, g).is_some());
+                // A connection whose SETTINGS have not arrived yet takes one stream; the
+                // next requests wait for them (a read of that connection wakes them) rather
+                // than open a connection each: the upstream's MAX_CONCURRENT_STREAMS then
+                // says how many it takes.
+                let mut settling = false;
                 for &(j, g) in idle[t].iter() {
                     let Some(u) = ups.get(j, g) else { continue };
                     if let UpKind::H2 { conn, streams } = &u.kind {
@@ -66,7 +71,11 @@ pub(super) fn acquire(
                         {
                             return Ok((j, g));
                         }
+                        settling |= !u.closing && !u.peer_settings;
                     }
+                }
+                if settling {
+                    continue;
                 }
                 if idle[t].len() < cfg.pool {
                     let r = open(ups, cfg, registry, stats, t)?;
