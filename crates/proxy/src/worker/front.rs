@@ -107,9 +107,11 @@ impl Worker {
             return;
         }
         let was_high = f.out.len() > HIGH;
+        let before = f.out.len();
         if f.io.flush(&mut f.out).is_err() {
             return self.kill_front(i);
         }
+        f.wrote |= f.out.len() < before;
         let link = f.link;
         if f.state == FState::Closing && f.out.is_empty() && !f.io.wants_write() {
             f.io.shutdown_write();
