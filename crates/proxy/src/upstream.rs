@@ -36,6 +36,14 @@ pub enum UpKind {
     },
 }
 
+/// Streams the proxy may cancel on one h2c upstream connection before it stops using it for
+/// new requests. Each cancellation (a client reset or went away) is an RST_STREAM to the
+/// upstream, and upstreams defend against rapid reset (CVE-2023-44487) by counting them:
+/// `h2lab serve` (the wire's `Limits::rapid_reset_budget`) closes the connection with GOAWAY
+/// ENHANCE_YOUR_CALM after 200 resets in 1,000 streams, failing the other clients' requests
+/// in flight on it. A connection is therefore retired after half that, and a new one opened.
+pub const CANCELS_PER_CONNECTION: u32 = 100;
+
 /// An upstream connection.
 pub struct Up {
     /// Socket.
@@ -65,6 +73,11 @@ pub struct Up {
     /// h2c: the upstream's first SETTINGS arrived (until then one stream is opened on the
     /// connection, [`Up::new`], and h2c-mux opens no other connection to that upstream).
     pub peer_settings: bool,
+    /// h2c: streams the proxy cancelled (RST_STREAM) on this connection, for its clients.
+    pub cancels: u32,
+    /// h2c: takes no new stream (too many cancelled, [`CANCELS_PER_CONNECTION`]); closed once
+    /// its streams are done.
+    pub retired: bool,
     /// Protocol state.
     pub kind: UpKind,
 }
@@ -116,6 +129,8 @@ impl Up {
             idle: false,
             chunked_request: false,
             peer_settings: false,
+            cancels: 0,
+            retired: false,
             kind,
         }
     }

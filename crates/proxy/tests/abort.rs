@@ -124,6 +124,11 @@ fn reset_many(proto: UpstreamProtocol, rounds: u32) {
     assert_eq!(s.client_cancels, aborted, "{proto:?}: {s}");
     assert_eq!(s.responses + s.client_cancels, s.requests, "{proto:?}: {s}");
     assert!(s.open_upstream_connections <= 2 * 8, "{proto:?}: {s}");
+    // Upstream connections are retired before their cancellations look like a rapid-reset
+    // attack to the upstream (`h2lab serve` would close them with GOAWAY, refusing or
+    // failing what is in flight on them).
+    assert_eq!(s.upstream_retries, 0, "{proto:?}: {s}");
+    assert_eq!(s.bad_gateway_reset, 0, "{proto:?}: {s}");
     ping_h2(addr);
     drop(conns);
     p.shutdown();
@@ -143,4 +148,54 @@ fn http2_clients_resetting_streams_h2c_mux() {
 #[test]
 fn http2_clients_resetting_streams_h2c() {
     reset_many(UpstreamProtocol::H2c, 20);
+}
+
+/// Other clients' cancellations do not get a shared h2c-mux upstream connection closed under
+/// a request in flight: after 100 cancellations the connection takes no new stream, drains,
+/// and a new one carries the next requests (`upstream::CANCELS_PER_CONNECTION`).
+#[test]
+fn cancellations_do_not_fail_a_bystander_on_the_shared_connection() {
+    use common::h2raw::H2Raw;
+    use h2lab_wire::h2::testing;
+    let b = backends(1);
+    let p = proxy(&b, UpstreamProtocol::H2cMux, |c| c.pool = 1);
+    let addr = p.addr().unwrap();
+    let snap = || p.stats().snapshot(Duration::from_secs(1));
+    let bystander = std::thread::spawn(move || {
+        let mut c = Client::connect(addr);
+        c.get("/delay?ms=4000").status
+    });
+    assert!(
+        wait_until(30, || snap().upstream_requests >= 1),
+        "{}",
+        snap()
+    );
+    let mut sent = 1;
+    let mut conns = Vec::new();
+    for _ in 0..6 {
+        let mut c = H2Raw::connect(addr, &[]);
+        for k in 0..50 {
+            assert!(c.request(1 + 2 * k, "GET", "/delay?ms=5000", true));
+        }
+        sent += 50;
+        assert!(
+            wait_until(30, || snap().upstream_requests >= sent),
+            "{}",
+            snap()
+        );
+        let mut b = Vec::new();
+        for k in 0..50 {
+            testing::rst_stream(&mut b, 1 + 2 * k, 0x8);
+        }
+        assert!(c.send(&b));
+        conns.push(c);
+    }
+    assert_eq!(bystander.join().unwrap(), 200, "{}", snap());
+    let s = snap();
+    assert_eq!(s.client_cancels, 300, "{s}");
+    assert_eq!((s.upstream_retries, s.bad_gateway_reset), (0, 0), "{s}");
+    assert!(s.upstream_connections_opened >= 3, "{s}");
+    drop(conns);
+    p.shutdown();
+    p.join().unwrap();
 }

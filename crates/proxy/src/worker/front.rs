@@ -157,6 +157,8 @@ impl Worker {
             UpKind::H1 { .. } => self.fail_up(link.up, false),
             UpKind::H2 { conn, streams } => {
                 conn.reset(StreamId::new(link.stream), ErrorCode::CANCEL, u.out.tail());
+                u.cancels += 1;
+                u.retired |= u.cancels >= crate::upstream::CANCELS_PER_CONNECTION;
                 streams.retain(|s| s.0 != link.stream);
                 self.queue_up(link.up);
                 self.after_stream_end(link.up);

@@ -44,7 +44,7 @@ pub(super) fn acquire(
                         UpKind::H2 { conn, .. } => conn.can_open_stream(),
                         UpKind::H1 { .. } => true,
                     };
-                    if ok && !u.closing && u.inbuf.is_empty() {
+                    if ok && !u.closing && !u.retired && u.inbuf.is_empty() {
                         return Ok((j, g));
                     }
                     u.closing = true;
@@ -62,10 +62,14 @@ pub(super) fn acquire(
                 // than open a connection each: the upstream's MAX_CONCURRENT_STREAMS then
                 // says how many it takes.
                 let mut settling = false;
+                // Retired connections (drained, then closed) do not count against `--pool`.
+                let mut live = 0;
                 for &(j, g) in idle[t].iter() {
                     let Some(u) = ups.get(j, g) else { continue };
+                    live += usize::from(!u.retired);
                     if let UpKind::H2 { conn, streams } = &u.kind {
                         if !u.closing
+                            && !u.retired
                             && conn.can_open_stream()
                             && streams.len() < cfg.streams as usize
                         {
@@ -77,7 +81,7 @@ pub(super) fn acquire(
                 if settling {
                     continue;
                 }
-                if idle[t].len() < cfg.pool {
+                if live < cfg.pool {
                     let r = open(ups, cfg, registry, stats, t)?;
                     idle[t].push(r);
                     return Ok(r);
