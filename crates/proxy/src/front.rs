@@ -104,6 +104,11 @@ pub struct Front {
     pub queued: bool,
     /// Last input.
     pub last_active: Instant,
+    /// Bytes were written to the client since the last sweep (output progress).
+    pub wrote: bool,
+    /// Last output progress seen by the sweep: a client that neither sends nor takes
+    /// anything for the idle timeout while the proxy holds output for it is cut off.
+    pub last_write: Instant,
     /// When the current head started arriving.
     pub head_started: Option<Instant>,
     /// Upstream timeout deadline of the current exchange.
@@ -183,6 +188,8 @@ impl Front {
             waiting: false,
             queued: false,
             last_active: now,
+            wrote: false,
+            last_write: now,
             head_started: None,
             deadline: None,
             trailers: Vec::new(),
@@ -291,7 +298,9 @@ impl Front {
         let mut data = data;
         if data.len() >= WRITE_THROUGH_MIN && self.out.len() <= WRITE_THROUGH_MAX_QUEUED {
             // A large chunk and little queued before it: write both now (one copy fewer).
+            let before = self.out.len();
             let n = self.io.write_through(&mut self.out, data);
+            self.wrote |= n > 0 || self.out.len() < before;
             data = &data[n..];
         }
         self.out.tail().extend_from_slice(data);

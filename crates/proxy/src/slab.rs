@@ -46,6 +46,19 @@ impl<T> Slab<T> {
         self.items.get_mut(i)?.as_mut()
     }
 
+    /// The occupant of slot `i`, read-only.
+    pub fn peek(&self, i: usize) -> Option<&T> {
+        self.items.get(i)?.as_ref()
+    }
+
+    /// The occupant of slot `i` if its generation is `gen`, read-only.
+    pub fn peek_gen(&self, i: usize, gen: u32) -> Option<&T> {
+        if self.gens.get(i) != Some(&gen) {
+            return None;
+        }
+        self.items.get(i)?.as_ref()
+    }
+
     /// The current generation of slot `i`.
     pub fn gen(&self, i: usize) -> u32 {
         self.gens.get(i).copied().unwrap_or(u32::MAX)

@@ -10,7 +10,7 @@ use h2lab_wire::h2::{
 };
 
 use crate::buf::{Buf, InBuf};
-use crate::fields::{fields, push_response_field};
+use crate::fields::{push_response_field, push_response_fields};
 use crate::front::{Front, Unsent};
 use crate::io::UpSock;
 use crate::slab::Slab;
@@ -35,6 +35,14 @@ pub enum UpKind {
         streams: Vec<(u32, usize, u32)>,
     },
 }
+
+/// Streams the proxy may cancel on one h2c upstream connection before it stops using it for
+/// new requests. Each cancellation (a client reset or went away) is an RST_STREAM to the
+/// upstream, and upstreams defend against rapid reset (CVE-2023-44487) by counting them:
+/// `h2lab serve` (the wire's `Limits::rapid_reset_budget`) closes the connection with GOAWAY
+/// ENHANCE_YOUR_CALM after 200 resets in 1,000 streams, failing the other clients' requests
+/// in flight on it. A connection is therefore retired after half that, and a new one opened.
+pub const CANCELS_PER_CONNECTION: u32 = 100;
 
 /// An upstream connection.
 pub struct Up {
@@ -62,6 +70,14 @@ pub struct Up {
     pub idle: bool,
     /// The current HTTP/1.1 request body is sent chunked.
     pub chunked_request: bool,
+    /// h2c: the upstream's first SETTINGS arrived (until then one stream is opened on the
+    /// connection, [`Up::new`], and h2c-mux opens no other connection to that upstream).
+    pub peer_settings: bool,
+    /// h2c: streams the proxy cancelled (RST_STREAM) on this connection, for its clients.
+    pub cancels: u32,
+    /// h2c: takes no new stream (too many cancelled, [`CANCELS_PER_CONNECTION`]); closed once
+    /// its streams are done.
+    pub retired: bool,
     /// Protocol state.
     pub kind: UpKind,
 }
@@ -76,7 +92,14 @@ impl Up {
                 connection_window: 16 * 1024 * 1024,
                 ..LocalSettings::client()
             };
-            let mut conn = Box::new(Connection::new(Role::Client, local, Limits::new()));
+            // One stream until the upstream's SETTINGS tell its MAX_CONCURRENT_STREAMS: the
+            // wire's default (100, nghttp2's) would be refused by an upstream allowing fewer,
+            // and h2c-mux would send a cold burst to it at once (issue 15).
+            let limits = Limits {
+                max_streams_before_settings: 1,
+                ..Limits::new()
+            };
+            let mut conn = Box::new(Connection::new(Role::Client, local, limits));
             // A stream's window is returned as its client takes the bytes (see
             // `Worker::return_window`): a slow client stops only its own stream.
             conn.set_manual_stream_windows(true);
@@ -105,6 +128,9 @@ impl Up {
             queued: false,
             idle: false,
             chunked_request: false,
+            peer_settings: false,
+            cancels: 0,
+            retired: false,
             kind,
         }
     }
@@ -260,6 +286,7 @@ impl Up {
                 let mut sink = Sink {
                     fronts,
                     streams,
+                    peer_settings: &mut self.peer_settings,
                     lines: scratch,
                     stats,
                     touched,
@@ -313,9 +340,7 @@ fn handle_h1_event(
     match ev {
         Event::Head(h) => {
             lines.clear();
-            for (name, value) in fields(&h.headers) {
-                push_response_field(lines, name, value);
-            }
+            push_response_fields(lines, h.headers.as_bytes());
             let cl = if matches!(h.framing, h2lab_wire::h1::Framing::CloseDelimited) {
                 None
             } else {
@@ -330,9 +355,7 @@ fn handle_h1_event(
         }
         Event::Trailers { headers, .. } => {
             lines.clear();
-            for hd in headers.iter() {
-                push_response_field(lines, hd.name.as_bytes(), hd.value);
-            }
+            push_response_fields(lines, headers.as_bytes());
             f.resp_trailers(lines);
         }
         _ => {}
@@ -343,6 +366,7 @@ fn handle_h1_event(
 struct Sink<'a> {
     fronts: &'a mut Slab<Front>,
     streams: &'a mut Vec<(u32, usize, u32)>,
+    peer_settings: &'a mut bool,
     lines: &'a mut Vec<u8>,
     stats: &'a mut Stats,
     touched: &'a mut Vec<usize>,
@@ -442,6 +466,10 @@ impl Events for Sink<'_> {
             self.touched.push(i);
         }
         self.remove(stream);
+    }
+
+    fn settings_changed(&mut self) {
+        *self.peer_settings = true;
     }
 
     fn window_opened(&mut self, _stream: Option<StreamId>) {

@@ -295,7 +295,20 @@ impl Worker {
         let mut timed_out = Vec::new();
         let mut idle_out = Vec::new();
         let upstream_timeout = self.shared.config.upstream_timeout;
+        let mut stale = Vec::new();
         for (i, f) in self.fronts.iter_mut() {
+            if std::mem::take(&mut f.wrote) {
+                f.last_write = now;
+            }
+            // Neither input nor output for the idle timeout while an exchange is open:
+            // stalled if the proxy holds output for it (checked below). Not a slow upstream.
+            let quiet = f.last_active.max(f.last_write);
+            if f.parent.is_none()
+                && now.duration_since(quiet) >= idle
+                && (f.link.is_some() || f.h2.as_ref().is_some_and(|h| !h.streams.is_empty()))
+            {
+                stale.push(i);
+            }
             if f.deadline.is_some() && f.out.len() > HIGH {
                 // The proxy holds the upstream back (its client reads slowly): not the
                 // upstream's delay.
@@ -329,5 +342,32 @@ impl Worker {
         for i in idle_out {
             self.kill_front(i);
         }
+        for i in stale {
+            if self.holds_output(i) {
+                // A client that takes nothing (a zero window that never opens, a socket
+                // never read): cut off as `serve` does, its upstream requests cancelled.
+                self.kill_front(i);
+            }
+        }
+    }
+
+    /// Whether response bytes wait for client connection `i` (or, over HTTP/2, for one
+    /// of its streams: behind the client's flow control or in the stream's connection).
+    fn holds_output(&self, i: usize) -> bool {
+        let Some(f) = self.fronts.peek(i) else {
+            return false;
+        };
+        if !f.out.is_empty() || f.io.wants_write() {
+            return true;
+        }
+        f.h2.as_ref().is_some_and(|h| {
+            h.streams.iter().any(|s| {
+                !s.spill.is_empty()
+                    || self
+                        .fronts
+                        .peek_gen(s.child.0, s.child.1)
+                        .is_some_and(|c| !c.out.is_empty())
+            })
+        })
     }
 }

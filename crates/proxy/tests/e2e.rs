@@ -73,7 +73,7 @@ fn forwarding_fields_are_set_and_hop_by_hop_fields_dropped() {
         let p = proxy(&b, proto, |_| {});
         let mut c = Client::connect(p.addr().unwrap());
         let r = c.send(
-            "GET /info HTTP/1.1\r\nHost: front.example\r\nX-Forwarded-For: 192.0.2.7\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Custom: yes\r\n\r\n",
+            "GET /info HTTP/1.1\r\nHost: front.example\r\nX-Forwarded-For: 192.0.2.7\r\nConnection: keep-alive, x-hop\r\nKeep-Alive: timeout=5\r\nX-Custom: yes\r\nX-Hop: 1\r\nX-Foo: bar\r\nconnection: X-Foo\r\n\r\n",
             b"",
             false,
         );
@@ -108,6 +108,9 @@ fn forwarding_fields_are_set_and_hop_by_hop_fields_dropped() {
         assert_eq!(get("x-custom"), Some("yes"));
         assert_eq!(get("keep-alive"), None, "{proto:?}");
         assert_eq!(get("connection"), None, "{proto:?}");
+        // Named by the client's `Connection` fields: hop-by-hop (RFC 9110 §7.6.1).
+        assert_eq!(get("x-hop"), None, "{proto:?} {headers:?}");
+        assert_eq!(get("x-foo"), None, "{proto:?} {headers:?}");
         let expect_proto = match proto {
             UpstreamProtocol::H1 => "HTTP/1.1",
             UpstreamProtocol::H10 => "HTTP/1.0",

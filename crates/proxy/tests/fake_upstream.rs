@@ -1,6 +1,7 @@
 //! Upstreams that misbehave or use less common features, played by raw sockets: trailers
 //! passed to the client, an upstream that closes without answering (502), one that cuts a
-//! response short (the client's response is cut too).
+//! response short (the client's response is cut too), fields an upstream's `Connection`
+//! names are not passed on.
 
 mod common;
 
@@ -151,4 +152,25 @@ fn a_cut_response_resets_the_http2_clients_stream() {
     assert_eq!(got, b"only part");
     let err = err.expect("the stream is reset, not ended");
     assert_eq!(err.reason(), Some(h2::Reason::INTERNAL_ERROR), "{err}");
+}
+
+#[test]
+fn fields_named_by_the_upstreams_connection_are_not_passed_on() {
+    let up = fake(
+        b"HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Foo\r\nX-Foo: bar\r\nX-Kept: yes\r\nKeep-Alive: timeout=5\r\nContent-Length: 2\r\n\r\nok",
+        false,
+    );
+    let p = proxy_to(up);
+    let mut c = Client::connect(p.addr().unwrap());
+    for _ in 0..2 {
+        let r = c.get("/");
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, b"ok");
+        assert_eq!(r.header("x-kept"), Some("yes"));
+        assert_eq!(r.header("x-foo"), None, "{:?}", r.headers);
+        assert_eq!(r.header("keep-alive"), None);
+    }
+    drop(c);
+    p.shutdown();
+    p.join().unwrap();
 }

@@ -7,7 +7,7 @@ use h2lab_wire::h2::HeaderEncoder;
 use super::pool::{acquire, looks_like_http1, push_body};
 use super::{Acq, Worker};
 use crate::config::UpstreamProtocol;
-use crate::fields::{push_response_field, scan_request_fields, Forward};
+use crate::fields::{push_response_fields, scan_request_fields, Forward};
 use crate::front::{write_error, FState, Link};
 use crate::upstream::UpKind;
 
@@ -62,7 +62,8 @@ impl Worker {
         let is_head = head.method == "HEAD";
         // RFC 9110 §10.1.4: `TE: trailers` says the client accepts a trailer section; an
         // HTTP/2 stream (a virtual connection) always can.
-        let (client_te, prior_xff) = scan_request_fields(&head.headers);
+        let scan = scan_request_fields(&head.headers);
+        let client_te = scan.te_trailers;
         let te_trailers = f.parent.is_some() || client_te;
         let fw = Forward {
             method: head.method.as_bytes(),
@@ -73,7 +74,8 @@ impl Worker {
             body_len,
             has_body,
             te_trailers: client_te,
-            prior_xff,
+            prior_xff: scan.prior_xff,
+            connection_options: scan.connection_options,
         };
         let ipt = f.ip;
         let ip = ipt.as_bytes();
@@ -256,9 +258,7 @@ impl Worker {
                 }
                 Ok((n, BodyEvent::Trailers { headers, .. })) => {
                     f.req_trailers.clear();
-                    for h in headers.iter() {
-                        push_response_field(&mut f.req_trailers, h.name.as_bytes(), h.value);
-                    }
+                    push_response_fields(&mut f.req_trailers, headers.as_bytes());
                     f.inbuf.consume(n);
                 }
                 Ok((n, BodyEvent::End)) => {

@@ -107,9 +107,11 @@ impl Worker {
             return;
         }
         let was_high = f.out.len() > HIGH;
+        let before = f.out.len();
         if f.io.flush(&mut f.out).is_err() {
             return self.kill_front(i);
         }
+        f.wrote |= f.out.len() < before;
         let link = f.link;
         if f.state == FState::Closing && f.out.is_empty() && !f.io.wants_write() {
             f.io.shutdown_write();
@@ -155,6 +157,8 @@ impl Worker {
             UpKind::H1 { .. } => self.fail_up(link.up, false),
             UpKind::H2 { conn, streams } => {
                 conn.reset(StreamId::new(link.stream), ErrorCode::CANCEL, u.out.tail());
+                u.cancels += 1;
+                u.retired |= u.cancels >= crate::upstream::CANCELS_PER_CONNECTION;
                 streams.retain(|s| s.0 != link.stream);
                 self.queue_up(link.up);
                 self.after_stream_end(link.up);

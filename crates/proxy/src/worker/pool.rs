@@ -44,7 +44,7 @@ pub(super) fn acquire(
                         UpKind::H2 { conn, .. } => conn.can_open_stream(),
                         UpKind::H1 { .. } => true,
                     };
-                    if ok && !u.closing && u.inbuf.is_empty() {
+                    if ok && !u.closing && !u.retired && u.inbuf.is_empty() {
                         return Ok((j, g));
                     }
                     u.closing = true;
@@ -57,18 +57,31 @@ pub(super) fn acquire(
             for k in 0..n {
                 let t = (start + k) % n;
                 idle[t].retain(|&(j, g)| ups.get(j, g).is_some());
+                // A connection whose SETTINGS have not arrived yet takes one stream; the
+                // next requests wait for them (a read of that connection wakes them) rather
+                // than open a connection each: the upstream's MAX_CONCURRENT_STREAMS then
+                // says how many it takes.
+                let mut settling = false;
+                // Retired connections (drained, then closed) do not count against `--pool`.
+                let mut live = 0;
                 for &(j, g) in idle[t].iter() {
                     let Some(u) = ups.get(j, g) else { continue };
+                    live += usize::from(!u.retired);
                     if let UpKind::H2 { conn, streams } = &u.kind {
                         if !u.closing
+                            && !u.retired
                             && conn.can_open_stream()
                             && streams.len() < cfg.streams as usize
                         {
                             return Ok((j, g));
                         }
+                        settling |= !u.closing && !u.peer_settings;
                     }
                 }
-                if idle[t].len() < cfg.pool {
+                if settling {
+                    continue;
+                }
+                if live < cfg.pool {
                     let r = open(ups, cfg, registry, stats, t)?;
                     idle[t].push(r);
                     return Ok(r);

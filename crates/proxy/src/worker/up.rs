@@ -129,6 +129,8 @@ impl Worker {
         let Some(u) = self.ups.at(j) else { return };
         if self.shared.config.protocol == UpstreamProtocol::H2cMux {
             let free = match &u.kind {
+                // A retired connection takes no stream, but its clients may open a new one.
+                UpKind::H2 { .. } if u.retired => usize::MAX,
                 UpKind::H2 { conn, streams } => {
                     if conn.can_open_stream() {
                         (self.shared.config.streams as usize).saturating_sub(streams.len())
@@ -140,12 +142,12 @@ impl Worker {
             };
             let closing = match &u.kind {
                 UpKind::H2 { conn, streams } => {
-                    streams.is_empty() && conn.goaway_received().is_some()
+                    streams.is_empty() && (conn.goaway_received().is_some() || u.retired)
                 }
                 UpKind::H1 { .. } => false,
             };
             if closing {
-                // Drained after a GOAWAY: close; new requests open a new connection.
+                // Drained after a GOAWAY (or retired): close; new requests open a new one.
                 self.fail_up(j, false);
                 self.wake_waiting(usize::MAX);
                 return;
@@ -178,7 +180,7 @@ impl Worker {
         let Some(u) = self.ups.at(j) else { return };
         let reusable = match &u.kind {
             UpKind::H1 { .. } => cfg.protocol == UpstreamProtocol::H1,
-            UpKind::H2 { conn, .. } => conn.can_open_stream(),
+            UpKind::H2 { conn, .. } => conn.can_open_stream() && !u.retired,
         };
         let t = u.target;
         let ups = &mut self.ups;

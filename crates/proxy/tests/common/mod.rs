@@ -11,6 +11,8 @@ use h2lab_proxy::{ProxyConfig, RunningProxy, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::{RunningServer, ServerConfig};
 use h2lab_wire::h1::{Event, ResponseParser};
 
+pub mod h2raw;
+
 /// `n` backends on port 0.
 pub fn backends(n: usize) -> Vec<RunningServer> {
     (0..n)
