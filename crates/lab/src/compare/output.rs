@@ -137,7 +137,7 @@ pub fn cells_table(cells: &[CellResult]) -> String {
                 format!(
                     "{:.0}% of bw, p50 +{} over floor",
                     l.goodput_pct,
-                    ms_short(l.p50_above_floor_ms.max(0.0))
+                    fmt::ms(l.p50_above_floor_ms.max(0.0))
                 )
             }));
         }
