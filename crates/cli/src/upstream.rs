@@ -27,11 +27,11 @@ pub struct UpstreamArgs {
     pub rtt: Duration,
 
     /// Runs per cell and arm (default: 5, --quick 2; fewer than 5 never decide a comparison).
-    #[arg(long = "runs", value_name = "N")]
+    #[arg(long = "runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
 
     /// Measured period of each run (default: 3s, --quick 1s).
-    #[arg(long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "duration", value_name = "DURATION", value_parser = positive_duration)]
     pub duration: Option<Duration>,
 
     /// Streams per h2c-mux upstream connection.
@@ -41,6 +41,16 @@ pub struct UpstreamArgs {
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
+}
+
+/// A duration greater than zero (a zero measured period would reach the engine, whose error
+/// names its own flag, `-D`).
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Ok(d) if d.is_zero() => Err("must be greater than 0".into()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Runs `h2lab upstream`.
@@ -53,7 +63,7 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     cfg.rtt = args.rtt;
     cfg.streams = args.streams.max(1);
     if let Some(r) = args.runs {
-        cfg.runs = r.max(1);
+        cfg.runs = r;
     }
     if let Some(d) = args.duration {
         cfg.duration = d;

@@ -271,6 +271,9 @@ fn bad_lab_flags_are_one_line_errors() {
             &["page", "--slow", "--users", "3"][..],
             "cannot be combined",
         ),
+        (&["upstream", "--runs", "0"][..], "--runs"),
+        (&["upstream", "--duration", "0"][..], "--duration"),
+        (&["upstream", "--duration", "5q"][..], "--duration"),
         (
             &["link", "--upstream", "127.0.0.1:1", "--down", "9mbps"][..],
             "--down",
