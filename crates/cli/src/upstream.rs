@@ -26,7 +26,7 @@ pub struct UpstreamArgs {
     #[arg(long = "rtt", value_name = "DURATION", value_parser = parse_duration, default_value = "5ms")]
     pub rtt: Duration,
 
-    /// Runs per cell and arm (default: 5, --quick 2; fewer than 5 never decide a comparison).
+    /// Runs per cell and arm (default: 6, --quick 2; fewer than 6 never decide a comparison).
     #[arg(long = "runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
 
@@ -37,6 +37,14 @@ pub struct UpstreamArgs {
     /// Streams per h2c-mux upstream connection.
     #[arg(long = "streams", value_name = "M", default_value_t = 100)]
     pub streams: u32,
+
+    /// CPUs of the backends, the links and the proxy (`--server-cpus`), and of the client.
+    #[command(flatten)]
+    pub cpus: crate::compare::CpuArgs,
+
+    /// Measure a round again (up to twice) when other processes used the machine during it.
+    #[arg(long)]
+    pub strict: bool,
 
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
@@ -68,6 +76,14 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     if let Some(d) = args.duration {
         cfg.duration = d;
     }
+    cfg.pinning = match args.cpus.pinning() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("h2lab upstream: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    cfg.strict = args.strict;
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {
