@@ -7,7 +7,7 @@ use std::time::Duration;
 use h2lab_engine::{BenchConfig, EngineError, NoopObserver, StopFlag};
 use h2lab_proxy::UpstreamProtocol;
 
-use super::{present, verdict, ArmResult};
+use super::{present, verdict, ArmResult, UpstreamReport};
 use crate::compare::measure::EMPTY_RETRY_WARM_UP;
 use crate::host::{LoadProbe, MachineLoad};
 use crate::stats::MedianSpread;
@@ -118,4 +118,35 @@ impl ArmRuns {
             busy_runs: self.busy,
         }
     }
+}
+
+/// `!` when some run was busy, `*` when some run completed nothing even when run again.
+pub fn marks(a: &ArmResult) -> String {
+    let mut m = String::new();
+    if a.busy_runs > 0 {
+        m.push_str(" !");
+    }
+    if a.empty_runs > 0 {
+        m.push_str(" *");
+    }
+    m
+}
+
+/// One line per arm and cell with runs that completed nothing even when run again (left out
+/// of the medians and the ratios).
+pub fn empty_runs(r: &UpstreamReport) -> Vec<String> {
+    let mut v = Vec::new();
+    for c in &r.cells {
+        for a in c.arms.iter().filter(|a| a.empty_runs > 0) {
+            v.push(format!(
+                "{} c={} {}: {} of {} runs completed nothing (left out)",
+                c.payload.label(),
+                c.concurrency,
+                a.arm.name(),
+                a.empty_runs,
+                a.rps_runs.len()
+            ));
+        }
+    }
+    v
 }

@@ -14,17 +14,18 @@
 //! Statistics ([`verdict`]): the lab's own, as `h2lab compare` — each arm's median with its
 //! 95% bootstrap CI per cell, and each HTTP/2 arm against the baseline (HTTP/1.1 keep-alive)
 //! as the median of per-run paired ratios with its CI, classified win / parity / undecided
-//! ([`crate::stats::ci::classify`], ±3% band, at least [`crate::stats::ci::MIN_ROUNDS`] (6) runs to decide).
+//! ([`crate::stats::ci::classify`], ±3% band, at least [`crate::stats::ci::MIN_ROUNDS`] (6)
+//! runs to decide).
 //!
 //! A run that completes nothing is run once more with a longer warm-up (as `h2lab compare`
 //! does); if that one completes nothing either, it is left out of the arm's medians and
-//! ratios (not entered as 0 req/s) and marked in the report.
+//! ratios (not entered as 0 req/s) and marked in the report ([`measure`]).
 //!
 //! Isolation, as `h2lab compare` and `h2lab page`: the backends, the links and the
 //! in-process proxy (or nginx) run on the server CPUs, the client on the others
 //! ([`crate::env::pin_servers`]; `cpus:` line, results.json `isolation`), and each run
-//! records what the rest of the machine did ([`crate::host::LoadProbe`]); busy runs are marked, and with
-//! `strict` a round with a busy run is measured again.
+//! records what the rest of the machine did ([`crate::host::LoadProbe`]); busy runs are
+//! marked, and with `strict` a round with a busy run is measured again.
 //!
 //! Output ([`output`]): a table per cell, the seed's decision framework (response-size
 //! bands × throughput and p99 advantage of each HTTP/2 arm over HTTP/1.1 keep-alive, with the

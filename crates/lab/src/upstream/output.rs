@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use h2lab_proxy::UpstreamProtocol;
 use serde_json::json;
 
+use super::measure::{empty_runs, marks};
 use super::verdict::Ratio;
 use super::{Cell, UpstreamReport};
 use crate::compare::axes::Payload;
@@ -305,37 +306,6 @@ pub fn render(r: &UpstreamReport) -> String {
         );
     }
     out
-}
-
-/// `!` when some run was busy, `*` when some run completed nothing even when run again.
-fn marks(a: &super::ArmResult) -> String {
-    let mut m = String::new();
-    if a.busy_runs > 0 {
-        m.push_str(" !");
-    }
-    if a.empty_runs > 0 {
-        m.push_str(" *");
-    }
-    m
-}
-
-/// One line per arm and cell with runs that completed nothing even when run again (left out
-/// of the medians and the ratios).
-pub fn empty_runs(r: &UpstreamReport) -> Vec<String> {
-    let mut v = Vec::new();
-    for c in &r.cells {
-        for a in c.arms.iter().filter(|a| a.empty_runs > 0) {
-            v.push(format!(
-                "{} c={} {}: {} of {} runs completed nothing (left out)",
-                c.payload.label(),
-                c.concurrency,
-                a.arm.name(),
-                a.empty_runs,
-                a.rps_runs.len()
-            ));
-        }
-    }
-    v
 }
 
 fn e(x: &Option<Estimate>, f: fn(&Estimate) -> f64) -> f64 {
