@@ -300,8 +300,8 @@ fn ms(h: &Histogram<u64>, q: f64) -> f64 {
 /// response's completion since the one before). All bytes read in the measured period over
 /// the responses completed in it counted, on a slow link, the responses still in flight at
 /// either edge without their completions: 16.6 KB per request for a 10.4 KB response on
-/// `lossy` in a 100 ms window. Falls back to that ratio where the engine does not track
-/// them (HTTP/3). NaN when nothing completed.
+/// `lossy` in a 100 ms window. Falls back to that ratio where the result does not have
+/// them (`response_bytes` 0). NaN when nothing completed.
 pub fn bytes_in_per_req(r: &RunResult) -> f64 {
     let n = r.requests.completed;
     if n == 0 {
@@ -633,7 +633,7 @@ mod tests {
         r.bytes_sent = 1_200;
         assert_eq!(bytes_in_per_req(&r), 10_400.0);
         assert_eq!(bytes_out_per_req(&r), Some(100.0));
-        // Where the engine does not track them (HTTP/3): all bytes over the completions.
+        // Where the result does not have them: all bytes over the completions.
         r.response_bytes = 0;
         assert_eq!(bytes_in_per_req(&r), 13_400.0);
         r.requests.completed = 0;
