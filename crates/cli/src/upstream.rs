@@ -26,21 +26,39 @@ pub struct UpstreamArgs {
     #[arg(long = "rtt", value_name = "DURATION", value_parser = parse_duration, default_value = "5ms")]
     pub rtt: Duration,
 
-    /// Runs per cell and arm (default: 5, --quick 2; fewer than 5 never decide a comparison).
-    #[arg(long = "runs", value_name = "N")]
+    /// Runs per cell and arm (default: 6, --quick 2; fewer than 6 never decide a comparison).
+    #[arg(long = "runs", value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub runs: Option<u32>,
 
     /// Measured period of each run (default: 3s, --quick 1s).
-    #[arg(long = "duration", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long = "duration", value_name = "DURATION", value_parser = positive_duration)]
     pub duration: Option<Duration>,
 
     /// Streams per h2c-mux upstream connection.
     #[arg(long = "streams", value_name = "M", default_value_t = 100)]
     pub streams: u32,
 
+    /// CPUs of the backends, the links and the proxy (`--server-cpus`), and of the client.
+    #[command(flatten)]
+    pub cpus: crate::compare::CpuArgs,
+
+    /// Measure a round again (up to twice) when other processes used the machine during it.
+    #[arg(long)]
+    pub strict: bool,
+
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
+}
+
+/// A duration greater than zero (a zero measured period would reach the engine, whose error
+/// names its own flag, `-D`).
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Ok(d) if d.is_zero() => Err("must be greater than 0".into()),
+        Ok(d) => Ok(d),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Runs `h2lab upstream`.
@@ -53,11 +71,19 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     cfg.rtt = args.rtt;
     cfg.streams = args.streams.max(1);
     if let Some(r) = args.runs {
-        cfg.runs = r.max(1);
+        cfg.runs = r;
     }
     if let Some(d) = args.duration {
         cfg.duration = d;
     }
+    cfg.pinning = match args.cpus.pinning() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("h2lab upstream: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    cfg.strict = args.strict;
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {

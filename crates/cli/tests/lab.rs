@@ -271,6 +271,14 @@ fn bad_lab_flags_are_one_line_errors() {
             &["page", "--slow", "--users", "3"][..],
             "cannot be combined",
         ),
+        (&["upstream", "--runs", "0"][..], "--runs"),
+        (&["upstream", "--duration", "0"][..], "--duration"),
+        (&["upstream", "--duration", "5q"][..], "--duration"),
+        (
+            &["upstream", "--server-cpus", "0", "--client-cpus", "0"][..],
+            "overlap",
+        ),
+        (&["upstream", "--client-cpus", "x"][..], "--client-cpus"),
         (
             &["link", "--upstream", "127.0.0.1:1", "--down", "9mbps"][..],
             "--down",

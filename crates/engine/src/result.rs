@@ -287,6 +287,14 @@ pub struct RunResult {
     /// Bytes sent: what the client handed to the transport (HTTP/1.1 requests, HTTP/2
     /// frames), before TLS encryption — the same layer as [`Traffic::bytes_total`].
     pub bytes_sent: u64,
+    /// Bytes read (the layer of [`Traffic::bytes_total`]) that belong to the responses
+    /// counted in [`RequestCounts::completed`]: when a counted response completes, what its
+    /// connection read since the previous response completed on it (HTTP/1.1 and one
+    /// stream per connection: exactly that response's head, body and framing; HTTP/3: the
+    /// UDP payloads, as `bytes_total`). Unlike `bytes_total` it has the same edges as
+    /// `completed`: bytes of responses still in flight when the measured period ends, or
+    /// begun before it, are not in it. 0 where not known (results read back from JSON).
+    pub response_bytes: u64,
     /// Request time in ns: first byte of the request written → last byte of
     /// the response, for requests that completed with a response.
     pub request_time: Histogram<u64>,

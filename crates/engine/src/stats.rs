@@ -35,6 +35,9 @@ pub(crate) struct WorkerStats {
     pub traffic: Traffic,
     /// Bytes handed to the transport (requests, HTTP/2 frames; before TLS encryption).
     pub bytes_sent: u64,
+    /// Bytes read attributed to the responses counted in `completed`: on each completion,
+    /// what its connection read since the previous completion on it.
+    pub response_bytes: u64,
     pub request_time: Histogram<u64>,
     /// From the intended start (paced runs only).
     pub request_time_corrected: Histogram<u64>,
@@ -81,6 +84,7 @@ impl WorkerStats {
             status: [0; 6],
             traffic: Traffic::default(),
             bytes_sent: 0,
+            response_bytes: 0,
             request_time: new_duration_histogram(),
             request_time_corrected: new_duration_histogram(),
             connect_time: new_duration_histogram(),
@@ -118,6 +122,7 @@ impl WorkerStats {
         self.status = [0; 6];
         self.traffic = Traffic::default();
         self.bytes_sent = 0;
+        self.response_bytes = 0;
         self.request_time.reset();
         self.request_time_corrected.reset();
         if let Some(s) = self.samples.as_mut() {
@@ -254,6 +259,7 @@ pub(crate) fn merge(
     let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
     let (mut pushed_streams, mut pushed_bytes) = (0, 0);
     let mut bytes_sent = 0;
+    let mut response_bytes = 0;
     let mut app_protocol = None;
     let mut protocol_fallback = false;
     let mut tls = None;
@@ -284,6 +290,7 @@ pub(crate) fn merge(
         traffic.bytes_head_decomp += w.traffic.bytes_head_decomp;
         traffic.bytes_body += w.traffic.bytes_body;
         bytes_sent += w.bytes_sent;
+        response_bytes += w.response_bytes;
         // Same bounds everywhere, so add cannot fail; ignore defensively.
         let _ = request_time.add(&w.request_time);
         let _ = request_time_corrected.add(&w.request_time_corrected);
@@ -327,6 +334,7 @@ pub(crate) fn merge(
         status,
         traffic,
         bytes_sent,
+        response_bytes,
         request_time,
         request_time_corrected,
         connect_time,

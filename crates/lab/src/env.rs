@@ -234,6 +234,80 @@ pub fn default_split(allowed: &[usize]) -> Option<(Vec<usize>, Vec<usize>)> {
     Some((allowed[..half].to_vec(), allowed[half..].to_vec()))
 }
 
+/// Restores the calling thread's CPUs when dropped (see [`pin_servers`]).
+#[derive(Debug, Default)]
+pub struct PinGuard {
+    /// The thread moved to the client CPUs and the CPUs it had before.
+    pinned: Option<(u32, Vec<usize>)>,
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        if let Some((tid, cpus)) = self.pinned.take() {
+            if host::current_tid() == Some(tid) && !cpus.is_empty() {
+                let _ = host::pin(0, &cpus);
+            }
+        }
+    }
+}
+
+/// Splits the CPUs as `pinning` says between in-process servers and the client: pins the
+/// calling thread to the server CPUs while `start` runs (the threads it starts inherit the
+/// set: servers, proxies, relays), then moves it to the client CPUs, which the client's
+/// worker threads started later inherit. Returns what `start` returned, the split with its
+/// one-line note (the `cpus:` line, results.json's `isolation`), and a guard that gives the
+/// calling thread its CPUs back when dropped (drop it after the servers have stopped).
+pub fn pin_servers<T>(pinning: &Pinning, start: impl FnOnce() -> T) -> (T, Isolation, PinGuard) {
+    let allowed = host::allowed_cpus().unwrap_or_default();
+    let split = match pinning {
+        Pinning::Off => None,
+        Pinning::Auto => default_split(&allowed),
+        Pinning::Cpus { server, client } => Some((server.clone(), client.clone())),
+    };
+    let me = host::current_tid();
+    let mut isolation = Isolation {
+        note: match (pinning, allowed.len()) {
+            (Pinning::Off, _) => "not pinned (--no-pin)".into(),
+            (Pinning::Auto, n) if n < 2 => {
+                "not pinned: one CPU, the server and the client share it".into()
+            }
+            _ => String::new(),
+        },
+        ..Isolation::default()
+    };
+    if let Some((sv, _)) = split.as_ref().filter(|(sv, _)| !sv.is_empty()) {
+        match host::pin(0, sv) {
+            Ok(()) => isolation.server_cpus = sv.clone(),
+            Err(e) => isolation.note = format!("not pinned: {e}"),
+        }
+    }
+    let started = start();
+    let mut guard = PinGuard::default();
+    if let (Some((_, cl)), Some(tid)) = (&split, me) {
+        // Back to all allowed CPUs, then to the client's.
+        let target = if cl.is_empty() { &allowed } else { cl };
+        if !target.is_empty() && host::pin(0, target).is_ok() && !cl.is_empty() {
+            isolation.client_cpus = cl.clone();
+            guard.pinned = Some((tid, allowed.clone()));
+        }
+    }
+    if isolation.note.is_empty() {
+        let list = |v: &[usize]| {
+            if v.is_empty() {
+                "any CPU".to_owned()
+            } else {
+                format!("CPU {}", host::format_cpu_list(v))
+            }
+        };
+        isolation.note = format!(
+            "server threads on {}, client threads on {}",
+            list(&isolation.server_cpus),
+            list(&isolation.client_cpus)
+        );
+    }
+    (started, isolation, guard)
+}
+
 /// The running lab environment (see the module docs). Dropping it stops the links and the
 /// built-in server.
 pub struct LabEnv {
@@ -243,8 +317,9 @@ pub struct LabEnv {
     cert_dir: Option<PathBuf>,
     description: String,
     isolation: Isolation,
-    /// The thread pinned to the client CPUs (restored on drop) and its original CPUs.
-    pinned: Option<(u32, Vec<usize>)>,
+    /// The client thread's CPUs, restored on drop (after the server has stopped: fields
+    /// drop after `Drop::drop`).
+    _pin: PinGuard,
     /// Where connections go instead of the targets' hosts.
     route: Option<Route>,
 }
@@ -279,40 +354,8 @@ impl LabEnv {
             h3: opts.h3,
             ..ServerConfig::local()
         };
-        let allowed = host::allowed_cpus().unwrap_or_default();
-        let split = match &opts.pinning {
-            Pinning::Off => None,
-            Pinning::Auto => default_split(&allowed),
-            Pinning::Cpus { server, client } => Some((server.clone(), client.clone())),
-        };
-        let me = host::current_tid();
-        let mut isolation = Isolation {
-            note: match (&opts.pinning, allowed.len()) {
-                (Pinning::Off, _) => "not pinned (--no-pin)".into(),
-                (Pinning::Auto, n) if n < 2 => {
-                    "not pinned: one CPU, the server and the client share it".into()
-                }
-                _ => String::new(),
-            },
-            ..Isolation::default()
-        };
         // The server's threads inherit the set of the thread that starts them.
-        if let Some((sv, _)) = split.as_ref().filter(|(sv, _)| !sv.is_empty()) {
-            match host::pin(0, sv) {
-                Ok(()) => isolation.server_cpus = sv.clone(),
-                Err(e) => isolation.note = format!("not pinned: {e}"),
-            }
-        }
-        let server = h2lab_server::spawn(cfg);
-        let mut pinned = None;
-        if let (Some((_, cl)), Some(tid)) = (&split, me) {
-            // Back to all allowed CPUs, then to the client's.
-            let target = if cl.is_empty() { &allowed } else { cl };
-            if !target.is_empty() && host::pin(0, target).is_ok() && !cl.is_empty() {
-                isolation.client_cpus = cl.clone();
-                pinned = Some((tid, allowed.clone()));
-            }
-        }
+        let (server, isolation, pin) = pin_servers(&opts.pinning, || h2lab_server::spawn(cfg));
         let server = server.map_err(|source| LabError::Server {
             role: "built-in server",
             source,
@@ -324,20 +367,6 @@ impl LabEnv {
             && std::time::Instant::now() < deadline
         {
             std::thread::yield_now();
-        }
-        if isolation.note.is_empty() {
-            let list = |v: &[usize]| {
-                if v.is_empty() {
-                    "any CPU".to_owned()
-                } else {
-                    format!("CPU {}", host::format_cpu_list(v))
-                }
-            };
-            isolation.note = format!(
-                "server threads on {}, client threads on {}",
-                list(&isolation.server_cpus),
-                list(&isolation.client_cpus)
-            );
         }
         let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
             return Err(LabError::NoAddress("built-in server: no listening address"));
@@ -362,7 +391,7 @@ impl LabEnv {
             server: Some(server),
             cert_dir: Some(cert_dir),
             isolation,
-            pinned,
+            _pin: pin,
             route: None,
             description: format!(
                 "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
@@ -394,7 +423,7 @@ impl LabEnv {
                 note: "external target: nothing pinned".into(),
                 ..Isolation::default()
             },
-            pinned: None,
+            _pin: PinGuard::default(),
             route: None,
         }
     }
@@ -525,11 +554,6 @@ impl Drop for LabEnv {
         }
         if let Some(d) = self.cert_dir.take() {
             let _ = std::fs::remove_dir_all(d);
-        }
-        if let Some((tid, cpus)) = self.pinned.take() {
-            if host::current_tid() == Some(tid) && !cpus.is_empty() {
-                let _ = host::pin(0, &cpus);
-            }
         }
     }
 }

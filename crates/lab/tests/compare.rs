@@ -393,3 +393,31 @@ fn results_record_each_links_shape_and_tcp_model() {
     );
     assert!(!r.links[0].contains("TCP model"), "{:?}", r.links);
 }
+
+#[test]
+fn bytes_per_request_on_a_lossy_link_are_one_response() {
+    // 10 KiB responses over the emulated lossy link (1% loss; in process), c = 10, one
+    // stream per connection: bytes received per request are one response (body, head and
+    // framing), not the window's bytes over its completions (which also counted the
+    // responses in flight at both edges: 16.6 KB per request for a 10.4 KB response).
+    let mut cfg = tiny();
+    cfg.axes.payloads = vec!["10k".parse().unwrap()];
+    cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
+    cfg.axes.links = vec![LinkProfile::Lossy];
+    let body = 10.0 * 1024.0;
+    let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
+    assert_eq!(r.cells.len(), 2);
+    for c in &r.cells {
+        let runs: Vec<_> = c.runs.iter().filter(|s| s.completed > 0).collect();
+        assert!(!runs.is_empty(), "{:?} {:?}", c.key, c.error);
+        for s in runs {
+            // A response head (HTTP/1.1 status line and fields, or HTTP/2 HEADERS and DATA
+            // frame headers) is a few hundred bytes at most.
+            let b = s.bytes_in_per_req;
+            assert!(b >= body && b <= body + 400.0, "{:?}: {b}", c.key.proto);
+            // A request (its line and fields, or its HEADERS frame) for every one started.
+            let out = s.bytes_out_per_req.unwrap();
+            assert!(out > 10.0 && out < 400.0, "{:?}: {out}", c.key.proto);
+        }
+    }
+}

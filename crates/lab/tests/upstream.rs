@@ -86,7 +86,30 @@ fn tiny_upstream_experiment() {
     let json: serde_json::Value = serde_json::from_str(&upstream::json(&r)).unwrap();
     assert_eq!(json["cells"].as_array().unwrap().len(), 2);
     assert_eq!(json["decision_framework"].as_array().unwrap().len(), 2);
+    // Isolated as compare and page: the servers (backends, links, proxy) and the client on
+    // disjoint CPUs when there are two or more; the split and the machine's load are printed
+    // and recorded.
+    if h2lab_lab::host::allowed_cpus().is_some_and(|c| c.len() >= 2) {
+        assert!(!r.isolation.server_cpus.is_empty(), "{:?}", r.isolation);
+        assert!(!r.isolation.client_cpus.is_empty());
+        assert!(r
+            .isolation
+            .server_cpus
+            .iter()
+            .all(|c| !r.isolation.client_cpus.contains(c)));
+    }
+    assert_eq!(r.busy_runs.1, 2 * 2 * 4, "every run probed");
+    assert!(
+        text.contains(&format!("cpus: {}", r.isolation.note)),
+        "{text}"
+    );
+    assert!(text.contains("machine: "), "{text}");
+    assert!(json["isolation"]["server_cpus"].is_array());
+    assert!(json["isolation"]["note"].is_string());
+    assert_eq!(json["machine"]["runs"], 16);
+    assert_eq!(json["cells"][0]["arms"][0]["empty_runs"], 0);
     let html = upstream::html(&r);
+    assert!(html.contains("cpus: "));
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Decision framework"));
 }

@@ -63,6 +63,7 @@ pub fn empty_result() -> RunResult {
         status: StatusCounts::default(),
         traffic: Traffic::default(),
         bytes_sent: 0,
+        response_bytes: 0,
         request_time: new_histogram(),
         request_time_corrected: new_histogram(),
         connect_time: new_histogram(),

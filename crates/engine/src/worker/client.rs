@@ -48,6 +48,9 @@ pub(super) struct Core {
     pub(super) connect_start: Instant,
     pub(super) ttfb_done: bool,
     pub(super) completed_on_conn: u64,
+    /// Bytes read on the connection since its last completed response (see
+    /// `WorkerStats::response_bytes`).
+    pub(super) read_since_completion: u64,
     pub(super) fails_without_progress: u32,
     pub(super) active_deadline: Option<Instant>,
     pub(super) finished: bool,
@@ -127,6 +130,7 @@ impl Client {
                 connect_start: now,
                 ttfb_done: false,
                 completed_on_conn: 0,
+                read_since_completion: 0,
                 fails_without_progress: 0,
                 active_deadline: None,
                 finished: false,

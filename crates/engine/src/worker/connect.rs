@@ -29,6 +29,7 @@ impl Worker<'_> {
         client.core.connect_start = now;
         client.core.ttfb_done = false;
         client.core.completed_on_conn = 0;
+        client.core.read_since_completion = 0;
         match self
             .s
             .dialer

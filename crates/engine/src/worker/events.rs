@@ -94,6 +94,7 @@ impl SessionEvents for Ev<'_> {
         self.ttfb();
         let Some(s) = self.release(slot) else { return };
         self.core.completed_on_conn += 1;
+        let read = std::mem::take(&mut self.core.read_since_completion);
         let took = self.now.saturating_duration_since(s.start);
         self.read_wait.observe(took);
         if !(s.measured && self.measuring) {
@@ -101,6 +102,7 @@ impl SessionEvents for Ev<'_> {
         }
         self.core.req_success += 1;
         self.st.completed += 1;
+        self.st.response_bytes += read;
         if (200..400).contains(&s.status) {
             self.st.status_success += 1;
         } else {
@@ -203,6 +205,7 @@ mod tests {
         ev.status(0, 404);
         ev.header_bytes(10, 20);
         ev.body(0, 7);
+        ev.core.read_since_completion = 50;
         ev.complete(0);
         ev.complete(0); // twice: ignored
         ev.status(1, 200);
@@ -225,6 +228,9 @@ mod tests {
         assert_eq!(client.core.req_inflight, 0);
         assert_eq!(client.core.free.len(), 2);
         assert_eq!(client.core.completed_on_conn, 1);
+        // The connection's bytes since its last completion went to the completed response.
+        assert_eq!(st.response_bytes, 50);
+        assert_eq!(client.core.read_since_completion, 0);
     }
 
     #[test]

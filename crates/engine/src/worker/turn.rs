@@ -85,6 +85,7 @@ impl Worker<'_> {
             if measuring {
                 stats.traffic.bytes_total += input.len() as u64;
             }
+            core.read_since_completion += input.len() as u64;
             let mut out = std::mem::take(&mut core.out);
             let mut ev = Ev {
                 core: &mut *core,

@@ -137,7 +137,7 @@ pub fn cells_table(cells: &[CellResult]) -> String {
                 format!(
                     "{:.0}% of bw, p50 +{} over floor",
                     l.goodput_pct,
-                    ms_short(l.p50_above_floor_ms.max(0.0))
+                    fmt::ms(l.p50_above_floor_ms.max(0.0))
                 )
             }));
         }
@@ -148,16 +148,22 @@ pub fn cells_table(cells: &[CellResult]) -> String {
 
 /// How many runs the machine was busy during (`!` in the tables).
 pub fn busy_line(r: &CompareReport) -> String {
+    busy_text(r.busy_runs, r.strict)
+}
+
+/// `busy.0` of `busy.1` runs measured while the machine was busy, and what `--strict` does
+/// about it (the `machine:` line of compare and upstream).
+pub fn busy_text(busy: (usize, usize), strict: bool) -> String {
     format!(
         "{} of {} runs measured while other processes used more than {:.0}% of the CPUs or the \
          hypervisor stole more than {:.0}% (marked !){}",
-        r.busy_runs.0,
-        r.busy_runs.1,
+        busy.0,
+        busy.1,
         crate::host::BUSY_OTHER_CPU * 100.0,
         crate::host::BUSY_STEAL * 100.0,
-        if r.strict {
+        if strict {
             "; --strict measured busy rounds again (up to twice)"
-        } else if r.busy_runs.0 > 0 {
+        } else if busy.0 > 0 {
             "; --strict measures such rounds again"
         } else {
             ""

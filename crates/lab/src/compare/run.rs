@@ -295,23 +295,44 @@ fn ms(h: &Histogram<u64>, q: f64) -> f64 {
     }
 }
 
-/// The sample of engine result `r` (the CPU, byte and load fields are left empty for the
-/// caller to fill in).
+/// Bytes received per completed request, bytes and completions with the same edges: the
+/// engine's [`RunResult::response_bytes`] (what each connection read up to each counted
+/// response's completion since the one before). All bytes read in the measured period over
+/// the responses completed in it counted, on a slow link, the responses still in flight at
+/// either edge without their completions: 16.6 KB per request for a 10.4 KB response on
+/// `lossy` in a 100 ms window. Falls back to that ratio where the result does not have
+/// them (`response_bytes` 0). NaN when nothing completed.
+pub fn bytes_in_per_req(r: &RunResult) -> f64 {
+    let n = r.requests.completed;
+    if n == 0 {
+        return f64::NAN;
+    }
+    let bytes = if r.response_bytes > 0 {
+        r.response_bytes
+    } else {
+        r.traffic.bytes_total
+    };
+    bytes as f64 / n as f64
+}
+
+/// Bytes sent per request: what the client wrote in the measured period over the requests
+/// it started in it (the same edges; over the completed ones, requests still in flight at
+/// the end counted without their completions). `None` when nothing was sent or started.
+pub fn bytes_out_per_req(r: &RunResult) -> Option<f64> {
+    let n = r.requests.started.max(r.requests.completed);
+    (n > 0 && r.bytes_sent > 0).then(|| r.bytes_sent as f64 / n as f64)
+}
+
+/// The sample of engine result `r` (the CPU and load fields are left empty for the caller
+/// to fill in).
 pub fn sample(r: &RunResult, round: u32) -> RunSample {
     let h = &r.request_time;
-    let per_req = |v: u64| {
-        if r.requests.completed > 0 {
-            v as f64 / r.requests.completed as f64
-        } else {
-            f64::NAN
-        }
-    };
     RunSample {
         round,
         server_cpu_us: None,
         client_cpu_us: None,
-        bytes_in_per_req: per_req(r.traffic.bytes_total),
-        bytes_out_per_req: Some(per_req(r.bytes_sent)).filter(|v| v.is_finite()),
+        bytes_in_per_req: bytes_in_per_req(r),
+        bytes_out_per_req: bytes_out_per_req(r),
         load: None,
         busy: false,
         rps: r.req_per_sec(),
@@ -535,6 +556,90 @@ mod tests {
             proto: LabProtocol::H1,
             arm: 0,
         }
+    }
+
+    fn spread(median: f64) -> Option<MedianSpread> {
+        Some(MedianSpread {
+            median,
+            min: median,
+            max: median,
+            n: 1,
+        })
+    }
+
+    #[test]
+    fn link_use_is_goodput_against_the_bandwidth_and_latency_above_the_floor() {
+        let t = Timing {
+            runs: 1,
+            warm_up: Duration::from_millis(100),
+            duration: Duration::from_millis(400),
+            client_threads: 1,
+        };
+        // 10 KiB over the WAN (40 ms, 50 Mbit/s both ways): 2.5 MB/s received is 40% of
+        // 50 Mbit/s. The floor is one RTT plus 10,640 B down and 100 B up through
+        // 50 Mbit/s: 40 + 1.7024 + 0.016 = 41.7184 ms; a 60 ms median is 18.2816 above it.
+        let mut c = CellResult::new(key("10k", LinkProfile::Wan), &t);
+        c.mb_per_sec = spread(2.5);
+        c.p50_ms = spread(60.0);
+        c.bytes_in_per_req = Some(10_640.0);
+        c.bytes_out_per_req = Some(100.0);
+        let l = c.compute_link_use().unwrap();
+        assert!((l.goodput_pct - 40.0).abs() < 1e-9, "{l:?}");
+        assert!((l.floor_ms - 41.7184).abs() < 1e-9, "{l:?}");
+        assert!((l.p50_above_floor_ms - 18.2816).abs() < 1e-9, "{l:?}");
+        // The table says the unit.
+        c.link_use = Some(l);
+        let table = super::super::output::cells_table(std::slice::from_ref(&c));
+        assert!(
+            table.contains("40% of bw, p50 +18.3 ms over floor"),
+            "{table}"
+        );
+        // Without keep-alive every request also pays the TCP handshake: two RTTs.
+        c.key.proto = LabProtocol::H1Close;
+        let l = c.compute_link_use().unwrap();
+        assert!((l.floor_ms - 81.7184).abs() < 1e-9, "{l:?}");
+        assert!(
+            (l.p50_above_floor_ms - (60.0 - 81.7184)).abs() < 1e-9,
+            "{l:?}"
+        );
+        // The mobile link's slower uplink (3 Mbit/s) weighs on the request bytes: 80 ms +
+        // 10,640 B through 12 Mbit/s (7.0933 ms) + 100 B through 3 Mbit/s (0.2667 ms); 1.5 MB/s
+        // is all of 12 Mbit/s.
+        c.key.proto = LabProtocol::H1;
+        c.key.cond.link = LinkProfile::Mobile;
+        c.mb_per_sec = spread(1.5);
+        let l = c.compute_link_use().unwrap();
+        assert!((l.goodput_pct - 100.0).abs() < 1e-9, "{l:?}");
+        let floor = 80.0 + 10_640.0 * 8.0 / 12e6 * 1e3 + 100.0 * 8.0 / 3e6 * 1e3;
+        assert!((l.floor_ms - floor).abs() < 1e-9, "{l:?}");
+        assert!((floor - 87.36).abs() < 0.001, "{floor}");
+        // Nothing measured, or no shaped link: nothing to say.
+        c.p50_ms = None;
+        assert!(c.compute_link_use().is_none());
+        c.p50_ms = spread(60.0);
+        c.key.cond.link = LinkProfile::Loopback;
+        assert!(c.compute_link_use().is_none());
+    }
+
+    #[test]
+    fn bytes_per_request_have_the_edges_of_the_completions() {
+        let mut r = h2lab_report::model::empty_result();
+        // 10 responses of 10,400 B completed; 30 KB more arrived for responses still in
+        // flight when the window ended; 12 requests were started, 100 B each.
+        r.requests.completed = 10;
+        r.requests.started = 12;
+        r.response_bytes = 104_000;
+        r.traffic.bytes_total = 134_000;
+        r.bytes_sent = 1_200;
+        assert_eq!(bytes_in_per_req(&r), 10_400.0);
+        assert_eq!(bytes_out_per_req(&r), Some(100.0));
+        // Where the result does not have them: all bytes over the completions.
+        r.response_bytes = 0;
+        assert_eq!(bytes_in_per_req(&r), 13_400.0);
+        r.requests.completed = 0;
+        assert!(bytes_in_per_req(&r).is_nan());
+        r.requests.started = 0;
+        assert_eq!(bytes_out_per_req(&r), None);
     }
 
     #[test]

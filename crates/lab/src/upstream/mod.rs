@@ -14,13 +14,25 @@
 //! Statistics ([`verdict`]): the lab's own, as `h2lab compare` — each arm's median with its
 //! 95% bootstrap CI per cell, and each HTTP/2 arm against the baseline (HTTP/1.1 keep-alive)
 //! as the median of per-run paired ratios with its CI, classified win / parity / undecided
-//! ([`crate::stats::ci::classify`], ±3% band, at least 5 runs to decide).
+//! ([`crate::stats::ci::classify`], ±3% band, at least [`crate::stats::ci::MIN_ROUNDS`] (6)
+//! runs to decide).
+//!
+//! A run that completes nothing is run once more with a longer warm-up (as `h2lab compare`
+//! does); if that one completes nothing either, it is left out of the arm's medians and
+//! ratios (not entered as 0 req/s) and marked in the report ([`measure`]).
+//!
+//! Isolation, as `h2lab compare` and `h2lab page`: the backends, the links and the
+//! in-process proxy (or nginx) run on the server CPUs, the client on the others
+//! ([`crate::env::pin_servers`]; `cpus:` line, results.json `isolation`), and each run
+//! records what the rest of the machine did ([`crate::host::LoadProbe`]); busy runs are
+//! marked, and with `strict` a round with a busy run is measured again.
 //!
 //! Output ([`output`]): a table per cell, the seed's decision framework (response-size
 //! bands × throughput and p99 advantage of each HTTP/2 arm over HTTP/1.1 keep-alive, with the
 //! cells' outcomes), and the upstream connections each arm used (counted by the links:
 //! accepted connections); as text, CSV, JSON and a self-contained HTML page.
 
+pub mod measure;
 pub mod nginx;
 pub mod output;
 pub mod verdict;
@@ -31,11 +43,13 @@ pub use verdict::Versus;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use h2lab_engine::{AppProtocol, BenchConfig, NoopObserver, ProtocolChoice, StopFlag};
+use h2lab_engine::{AppProtocol, BenchConfig, ProtocolChoice, StopFlag};
 use h2lab_proxy::{ProxyConfig, RunningProxy, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::compare::axes::{HeaderSet, Payload};
+use crate::compare::measure::STRICT_RETRIES;
+use crate::env::{Isolation, Pinning};
 use crate::error::LabError;
 use crate::link::{LinkConfig, RunningLink};
 use crate::stats::ci::Estimate;
@@ -78,10 +92,15 @@ pub struct UpstreamConfig {
     pub streams: u32,
     /// Client threads.
     pub client_threads: u32,
+    /// How the servers (backends, links, proxy) and the client share the CPUs.
+    pub pinning: Pinning,
+    /// Measure a round again (at most [`STRICT_RETRIES`] times) when the machine was busy
+    /// during one of its runs.
+    pub strict: bool,
 }
 
 impl UpstreamConfig {
-    /// The seed's matrix: 8 payloads × c = 10, 50, 200, 4 arms, 5 runs of 3 s (fewer paired
+    /// The seed's matrix: 8 payloads × c = 10, 50, 200, 4 arms, 6 runs of 3 s (fewer paired
     /// runs never decide: [`crate::stats::ci::MIN_ROUNDS`]).
     pub fn seed() -> Self {
         let payloads = [
@@ -99,7 +118,7 @@ impl UpstreamConfig {
             ],
             payloads,
             concurrency: vec![10, 50, 200],
-            runs: 5,
+            runs: 6,
             warm_up: Duration::from_millis(500),
             duration: Duration::from_secs(3),
             rtt: Duration::from_millis(5),
@@ -108,6 +127,8 @@ impl UpstreamConfig {
             pool: 256,
             streams: 100,
             client_threads: 2,
+            pinning: Pinning::Auto,
+            strict: false,
         }
     }
 
@@ -151,6 +172,14 @@ pub struct ArmResult {
     /// Against the baseline arm (the first), paired by run; `None` for the baseline itself
     /// and for arms not measured.
     pub versus: Option<Versus>,
+    /// Runs that completed nothing and were run again (with
+    /// [`crate::compare::measure::EMPTY_RETRY_WARM_UP`] times the warm-up).
+    pub retried_runs: usize,
+    /// Runs that completed nothing even when run again: left out of the medians and the
+    /// ratios (`None` in `rps_runs` and `p99_runs`).
+    pub empty_runs: usize,
+    /// Runs measured while the machine was busy ([`crate::host::MachineLoad::busy`]).
+    pub busy_runs: usize,
 }
 
 /// One payload × concurrency cell.
@@ -176,6 +205,12 @@ pub struct UpstreamReport {
     /// Upstream connections accepted by each arm's links over the whole experiment, with
     /// the requests the arm completed.
     pub connections: Vec<(UpstreamProtocol, Option<u64>, u64)>,
+    /// How the CPUs were split between the servers (backends, links, proxy) and the client.
+    pub isolation: Isolation,
+    /// Runs measured while the machine was busy, of all runs kept.
+    pub busy_runs: (usize, usize),
+    /// Rounds measured again because the machine was busy (`strict`).
+    pub remeasured: usize,
 }
 
 /// A running arm: its links and its proxy.
@@ -206,12 +241,16 @@ impl ArmEnv {
     }
 }
 
-/// Runs the experiment. `progress` gets a line per finished cell.
-pub fn run(
-    cfg: &UpstreamConfig,
-    stop: &StopFlag,
-    progress: &mut dyn FnMut(&str),
-) -> Result<UpstreamReport, LabError> {
+/// What [`start`] started: dropped (stopped) before the CPU pinning is undone.
+struct Started {
+    _backends: Vec<RunningServer>,
+    arms: Vec<ArmEnv>,
+    _nginx: Option<nginx::Nginx>,
+    proxy_name: String,
+}
+
+/// Starts the backends, each arm's links and proxy, and nginx if asked for.
+fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
     let backends: Vec<RunningServer> = (0..cfg.backends.max(1))
         .map(|_| {
             h2lab_server::spawn(ServerConfig {
@@ -294,39 +333,67 @@ pub fn run(
         ProxyKind::H2lab => format!("h2lab proxy {}", env!("CARGO_PKG_VERSION")),
         ProxyKind::Nginx => nginx::version().unwrap_or_else(|| "nginx".into()),
     };
+    Ok(Started {
+        _backends: backends,
+        arms,
+        _nginx,
+        proxy_name,
+    })
+}
 
+/// Runs the experiment. `progress` gets a line per finished cell.
+pub fn run(
+    cfg: &UpstreamConfig,
+    stop: &StopFlag,
+    progress: &mut dyn FnMut(&str),
+) -> Result<UpstreamReport, LabError> {
+    // The backends, links and proxies start on the server CPUs; the client's threads, started
+    // later by this thread, inherit the client CPUs. `_pin` is dropped last.
+    let (started, isolation, _pin) = crate::env::pin_servers(&cfg.pinning, || start(cfg));
+    let Started {
+        _backends,
+        mut arms,
+        _nginx,
+        proxy_name,
+    } = started?;
+    let (mut busy, mut kept, mut remeasured) = (0usize, 0usize, 0usize);
     let mut cells = Vec::new();
     for payload in &cfg.payloads {
         for &c in &cfg.concurrency {
             let runs = cfg.runs.max(1) as usize;
-            // Per arm: requests/s and p99 of each run, failed requests.
-            type Runs = (Vec<Option<f64>>, Vec<Option<f64>>, u64);
-            let mut samples: Vec<Runs> = vec![(vec![None; runs], vec![None; runs], 0); arms.len()];
+            let mut samples = vec![measure::ArmRuns::new(runs); arms.len()];
             for run in 0..runs {
-                for k in 0..arms.len() {
-                    if stop.is_stopped() {
-                        break;
-                    }
-                    let a = (k + run) % arms.len();
-                    let Some(addr) = arms[a].addr() else { continue };
-                    let bc = bench_config(addr, payload, c, cfg)?;
-                    match h2lab_engine::run(&bc, &NoopObserver, stop) {
-                        Ok(r) => {
-                            let s = &mut samples[a];
-                            s.0[run] = Some(r.req_per_sec());
-                            let h = &r.request_time;
-                            s.1[run] =
-                                (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6);
-                            s.2 += r.requests.failed;
-                            arms[a].completed += r.requests.completed;
+                let mut attempt = 0;
+                loop {
+                    let mut outs = Vec::with_capacity(arms.len());
+                    for k in 0..arms.len() {
+                        if stop.is_stopped() {
+                            break;
                         }
-                        Err(source) => {
-                            return Err(LabError::Run {
+                        let a = (k + run) % arms.len();
+                        let Some(addr) = arms[a].addr() else { continue };
+                        let bc = bench_config(addr, payload, c, cfg)?;
+                        let out = measure::run_arm(&bc, cfg.warm_up, stop).map_err(|source| {
+                            LabError::Run {
                                 what: arms[a].arm.name().to_string(),
                                 source,
-                            })
-                        }
+                            }
+                        })?;
+                        outs.push((a, out));
                     }
+                    let any_busy = outs.iter().any(|(_, o)| o.busy);
+                    if any_busy && cfg.strict && attempt < STRICT_RETRIES && !stop.is_stopped() {
+                        attempt += 1;
+                        remeasured += 1;
+                        continue;
+                    }
+                    for (a, o) in outs {
+                        kept += 1;
+                        busy += usize::from(o.busy);
+                        arms[a].completed += o.completed;
+                        samples[a].record(run, &o);
+                    }
+                    break;
                 }
             }
             let mut cell = Cell {
@@ -335,21 +402,7 @@ pub fn run(
                 arms: arms
                     .iter()
                     .zip(samples)
-                    .map(|(e, s)| {
-                        let (rps, p99) = (present(&s.0), present(&s.1));
-                        ArmResult {
-                            arm: e.arm,
-                            rps: MedianSpread::of(&rps),
-                            p99_ms: MedianSpread::of(&p99),
-                            failed: s.2,
-                            skipped: e.skipped.clone(),
-                            rps_ci: None,
-                            p99_ci: None,
-                            rps_runs: s.0,
-                            p99_runs: s.1,
-                            versus: None,
-                        }
-                    })
+                    .map(|(e, s)| s.into_result(e.arm, e.skipped.clone()))
                     .collect(),
             };
             verdict::decide_cell(&mut cell);
@@ -372,6 +425,9 @@ pub fn run(
         proxy: proxy_name,
         cells,
         connections,
+        isolation,
+        busy_runs: (busy, kept),
+        remeasured,
     })
 }
 

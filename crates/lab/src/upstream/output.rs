@@ -9,11 +9,12 @@ use std::fmt::Write as _;
 use h2lab_proxy::UpstreamProtocol;
 use serde_json::json;
 
+use super::measure::{empty_runs, marks};
 use super::verdict::Ratio;
 use super::{Cell, UpstreamReport};
 use crate::compare::axes::Payload;
 use crate::compare::decision::ratio_text;
-use crate::compare::output::{csv_field, csv_num};
+use crate::compare::output::{busy_text, csv_field, csv_num};
 use crate::html::shell::{document, section, table};
 use crate::html::svg::esc;
 use crate::stats::ci::Estimate;
@@ -197,6 +198,16 @@ pub fn render(r: &UpstreamReport) -> String {
         cfg.runs,
         cfg.duration.as_secs_f64()
     );
+    let _ = writeln!(out, "cpus: {}", r.isolation.note);
+    let _ = writeln!(out, "machine: {}", busy_text(r.busy_runs, cfg.strict));
+    if r.remeasured > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} rounds measured again because the machine was busy)",
+            r.remeasured
+        );
+    }
+    out.push('\n');
     let _ = write!(out, "{:>8} {:>5}", "payload", "c");
     for a in &cfg.arms {
         let _ = write!(out, " | {:>22}", format!("{} req/s, p99 ms", a.name()));
@@ -208,22 +219,39 @@ pub fn render(r: &UpstreamReport) -> String {
             let v = match (&a.skipped, a.rps, a.p99_ms) {
                 (Some(_), _, _) => "n/a".to_string(),
                 (None, Some(rps), Some(p99)) => format!(
-                    "{:.0}±{:.0}, {:.1}{}",
+                    "{:.0}±{:.0}, {:.1}{}{}",
                     rps.median,
                     rps.spread() / 2.0,
                     p99.median,
-                    if a.failed > 0 { " (errors)" } else { "" }
+                    if a.failed > 0 { " (errors)" } else { "" },
+                    marks(a)
                 ),
+                (None, _, _) if a.empty_runs > 0 => format!("-{}", marks(a)),
                 _ => "-".to_string(),
             };
             let _ = write!(out, " | {v:>22}");
         }
         out.push('\n');
     }
+    let empty = empty_runs(r);
+    if !empty.is_empty()
+        || r.cells
+            .iter()
+            .any(|c| c.arms.iter().any(|a| a.busy_runs > 0))
+    {
+        out.push_str(
+            "\n  ! some run measured while the machine was busy; * some run completed nothing, \
+             even when run again with a 4x warm-up: left out of the medians and ratios\n",
+        );
+    }
+    for line in &empty {
+        let _ = writeln!(out, "  * {line}");
+    }
     let base = baseline(r);
     let _ = writeln!(
         out,
-        "\nAgainst {base} keep-alive, per cell (median of the per-run ratios arm/{base}, 95% bootstrap CI; win outside ±3%, parity inside, undecided across or with fewer than 5 runs)"
+        "\nAgainst {base} keep-alive, per cell (median of the per-run ratios arm/{base}, 95% bootstrap CI; win outside ±3%, parity inside, undecided across or with fewer than {} runs)",
+        crate::stats::ci::MIN_ROUNDS
     );
     for (ai, arm) in h2_arms(r) {
         let _ = writeln!(out, "\n  {} vs {base}", arm.name());
@@ -363,6 +391,8 @@ pub fn json(r: &UpstreamReport) -> String {
                         "arm": a.arm.name(), "skipped": a.skipped, "failed": a.failed,
                         "rps_runs": a.rps_runs, "p99_ms_runs": a.p99_runs,
                         "rps": a.rps_ci, "p99_ms": a.p99_ci, "versus_baseline": a.versus,
+                        "retried_runs": a.retried_runs, "empty_runs": a.empty_runs,
+                        "busy_runs": a.busy_runs,
                     })
                 })
                 .collect();
@@ -400,7 +430,12 @@ pub fn json(r: &UpstreamReport) -> String {
             "warm_up_s": cfg.warm_up.as_secs_f64(), "duration_s": cfg.duration.as_secs_f64(),
             "rtt_ms": cfg.rtt.as_secs_f64() * 1000.0, "backends": cfg.backends,
             "pool": cfg.pool, "streams": cfg.streams,
-            "equivalence": crate::stats::ci::DEFAULT_EQUIVALENCE,
+            "equivalence": crate::stats::ci::DEFAULT_EQUIVALENCE, "strict": cfg.strict,
+        },
+        "isolation": r.isolation,
+        "machine": {
+            "busy_runs": r.busy_runs.0, "runs": r.busy_runs.1,
+            "remeasured_rounds": r.remeasured,
         },
         "cells": cells,
         "decision_framework": framework,
@@ -441,16 +476,32 @@ pub fn html(r: &UpstreamReport) -> String {
                 row.push("n/a".into());
                 row.push("n/a".into());
             } else {
-                row.push(ci_html(&a.rps_ci, 0));
+                row.push(format!("{}{}", ci_html(&a.rps_ci, 0), esc(&marks(a))));
                 row.push(ci_html(&a.p99_ci, 1));
             }
         }
         rows.push(row);
     }
+    let mut notes = format!(
+        "<p>cpus: {}<br>machine: {}</p>",
+        esc(&r.isolation.note),
+        esc(&busy_text(r.busy_runs, cfg.strict))
+    );
+    let empty = empty_runs(r);
+    if !empty.is_empty() {
+        notes.push_str(
+            "<p>* runs that completed nothing, even when run again with a 4x warm-up, are left \
+             out of the medians and ratios:</p><ul>",
+        );
+        for l in &empty {
+            let _ = write!(notes, "<li>{}</li>", esc(l));
+        }
+        notes.push_str("</ul>");
+    }
     body.push_str(&section(
         "cells",
         "Cells (median of the runs, 95% bootstrap CI)",
-        &table(&rows, "cells"),
+        &format!("{}{notes}", table(&rows, "cells")),
     ));
     let mut vs = String::new();
     for (ai, arm) in h2_arms(r) {

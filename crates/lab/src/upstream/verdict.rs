@@ -75,6 +75,20 @@ pub struct Versus {
     pub p99: Ratio,
 }
 
+/// What a run adds to its arm's per-run series: its req/s and p99 (ms), or nothing when it
+/// completed no request. Such a run says nothing about the arm's speed (the client never got
+/// going): entered as 0 req/s it made a ratio of 0 against the baseline, so it is left out
+/// of the medians and the ratios instead, and the report marks it.
+pub fn run_values(completed: u64, rps: f64, p99_ms: Option<f64>) -> (Option<f64>, Option<f64>) {
+    if completed == 0 {
+        return (None, None);
+    }
+    (
+        Some(rps).filter(|r| r.is_finite() && *r > 0.0),
+        p99_ms.filter(|p| p.is_finite()),
+    )
+}
+
 /// Fills the CIs and the comparisons against the first arm of `cell`.
 pub fn decide_cell(cell: &mut Cell) {
     let what = format!("upstream {} c={}", cell.payload.name, cell.concurrency);
@@ -105,5 +119,72 @@ pub fn decide_cell(cell: &mut Cell) {
                 &format!("{name} p99"),
             ),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use h2lab_proxy::UpstreamProtocol;
+
+    use super::super::measure::{ArmRuns, RunOut};
+    use super::super::Cell;
+    use super::*;
+
+    fn out(completed: u64, rps: f64, p99: f64) -> RunOut {
+        let (rps, p99_ms) = run_values(completed, rps, Some(p99));
+        RunOut {
+            rps,
+            p99_ms,
+            completed,
+            failed: 0,
+            retried: completed == 0,
+            load: None,
+            busy: false,
+        }
+    }
+
+    #[test]
+    fn a_run_that_completed_nothing_is_left_out_of_the_ratios() {
+        // A run that completed nothing has no req/s (not 0) and no p99.
+        assert_eq!(run_values(0, 0.0, None), (None, None));
+        assert_eq!(run_values(0, 0.0, Some(3.0)), (None, None));
+        assert_eq!(run_values(10, 500.0, Some(3.0)), (Some(500.0), Some(3.0)));
+        // Seven paired runs: the baseline at 1000 req/s, the arm at 1100 except in run 2, which
+        // completed nothing even when run again. Entered as 0 req/s it made a ratio of 0.0 in
+        // that run; left out, the other six decide: +10%, a win for the arm.
+        let mut base = ArmRuns::new(7);
+        let mut arm = ArmRuns::new(7);
+        for run in 0..7 {
+            base.record(run, &out(1000, 1000.0, 10.0));
+            if run == 2 {
+                arm.record(run, &out(0, 0.0, 0.0));
+            } else {
+                arm.record(run, &out(1100, 1100.0, 9.0));
+            }
+        }
+        let mut cell = Cell {
+            payload: "info".parse().unwrap(),
+            concurrency: 200,
+            arms: vec![
+                base.into_result(UpstreamProtocol::H1, None),
+                arm.into_result(UpstreamProtocol::H2cMux, None),
+            ],
+        };
+        decide_cell(&mut cell);
+        let a = &cell.arms[1];
+        assert_eq!((a.empty_runs, a.retried_runs), (1, 1));
+        assert_eq!(a.rps_runs[2], None);
+        assert_eq!(a.rps.unwrap().n, 6);
+        assert_eq!(a.rps.unwrap().min, 1100.0);
+        let v = a.versus.unwrap();
+        let r = v.throughput.ratio.unwrap();
+        assert_eq!(r.n, 6);
+        assert!(
+            (r.lo - 1.1).abs() < 1e-9 && (r.hi - 1.1).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert_eq!(v.throughput.word(), "better");
+        assert_eq!(v.p99.ratio.unwrap().n, 6);
+        assert_eq!(cell.arms[0].empty_runs, 0);
     }
 }

@@ -262,6 +262,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         elapsed: from_secs(Some(doc.elapsed_seconds)).unwrap_or(Duration::ZERO),
         // Not part of the JSON document.
         bytes_sent: 0,
+        response_bytes: 0,
         requests: RequestCounts {
             total: doc.requests.total,
             started: doc.requests.started,

@@ -80,6 +80,7 @@ pub fn merge_results(
             bytes_body: s(a.traffic.bytes_body, b.traffic.bytes_body),
         },
         bytes_sent: s(a.bytes_sent, b.bytes_sent),
+        response_bytes: s(a.response_bytes, b.response_bytes),
         request_time: add(&a.request_time, &b.request_time)?,
         request_time_corrected: add(&a.request_time_corrected, &b.request_time_corrected)?,
         connect_time: add(&a.connect_time, &b.connect_time)?,

@@ -1,0 +1,152 @@
+//! One run of one arm of the upstream experiment ([`run_arm`]: a run that completes nothing
+//! is run once more with a longer warm-up, and the machine's load is recorded) and an arm's
+//! runs at one cell ([`ArmRuns`]).
+
+use std::time::Duration;
+
+use h2lab_engine::{BenchConfig, EngineError, NoopObserver, StopFlag};
+use h2lab_proxy::UpstreamProtocol;
+
+use super::{present, verdict, ArmResult, UpstreamReport};
+use crate::compare::measure::EMPTY_RETRY_WARM_UP;
+use crate::host::{LoadProbe, MachineLoad};
+use crate::stats::MedianSpread;
+
+/// What one run of an arm measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOut {
+    /// Requests per second; `None` when the run completed nothing ([`verdict::run_values`]).
+    pub rps: Option<f64>,
+    /// p99 latency (ms); `None` when the run completed nothing.
+    pub p99_ms: Option<f64>,
+    /// Responses completed in the measured period.
+    pub completed: u64,
+    /// Requests that failed (both attempts).
+    pub failed: u64,
+    /// The first attempt completed nothing and the run was measured again.
+    pub retried: bool,
+    /// What the rest of the machine did during the run.
+    pub load: Option<MachineLoad>,
+    /// The machine was busy ([`MachineLoad::busy`]).
+    pub busy: bool,
+}
+
+/// Runs `bc` once; if it completes nothing (the client's connections were still being set
+/// up when the period ended, or the machine starved it), once more with
+/// [`EMPTY_RETRY_WARM_UP`] times `warm_up`, as `h2lab compare` does. A run that completes
+/// nothing even then has no req/s or p99 ([`verdict::run_values`]).
+pub fn run_arm(
+    bc: &BenchConfig,
+    warm_up: Duration,
+    stop: &StopFlag,
+) -> Result<RunOut, EngineError> {
+    let probe = LoadProbe::start();
+    let mut r = h2lab_engine::run(bc, &NoopObserver, stop)?;
+    let mut failed = r.requests.failed;
+    let retried = r.requests.completed == 0 && !stop.is_stopped();
+    if retried {
+        let mut again = bc.clone();
+        again.warm_up = Some(warm_up * EMPTY_RETRY_WARM_UP);
+        r = h2lab_engine::run(&again, &NoopObserver, stop)?;
+        failed += r.requests.failed;
+    }
+    let load = probe.finish();
+    let h = &r.request_time;
+    let p99 = (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6);
+    let (rps, p99_ms) = verdict::run_values(r.requests.completed, r.req_per_sec(), p99);
+    Ok(RunOut {
+        rps,
+        p99_ms,
+        completed: r.requests.completed,
+        failed,
+        retried,
+        busy: load.is_some_and(|l| l.busy()),
+        load,
+    })
+}
+
+/// An arm's runs at one cell, by run index.
+#[derive(Debug, Clone, Default)]
+pub struct ArmRuns {
+    rps: Vec<Option<f64>>,
+    p99: Vec<Option<f64>>,
+    failed: u64,
+    retried: usize,
+    empty: usize,
+    busy: usize,
+}
+
+impl ArmRuns {
+    /// No run yet of `runs`.
+    pub fn new(runs: usize) -> ArmRuns {
+        ArmRuns {
+            rps: vec![None; runs],
+            p99: vec![None; runs],
+            ..ArmRuns::default()
+        }
+    }
+
+    /// Keeps run `run`'s result.
+    pub fn record(&mut self, run: usize, o: &RunOut) {
+        if let Some(v) = self.rps.get_mut(run) {
+            *v = o.rps;
+        }
+        if let Some(v) = self.p99.get_mut(run) {
+            *v = o.p99_ms;
+        }
+        self.failed += o.failed;
+        self.retried += usize::from(o.retried);
+        self.empty += usize::from(o.completed == 0);
+        self.busy += usize::from(o.busy);
+    }
+
+    /// The arm's result at the cell (CIs and ratios are filled by [`verdict::decide_cell`]).
+    pub fn into_result(self, arm: UpstreamProtocol, skipped: Option<String>) -> ArmResult {
+        ArmResult {
+            arm,
+            rps: MedianSpread::of(&present(&self.rps)),
+            p99_ms: MedianSpread::of(&present(&self.p99)),
+            failed: self.failed,
+            skipped,
+            rps_ci: None,
+            p99_ci: None,
+            rps_runs: self.rps,
+            p99_runs: self.p99,
+            versus: None,
+            retried_runs: self.retried,
+            empty_runs: self.empty,
+            busy_runs: self.busy,
+        }
+    }
+}
+
+/// `!` when some run was busy, `*` when some run completed nothing even when run again.
+pub fn marks(a: &ArmResult) -> String {
+    let mut m = String::new();
+    if a.busy_runs > 0 {
+        m.push_str(" !");
+    }
+    if a.empty_runs > 0 {
+        m.push_str(" *");
+    }
+    m
+}
+
+/// One line per arm and cell with runs that completed nothing even when run again (left out
+/// of the medians and the ratios).
+pub fn empty_runs(r: &UpstreamReport) -> Vec<String> {
+    let mut v = Vec::new();
+    for c in &r.cells {
+        for a in c.arms.iter().filter(|a| a.empty_runs > 0) {
+            v.push(format!(
+                "{} c={} {}: {} of {} runs completed nothing (left out)",
+                c.payload.label(),
+                c.concurrency,
+                a.arm.name(),
+                a.empty_runs,
+                a.rps_runs.len()
+            ));
+        }
+    }
+    v
+}
