@@ -23,7 +23,9 @@
 //! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
 //! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
 //! retried on a new connection). Per request nothing is allocated here (request states and
-//! their buffers are pooled); quinn-proto allocates its own stream state.
+//! their buffers are pooled, and a request head identical to the previous one is handed to
+//! quinn-proto as a reference-counted clone, not copied into a new buffer); quinn-proto
+//! allocates its own stream state.
 //!
 //! [`H3Conn`] puts the session and its QUIC connection behind the engine's `Session`
 //! trait; the QUIC transport is `crate::conn::quic`.
@@ -41,6 +43,7 @@ pub use settings::{QpackSettings, H2LOAD_BLOCKED_STREAMS};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use h2lab_quic::hash::{stream_map, StreamMap};
 use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 use h2lab_wire::h3::control::write_control_stream_start;
@@ -91,6 +94,10 @@ pub struct H3Session {
     pool: Vec<Req>,
     section: Vec<u8>,
     frame: Vec<u8>,
+    /// The last request head handed to QUIC, shared: the next identical head (the same
+    /// template section, as in a steady run) is a reference-counted clone of it instead of
+    /// a fresh allocation and copy inside quinn-proto's send buffer.
+    frame_shared: Bytes,
     encoder_scratch: Vec<u8>,
     goaway: Option<u64>,
     closed: bool,
@@ -129,6 +136,7 @@ impl H3Session {
             pool: Vec::with_capacity(max_streams),
             section: Vec::with_capacity(256),
             frame: Vec::with_capacity(256),
+            frame_shared: Bytes::new(),
             encoder_scratch: Vec::new(),
             goaway: None,
             closed: false,
@@ -298,11 +306,15 @@ impl H3Session {
         if let Some(b) = &self.body {
             h2lab_wire::h3::request::write_data_header(b.len() as u64, &mut self.frame);
         }
+        if self.frame_shared != self.frame[..] {
+            self.frame_shared = Bytes::copy_from_slice(&self.frame);
+        }
+        let mut head = [self.frame_shared.clone()];
         let mut s = conn.send_stream(id);
         // A new stream has its whole initial window (≥ 1 KiB in practice); a request
         // head that does not fit is an error of ours, not the server's.
-        match s.write(&self.frame) {
-            Ok(n) if n == self.frame.len() => {}
+        match s.write_chunks(&mut head) {
+            Ok(w) if w.bytes == self.frame.len() => {}
             _ => {
                 let _ = s.reset(code(ErrorCode::H3_REQUEST_CANCELLED));
                 return Err(SubmitError::WouldBlock);

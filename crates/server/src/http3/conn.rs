@@ -60,6 +60,8 @@ pub struct H3Conn {
     /// Responses finished (FIN written) whose data the client has not acknowledged yet
     /// (`StreamEvent::Finished` ends them): a stopping server waits for them.
     unacked: u32,
+    /// The last response head handed to QUIC (shared by identical heads: [`Req::start_body`]).
+    last_head: bytes::Bytes,
 }
 
 /// Most request-stream bytes held unparsed (behind a blocked header section) before the
@@ -96,6 +98,7 @@ impl H3Conn {
             closed: false,
             heads: HeadEncoder::default(),
             unacked: 0,
+            last_head: bytes::Bytes::new(),
         }
     }
 
@@ -446,7 +449,7 @@ impl H3Conn {
             let _ = r.send.data_header(body_len, &mut r.head);
             Some(BodyCursor::new(resp.body))
         };
-        r.start_body(cursor);
+        r.start_body(cursor, &mut self.last_head);
         // The encoder stream goes first: the HEADERS may reference what it inserts.
         if !self.encoder_out.flush(conn) {
             self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");

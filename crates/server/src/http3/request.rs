@@ -127,9 +127,11 @@ pub struct Req {
     pub phase: Phase,
     /// Send side (wire crate): frame order and content-length.
     pub send: SendStream,
-    /// HEADERS frame and DATA frame header not yet accepted by QUIC.
+    /// The HEADERS frame and DATA frame header, as framed.
     pub head: Vec<u8>,
-    head_off: usize,
+    /// What of `head` QUIC has not accepted yet: a reference-counted clone of the
+    /// connection's last head when identical (see [`Req::start_body`]).
+    head_out: Bytes,
     /// The body being sent.
     pub cursor: Option<BodyCursor>,
     /// The endpoint's dynamic body buffer (`/json`, `/info`, `/page`).
@@ -150,7 +152,7 @@ impl Req {
             phase: Phase::Receiving,
             send: SendStream::new(),
             head: Vec::new(),
-            head_off: 0,
+            head_out: Bytes::new(),
             cursor: None,
             dynamic: Vec::new(),
             pending: None,
@@ -170,15 +172,21 @@ impl Req {
         self.phase = Phase::Receiving;
         self.send = SendStream::new();
         self.head.clear();
-        self.head_off = 0;
+        self.head_out = Bytes::new();
         self.cursor = None;
         self.dynamic.clear();
         self.pending = None;
     }
 
-    /// Queues the response head (already framed in `self.head`) and the body.
-    pub fn start_body(&mut self, cursor: Option<BodyCursor>) {
-        self.head_off = 0;
+    /// Queues the response head (already framed in `self.head`) and the body. `shared` is
+    /// the connection's last head handed to QUIC: a head identical to it (the same replayed
+    /// QPACK section and body length, as in a steady run) is sent as a reference-counted
+    /// clone, so quinn-proto's send buffer gets no new allocation and copy per response.
+    pub fn start_body(&mut self, cursor: Option<BodyCursor>, shared: &mut Bytes) {
+        if *shared != self.head[..] {
+            *shared = Bytes::copy_from_slice(&self.head);
+        }
+        self.head_out = shared.clone();
         self.cursor = cursor;
         self.phase = Phase::Sending;
     }
@@ -199,9 +207,11 @@ impl Req {
             return Ok(());
         }
         let mut s = conn.send_stream(self.id);
-        while self.head_off < self.head.len() {
-            match s.write(self.head.get(self.head_off..).unwrap_or_default()) {
-                Ok(n) => self.head_off += n,
+        while !self.head_out.is_empty() {
+            // A partial write advances `head_out` past what QUIC took.
+            match s.write_chunks(std::slice::from_mut(&mut self.head_out)) {
+                Ok(w) if w.bytes == 0 => return Ok(()),
+                Ok(_) => {}
                 Err(WriteError::Blocked) => return Ok(()),
                 Err(_) => return Err(()),
             }
