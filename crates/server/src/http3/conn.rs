@@ -43,9 +43,11 @@ pub struct H3Conn {
     control_in: ControlReader,
     qdec: Decoder,
     qenc: Encoder,
-    reqs: StreamMap<Req>,
+    /// Boxed: a request stream's state is several hundred octets, and it moves from the
+    /// pool to the map and back once per request (a pointer moves instead).
+    reqs: StreamMap<Box<Req>>,
     /// Finished request streams whose buffers are reused.
-    pool: Vec<Req>,
+    pool: Vec<Box<Req>>,
     /// `/delay` responses waiting: (when, stream).
     delayed: Vec<(Instant, StreamId)>,
     /// Request streams with a response being written.
@@ -181,13 +183,13 @@ impl H3Conn {
     }
 
     /// A request stream for `id`, reusing a finished one's buffers.
-    fn new_req(&mut self, id: StreamId) -> Req {
+    fn new_req(&mut self, id: StreamId) -> Box<Req> {
         match self.pool.pop() {
             Some(mut r) => {
                 r.reset(id);
                 r
             }
-            None => Req::new(id),
+            None => Box::new(Req::new(id)),
         }
     }
 

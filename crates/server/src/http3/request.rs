@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
+use h2lab_wire::h3::packed;
 use h2lab_wire::h3::request::{RequestEvents, RequestStream, SendStream};
 use h2lab_wire::h3::Role;
 use quinn_proto::{Connection, StreamId, WriteError};
@@ -33,34 +34,19 @@ pub enum Phase {
     Done,
 }
 
-/// Request fields packed as (name length u16, value length u32, name, value) records:
-/// one growing buffer per stream instead of a vector per field.
+/// Request fields packed as the wire crate's section memo keeps them
+/// ([`h2lab_wire::h3::packed`]): one growing buffer per stream instead of a vector per
+/// field, filled in one copy when the memo replays a repeated section.
 #[derive(Debug, Default)]
 pub struct Fields(pub Vec<u8>);
 
 impl Fields {
     fn push(&mut self, name: &[u8], value: &[u8]) {
-        let nl = u16::try_from(name.len()).unwrap_or(u16::MAX);
-        let vl = u32::try_from(value.len()).unwrap_or(u32::MAX);
-        self.0.extend_from_slice(&nl.to_be_bytes());
-        self.0.extend_from_slice(&vl.to_be_bytes());
-        self.0
-            .extend_from_slice(name.get(..nl as usize).unwrap_or(name));
-        self.0
-            .extend_from_slice(value.get(..vl as usize).unwrap_or(value));
+        packed::push(&mut self.0, name, value);
     }
 
     fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut rest = &self.0[..];
-        std::iter::from_fn(move || {
-            let (head, tail) = rest.split_at_checked(6)?;
-            let nl = u16::from_be_bytes([head[0], head[1]]) as usize;
-            let vl = u32::from_be_bytes([head[2], head[3], head[4], head[5]]) as usize;
-            let (name, tail) = tail.split_at_checked(nl)?;
-            let (value, tail) = tail.split_at_checked(vl)?;
-            rest = tail;
-            Some((name, value))
-        })
+        packed::iter(&self.0)
     }
 
     /// The first value of `name`.
@@ -94,6 +80,13 @@ impl RequestEvents for Sink {
         if !self.in_trailers {
             self.fields.push(name, value);
         }
+    }
+
+    fn packed_fields(&mut self, packed: &[u8]) -> bool {
+        if !self.in_trailers {
+            self.fields.0.extend_from_slice(packed);
+        }
+        true
     }
 
     fn section_done(&mut self, kind: SectionKind, _facts: SectionFacts, _informational: bool) {
