@@ -46,7 +46,9 @@ pub struct H3Conn {
     /// Boxed: a request stream's state is several hundred octets, and it moves from the
     /// pool to the map and back once per request (a pointer moves instead).
     reqs: StreamMap<Box<Req>>,
-    /// Finished request streams whose buffers are reused.
+    /// Finished request streams whose buffers are reused (boxed as in `reqs`: they move
+    /// between the two).
+    #[allow(clippy::vec_box)]
     pool: Vec<Box<Req>>,
     /// `/delay` responses waiting: (when, stream).
     delayed: Vec<(Instant, StreamId)>,
