@@ -358,7 +358,11 @@ impl H3Session {
     /// Writes as much of request `id`'s body as flow control allows; finishes the stream
     /// once it is all written.
     fn write_body(&mut self, conn: &mut Connection, id: StreamId) {
-        let (Some(body), Some(r)) = (&self.body, self.reqs.get_mut(&id)) else {
+        // The body first: without `-d` there is nothing to look up.
+        let Some(body) = &self.body else {
+            return;
+        };
+        let Some(r) = self.reqs.get_mut(&id) else {
             return;
         };
         let Some(mut off) = r.body_sent else {
@@ -473,23 +477,16 @@ impl H3Session {
         let mut reset = None;
         let mut err: Option<ErrorCode> = None;
         let mut news = ControlNews::default();
+        // Each chunk is fed when the next read says what follows it, so that the last one
+        // goes with the stream's end in one call (a response is usually one chunk and the
+        // FIN: one pass through the stream's parser instead of two).
+        let mut held: Option<bytes::Bytes> = None;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) if err.is_none() => {
-                    err = if bidi {
-                        self.feed_request(id, &chunk.bytes, false, ev)
-                    } else {
-                        self.peer
-                            .feed(
-                                id,
-                                &chunk.bytes,
-                                false,
-                                &mut self.qdec,
-                                &mut self.template,
-                                &mut news,
-                            )
-                            .err()
-                    };
+                    if let Some(prev) = held.replace(chunk.bytes) {
+                        err = self.feed(id, bidi, &prev, false, ev, &mut news);
+                    }
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => {
@@ -504,14 +501,9 @@ impl H3Session {
             }
         }
         let _ = chunks.finalize();
-        if err.is_none() && fin {
-            err = if bidi {
-                self.feed_request(id, &[], true, ev)
-            } else {
-                self.peer
-                    .feed(id, &[], true, &mut self.qdec, &mut self.template, &mut news)
-                    .err()
-            };
+        if err.is_none() && (fin || held.is_some()) {
+            let last = held.take().unwrap_or_default();
+            err = self.feed(id, bidi, &last, fin, ev, &mut news);
         }
         if let Some(s) = news.settings {
             self.template.set_peer_settings(
@@ -531,6 +523,26 @@ impl H3Session {
         }
         if let Some(c) = err {
             self.close(conn, c);
+        }
+    }
+
+    /// Feeds bytes of stream `id` to its reader: a response stream's parser, or a
+    /// unidirectional stream's (control, QPACK).
+    fn feed(
+        &mut self,
+        id: StreamId,
+        bidi: bool,
+        bytes: &[u8],
+        fin: bool,
+        ev: &mut dyn SessionEvents,
+        news: &mut ControlNews,
+    ) -> Option<ErrorCode> {
+        if bidi {
+            self.feed_request(id, bytes, fin, ev)
+        } else {
+            self.peer
+                .feed(id, bytes, fin, &mut self.qdec, &mut self.template, news)
+                .err()
         }
     }
 
