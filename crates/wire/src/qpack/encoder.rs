@@ -469,12 +469,16 @@ impl Encoder {
     fn apply(&mut self, ins: DecoderInstruction) -> Result<(), QpackError> {
         match ins {
             DecoderInstruction::SectionAck { stream_id } => {
-                // Sections of one stream are acknowledged in order.
-                let i = self
-                    .outstanding
-                    .iter()
-                    .position(|o| o.stream_id == stream_id)
-                    .ok_or(QpackError::UnexpectedSectionAck { stream_id })?;
+                // Sections of one stream are acknowledged in order; a decoder that reads
+                // streams in the order they were answered acknowledges the oldest section.
+                let i = if self.outstanding.front().map(|o| o.stream_id) == Some(stream_id) {
+                    0
+                } else {
+                    self.outstanding
+                        .iter()
+                        .position(|o| o.stream_id == stream_id)
+                        .ok_or(QpackError::UnexpectedSectionAck { stream_id })?
+                };
                 if let Some(o) = self.outstanding.remove(i) {
                     self.blocking
                         .acknowledged(stream_id, o.required, self.known_received);
