@@ -1,9 +1,9 @@
 //! Field lines packed into one buffer: for each field, the name's length and the value's
 //! length (each a `u32`, little-endian), then the name, then the value. The section memo
 //! keeps a section's validated fields this way, and hands them over in one piece to a sink
-//! that stores them the same way ([`RequestEvents::packed_fields`]
-//! (super::request::RequestEvents::packed_fields)): one copy per section instead of one
-//! call per field.
+//! that stores them the same way
+//! ([`packed_fields`](super::request::RequestEvents::packed_fields)): one copy per section
+//! instead of one call per field.
 
 /// Appends `name: value` to `dst`. Names and values are bounded far below 4 GiB by the
 /// field-section limits; a longer one is cut at `u32::MAX` octets.
