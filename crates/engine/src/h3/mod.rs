@@ -23,7 +23,9 @@
 //! After a GOAWAY nothing new is opened; requests on streams at or above its identifier,
 //! or rejected with H3_REQUEST_REJECTED, are reported refused (not processed: they may be
 //! retried on a new connection). Per request nothing is allocated here (request states and
-//! their buffers are pooled); quinn-proto allocates its own stream state.
+//! their buffers are pooled, and a request head identical to the previous one is handed to
+//! quinn-proto as a reference-counted clone, not copied into a new buffer); quinn-proto
+//! allocates its own stream state.
 //!
 //! [`H3Conn`] puts the session and its QUIC connection behind the engine's `Session`
 //! trait; the QUIC transport is `crate::conn::quic`.
@@ -41,6 +43,7 @@ pub use settings::{QpackSettings, H2LOAD_BLOCKED_STREAMS};
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::Bytes;
 use h2lab_quic::hash::{stream_map, StreamMap};
 use h2lab_quic::quinn_proto::{Connection, Dir, Event, ReadError, StreamEvent, StreamId, VarInt};
 use h2lab_wire::h3::control::write_control_stream_start;
@@ -91,6 +94,10 @@ pub struct H3Session {
     pool: Vec<Req>,
     section: Vec<u8>,
     frame: Vec<u8>,
+    /// The last request head handed to QUIC, shared: the next identical head (the same
+    /// template section, as in a steady run) is a reference-counted clone of it instead of
+    /// a fresh allocation and copy inside quinn-proto's send buffer.
+    frame_shared: Bytes,
     encoder_scratch: Vec<u8>,
     goaway: Option<u64>,
     closed: bool,
@@ -129,6 +136,7 @@ impl H3Session {
             pool: Vec::with_capacity(max_streams),
             section: Vec::with_capacity(256),
             frame: Vec::with_capacity(256),
+            frame_shared: Bytes::new(),
             encoder_scratch: Vec::new(),
             goaway: None,
             closed: false,
@@ -298,11 +306,15 @@ impl H3Session {
         if let Some(b) = &self.body {
             h2lab_wire::h3::request::write_data_header(b.len() as u64, &mut self.frame);
         }
+        if self.frame_shared != self.frame[..] {
+            self.frame_shared = Bytes::copy_from_slice(&self.frame);
+        }
+        let mut head = [self.frame_shared.clone()];
         let mut s = conn.send_stream(id);
         // A new stream has its whole initial window (≥ 1 KiB in practice); a request
         // head that does not fit is an error of ours, not the server's.
-        match s.write(&self.frame) {
-            Ok(n) if n == self.frame.len() => {}
+        match s.write_chunks(&mut head) {
+            Ok(w) if w.bytes == self.frame.len() => {}
             _ => {
                 let _ = s.reset(code(ErrorCode::H3_REQUEST_CANCELLED));
                 return Err(SubmitError::WouldBlock);
@@ -346,7 +358,11 @@ impl H3Session {
     /// Writes as much of request `id`'s body as flow control allows; finishes the stream
     /// once it is all written.
     fn write_body(&mut self, conn: &mut Connection, id: StreamId) {
-        let (Some(body), Some(r)) = (&self.body, self.reqs.get_mut(&id)) else {
+        // The body first: without `-d` there is nothing to look up.
+        let Some(body) = &self.body else {
+            return;
+        };
+        let Some(r) = self.reqs.get_mut(&id) else {
             return;
         };
         let Some(mut off) = r.body_sent else {
@@ -461,23 +477,16 @@ impl H3Session {
         let mut reset = None;
         let mut err: Option<ErrorCode> = None;
         let mut news = ControlNews::default();
+        // Each chunk is fed when the next read says what follows it, so that the last one
+        // goes with the stream's end in one call (a response is usually one chunk and the
+        // FIN: one pass through the stream's parser instead of two).
+        let mut held: Option<bytes::Bytes> = None;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) if err.is_none() => {
-                    err = if bidi {
-                        self.feed_request(id, &chunk.bytes, false, ev)
-                    } else {
-                        self.peer
-                            .feed(
-                                id,
-                                &chunk.bytes,
-                                false,
-                                &mut self.qdec,
-                                &mut self.template,
-                                &mut news,
-                            )
-                            .err()
-                    };
+                    if let Some(prev) = held.replace(chunk.bytes) {
+                        err = self.feed(id, bidi, &prev, false, ev, &mut news);
+                    }
                 }
                 Ok(Some(_)) => {}
                 Ok(None) => {
@@ -492,14 +501,9 @@ impl H3Session {
             }
         }
         let _ = chunks.finalize();
-        if err.is_none() && fin {
-            err = if bidi {
-                self.feed_request(id, &[], true, ev)
-            } else {
-                self.peer
-                    .feed(id, &[], true, &mut self.qdec, &mut self.template, &mut news)
-                    .err()
-            };
+        if err.is_none() && (fin || held.is_some()) {
+            let last = held.take().unwrap_or_default();
+            err = self.feed(id, bidi, &last, fin, ev, &mut news);
         }
         if let Some(s) = news.settings {
             self.template.set_peer_settings(
@@ -519,6 +523,26 @@ impl H3Session {
         }
         if let Some(c) = err {
             self.close(conn, c);
+        }
+    }
+
+    /// Feeds bytes of stream `id` to its reader: a response stream's parser, or a
+    /// unidirectional stream's (control, QPACK).
+    fn feed(
+        &mut self,
+        id: StreamId,
+        bidi: bool,
+        bytes: &[u8],
+        fin: bool,
+        ev: &mut dyn SessionEvents,
+        news: &mut ControlNews,
+    ) -> Option<ErrorCode> {
+        if bidi {
+            self.feed_request(id, bytes, fin, ev)
+        } else {
+            self.peer
+                .feed(id, bytes, fin, &mut self.qdec, &mut self.template, news)
+                .err()
         }
     }
 

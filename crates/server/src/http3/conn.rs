@@ -43,9 +43,13 @@ pub struct H3Conn {
     control_in: ControlReader,
     qdec: Decoder,
     qenc: Encoder,
-    reqs: StreamMap<Req>,
-    /// Finished request streams whose buffers are reused.
-    pool: Vec<Req>,
+    /// Boxed: a request stream's state is several hundred octets, and it moves from the
+    /// pool to the map and back once per request (a pointer moves instead).
+    reqs: StreamMap<Box<Req>>,
+    /// Finished request streams whose buffers are reused (boxed as in `reqs`: they move
+    /// between the two).
+    #[allow(clippy::vec_box)]
+    pool: Vec<Box<Req>>,
     /// `/delay` responses waiting: (when, stream).
     delayed: Vec<(Instant, StreamId)>,
     /// Request streams with a response being written.
@@ -60,6 +64,8 @@ pub struct H3Conn {
     /// Responses finished (FIN written) whose data the client has not acknowledged yet
     /// (`StreamEvent::Finished` ends them): a stopping server waits for them.
     unacked: u32,
+    /// The last response head handed to QUIC (shared by identical heads: [`Req::start_body`]).
+    last_head: bytes::Bytes,
 }
 
 /// Most request-stream bytes held unparsed (behind a blocked header section) before the
@@ -96,6 +102,7 @@ impl H3Conn {
             closed: false,
             heads: HeadEncoder::default(),
             unacked: 0,
+            last_head: bytes::Bytes::new(),
         }
     }
 
@@ -178,13 +185,13 @@ impl H3Conn {
     }
 
     /// A request stream for `id`, reusing a finished one's buffers.
-    fn new_req(&mut self, id: StreamId) -> Req {
+    fn new_req(&mut self, id: StreamId) -> Box<Req> {
         match self.pool.pop() {
             Some(mut r) => {
                 r.reset(id);
                 r
             }
-            None => Req::new(id),
+            None => Box::new(Req::new(id)),
         }
     }
 
@@ -446,7 +453,7 @@ impl H3Conn {
             let _ = r.send.data_header(body_len, &mut r.head);
             Some(BodyCursor::new(resp.body))
         };
-        r.start_body(cursor);
+        r.start_body(cursor, &mut self.last_head);
         // The encoder stream goes first: the HEADERS may reference what it inserts.
         if !self.encoder_out.flush(conn) {
             self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");

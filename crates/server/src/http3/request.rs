@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use h2lab_wire::h3::fields::{SectionFacts, SectionKind};
+use h2lab_wire::h3::packed;
 use h2lab_wire::h3::request::{RequestEvents, RequestStream, SendStream};
 use h2lab_wire::h3::Role;
 use quinn_proto::{Connection, StreamId, WriteError};
@@ -33,34 +34,19 @@ pub enum Phase {
     Done,
 }
 
-/// Request fields packed as (name length u16, value length u32, name, value) records:
-/// one growing buffer per stream instead of a vector per field.
+/// Request fields packed as the wire crate's section memo keeps them
+/// ([`h2lab_wire::h3::packed`]): one growing buffer per stream instead of a vector per
+/// field, filled in one copy when the memo replays a repeated section.
 #[derive(Debug, Default)]
 pub struct Fields(pub Vec<u8>);
 
 impl Fields {
     fn push(&mut self, name: &[u8], value: &[u8]) {
-        let nl = u16::try_from(name.len()).unwrap_or(u16::MAX);
-        let vl = u32::try_from(value.len()).unwrap_or(u32::MAX);
-        self.0.extend_from_slice(&nl.to_be_bytes());
-        self.0.extend_from_slice(&vl.to_be_bytes());
-        self.0
-            .extend_from_slice(name.get(..nl as usize).unwrap_or(name));
-        self.0
-            .extend_from_slice(value.get(..vl as usize).unwrap_or(value));
+        packed::push(&mut self.0, name, value);
     }
 
     fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut rest = &self.0[..];
-        std::iter::from_fn(move || {
-            let (head, tail) = rest.split_at_checked(6)?;
-            let nl = u16::from_be_bytes([head[0], head[1]]) as usize;
-            let vl = u32::from_be_bytes([head[2], head[3], head[4], head[5]]) as usize;
-            let (name, tail) = tail.split_at_checked(nl)?;
-            let (value, tail) = tail.split_at_checked(vl)?;
-            rest = tail;
-            Some((name, value))
-        })
+        packed::iter(&self.0)
     }
 
     /// The first value of `name`.
@@ -96,6 +82,13 @@ impl RequestEvents for Sink {
         }
     }
 
+    fn packed_fields(&mut self, packed: &[u8]) -> bool {
+        if !self.in_trailers {
+            self.fields.0.extend_from_slice(packed);
+        }
+        true
+    }
+
     fn section_done(&mut self, kind: SectionKind, _facts: SectionFacts, _informational: bool) {
         if kind == SectionKind::Request {
             self.in_trailers = true;
@@ -127,9 +120,11 @@ pub struct Req {
     pub phase: Phase,
     /// Send side (wire crate): frame order and content-length.
     pub send: SendStream,
-    /// HEADERS frame and DATA frame header not yet accepted by QUIC.
+    /// The HEADERS frame and DATA frame header, as framed.
     pub head: Vec<u8>,
-    head_off: usize,
+    /// What of `head` QUIC has not accepted yet: a reference-counted clone of the
+    /// connection's last head when identical (see [`Req::start_body`]).
+    head_out: Bytes,
     /// The body being sent.
     pub cursor: Option<BodyCursor>,
     /// The endpoint's dynamic body buffer (`/json`, `/info`, `/page`).
@@ -150,7 +145,7 @@ impl Req {
             phase: Phase::Receiving,
             send: SendStream::new(),
             head: Vec::new(),
-            head_off: 0,
+            head_out: Bytes::new(),
             cursor: None,
             dynamic: Vec::new(),
             pending: None,
@@ -170,15 +165,21 @@ impl Req {
         self.phase = Phase::Receiving;
         self.send = SendStream::new();
         self.head.clear();
-        self.head_off = 0;
+        self.head_out = Bytes::new();
         self.cursor = None;
         self.dynamic.clear();
         self.pending = None;
     }
 
-    /// Queues the response head (already framed in `self.head`) and the body.
-    pub fn start_body(&mut self, cursor: Option<BodyCursor>) {
-        self.head_off = 0;
+    /// Queues the response head (already framed in `self.head`) and the body. `shared` is
+    /// the connection's last head handed to QUIC: a head identical to it (the same replayed
+    /// QPACK section and body length, as in a steady run) is sent as a reference-counted
+    /// clone, so quinn-proto's send buffer gets no new allocation and copy per response.
+    pub fn start_body(&mut self, cursor: Option<BodyCursor>, shared: &mut Bytes) {
+        if *shared != self.head[..] {
+            *shared = Bytes::copy_from_slice(&self.head);
+        }
+        self.head_out = shared.clone();
         self.cursor = cursor;
         self.phase = Phase::Sending;
     }
@@ -199,9 +200,11 @@ impl Req {
             return Ok(());
         }
         let mut s = conn.send_stream(self.id);
-        while self.head_off < self.head.len() {
-            match s.write(self.head.get(self.head_off..).unwrap_or_default()) {
-                Ok(n) => self.head_off += n,
+        while !self.head_out.is_empty() {
+            // A partial write advances `head_out` past what QUIC took.
+            match s.write_chunks(std::slice::from_mut(&mut self.head_out)) {
+                Ok(w) if w.bytes == 0 => return Ok(()),
+                Ok(_) => {}
                 Err(WriteError::Blocked) => return Ok(()),
                 Err(_) => return Err(()),
             }

@@ -46,8 +46,7 @@ pub(crate) struct SectionMemo {
     table: (u64, usize),
     facts: SectionFacts,
     decoded_len: usize,
-    /// The section's validated fields, packed as (name length u32, value length u32, name,
-    /// value), replayed to sinks that want them.
+    /// The section's validated fields ([`super::packed`]), replayed to sinks that want them.
     fields: Vec<u8>,
     /// Fields of the section being decoded, packed the same way (swapped in on success).
     pending: Vec<u8>,
@@ -77,20 +76,16 @@ impl SectionMemo {
             .then_some((self.facts, self.decoded_len, self.required))
     }
 
+    /// The remembered fields, packed as [`super::packed`] describes (call only after a
+    /// [`SectionMemo::hit`]).
+    pub(crate) fn packed(&self) -> &[u8] {
+        &self.fields
+    }
+
     /// Replays the remembered fields (call only after a [`SectionMemo::hit`]).
     pub(crate) fn replay(&self, mut on_field: impl FnMut(&[u8], &[u8])) {
-        let mut rest = &self.fields[..];
-        while let Some((head, tail)) = rest.split_at_checked(8) {
-            let n = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
-            let v = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
-            let Some((name, tail)) = tail.split_at_checked(n) else {
-                return;
-            };
-            let Some((value, tail)) = tail.split_at_checked(v) else {
-                return;
-            };
+        for (name, value) in super::packed::iter(&self.fields) {
             on_field(name, value);
-            rest = tail;
         }
     }
 
@@ -111,12 +106,7 @@ impl SectionMemo {
             self.pending_over = true;
             return;
         }
-        self.pending
-            .extend_from_slice(&(name.len() as u32).to_le_bytes());
-        self.pending
-            .extend_from_slice(&(value.len() as u32).to_le_bytes());
-        self.pending.extend_from_slice(name);
-        self.pending.extend_from_slice(value);
+        super::packed::push(&mut self.pending, name, value);
     }
 
     /// Remembers a valid, eligible `section`, what it gave and the fields collected since

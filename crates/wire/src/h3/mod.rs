@@ -11,7 +11,8 @@
 //!   reserved), the one-of-each and never-closed rules, GOAWAY/MAX_PUSH_ID ordering.
 //! - [`control`]: the peer's control stream read end to end (SETTINGS first, GOAWAY,
 //!   MAX_PUSH_ID, CANCEL_PUSH) and the start of ours.
-//! - [`fields`]: request/response field validation, shared with HTTP/2.
+//! - [`fields`]: request/response field validation, shared with HTTP/2; [`packed`]: field
+//!   lines packed in one buffer (how the section memo hands a section's fields over).
 //! - [`request`]: the request-stream state machine (HEADERS, DATA, trailers; content-length)
 //!   for both roles, receive side and send side, and [`testing`], a mock peer for tests.
 //! - [`ErrorCode`] (H3_* and QPACK_*), [`H3Error`] with its [`Scope`] and the rule broken.
@@ -23,6 +24,7 @@ mod error;
 pub mod fields;
 pub mod frame;
 pub(crate) mod memo;
+pub mod packed;
 pub mod request;
 pub mod stream;
 pub mod testing;

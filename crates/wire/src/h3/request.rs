@@ -43,6 +43,13 @@ pub trait RequestEvents {
     /// The current section's fields were not delivered (see [`RequestEvents::wants_fields`]):
     /// the sum of their names' and values' lengths.
     fn fields_skipped(&mut self, _decoded_len: usize) {}
+    /// The current section's validated fields all at once, replayed from the connection's
+    /// section memo, packed as [`super::packed`] describes. Return
+    /// `true` when taken; `false` (the default) has them delivered one by one through
+    /// [`RequestEvents::field`] instead. Called only for sinks that want fields.
+    fn packed_fields(&mut self, _packed: &[u8]) -> bool {
+        false
+    }
     /// The section is complete and valid. `informational` for a 1xx response (more header
     /// sections follow).
     fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, informational: bool);
@@ -286,7 +293,9 @@ impl RequestStream {
                     qpack.ack_replayed(self.stream_id, required);
                 }
                 if ev.wants_fields() {
-                    qpack.memo.replay(|n, v| ev.field(n, v));
+                    if !ev.packed_fields(qpack.memo.packed()) {
+                        qpack.memo.replay(|n, v| ev.field(n, v));
+                    }
                 } else {
                     ev.fields_skipped(decoded_len);
                 }

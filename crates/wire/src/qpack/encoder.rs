@@ -35,7 +35,9 @@ use super::prim::write_string;
 use super::table::{entry_size, static_lookup, DynamicTable, InsertName, StaticMatch};
 use crate::hpack::integer;
 
+mod blocking;
 mod replay;
+use blocking::Blocking;
 pub use replay::{Replay, SectionRefs};
 
 /// Most sections referencing the dynamic table that may await acknowledgment; past it the
@@ -84,6 +86,8 @@ pub struct Encoder {
     capacity_to_send: Option<usize>,
     known_received: u64,
     outstanding: VecDeque<Outstanding>,
+    /// The outstanding sections that may block, and their streams (RFC 9204 §2.1.2).
+    blocking: Blocking,
     /// Unparsed tail of the decoder stream.
     pending: Vec<u8>,
     lines: Vec<u8>,
@@ -111,6 +115,7 @@ impl Encoder {
             capacity_to_send: None,
             known_received: 0,
             outstanding: VecDeque::new(),
+            blocking: Blocking::default(),
             pending: Vec::new(),
             lines: Vec::new(),
             epoch: 0,
@@ -153,47 +158,14 @@ impl Encoder {
     /// Streams with an unacknowledged section that references entries the decoder may not
     /// have received (RFC 9204 §2.1.2).
     pub fn blocking_streams(&self) -> usize {
-        let blocking = |o: &&Outstanding| o.required > self.known_received;
-        self.outstanding
-            .iter()
-            .enumerate()
-            .filter(|(i, o)| {
-                blocking(o)
-                    && !self
-                        .outstanding
-                        .iter()
-                        .take(*i)
-                        .filter(blocking)
-                        .any(|p| p.stream_id == o.stream_id)
-            })
-            .count()
+        self.blocking.streams()
     }
 
     /// Whether a new section on `stream_id` may reference entries the decoder may not have
     /// yet. RFC 9204 §2.1.2: "An encoder MUST limit the number of streams that could become
     /// blocked to the value of SETTINGS_QPACK_BLOCKED_STREAMS at all times."
     fn may_block(&self, stream_id: u64) -> bool {
-        let blocking = |o: &&Outstanding| o.required > self.known_received;
-        let mut others = 0;
-        for (i, o) in self.outstanding.iter().enumerate() {
-            if !blocking(&o) {
-                continue;
-            }
-            if o.stream_id == stream_id {
-                return true;
-            }
-            // Count each stream once (the list is short: unacknowledged sections).
-            if !self
-                .outstanding
-                .iter()
-                .take(i)
-                .filter(blocking)
-                .any(|p| p.stream_id == o.stream_id)
-            {
-                others += 1;
-            }
-        }
-        others < self.peer_max_blocked
+        self.blocking.has(stream_id) || self.blocking.streams() < self.peer_max_blocked
     }
 
     /// Absolute index below which live entries are draining: those that inserting another
@@ -361,11 +333,7 @@ impl Encoder {
             epoch: self.epoch,
         };
         if required > 0 {
-            self.outstanding.push_back(Outstanding {
-                stream_id,
-                required,
-                min_ref,
-            });
+            self.track(stream_id, required, min_ref);
         }
     }
 
@@ -387,6 +355,15 @@ impl Encoder {
             required,
             min_ref,
         });
+        self.blocking.add(stream_id, required, self.known_received);
+    }
+
+    /// Raises the Known Received Count to `count` (if higher).
+    fn set_known_received(&mut self, count: u64) {
+        if count > self.known_received {
+            self.known_received = count;
+            self.blocking.received(count);
+        }
     }
 
     /// The encoder's configuration.
@@ -492,20 +469,27 @@ impl Encoder {
     fn apply(&mut self, ins: DecoderInstruction) -> Result<(), QpackError> {
         match ins {
             DecoderInstruction::SectionAck { stream_id } => {
-                // Sections of one stream are acknowledged in order.
-                let i = self
-                    .outstanding
-                    .iter()
-                    .position(|o| o.stream_id == stream_id)
-                    .ok_or(QpackError::UnexpectedSectionAck { stream_id })?;
+                // Sections of one stream are acknowledged in order; a decoder that reads
+                // streams in the order they were answered acknowledges the oldest section.
+                let i = if self.outstanding.front().map(|o| o.stream_id) == Some(stream_id) {
+                    0
+                } else {
+                    self.outstanding
+                        .iter()
+                        .position(|o| o.stream_id == stream_id)
+                        .ok_or(QpackError::UnexpectedSectionAck { stream_id })?
+                };
                 if let Some(o) = self.outstanding.remove(i) {
+                    self.blocking
+                        .acknowledged(stream_id, o.required, self.known_received);
                     // RFC 9204 §2.1.4: a Section Acknowledgment raises the Known Received
                     // Count to the acknowledged section's Required Insert Count if larger.
-                    self.known_received = self.known_received.max(o.required);
+                    self.set_known_received(o.required);
                 }
             }
             DecoderInstruction::StreamCancel { stream_id } => {
                 self.outstanding.retain(|o| o.stream_id != stream_id);
+                self.blocking.cancelled(stream_id);
             }
             DecoderInstruction::InsertCountIncrement(n) => {
                 if n == 0 {
@@ -518,7 +502,7 @@ impl Encoder {
                         sent: self.table.insert_count(),
                     });
                 }
-                self.known_received = reached;
+                self.set_known_received(reached);
             }
         }
         Ok(())
