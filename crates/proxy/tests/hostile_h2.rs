@@ -126,31 +126,13 @@ fn continuation_flood_is_cut_off() {
     still_serving(&p, "CONTINUATION flood");
 }
 
-/// `:method GET, :scheme http, :path /ping, :authority localhost`, then a 4000-byte field
-/// added to the dynamic table and referenced `refs` times (about 4 KB on the wire, `refs` ×
-/// 4 KB decoded).
-fn bomb_block(refs: usize) -> Vec<u8> {
-    let mut block = vec![0x82, 0x86];
-    block.extend_from_slice(&[0x44, 5]);
-    block.extend_from_slice(b"/ping");
-    block.extend_from_slice(&[0x41, 9]);
-    block.extend_from_slice(b"localhost");
-    block.extend_from_slice(&[0x40, 6]);
-    block.extend_from_slice(b"x-bomb");
-    block.extend_from_slice(&[0x7f, 0xa1, 0x1e]); // 4000 with a 7-bit prefix
-    block.extend_from_slice(&[b'a'; 4000]);
-    // The bomb entry is dynamic index 62 (0xbe).
-    block.extend(std::iter::repeat(0xbe).take(refs));
-    block
-}
-
 #[test]
 fn hpack_bomb_is_refused() {
     let b = backends(1);
     let p = proxy(&b, UpstreamProtocol::H1, |_| {});
     let mut c = H2Raw::connect(p.addr().unwrap(), &[]);
     let mut buf = Vec::new();
-    testing::headers(&mut buf, 1, &bomb_block(1000), true);
+    testing::headers(&mut buf, 1, &testing::hpack_bomb_block(1000), true);
     c.send(&buf);
     let ended = c.read_until(Duration::from_secs(10), |fr| {
         fr.iter().any(|f| {

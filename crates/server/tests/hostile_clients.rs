@@ -348,24 +348,6 @@ fn continuation_flood() {
     assert!(tally.closed.load(Ordering::Relaxed) >= 2);
 }
 
-/// ":method GET, :scheme http, :path /ping, :authority localhost", then a 4000-byte field
-/// added to the dynamic table and referenced `refs` times (~4 KB on the wire, refs x 4 KB
-/// decoded). Valid only as the first block of a connection (dynamic indexes).
-fn bomb_block(refs: usize) -> Vec<u8> {
-    let mut block = vec![0x82, 0x86];
-    block.extend_from_slice(&[0x44, 5]);
-    block.extend_from_slice(b"/ping");
-    block.extend_from_slice(&[0x41, 9]);
-    block.extend_from_slice(b"localhost");
-    block.extend_from_slice(&[0x40, 6]);
-    block.extend_from_slice(b"x-bomb");
-    block.extend_from_slice(&[0x7f, 0xa1, 0x1e]); // 4000 with a 7-bit prefix
-    block.extend_from_slice(&[b'a'; 4000]);
-    // The bomb entry is dynamic index 62 (0xbe); :path and :authority took 63, 64.
-    block.extend(std::iter::repeat(0xbe).take(refs));
-    block
-}
-
 #[test]
 fn hpack_bomb() {
     // Each connection: one 4 KB block that decodes to 4 MB, then more requests referencing
@@ -381,7 +363,7 @@ fn hpack_bomb() {
                     continue;
                 };
                 let mut b = Vec::new();
-                testing::headers(&mut b, 1, &bomb_block(1000), true);
+                testing::headers(&mut b, 1, &testing::hpack_bomb_block(1000), true);
                 let mut id = 3;
                 while id < 200 {
                     // Indexed :method GET, :scheme http, then :path/:authority from the

@@ -246,6 +246,26 @@ pub fn literal_block(fields: &[(&str, &str)]) -> Vec<u8> {
     b
 }
 
+/// An HPACK bomb for the hostile-client tests (RFC 7541 §7.3 warns of it): `:method GET`,
+/// `:scheme http`, `:path /ping`, `:authority localhost`, then a 4,000-octet field inserted
+/// into the dynamic table and referenced `refs` more times: about 4 KB on the wire that
+/// decodes to `refs` × 4 KB. The references use dynamic index 62, so the block is valid only
+/// as the first one of a connection (nothing inserted before it).
+pub fn hpack_bomb_block(refs: usize) -> Vec<u8> {
+    let mut block = vec![0x82, 0x86];
+    block.extend_from_slice(&[0x44, 5]);
+    block.extend_from_slice(b"/ping");
+    block.extend_from_slice(&[0x41, 9]);
+    block.extend_from_slice(b"localhost");
+    block.extend_from_slice(&[0x40, 6]);
+    block.extend_from_slice(b"x-bomb");
+    block.extend_from_slice(&[0x7f, 0xa1, 0x1e]); // 4000 with a 7-bit prefix
+    block.extend_from_slice(&[b'a'; 4000]);
+    // The bomb entry: inserted last, so dynamic index 62 (0xbe).
+    block.resize(block.len() + refs, 0xbe);
+    block
+}
+
 /// A frame read back from bytes a [`Connection`](super::Connection) wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawFrame {
