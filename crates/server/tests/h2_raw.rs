@@ -281,20 +281,9 @@ fn hpack_bomb_is_refused_and_the_connection_survives() {
     let s = start(|c| c.max_header_list_size = 16 * 1024);
     let addr = s.addr().unwrap();
     let mut r = Raw::h2c(addr);
-    // :method GET, :scheme http, :path /ping, :authority localhost (static-table based),
-    // then one 4000-byte field added to the dynamic table and referenced 200 times: about
-    // 4 KB on the wire, 800 KB decoded.
-    let mut block = vec![0x82, 0x86];
-    block.extend_from_slice(&[0x44, 5]);
-    block.extend_from_slice(b"/ping");
-    block.extend_from_slice(&[0x41, 9]);
-    block.extend_from_slice(b"localhost");
-    block.extend_from_slice(&[0x40, 6]);
-    block.extend_from_slice(b"x-bomb");
-    block.extend_from_slice(&[0x7f, 0xa1, 0x1e]); // 4000 with a 7-bit prefix
-    block.extend_from_slice(&[b'a'; 4000]);
-    // The bomb entry is now dynamic index 62 (0xbe); :path and :authority took 63, 64.
-    block.extend(std::iter::repeat(0xbe).take(200));
+    // One 4000-byte field added to the dynamic table and referenced 200 times: about 4 KB
+    // on the wire, 800 KB decoded.
+    let block = testing::hpack_bomb_block(200);
     let mut b = Vec::new();
     testing::headers(&mut b, 1, &block, true);
     r.send(&b);
