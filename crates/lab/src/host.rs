@@ -284,16 +284,29 @@ fn listening_inodes(table: &str, port: u16) -> impl Iterator<Item = u64> + '_ {
     })
 }
 
-/// Whether process `pid` itself holds a TCP socket listening on `port`: a listening socket
-/// of the port in the kernel's tables (`/proc/net/tcp{,6}`) among the process's descriptors
-/// (`/proc/PID/fd`), so that another program that took the port cannot pass for it. Where the
+/// Whether this system has `/proc`'s socket tables (Linux), which the ownership check of
+/// [`held_listeners`] reads.
+pub(crate) fn has_proc() -> bool {
+    std::path::Path::new("/proc/net/tcp").exists()
+}
+
+/// The ports of `ports` on which process `pid` itself holds a listening TCP socket: a
+/// listening socket of the port in the kernel's tables (`/proc/net/tcp{,6}`) among the
+/// process's descriptors (`/proc/PID/fd`), so that another program that took the port cannot
+/// pass for it. The descriptors and each table are read once for all the ports. Where the
 /// descriptors cannot be read (permission denied: a process that changed user), any listening
 /// socket on the port counts; where there is no `/proc` (not Linux), a connection to
 /// 127.0.0.1:`port` is the only evidence there is.
-pub(crate) fn holds_listener(pid: u32, port: u16) -> bool {
-    if !std::path::Path::new("/proc/net/tcp").exists() {
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        return TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok();
+pub(crate) fn held_listeners(pid: u32, ports: &[u16]) -> Vec<u16> {
+    if !has_proc() {
+        return ports
+            .iter()
+            .copied()
+            .filter(|&port| {
+                let addr = SocketAddr::from(([127, 0, 0, 1], port));
+                TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+            })
+            .collect();
     }
     // The process's sockets first: the tables are long on a busy machine (tens of
     // thousands of lines), the descriptors of a server starting up few.
@@ -308,21 +321,29 @@ pub(crate) fn holds_listener(pid: u32, port: u16) -> bool {
                 .collect(),
         ),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
-        Err(_) => return false, // gone
+        Err(_) => return Vec::new(), // gone
     };
     if owned.as_ref().is_some_and(Vec::is_empty) {
-        return false;
+        return Vec::new();
     }
-    ["/proc/net/tcp", "/proc/net/tcp6"]
+    let tables: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()
         .filter_map(|t| std::fs::read_to_string(t).ok())
-        .any(|table| {
-            listening_inodes(&table, port).any(|n| owned.as_ref().map_or(true, |o| o.contains(&n)))
+        .collect();
+    ports
+        .iter()
+        .copied()
+        .filter(|&port| {
+            tables.iter().any(|table| {
+                listening_inodes(table, port)
+                    .any(|n| owned.as_ref().map_or(true, |o| o.contains(&n)))
+            })
         })
+        .collect()
 }
 
 /// Polls (2 ms growing to 50 ms pauses) until `child` holds a listening socket on every port of
-/// `ports` ([`holds_listener`]), until it exits, or until `timeout` has passed.
+/// `ports` ([`held_listeners`]), until it exits, or until `timeout` has passed.
 pub(crate) fn wait_listening(
     child: &mut Child,
     ports: &[u16],
@@ -336,7 +357,8 @@ pub(crate) fn wait_listening(
         if matches!(child.try_wait(), Ok(Some(_))) {
             return Err(NotReady::Exited);
         }
-        pending.retain(|&p| !holds_listener(pid, p));
+        let held = held_listeners(pid, &pending);
+        pending.retain(|p| !held.contains(p));
         if pending.is_empty() {
             return Ok(());
         }
@@ -407,6 +429,11 @@ pub(crate) mod tests {
     use super::*;
     use std::net::TcpListener;
     use std::process::{Command, Stdio};
+
+    /// Whether process `pid` itself holds a TCP socket listening on `port`.
+    pub(crate) fn holds_listener(pid: u32, port: u16) -> bool {
+        held_listeners(pid, &[port]) == [port]
+    }
 
     #[test]
     fn cpu_lists() {
@@ -496,11 +523,6 @@ pub(crate) mod tests {
     fn stop(child: &mut Child) {
         let _ = child.kill();
         let _ = child.wait();
-    }
-
-    /// The ownership check needs `/proc` (Linux); elsewhere a connection is all there is.
-    fn has_proc() -> bool {
-        std::path::Path::new("/proc/net/tcp").exists()
     }
 
     #[test]

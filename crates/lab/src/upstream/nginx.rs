@@ -82,7 +82,7 @@ pub fn arm_block(
 /// nginx's bind).
 const START_ATTEMPTS: u32 = 3;
 /// Deadline of one attempt: nginx's own process (the master) listens on every port (a
-/// listener of another program does not count, [`crate::host::holds_listener`]). nginx
+/// listener of another program does not count, [`crate::host::held_listeners`]). nginx
 /// itself retries a taken port for 2.5 s before exiting.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
