@@ -41,8 +41,8 @@ const PREFIX: &str = "h2lab compare: error:";
     links varied one at a time on the sweep payloads (--full: the cross product)."
 )]
 pub struct CompareArgs {
-    /// Run the one-minute matrix (4 payloads; 4 KiB headers and the WAN link on 10k; without
-    /// h3, see --protocols).
+    /// Run the one-minute matrix on loopback (4 payloads and 4 KiB headers on 10k; without
+    /// h3, see --protocols; add `--links loopback,wan` for the WAN on 10k).
     #[arg(long, conflicts_with = "tiny")]
     pub quick: bool,
 
@@ -73,8 +73,8 @@ pub struct CompareArgs {
     pub h3_url: Option<String>,
 
     /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c,h3; --quick: h1,h1.0,h1-tls,h2,h2c
-    /// (with h3, --quick's 36 cells need about 47 s at the fewest rounds that decide, too
-    /// close to its 55 s budget on a loaded machine; add it with --protocols)]. A protocol listed twice
+    /// (with h3, --quick's first rounds take about 38 of its 55 s and leave little of the
+    /// budget for the rounds that narrow the intervals; add it with --protocols)]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
@@ -172,6 +172,13 @@ pub struct CompareArgs {
     /// each arm's connections open between its runs.
     #[arg(long)]
     pub fresh_connections: bool,
+
+    /// Keep runs measured in a slow spell in the statistics. By default a round in which
+    /// every arm of a loopback condition cost at least 1.3x its usual CPU per request (the
+    /// machine itself ran slower: a hypervisor, a neighbour) is left out of the decisions
+    /// and marked in results.json (`slow_spell`); this flag turns that check off.
+    #[arg(long)]
+    pub keep_slow_spells: bool,
 
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
@@ -364,6 +371,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     }
     cfg.strict = args.strict;
     cfg.fresh_connections = args.fresh_connections;
+    cfg.keep_slow_spells = args.keep_slow_spells;
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }

@@ -630,6 +630,7 @@ mod tests {
             bytes_out_per_req: Some(50.0),
             load: None,
             busy: false,
+            slow_spell: false,
         }
     }
 

@@ -247,6 +247,8 @@ pub struct Measurer<'a> {
     current: Vec<usize>,
     /// Where the time went.
     wall: WallTally,
+    /// Leave runs measured in a slow spell out of the statistics ([`super::spell`]).
+    spells: bool,
 }
 
 impl<'a> Measurer<'a> {
@@ -263,6 +265,27 @@ impl<'a> Measurer<'a> {
             fresh: false,
             current: Vec::new(),
             wall: WallTally::default(),
+            spells: true,
+        }
+    }
+
+    /// Whether runs measured in a slow spell are left out of the statistics (the default;
+    /// `--keep-slow-spells` keeps them).
+    pub fn slow_spells(mut self, leave_out: bool) -> Self {
+        self.spells = leave_out;
+        self
+    }
+
+    /// Recomputes the statistics of the cells at `idxs` (one condition, measured in the same
+    /// rounds) after rounds were added: marks the runs measured in a slow spell first.
+    pub fn refresh(&self, cells: &mut [CellResult], idxs: &[usize]) {
+        if self.spells {
+            super::spell::mark(cells, idxs);
+        }
+        for &i in idxs {
+            if let Some(c) = cells.get_mut(i) {
+                c.refresh();
+            }
         }
     }
 
@@ -527,12 +550,36 @@ fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Measures every cell of `plan`, condition by condition, `timing.runs` rounds each (fewer
-/// on stretched links: [`rounds_for`]; fewer when the first rounds would not end by
-/// `deadline`: [`fitted_rounds`], planned with how much slower than planned the rounds so
-/// far were), and returns the results in `plan.cells` order (a cell shared by several
-/// conditions is measured with the first). `on_cell` is called after each cell; a stop
-/// leaves the rest unmeasured (with an error).
+/// Whether the first rounds of `plan` run interleaved ([`run_plan`]): on standing
+/// connections, with more than one condition, when every arm's connections can stay open
+/// at once (the concurrency of every cell within [`super::arms::connection_cap`]).
+pub fn interleaves(plan: &MatrixPlan, fresh: bool) -> bool {
+    let conditions = condition_cells(plan)
+        .iter()
+        .filter(|g| !g.is_empty())
+        .count();
+    let connections: u64 = plan
+        .cells
+        .iter()
+        .map(|k| u64::from(k.cond.concurrency))
+        .sum();
+    !fresh && conditions > 1 && connections <= u64::from(super::arms::connection_cap())
+}
+
+/// Measures every cell of `plan`, `timing.runs` rounds per condition (fewer on stretched
+/// links: [`rounds_for`]; fewer when the first rounds would not end by `deadline`, but
+/// never below [`crate::stats::ci::MIN_ROUNDS`]), and returns the results in `plan.cells`
+/// order (a cell shared by several conditions is measured with the first). `on_cell` is
+/// called after each cell; a stop leaves the rest unmeasured (with an error).
+///
+/// When every arm can stand at once ([`interleaves`]) the first rounds are *interleaved*:
+/// round 0 of every condition, then round 1 of every condition, and so on, so that each
+/// condition's rounds are spread over the whole run and a slow spell of the machine lasting
+/// seconds touches a few rounds of every condition rather than every round of one
+/// ([`super::spell`]: the spell is then told from the condition's other rounds and left
+/// out). A pass after the sixth that would end after `deadline` (planned, times how much
+/// slower than planned the passes so far went) is not started. Otherwise conditions are
+/// measured one after the other, each fitted to the time left ([`fitted_rounds`]).
 pub fn run_plan(
     m: &mut Measurer<'_>,
     plan: &MatrixPlan,
@@ -557,6 +604,10 @@ pub fn run_plan(
                 .unwrap_or(1)
         })
         .collect();
+    let interleaved = interleaves(plan, m.fresh);
+    if interleaved {
+        interleaved_rounds(m, plan, &groups, &planned, &mut cells, deadline);
+    }
     let costs: Vec<Duration> = groups
         .iter()
         .zip(&planned)
@@ -568,34 +619,36 @@ pub fn run_plan(
         if idxs.is_empty() {
             continue;
         }
-        // How much slower than planned the rounds so far went (at least 1).
-        let slowdown = if spent_planned > Duration::from_millis(500) {
-            (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
-        } else {
-            1.0
-        };
-        let rounds = match deadline {
-            Some(d) => {
-                let need: Duration = costs[g..].iter().sum::<Duration>().mul_f64(slowdown);
-                fitted_rounds(
-                    planned[g],
-                    need,
-                    d.saturating_duration_since(Instant::now()),
-                )
+        if !interleaved {
+            // How much slower than planned the rounds so far went (at least 1).
+            let slowdown = if spent_planned > Duration::from_millis(500) {
+                (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
+            } else {
+                1.0
+            };
+            let rounds = match deadline {
+                Some(d) => {
+                    let need: Duration = costs[g..].iter().sum::<Duration>().mul_f64(slowdown);
+                    fitted_rounds(
+                        planned[g],
+                        need,
+                        d.saturating_duration_since(Instant::now()),
+                    )
+                }
+                None => planned[g],
+            };
+            for r in 0..rounds {
+                if m.stopped() {
+                    break;
+                }
+                m.round(&mut cells, idxs, r);
             }
-            None => planned[g],
-        };
-        for r in 0..rounds {
-            if m.stopped() {
-                break;
-            }
-            m.round(&mut cells, idxs, r);
+            spent_planned += first_rounds_cost(plan, idxs, rounds, &t, m.fresh);
         }
-        spent_planned += first_rounds_cost(plan, idxs, rounds, &t, m.fresh);
+        m.refresh(&mut cells, idxs);
         for &i in idxs {
             measured[i] = true;
             let c = &mut cells[i];
-            c.refresh();
             if c.runs.is_empty() && c.error.is_none() && m.stopped() {
                 c.error = Some("not measured (interrupted)".into());
             }
@@ -613,6 +666,54 @@ pub fn run_plan(
         }
     }
     cells
+}
+
+/// The interleaved first rounds of [`run_plan`]: pass `r` measures round `r` of every
+/// condition planned for more than `r` rounds, in plan order.
+fn interleaved_rounds(
+    m: &mut Measurer<'_>,
+    plan: &MatrixPlan,
+    groups: &[Vec<usize>],
+    planned: &[u32],
+    cells: &mut [CellResult],
+    deadline: Option<Instant>,
+) {
+    let t = m.timing().clone();
+    let floor = crate::stats::ci::MIN_ROUNDS as u32;
+    let started = Instant::now();
+    let mut spent_planned = Duration::ZERO;
+    for r in 0..planned.iter().copied().max().unwrap_or(0) {
+        let pass: Vec<&Vec<usize>> = groups
+            .iter()
+            .zip(planned)
+            .filter(|(idxs, &p)| !idxs.is_empty() && p > r)
+            .map(|(idxs, _)| idxs)
+            .collect();
+        let cost: Duration = pass
+            .iter()
+            .map(|idxs| {
+                first_rounds_cost(plan, idxs, r + 1, &t, m.fresh)
+                    .saturating_sub(first_rounds_cost(plan, idxs, r, &t, m.fresh))
+            })
+            .sum();
+        if let (Some(d), true) = (deadline, r >= floor) {
+            let slowdown = if spent_planned > Duration::from_millis(500) {
+                (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
+            } else {
+                1.0
+            };
+            if Instant::now() + cost.mul_f64(slowdown) > d {
+                return;
+            }
+        }
+        for idxs in pass {
+            if m.stopped() {
+                return;
+            }
+            m.round(cells, idxs, r);
+        }
+        spent_planned += cost;
+    }
 }
 
 /// Whether a retried run that completed nothing shows its arm's connections wedged (open,

@@ -78,6 +78,18 @@ pub struct RunSample {
     pub load: Option<MachineLoad>,
     /// The machine was busy during the run ([`MachineLoad::busy`]).
     pub busy: bool,
+    /// Measured in a slow spell: every arm of the condition ran at least 1.3 times its usual
+    /// cost in this round ([`super::spell`]); left out of the statistics.
+    #[serde(default)]
+    pub slow_spell: bool,
+}
+
+impl RunSample {
+    /// Whether the run enters the statistics: it completed something and was not measured
+    /// in a slow spell.
+    pub fn counted(&self) -> bool {
+        self.completed > 0 && !self.slow_spell
+    }
 }
 
 /// A cell's runs and their summary.
@@ -117,6 +129,8 @@ pub struct CellResult {
     pub bytes_out_per_req: Option<f64>,
     /// Runs measured while the machine was busy (flagged in the tables).
     pub busy_runs: usize,
+    /// Runs measured in a slow spell ([`super::spell`]), left out of the statistics.
+    pub spell_runs: usize,
     /// Runs measured again because the machine was busy (`--strict`).
     pub remeasured: usize,
     /// On a shaped link: what the link allows and how close the cell came.
@@ -335,6 +349,7 @@ pub fn sample(r: &RunResult, round: u32) -> RunSample {
         bytes_out_per_req: bytes_out_per_req(r),
         load: None,
         busy: false,
+        slow_spell: false,
         rps: r.req_per_sec(),
         bytes_per_sec: r.bytes_per_sec(),
         p50_ms: ms(h, 0.50),
@@ -382,6 +397,7 @@ impl CellResult {
             bytes_in_per_req: None,
             bytes_out_per_req: None,
             busy_runs: 0,
+            spell_runs: 0,
             remeasured: 0,
             link_use: None,
             percentiles: Vec::new(),
@@ -396,7 +412,7 @@ impl CellResult {
     /// round, or one that completed nothing): the input of paired decisions.
     pub fn by_round(&self, rounds: u32, f: impl Fn(&RunSample) -> Option<f64>) -> Vec<Option<f64>> {
         let mut v = vec![None; rounds as usize];
-        for r in self.runs.iter().filter(|r| r.completed > 0) {
+        for r in self.runs.iter().filter(|r| r.counted()) {
             if let Some(slot) = v.get_mut(r.round as usize) {
                 *slot = f(r).filter(|x| x.is_finite());
             }
@@ -422,14 +438,11 @@ impl CellResult {
 
     /// Recomputes the summaries from the runs (after runs were added). Runs that completed
     /// no request (the machine starved the client or the server for the whole period) are
-    /// kept in `runs` but left out of every statistic.
+    /// kept in `runs` but left out of every statistic, as are runs measured in a slow spell
+    /// ([`super::spell`]).
     pub fn refresh(&mut self) {
         let col = |f: fn(&RunSample) -> f64| -> Vec<f64> {
-            self.runs
-                .iter()
-                .filter(|r| r.completed > 0)
-                .map(f)
-                .collect()
+            self.runs.iter().filter(|r| r.counted()).map(f).collect()
         };
         let seed = ci::seed_for(&format!("{:?}", self.key));
         let mut rng = ci::Rng::new(seed);
@@ -445,6 +458,7 @@ impl CellResult {
         self.bytes_in_per_req = med(col(|r| r.bytes_in_per_req));
         self.bytes_out_per_req = med(col(|r| r.bytes_out_per_req.unwrap_or(f64::NAN)));
         self.busy_runs = self.runs.iter().filter(|r| r.busy).count();
+        self.spell_runs = self.runs.iter().filter(|r| r.slow_spell).count();
         self.link_use = self.compute_link_use();
         // The timeline of the run closest to the median throughput.
         self.timeline = self

@@ -115,9 +115,7 @@ pub fn refine(
             let t0 = Instant::now();
             m.round(cells, &idxs, round);
             slowdown = (t0.elapsed().as_secs_f64() / cost.as_secs_f64().max(1e-3)).clamp(1.0, 10.0);
-            for &i in &idxs {
-                cells[i].refresh();
-            }
+            m.refresh(cells, &idxs);
             added += 1;
             ran = true;
         }
