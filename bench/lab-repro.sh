@@ -117,6 +117,8 @@ for i, r in enumerate(runs, 1):
     empty = sum(1 for c in r["cells"] for x in c["runs"] if x["completed"] == 0)
     print(f'  run {i}: {r["elapsed_secs"]:.0f} s, {len(r["cells"])} cells, '
           f'{busy}/{total} runs on a busy machine, {empty} completed nothing, '
+          f'{r.get("spell_runs", [0])[0]} in slow spells'
+          f'{" (kept)" if r.get("keep_slow_spells") else ""}, '
           f'+{r.get("sequential_rounds", 0)} budget rounds; cpus: {r["isolation"]["note"]}')
     w = r.get("wall")
     if w:

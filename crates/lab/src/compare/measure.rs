@@ -550,36 +550,70 @@ fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Whether the first rounds of `plan` run interleaved ([`run_plan`]): on standing
-/// connections, with more than one condition, when every arm's connections can stay open
-/// at once (the concurrency of every cell within [`super::arms::connection_cap`]).
+/// The blocks of conditions whose first rounds [`run_plan`] interleaves: consecutive
+/// conditions (indices into `groups`, [`condition_cells`] of `plan`) whose arms can all stand
+/// at once (the concurrency of their cells within [`super::arms::connection_cap`]); a
+/// condition alone when it needs more, and every condition alone on fresh connections.
+fn blocks(plan: &MatrixPlan, groups: &[Vec<usize>], fresh: bool) -> Vec<Vec<usize>> {
+    let cap = u64::from(super::arms::connection_cap());
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut open = 0u64;
+    for (g, idxs) in groups.iter().enumerate() {
+        if idxs.is_empty() {
+            continue;
+        }
+        let conns: u64 = idxs
+            .iter()
+            .filter_map(|&i| plan.cells.get(i))
+            .map(|k| u64::from(k.cond.concurrency))
+            .sum();
+        match out.last_mut() {
+            Some(b) if !fresh && open + conns <= cap => {
+                b.push(g);
+                open += conns;
+            }
+            _ => {
+                out.push(vec![g]);
+                open = conns;
+            }
+        }
+    }
+    out
+}
+
+/// How much slower than planned the rounds so far went (at least 1, at most 10): the wall
+/// time since `started` over the planned cost of the rounds measured since.
+fn slowdown(started: Instant, spent_planned: Duration) -> f64 {
+    if spent_planned > Duration::from_millis(500) {
+        (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
+    } else {
+        1.0
+    }
+}
+
+/// Whether [`run_plan`] interleaves the first rounds of some conditions ([`blocks`]).
 pub fn interleaves(plan: &MatrixPlan, fresh: bool) -> bool {
-    let conditions = condition_cells(plan)
+    blocks(plan, &condition_cells(plan), fresh)
         .iter()
-        .filter(|g| !g.is_empty())
-        .count();
-    let connections: u64 = plan
-        .cells
-        .iter()
-        .map(|k| u64::from(k.cond.concurrency))
-        .sum();
-    !fresh && conditions > 1 && connections <= u64::from(super::arms::connection_cap())
+        .any(|b| b.len() > 1)
 }
 
 /// Measures every cell of `plan`, `timing.runs` rounds per condition (fewer on stretched
-/// links: [`rounds_for`]; fewer when the first rounds would not end by `deadline`, but
-/// never below [`crate::stats::ci::MIN_ROUNDS`]), and returns the results in `plan.cells`
-/// order (a cell shared by several conditions is measured with the first). `on_cell` is
-/// called after each cell; a stop leaves the rest unmeasured (with an error).
+/// links: [`rounds_for`]; fewer when the first rounds would not end by `deadline`:
+/// [`fitted_rounds`]), and returns the results in `plan.cells` order (a cell shared by
+/// several conditions is measured with the first). `on_cell` is called after each cell; a
+/// stop leaves the rest unmeasured (with an error).
 ///
-/// When every arm can stand at once ([`interleaves`]) the first rounds are *interleaved*:
-/// round 0 of every condition, then round 1 of every condition, and so on, so that each
-/// condition's rounds are spread over the whole run and a slow spell of the machine lasting
+/// The first rounds are *interleaved* within blocks of conditions whose arms can all stand
+/// at once ([`blocks`]; the whole `--quick` matrix is one block): round 0 of every condition
+/// of the block, then round 1 of every condition, and so on. Each condition's rounds are
+/// then spread over the block's whole time, so that a slow spell of the machine lasting
 /// seconds touches a few rounds of every condition rather than every round of one
 /// ([`super::spell`]: the spell is then told from the condition's other rounds and left
-/// out). A pass after the sixth that would end after `deadline` (planned, times how much
-/// slower than planned the passes so far went) is not started. Otherwise conditions are
-/// measured one after the other, each fitted to the time left ([`fitted_rounds`]).
+/// out). Before each block, its conditions are fitted to the time left with the blocks
+/// after it ([`fitted_rounds`], planned with how much slower than planned the rounds so
+/// far went); within a block, a pass after the sixth that would leave the later blocks no
+/// time for their six rounds is not started.
 pub fn run_plan(
     m: &mut Measurer<'_>,
     plan: &MatrixPlan,
@@ -604,60 +638,81 @@ pub fn run_plan(
                 .unwrap_or(1)
         })
         .collect();
-    let interleaved = interleaves(plan, m.fresh);
-    if interleaved {
-        interleaved_rounds(m, plan, &groups, &planned, &mut cells, deadline);
-    }
-    let costs: Vec<Duration> = groups
-        .iter()
-        .zip(&planned)
-        .map(|(idxs, &r)| first_rounds_cost(plan, idxs, r, &t, m.fresh))
-        .collect();
+    let fresh = m.fresh;
+    let cost = |g: usize, rounds: u32| first_rounds_cost(plan, &groups[g], rounds, &t, fresh);
+    let blocks = blocks(plan, &groups, m.fresh);
+    let floor = crate::stats::ci::MIN_ROUNDS as u32;
     let started = Instant::now();
     let mut spent_planned = Duration::ZERO;
-    for (g, idxs) in groups.iter().enumerate() {
-        if idxs.is_empty() {
-            continue;
-        }
-        if !interleaved {
-            // How much slower than planned the rounds so far went (at least 1).
-            let slowdown = if spent_planned > Duration::from_millis(500) {
-                (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
-            } else {
-                1.0
-            };
-            let rounds = match deadline {
-                Some(d) => {
-                    let need: Duration = costs[g..].iter().sum::<Duration>().mul_f64(slowdown);
-                    fitted_rounds(
-                        planned[g],
-                        need,
-                        d.saturating_duration_since(Instant::now()),
-                    )
+    for (b, block) in blocks.iter().enumerate() {
+        let later = &blocks[b + 1..];
+        let rounds: Vec<u32> = match deadline {
+            Some(d) => {
+                let need: Duration = blocks[b..]
+                    .iter()
+                    .flatten()
+                    .map(|&g| cost(g, planned[g]))
+                    .sum::<Duration>()
+                    .mul_f64(slowdown(started, spent_planned));
+                let left = d.saturating_duration_since(Instant::now());
+                block
+                    .iter()
+                    .map(|&g| fitted_rounds(planned[g], need, left))
+                    .collect()
+            }
+            None => block.iter().map(|&g| planned[g]).collect(),
+        };
+        let later_floor: Duration = later
+            .iter()
+            .flatten()
+            .map(|&g| cost(g, floor.min(planned[g])))
+            .sum();
+        for r in 0..rounds.iter().copied().max().unwrap_or(0) {
+            let pass: Vec<usize> = block
+                .iter()
+                .zip(&rounds)
+                .filter(|(_, &n)| n > r)
+                .map(|(&g, _)| g)
+                .collect();
+            let pass_cost: Duration = pass
+                .iter()
+                .map(|&g| cost(g, r + 1).saturating_sub(cost(g, r)))
+                .sum();
+            if let (Some(d), true) = (deadline, r >= floor) {
+                if Instant::now()
+                    + (pass_cost + later_floor).mul_f64(slowdown(started, spent_planned))
+                    > d
+                {
+                    break;
                 }
-                None => planned[g],
-            };
-            for r in 0..rounds {
+            }
+            if m.stopped() {
+                break;
+            }
+            for &g in &pass {
                 if m.stopped() {
                     break;
                 }
-                m.round(&mut cells, idxs, r);
+                m.round(&mut cells, &groups[g], r);
             }
-            spent_planned += first_rounds_cost(plan, idxs, rounds, &t, m.fresh);
+            spent_planned += pass_cost;
         }
-        m.refresh(&mut cells, idxs);
-        for &i in idxs {
-            measured[i] = true;
-            let c = &mut cells[i];
-            if c.runs.is_empty() && c.error.is_none() && m.stopped() {
-                c.error = Some("not measured (interrupted)".into());
+        for &g in block {
+            let idxs = &groups[g];
+            m.refresh(&mut cells, idxs);
+            for &i in idxs {
+                measured[i] = true;
+                let c = &mut cells[i];
+                if c.runs.is_empty() && c.error.is_none() && m.stopped() {
+                    c.error = Some("not measured (interrupted)".into());
+                }
+                done += 1;
+                on_cell(Progress {
+                    done,
+                    total: plan.cells.len(),
+                    cell: c,
+                });
             }
-            done += 1;
-            on_cell(Progress {
-                done,
-                total: plan.cells.len(),
-                cell: c,
-            });
         }
     }
     for (c, m) in cells.iter_mut().zip(measured) {
@@ -666,54 +721,6 @@ pub fn run_plan(
         }
     }
     cells
-}
-
-/// The interleaved first rounds of [`run_plan`]: pass `r` measures round `r` of every
-/// condition planned for more than `r` rounds, in plan order.
-fn interleaved_rounds(
-    m: &mut Measurer<'_>,
-    plan: &MatrixPlan,
-    groups: &[Vec<usize>],
-    planned: &[u32],
-    cells: &mut [CellResult],
-    deadline: Option<Instant>,
-) {
-    let t = m.timing().clone();
-    let floor = crate::stats::ci::MIN_ROUNDS as u32;
-    let started = Instant::now();
-    let mut spent_planned = Duration::ZERO;
-    for r in 0..planned.iter().copied().max().unwrap_or(0) {
-        let pass: Vec<&Vec<usize>> = groups
-            .iter()
-            .zip(planned)
-            .filter(|(idxs, &p)| !idxs.is_empty() && p > r)
-            .map(|(idxs, _)| idxs)
-            .collect();
-        let cost: Duration = pass
-            .iter()
-            .map(|idxs| {
-                first_rounds_cost(plan, idxs, r + 1, &t, m.fresh)
-                    .saturating_sub(first_rounds_cost(plan, idxs, r, &t, m.fresh))
-            })
-            .sum();
-        if let (Some(d), true) = (deadline, r >= floor) {
-            let slowdown = if spent_planned > Duration::from_millis(500) {
-                (started.elapsed().as_secs_f64() / spent_planned.as_secs_f64()).clamp(1.0, 10.0)
-            } else {
-                1.0
-            };
-            if Instant::now() + cost.mul_f64(slowdown) > d {
-                return;
-            }
-        }
-        for idxs in pass {
-            if m.stopped() {
-                return;
-            }
-            m.round(cells, idxs, r);
-        }
-        spent_planned += cost;
-    }
 }
 
 /// Whether a retried run that completed nothing shows its arm's connections wedged (open,
@@ -735,8 +742,47 @@ mod tests {
         assert!(!super::wedged(0, 2, 10));
     }
 
-    use super::{fitted_rounds, round_position, thread_cpu_ns};
+    use super::{
+        blocks, condition_cells, fitted_rounds, interleaves, round_position, thread_cpu_ns,
+    };
     use std::time::Duration;
+
+    #[test]
+    fn quick_interleaves_as_one_block_and_the_default_in_blocks_that_fit() {
+        use crate::compare::{CompareConfig, Preset};
+        // The limit the lab raises itself to (compare::run), so that the cap is 2,000.
+        super::super::arms::raise_open_files_limit(9_000);
+        let cap = u64::from(super::super::arms::connection_cap());
+        for preset in [Preset::Quick, Preset::Default] {
+            let plan = CompareConfig::preset(preset).axes.plan();
+            let groups = condition_cells(&plan);
+            let conditions: Vec<usize> = (0..groups.len())
+                .filter(|&g| !groups[g].is_empty())
+                .collect();
+            let b = blocks(&plan, &groups, false);
+            // Every condition once, in plan order.
+            assert_eq!(b.concat(), conditions, "{preset:?}");
+            for block in &b {
+                let conns: u64 = block
+                    .iter()
+                    .flat_map(|&g| &groups[g])
+                    .map(|&i| u64::from(plan.cells[i].cond.concurrency))
+                    .sum();
+                assert!(block.len() == 1 || conns <= cap, "{preset:?}: {conns}");
+            }
+            if cap >= 2_000 {
+                match preset {
+                    Preset::Quick => assert_eq!(b.len(), 1, "{b:?}"),
+                    _ => assert!(b.len() > 1 && b.iter().any(|x| x.len() > 1), "{b:?}"),
+                }
+                assert!(interleaves(&plan, false));
+            }
+            // Fresh connections: one condition at a time, as before.
+            let fresh = blocks(&plan, &groups, true);
+            assert!(fresh.iter().all(|x| x.len() == 1));
+            assert!(!interleaves(&plan, true));
+        }
+    }
 
     #[test]
     fn first_rounds_shrink_to_fit_the_time_left_but_not_below_six() {

@@ -330,6 +330,9 @@ pub fn run(
     // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
     // not the client's share).
     let machine = Machine::this();
+    // Room for every standing arm of a block and the in-process server's side of each
+    // connection (measure::run_plan interleaves conditions whose arms fit).
+    arms::raise_open_files_limit(4 * u64::from(arms::MAX_OPEN_CONNECTIONS) + 1024);
     let start = std::time::Instant::now();
     let mut env = match &cfg.targets {
         None => LabEnv::builtin(&BuiltinOptions {

@@ -329,6 +329,26 @@ pub fn render(r: &CompareReport) -> String {
         )),
     ]);
     kv.push(vec![
+        "slow spells".into(),
+        esc(&if r.keep_slow_spells {
+            "not looked for (--keep-slow-spells)".to_owned()
+        } else {
+            format!(
+                "{} of {} runs measured in a round where every arm of the condition cost at \
+                 least {}x its usual CPU per request (left out of the statistics); first rounds \
+                 {}",
+                r.spell_runs.0,
+                r.spell_runs.1,
+                crate::compare::spell::SPELL_FACTOR,
+                if r.interleaved {
+                    "interleaved across conditions"
+                } else {
+                    "one condition after the other"
+                }
+            )
+        }),
+    ]);
+    kv.push(vec![
         "data".into(),
         "<a href=\"results.json\">results.json</a> · <a href=\"results.csv\">results.csv</a>"
             .into(),
