@@ -75,8 +75,8 @@ pub fn progress_line(p: &Progress<'_>) -> String {
     )
 }
 
-/// The table of every cell: medians with their 95% bootstrap CI, cost per request, and
-/// `!` where the machine was busy during some run.
+/// The table of every cell: medians with their 95% bootstrap CI, cost per request, `!`
+/// where the machine was busy during some run and `~` where runs fell in a slow spell.
 pub fn cells_table(cells: &[CellResult]) -> String {
     let mut t: Vec<Vec<String>> = vec![vec![
         "payload".into(),
@@ -126,11 +126,7 @@ pub fn cells_table(cells: &[CellResult]) -> String {
             } else {
                 failed.to_string()
             },
-            if c.busy_runs > 0 {
-                format!("! {}/{}", c.busy_runs, c.runs.len())
-            } else {
-                String::new()
-            },
+            busy_column(c),
         ];
         if link_cells {
             row.push(c.link_use.map_or_else(String::new, |l| {
@@ -144,6 +140,19 @@ pub fn cells_table(cells: &[CellResult]) -> String {
         t.push(row);
     }
     fmt::table(&t)
+}
+
+/// The cells table's `busy` column: `! b/n` runs on a busy machine, `~ s` runs in a slow
+/// spell (left out of the statistics).
+fn busy_column(c: &CellResult) -> String {
+    let mut v = Vec::new();
+    if c.busy_runs > 0 {
+        v.push(format!("! {}/{}", c.busy_runs, c.runs.len()));
+    }
+    if c.spell_runs > 0 {
+        v.push(format!("~ {}", c.spell_runs));
+    }
+    v.join(" ")
 }
 
 /// How many runs the machine was busy during (`!` in the tables).
@@ -253,7 +262,8 @@ pub fn csv(r: &CompareReport) -> String {
          rps_median,rps_min,rps_max,p50_ms_median,p99_ms_median,p99_ms_min,p99_ms_max,\
          mb_per_sec_median,failed,error,arm,rps_ci_lo,rps_ci_hi,p99_ms_ci_lo,p99_ms_ci_hi,\
          server_cpu_us_per_req,server_cpu_us_ci_lo,server_cpu_us_ci_hi,client_cpu_us_per_req,\
-         bytes_in_per_req,bytes_out_per_req,busy_runs,goodput_pct,p50_above_floor_ms\n",
+         bytes_in_per_req,bytes_out_per_req,busy_runs,goodput_pct,p50_above_floor_ms,\
+         spell_runs\n",
     );
     for c in &r.cells {
         let k = &c.key;
@@ -295,6 +305,7 @@ pub fn csv(r: &CompareReport) -> String {
             c.busy_runs.to_string(),
             csv_num(c.link_use.map_or(f64::NAN, |l| l.goodput_pct)),
             csv_num(c.link_use.map_or(f64::NAN, |l| l.p50_above_floor_ms)),
+            c.spell_runs.to_string(),
         ];
         out.push_str(&row.join(","));
         out.push('\n');
