@@ -2,6 +2,8 @@
 //! the links, the decision table and the connection lines are rendered, and the multiplexed
 //! arm uses far fewer upstream connections than HTTP/1.0.
 
+mod common;
+
 use std::time::Duration;
 
 use h2lab_engine::StopFlag;
@@ -93,15 +95,7 @@ fn tiny_upstream_experiment() {
     // Isolated as compare and page: the servers (backends, links, proxy) and the client on
     // disjoint CPUs when there are two or more; the split and the machine's load are printed
     // and recorded.
-    if h2lab_lab::host::allowed_cpus().is_some_and(|c| c.len() >= 2) {
-        assert!(!r.isolation.server_cpus.is_empty(), "{:?}", r.isolation);
-        assert!(!r.isolation.client_cpus.is_empty());
-        assert!(r
-            .isolation
-            .server_cpus
-            .iter()
-            .all(|c| !r.isolation.client_cpus.contains(c)));
-    }
+    common::isolation::assert_split(&r.isolation);
     assert_eq!(r.busy_runs.1, 2 * 2 * 4, "every run probed");
     assert!(
         text.contains(&format!("cpus: {}", r.isolation.note)),
