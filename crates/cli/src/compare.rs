@@ -197,7 +197,9 @@ pub struct CompareArgs {
     pub csv: Option<PathBuf>,
 }
 
-/// CPU pinning of the built-in server and the client (compare and page).
+/// CPU pinning of the in-process servers and the client (compare, page and upstream). The
+/// help below says what `compare` and `page` pin (the built-in server; the links run with the
+/// client); `upstream` words it for its own servers ([`crate::upstream::UpstreamArgs`]).
 #[derive(Debug, Clone, Args)]
 pub struct CpuArgs {
     /// CPUs for the built-in server's threads (`0`, `0-1`, `0,2`) [default: the first half
@@ -205,7 +207,7 @@ pub struct CpuArgs {
     #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
     pub server_cpus: Option<String>,
 
-    /// CPUs for the client's threads [default: the other half].
+    /// CPUs for the client's threads and the emulated links [default: the other half].
     #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
     pub client_cpus: Option<String>,
 

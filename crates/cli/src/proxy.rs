@@ -59,7 +59,7 @@ pub struct ProxyArgs {
           value_parser = clap::value_parser!(u32).range(1..))]
     pub streams: u32,
 
-    /// No upstream progress for this long: 504.
+    /// No upstream progress for this long (h2c-mux: no stream slot either): 504.
     #[arg(long = "upstream-timeout", value_name = "DURATION", value_parser = parse_duration,
           default_value = "60s")]
     pub upstream_timeout: Duration,

@@ -10,8 +10,13 @@ use h2lab_lab::upstream::{self, ProxyKind, UpstreamConfig};
 
 use crate::values::parse_duration;
 
-/// `h2lab upstream` options.
+/// `h2lab upstream` options. The CPU flags are shared with `compare` and `page`, whose help
+/// speaks of their built-in server; here the server CPUs hold the backends, the links and the
+/// proxy (`h2lab_lab::env::pin_servers` around `upstream`'s start).
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("server_cpus", |a| a.help(UPSTREAM_SERVER_CPUS)))]
+#[command(mut_arg("client_cpus", |a| a.help(UPSTREAM_CLIENT_CPUS)))]
+#[command(mut_arg("no_pin", |a| a.help(UPSTREAM_NO_PIN)))]
 pub struct UpstreamArgs {
     /// The short matrix: 4 payloads × c = 10, 200, 2 runs of 1 s.
     #[arg(long = "quick")]
@@ -50,6 +55,18 @@ pub struct UpstreamArgs {
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
 }
+
+/// `--server-cpus` for `upstream`: what it pins there.
+const UPSTREAM_SERVER_CPUS: &str = "CPUs for the backends' threads, the links (proxy → backend) \
+    and the proxy (h2lab's, or nginx) (`0`, `0-1`, `0,2`) [default: the first half of the \
+    allowed CPUs when there are two or more]";
+
+/// `--client-cpus` for `upstream`.
+const UPSTREAM_CLIENT_CPUS: &str = "CPUs for the client's threads [default: the other half]";
+
+/// `--no-pin` for `upstream`.
+const UPSTREAM_NO_PIN: &str =
+    "Do not pin: the scheduler places the backends, the links, the proxy and the client";
 
 /// A duration greater than zero (a zero measured period would reach the engine, whose error
 /// names its own flag, `-D`).

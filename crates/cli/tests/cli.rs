@@ -129,6 +129,36 @@ fn help_and_version_exit_0() {
     assert!(stdout_of(&out).starts_with("h2lab "));
 }
 
+/// The CPU flags are shared by compare, page and upstream; each command's help says what its
+/// server CPUs hold (upstream pins its backends, links and proxy, not a built-in server).
+#[test]
+fn cpu_flags_help_says_what_each_command_pins() {
+    let flag_line = |cmd: &str, flag: &str| -> String {
+        let out = h2lab().args([cmd, "--help"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{cmd} --help");
+        let help = stdout_of(&out);
+        help.lines()
+            .find(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{cmd} --help lacks {flag}:\n{help}"))
+            .to_owned()
+    };
+    for cmd in ["compare", "page"] {
+        let server = flag_line(cmd, "--server-cpus");
+        assert!(server.contains("built-in server"), "{cmd}: {server}");
+        let client = flag_line(cmd, "--client-cpus");
+        assert!(client.contains("links"), "{cmd}: {client}");
+    }
+    let server = flag_line("upstream", "--server-cpus");
+    for what in ["backends", "links", "proxy"] {
+        assert!(server.contains(what), "upstream lacks {what}: {server}");
+    }
+    assert!(!server.contains("built-in server"), "upstream: {server}");
+    let client = flag_line("upstream", "--client-cpus");
+    assert!(!client.contains("links"), "upstream: {client}");
+    let no_pin = flag_line("upstream", "--no-pin");
+    assert!(no_pin.contains("backends"), "upstream: {no_pin}");
+}
+
 #[test]
 fn refused_connection_exits_1_with_the_reason() {
     let port = common::closed_port();

@@ -14,6 +14,13 @@
 //! refuses a configuration); the configuration's request count, duration and warm-up are
 //! ignored (each window has its own).
 //!
+//! Raw samples ([`BenchConfig::max_samples`]) are kept per window: each window's result has
+//! the samples of that window (its reservoirs start empty, capped as a run's are), as its
+//! histograms do. A shard's configuration (`h2lab bench --shard`, [`crate::ShardLanes`])
+//! stands as it runs: its slice (connections, `-n`, URIs) is the configuration itself, and
+//! the lanes of the whole run place only arrivals and stage levels, which a standing run
+//! refuses, so in the closed model a shard measures exactly as [`crate::run`] measures it.
+//!
 //! Every protocol, HTTP/3 included: the workers run their one event loop while paused
 //! (`worker::phases`), so QUIC's timers and ACKs are served between windows as within, and
 //! a QUIC connection sends a PING after a second without sending anything, so that the
@@ -205,7 +212,9 @@ impl StandingRun {
                 series: None,
                 coalesce: cfg.coalesce,
                 read_wait: cfg.read_wait,
-                max_samples: None,
+                max_samples: cfg
+                    .max_samples
+                    .map(|m| crate::samples::per_worker_cap(m, cfg.threads)),
             };
             let (tx, rx) = mpsc::channel();
             let (waker_tx, waker_rx) = mpsc::sync_channel(1);

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use common::{h1_config, tcp_server, Behavior};
 use h2lab_engine::{
-    AppProtocol, BenchConfig, IntervalRow, NoopObserver, Observer, ProtocolChoice, Stage,
-    StandingRefusal, StandingRun, StopFlag, TimedRunPhase, TlsInfo,
+    AppProtocol, BenchConfig, IntervalRow, NoopObserver, Observer, ProtocolChoice, ShardLanes,
+    Stage, StandingRefusal, StandingRun, StopFlag, TimedRunPhase, TlsInfo,
 };
 
 /// Records the phases a window's workers report.
@@ -167,6 +167,18 @@ fn supports_answers_what_open_refuses() {
     assert!(StandingRun::supports(&base));
     assert_eq!(StandingRun::refusal(&base), None);
     StandingRun::open(&base, &StopFlag::new()).unwrap().close();
+    // Raw samples and a shard are measured, not refused (see
+    // `raw_samples_are_per_window_and_a_shard_stands`).
+    let mut kept = base.clone();
+    kept.max_samples = Some(1000);
+    kept.load.shard = Some(ShardLanes {
+        index: 0,
+        count: 2,
+        whole_clients: 2,
+    });
+    assert!(StandingRun::supports(&kept));
+    assert_eq!(StandingRun::refusal(&kept), None);
+    StandingRun::open(&kept, &StopFlag::new()).unwrap().close();
     for r in StandingRefusal::ALL {
         let cfg = refused_for(&base, r);
         assert!(!StandingRun::supports(&cfg), "{r:?}");
@@ -180,6 +192,49 @@ fn supports_answers_what_open_refuses() {
         .iter()
         .fold(base.clone(), |c, &r| refused_for(&c, r));
     assert_eq!(StandingRun::refusal(&all), Some(StandingRefusal::ALL[0]));
+}
+
+/// Neither `max_samples` nor a shard is a refusal: raw samples are kept per window (each
+/// window's reservoirs hold that window's requests and connections, as its histograms do),
+/// and a shard's slice stands as any closed-model configuration (its connections only).
+#[test]
+fn raw_samples_are_per_window_and_a_shard_stands() {
+    let (addr, counters) = tcp_server(Behavior::default());
+    let mut cfg = h1_config(&format!("http://{addr}/"));
+    // Shard 1 of 2 of a 6-connection run: 3 connections.
+    cfg.clients = 3;
+    cfg.load.shard = Some(ShardLanes {
+        index: 1,
+        count: 2,
+        whole_clients: 6,
+    });
+    // Larger than the windows' requests on loopback, so every one is kept.
+    cfg.max_samples = Some(10_000_000);
+    assert!(StandingRun::supports(&cfg));
+    assert_eq!(StandingRun::refusal(&cfg), None);
+    let mut run = StandingRun::open(&cfg, &StopFlag::new()).unwrap();
+    let mut connects = 0;
+    for w in 0..3 {
+        let r = run.measure(WARM, MEASURED, Arc::new(NoopObserver)).unwrap();
+        assert!(r.requests.completed > 0, "{:?}", r.requests);
+        let s = r
+            .samples
+            .as_ref()
+            .unwrap_or_else(|| panic!("window {w} has no samples"));
+        // This window's requests only (not the earlier windows' nor its warm-up's).
+        assert_eq!(s.request.len() as u64, r.request_time.len(), "window {w}");
+        assert_eq!(s.request.len() as u64, r.requests.completed, "window {w}");
+        assert_eq!(s.connect.len() as u64, r.connect_time.len(), "window {w}");
+        assert!(s.request.windows(2).all(|p| p[0] <= p[1]), "sorted");
+        connects += s.connect.len() as u64;
+    }
+    run.close();
+    let accepted = counters.conns.load(Ordering::SeqCst);
+    assert_eq!(accepted, 3, "the shard's connections");
+    assert!(
+        connects <= accepted,
+        "{connects} connect samples, {accepted} connections"
+    );
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! `compare` end to end on the built-in server, with a tiny matrix.
 
+mod common;
+
 use std::time::Duration;
 
 use h2lab_engine::StopFlag;
@@ -247,15 +249,7 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
             d.outcome == h2lab_lab::stats::ci::Outcome::Win
         );
     }
-    if h2lab_lab::host::allowed_cpus().is_some_and(|c| c.len() >= 2) {
-        assert!(!r.isolation.server_cpus.is_empty(), "{:?}", r.isolation);
-        assert!(!r.isolation.client_cpus.is_empty());
-        assert!(r
-            .isolation
-            .server_cpus
-            .iter()
-            .all(|c| !r.isolation.client_cpus.contains(c)));
-    }
+    common::isolation::assert_split(&r.isolation);
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
     assert!(json["isolation"]["server_cpus"].is_array());
     assert_eq!(json["cells"][0]["link"], "loopback");

@@ -2,10 +2,13 @@
 //! the links, the decision table and the connection lines are rendered, and the multiplexed
 //! arm uses far fewer upstream connections than HTTP/1.0.
 
+mod common;
+
 use std::time::Duration;
 
 use h2lab_engine::StopFlag;
-use h2lab_lab::upstream::{self, UpstreamConfig};
+use h2lab_lab::env::Isolation;
+use h2lab_lab::upstream::{self, ArmResult, Cell, UpstreamConfig, UpstreamReport};
 use h2lab_proxy::UpstreamProtocol;
 
 #[test]
@@ -74,7 +77,7 @@ fn tiny_upstream_experiment() {
     for line in csv.lines().skip(1) {
         // Every HTTP/2 arm's row names its baseline and the outcome of both metrics.
         let f: Vec<&str> = line.split(',').collect();
-        assert_eq!(f.len(), 23, "{line}");
+        assert_eq!(f.len(), 26, "{line}");
         if f[4] == "h2c" || f[4] == "h2c-mux" {
             assert_eq!(
                 (f[14], f[18], f[22]),
@@ -82,6 +85,9 @@ fn tiny_upstream_experiment() {
                 "{line}"
             );
         }
+        // Nothing was left out; busy runs are whatever the machine did.
+        assert_eq!(f[24], "0", "{line}");
+        assert!(f[25].parse::<usize>().is_ok(), "{line}");
     }
     let json: serde_json::Value = serde_json::from_str(&upstream::json(&r)).unwrap();
     assert_eq!(json["cells"].as_array().unwrap().len(), 2);
@@ -89,15 +95,7 @@ fn tiny_upstream_experiment() {
     // Isolated as compare and page: the servers (backends, links, proxy) and the client on
     // disjoint CPUs when there are two or more; the split and the machine's load are printed
     // and recorded.
-    if h2lab_lab::host::allowed_cpus().is_some_and(|c| c.len() >= 2) {
-        assert!(!r.isolation.server_cpus.is_empty(), "{:?}", r.isolation);
-        assert!(!r.isolation.client_cpus.is_empty());
-        assert!(r
-            .isolation
-            .server_cpus
-            .iter()
-            .all(|c| !r.isolation.client_cpus.contains(c)));
-    }
+    common::isolation::assert_split(&r.isolation);
     assert_eq!(r.busy_runs.1, 2 * 2 * 4, "every run probed");
     assert!(
         text.contains(&format!("cpus: {}", r.isolation.note)),
@@ -112,4 +110,68 @@ fn tiny_upstream_experiment() {
     assert!(html.contains("cpus: "));
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("Decision framework"));
+}
+
+/// An arm of a made-up cell: three runs, the second left out (completed nothing twice).
+fn arm(arm: UpstreamProtocol, retried: usize, empty: usize, busy: usize) -> ArmResult {
+    ArmResult {
+        arm,
+        rps: None,
+        p99_ms: None,
+        failed: 0,
+        skipped: None,
+        rps_runs: vec![Some(1000.0), None, Some(1100.0)],
+        p99_runs: vec![Some(2.0), None, Some(2.5)],
+        rps_ci: None,
+        p99_ci: None,
+        versus: None,
+        retried_runs: retried,
+        empty_runs: empty,
+        busy_runs: busy,
+    }
+}
+
+#[test]
+fn csv_has_the_retried_empty_and_busy_columns_at_the_end() {
+    let r = UpstreamReport {
+        config: UpstreamConfig::quick(),
+        proxy: "h2lab proxy".into(),
+        cells: vec![Cell {
+            payload: "ping".parse().unwrap(),
+            concurrency: 10,
+            arms: vec![
+                arm(UpstreamProtocol::H1, 2, 1, 3),
+                arm(UpstreamProtocol::H2c, 0, 0, 1),
+            ],
+        }],
+        connections: Vec::new(),
+        isolation: Isolation::default(),
+        busy_runs: (4, 6),
+        remeasured: 0,
+    };
+    let csv = upstream::csv(&r);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(header.len(), 26, "{}", lines[0]);
+    // The earlier columns keep their positions; the new ones are appended.
+    assert_eq!(
+        (header[4], header[14], header[22]),
+        ("arm", "baseline", "p99_outcome")
+    );
+    assert_eq!(&header[23..], &["retried_runs", "empty_runs", "busy_runs"]);
+    let row = |i: usize| lines[i].split(',').collect::<Vec<_>>();
+    let (h1, h2c) = (row(1), row(2));
+    assert_eq!(h1.len(), 26, "{}", lines[1]);
+    assert_eq!((h1[4], h1[5]), ("h1", "2"), "{}", lines[1]);
+    assert_eq!(&h1[23..], &["2", "1", "3"], "{}", lines[1]);
+    assert_eq!(h2c[4], "h2c", "{}", lines[2]);
+    assert_eq!(&h2c[23..], &["0", "0", "1"], "{}", lines[2]);
+    // The JSON says the same.
+    let json: serde_json::Value = serde_json::from_str(&upstream::json(&r)).unwrap();
+    let a = &json["cells"][0]["arms"][0];
+    assert_eq!(
+        (&a["retried_runs"], &a["empty_runs"], &a["busy_runs"]),
+        (&2.into(), &1.into(), &3.into())
+    );
 }

@@ -106,7 +106,8 @@ pub struct ProxyConfig {
     /// SETTINGS_MAX_CONCURRENT_STREAMS).
     pub streams: u32,
     /// No upstream progress for this long: 504 (or the exchange is cut if the response
-    /// already started).
+    /// already started). h2c-mux: a request waiting this long for a stream slot gets 504
+    /// too, without being sent.
     pub upstream_timeout: Duration,
 }
 

@@ -100,6 +100,9 @@ pub struct Front {
     pub read_eof: bool,
     /// Waiting for an upstream stream slot (h2c-mux at its connection limit).
     pub waiting: bool,
+    /// When the current request stops waiting for a stream slot: the upstream timeout from
+    /// its first wait (then 504, as an upstream without progress).
+    pub wait_deadline: Option<Instant>,
     /// On the worker's work list.
     pub queued: bool,
     /// Last input.
@@ -186,6 +189,7 @@ impl Front {
             hup: false,
             read_eof: false,
             waiting: false,
+            wait_deadline: None,
             queued: false,
             last_active: now,
             wrote: false,

@@ -27,7 +27,8 @@ pub struct Stats {
     pub bad_gateway_refused: u64,
     /// 502: the upstream reset or closed the connection or stream, or sent garbage.
     pub bad_gateway_reset: u64,
-    /// 504: no upstream progress within `--upstream-timeout`.
+    /// 504: no upstream progress within `--upstream-timeout` (or, h2c-mux, no stream slot
+    /// within it).
     pub gateway_timeout: u64,
     /// Upstream requests cancelled because the client reset or went away.
     pub client_cancels: u64,

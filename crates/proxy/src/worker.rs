@@ -61,6 +61,9 @@ enum Acq {
     Refused,
     /// h2c-mux: every connection is at its stream limit and the pool is full.
     Wait,
+    /// h2c-mux: the request waited for a stream slot for the upstream timeout (not asked of
+    /// the pool: decided before).
+    WaitedTooLong,
 }
 
 /// One event loop.
@@ -296,7 +299,11 @@ impl Worker {
         let mut idle_out = Vec::new();
         let upstream_timeout = self.shared.config.upstream_timeout;
         let mut stale = Vec::new();
+        let mut waited = Vec::new();
         for (i, f) in self.fronts.iter_mut() {
+            if f.waiting && f.wait_deadline.is_some_and(|d| now >= d) {
+                waited.push(i);
+            }
             if std::mem::take(&mut f.wrote) {
                 f.last_write = now;
             }
@@ -337,6 +344,14 @@ impl Worker {
             }
             f.resp_fail(504, &mut self.stats);
             self.cancel(link);
+            self.queue_front(i);
+        }
+        for i in waited {
+            // No stream slot within the upstream timeout: out of the queue (its entry there
+            // is skipped), and its 504 when its head is processed again (`start_exchange`).
+            if let Some(f) = self.fronts.at(i) {
+                f.waiting = false;
+            }
             self.queue_front(i);
         }
         for i in idle_out {

@@ -1,13 +1,15 @@
 //! The upstream's SETTINGS_MAX_CONCURRENT_STREAMS caps `--streams` from the first request:
 //! a cold h2c-mux proxy does not open more streams on a new upstream connection than the
-//! upstream allows before its SETTINGS arrive (they would be refused and retried).
+//! upstream allows before its SETTINGS arrive (they would be refused and retried). A request
+//! waiting for a stream slot gets its 504 after `--upstream-timeout` of waiting.
 
 mod common;
 
+use std::net::{SocketAddr, TcpListener};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use common::Client;
+use common::{wait_until, Client};
 use h2lab_proxy::{ProxyConfig, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::ServerConfig;
 
@@ -71,4 +73,79 @@ fn a_cold_burst_waits_for_settings_instead_of_opening_connections() {
     let s = cold_burst(100, 8, 100);
     assert_eq!(s.upstream_connections_opened, 1, "{s}");
     assert_eq!(s.upstream_retries, 0, "{s}");
+}
+
+/// An upstream that accepts connections and never sends a byte (no SETTINGS: not an HTTP/2
+/// server). Its thread holds the connections until the test process ends.
+fn silent_upstream() -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming() {
+            match s {
+                Ok(s) => held.push(s),
+                Err(_) => return,
+            }
+        }
+    });
+    addr
+}
+
+const WAITERS: usize = 3;
+
+/// One attempt with `timeout` as `--upstream-timeout`: a first request takes the one stream
+/// a connection without SETTINGS carries, `WAITERS` more wait for a slot. `None` when the
+/// first one timed out before the others were all waiting (a machine too slow for
+/// `timeout`); else the proxy's final counters.
+fn waiting_for_a_slot(upstream: SocketAddr, timeout: Duration) -> Option<h2lab_proxy::Stats> {
+    let mut cfg = ProxyConfig::local(vec![UpstreamAddr::Tcp(upstream)], UpstreamProtocol::H2cMux);
+    cfg.front.threads = 1;
+    cfg.upstream_timeout = timeout;
+    let p = h2lab_proxy::spawn(cfg).expect("proxy");
+    let addr = p.addr().unwrap();
+    let get = move || std::thread::spawn(move || Client::connect(addr).get("/ping").status);
+    let snapshot = || p.stats().snapshot(Duration::from_secs(1));
+    let mut clients = vec![get()];
+    assert!(
+        wait_until(20, || snapshot().upstream_requests == 1),
+        "the first request is sent: {}",
+        snapshot()
+    );
+    clients.extend((0..WAITERS).map(|_| get()));
+    let mut before = snapshot();
+    assert!(
+        wait_until(20, || {
+            before = snapshot();
+            before.open_exchanges == 1 + WAITERS as u64 || before.gateway_timeout > 0
+        }),
+        "{before}"
+    );
+    let statuses: Vec<u16> = clients.into_iter().map(|t| t.join().unwrap()).collect();
+    p.shutdown();
+    let s = p.join().unwrap();
+    // Every request gets its 504, whether it was sent or waited.
+    assert_eq!(statuses, vec![504; 1 + WAITERS], "{s}");
+    assert_eq!(s.gateway_timeout, 1 + WAITERS as u64, "{s}");
+    assert_eq!(s.open_exchanges, 0, "{s}");
+    let all_waiting = before.gateway_timeout == 0 && before.upstream_requests == 1;
+    all_waiting.then_some(s)
+}
+
+#[test]
+fn a_request_waiting_for_a_stream_slot_times_out_as_a_silent_upstream() {
+    let upstream = silent_upstream();
+    // A longer timeout when the machine was too slow to queue the waiters within one.
+    for ms in [1000, 4000] {
+        let Some(s) = waiting_for_a_slot(upstream, Duration::from_millis(ms)) else {
+            continue;
+        };
+        // The waiters time out while waiting: at most one of them (woken when the first
+        // request's stream ended, before its own wait was over) is sent upstream. Without a
+        // deadline of their own they were each sent in turn, one timeout after another.
+        assert!(s.upstream_requests <= 2, "{s}");
+        assert_eq!(s.upstream_connections_opened, 1, "{s}");
+        return;
+    }
+    panic!("the first request timed out before the others waited, twice");
 }

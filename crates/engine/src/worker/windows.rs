@@ -22,6 +22,7 @@ use mio::Token;
 
 use super::phases::{Schedule, Step};
 use super::{Worker, WorkerOutcome};
+use crate::samples::WorkerSamples;
 use crate::stats::WorkerStats;
 use crate::{Observer, TimedRunPhase};
 
@@ -209,6 +210,11 @@ impl Worker<'_> {
         self.stats.app_protocol = stats.app_protocol;
         self.stats.protocol_fallback = stats.protocol_fallback;
         self.stats.tls = stats.tls.clone();
+        // Raw samples are per window too: the next one starts with empty reservoirs.
+        self.stats.samples = self
+            .s
+            .max_samples
+            .map(|cap| Box::new(WorkerSamples::new(cap, self.s.id)));
         WorkerOutcome {
             stats,
             fatal: self.out.fatal.take(),

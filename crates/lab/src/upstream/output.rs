@@ -313,12 +313,16 @@ fn e(x: &Option<Estimate>, f: fn(&Estimate) -> f64) -> f64 {
 }
 
 /// One CSV row per cell and arm: the arm's medians with their CIs, then its paired ratios
-/// against the baseline with their outcomes (empty for the baseline).
+/// against the baseline with their outcomes (empty for the baseline), then the runs that
+/// completed nothing and were run again, those left out (completed nothing again) and those
+/// measured while the machine was busy (as results.json's `retried_runs`, `empty_runs`,
+/// `busy_runs`).
 pub fn csv(r: &UpstreamReport) -> String {
     let mut out = String::from(
         "payload,path,band,concurrency,arm,runs,skipped,failed,rps_median,rps_ci_lo,rps_ci_hi,\
          p99_ms_median,p99_ms_ci_lo,p99_ms_ci_hi,baseline,rps_ratio,rps_ratio_lo,rps_ratio_hi,\
-         rps_outcome,p99_ratio,p99_ratio_lo,p99_ratio_hi,p99_outcome\n",
+         rps_outcome,p99_ratio,p99_ratio_lo,p99_ratio_hi,p99_outcome,retried_runs,empty_runs,\
+         busy_runs\n",
     );
     let base = baseline(r);
     for c in &r.cells {
@@ -358,6 +362,7 @@ pub fn csv(r: &UpstreamReport) -> String {
             ];
             row.extend(ratio(v.map(|v| v.throughput)));
             row.extend(ratio(v.map(|v| v.p99)));
+            row.extend([a.retried_runs, a.empty_runs, a.busy_runs].map(|n| n.to_string()));
             out.push_str(&row.join(","));
             out.push('\n');
         }

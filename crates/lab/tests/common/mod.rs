@@ -1,5 +1,8 @@
-//! Tiny blocking servers for the link tests: echo, source (sends N bytes), sink (counts bytes).
+//! Tiny blocking servers for the link tests: echo, source (sends N bytes), sink (counts bytes);
+//! and [`isolation`], the CPU-split assertion of the experiments' tests.
 #![allow(dead_code)] // each test binary uses a different subset of these helpers
+
+pub mod isolation;
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -81,27 +81,43 @@ impl Worker {
         let ip = ipt.as_bytes();
 
         let retried = f.retried;
-        let acq = acquire(
-            &mut self.ups,
-            &mut self.idle,
-            cfg,
-            &self.registry,
-            &mut self.stats,
-            &mut self.rr,
-            retried,
-        );
+        let acq = if f.wait_deadline.is_some_and(|d| now >= d) {
+            Err(Acq::WaitedTooLong)
+        } else {
+            acquire(
+                &mut self.ups,
+                &mut self.idle,
+                cfg,
+                &self.registry,
+                &mut self.stats,
+                &mut self.rr,
+                retried,
+            )
+        };
         let (uj, ug) = match acq {
-            Ok(x) => x,
+            Ok(x) => {
+                f.wait_deadline = None;
+                x
+            }
             Err(Acq::Wait) => {
                 f.waiting = true;
+                // The upstream timeout runs from the first wait, not from each wake-up.
+                f.wait_deadline.get_or_insert(now + cfg.upstream_timeout);
                 self.waiting.push_back((i, fgen));
                 return false;
             }
-            Err(Acq::Refused) => {
+            Err(why @ (Acq::Refused | Acq::WaitedTooLong)) => {
                 if !retried {
                     self.stats.requests += 1;
                 }
-                self.stats.bad_gateway_refused += 1;
+                f.wait_deadline = None;
+                let status = if matches!(why, Acq::Refused) {
+                    self.stats.bad_gateway_refused += 1;
+                    502
+                } else {
+                    self.stats.gateway_timeout += 1;
+                    504
+                };
                 f.http10 = head.version == Version::Http10;
                 f.is_head = is_head;
                 f.persist = head.keep_alive && !has_body && cfg.front.keep_alive;
@@ -109,7 +125,7 @@ impl Worker {
                 f.inbuf.consume(n);
                 f.state = FState::Exchange;
                 f.req_done = true;
-                f.resp_fail(502, &mut self.stats);
+                f.resp_fail(status, &mut self.stats);
                 return true;
             }
         };

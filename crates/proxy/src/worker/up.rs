@@ -165,7 +165,8 @@ impl Worker {
             let Some((i, g)) = self.waiting.pop_front() else {
                 return;
             };
-            if let Some(f) = self.fronts.get(i, g) {
+            // A client that stopped waiting (its wait timed out) takes no slot.
+            if let Some(f) = self.fronts.get(i, g).filter(|f| f.waiting) {
                 f.waiting = false;
                 self.queue_front(i);
                 n -= 1;

@@ -1,20 +1,113 @@
-//! A raw HTTP/2 client for the proxy's h2c front, on the wire crate's frame builders and
-//! frame reader (`h2lab_wire::h2::testing`): scripts what a real client would not send
-//! (resets, floods, bombs, broken prefaces) and reads back exactly what the proxy sent.
+//! A raw HTTP/2 client for the proxy's fronts (h2c, or h2 over TLS by ALPN), on the wire
+//! crate's frame builders and frame reader (`h2lab_wire::h2::testing`): scripts what a real
+//! client would not send (resets, floods, bombs, broken prefaces) and reads back exactly what
+//! the proxy sent.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use h2lab_proxy::RunningProxy;
 use h2lab_wire::h2::testing::{self, kind, RawFrame, TestPeer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 
 /// END_STREAM flag.
 pub const END_STREAM: u8 = 0x1;
 
+/// Where a raw client connects: the cleartext port (h2c by prior knowledge) or the TLS port
+/// (HTTP/2 by ALPN, trusting the proxy's certificate).
+#[derive(Clone)]
+pub struct Front {
+    /// The port's address.
+    pub addr: SocketAddr,
+    /// TLS client settings (ALPN `h2`) for the TLS port.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Front {
+    /// The cleartext port at `addr`.
+    pub fn h2c(addr: SocketAddr) -> Front {
+        Front { addr, tls: None }
+    }
+
+    /// The TLS port of `p` (which needs `tls_listen`), ALPN `h2` only.
+    pub fn tls(p: &RunningProxy) -> Front {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(p.cert_path().expect("certificate")).unwrap() {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut cc = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        cc.alpn_protocols = vec![b"h2".to_vec()];
+        Front {
+            addr: p.tls_addr().expect("TLS port"),
+            tls: Some(Arc::new(cc)),
+        }
+    }
+
+    /// `h2c` or `h2 (TLS)`, for messages.
+    pub fn name(&self) -> &'static str {
+        if self.tls.is_some() {
+            "h2 (TLS)"
+        } else {
+            "h2c"
+        }
+    }
+}
+
+/// A client socket: cleartext, or TLS on top of it.
+pub enum Sock {
+    /// The cleartext port.
+    Tcp(TcpStream),
+    /// The TLS port, handshake done.
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Sock {
+    /// The TCP socket underneath.
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Sock::Tcp(s) => s,
+            Sock::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Sock {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.read(buf),
+            Sock::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Sock {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Sock::Tcp(s) => s.write(buf),
+            Sock::Tls(t) => t.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sock::Tcp(s) => s.flush(),
+            Sock::Tls(t) => t.flush(),
+        }
+    }
+}
+
 /// A client connection and everything read from it.
 pub struct H2Raw {
     /// The socket.
-    pub s: TcpStream,
+    pub s: Sock,
     /// Every byte the proxy sent (kept whole: tests read a bounded amount).
     pub buf: Vec<u8>,
     /// The proxy closed (EOF or reset).
@@ -30,17 +123,42 @@ impl H2Raw {
         s.set_nodelay(true).unwrap();
         s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
         H2Raw {
-            s,
+            s: Sock::Tcp(s),
             buf: Vec::new(),
             closed: false,
             peer: TestPeer::new(),
         }
     }
 
+    /// A connection to `front`, nothing sent yet: for the TLS port, the handshake done
+    /// (within 10 s) and ALPN `h2` agreed.
+    pub fn open(front: &Front) -> H2Raw {
+        let mut r = H2Raw::tcp(front.addr);
+        let Some(cc) = &front.tls else { return r };
+        let Sock::Tcp(tcp) = r.s else { unreachable!() };
+        let name = ServerName::try_from("localhost").unwrap();
+        let conn = rustls::ClientConnection::new(cc.clone(), name).unwrap();
+        let mut t = rustls::StreamOwned::new(conn, tcp);
+        t.sock
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        while t.conn.is_handshaking() {
+            t.conn.complete_io(&mut t.sock).expect("TLS handshake");
+        }
+        assert_eq!(t.conn.alpn_protocol(), Some(&b"h2"[..]), "ALPN");
+        r.s = Sock::Tls(Box::new(t));
+        r
+    }
+
     /// Connects with the preface and SETTINGS (`settings`), and acknowledges the proxy's
     /// SETTINGS once they arrive (within 5 s).
     pub fn connect(addr: SocketAddr, settings: &[(u16, u32)]) -> H2Raw {
-        let mut r = H2Raw::tcp(addr);
+        H2Raw::connect_to(&Front::h2c(addr), settings)
+    }
+
+    /// As [`H2Raw::connect`], to `front`.
+    pub fn connect_to(front: &Front, settings: &[(u16, u32)]) -> H2Raw {
+        let mut r = H2Raw::open(front);
         let mut b = Vec::new();
         testing::preface(&mut b);
         testing::settings(&mut b, settings);
@@ -76,6 +194,7 @@ impl H2Raw {
     pub fn read_some(&mut self, wait: Duration) -> usize {
         let _ = self
             .s
+            .tcp()
             .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
         let mut tmp = [0u8; 64 * 1024];
         match self.s.read(&mut tmp) {
@@ -166,7 +285,12 @@ impl H2Raw {
 /// A fresh HTTP/2 connection gets `GET /ping` answered 200 "pong" (the proxy still serves
 /// HTTP/2 clients).
 pub fn ping_h2(addr: SocketAddr) {
-    let mut c = H2Raw::connect(addr, &[]);
+    ping_h2_to(&Front::h2c(addr));
+}
+
+/// As [`ping_h2`], on `front`.
+pub fn ping_h2_to(front: &Front) {
+    let mut c = H2Raw::connect_to(front, &[]);
     assert!(c.request(1, "GET", "/ping", true));
     let done = c.read_until(Duration::from_secs(10), |fr| {
         fr.iter()
