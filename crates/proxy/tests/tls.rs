@@ -4,12 +4,12 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::Duration;
 
 use h2lab_proxy::{ProxyConfig, UpstreamAddr, UpstreamProtocol};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
+
+mod common;
 
 #[test]
 fn http11_over_tls_is_forwarded_with_https_proto() {
@@ -24,20 +24,9 @@ fn http11_over_tls_is_forwarded_with_https_proto() {
     cfg.front.cert_dir = Some(dir.clone());
     let proxy = h2lab_proxy::spawn(cfg).unwrap();
 
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(proxy.cert_path().unwrap()).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut cc = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cc.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let cc = common::h2raw::client_config(&proxy, b"http/1.1");
     let conn =
-        rustls::ClientConnection::new(Arc::new(cc), ServerName::try_from("localhost").unwrap())
-            .unwrap();
+        rustls::ClientConnection::new(cc, ServerName::try_from("localhost").unwrap()).unwrap();
     let sock = TcpStream::connect(proxy.tls_addr().unwrap()).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();

@@ -611,27 +611,7 @@ mod tests {
 
     /// A run of round `round` with `rps` req/s, `p99` ms and `cpu` µs of server CPU/req.
     fn run(round: u32, rps: f64, p99: f64, cpu: f64) -> RunSample {
-        RunSample {
-            rps,
-            bytes_per_sec: rps * 1000.0,
-            p50_ms: p99 / 2.0,
-            p90_ms: p99 * 0.9,
-            p99_ms: p99,
-            mean_ms: p99 / 2.0,
-            max_ms: p99,
-            completed: 100,
-            failed: 0,
-            header_savings: 0.0,
-            reconnects: 0,
-            round,
-            server_cpu_us: Some(cpu),
-            client_cpu_us: Some(cpu),
-            bytes_in_per_req: 1000.0,
-            bytes_out_per_req: Some(50.0),
-            load: None,
-            busy: false,
-            slow_spell: false,
-        }
+        RunSample::synthetic(round, rps, p99, cpu)
     }
 
     #[test]

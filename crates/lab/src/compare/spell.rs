@@ -121,27 +121,7 @@ mod tests {
     use crate::compare::{CompareConfig, Preset};
 
     fn sample(round: u32, cpu: f64) -> RunSample {
-        RunSample {
-            rps: 1000.0,
-            bytes_per_sec: 1e6,
-            p50_ms: 1.0,
-            p90_ms: 1.0,
-            p99_ms: 1.0,
-            mean_ms: 1.0,
-            max_ms: 1.0,
-            completed: 100,
-            failed: 0,
-            header_savings: 0.0,
-            reconnects: 0,
-            round,
-            server_cpu_us: Some(cpu),
-            client_cpu_us: Some(cpu),
-            bytes_in_per_req: 1000.0,
-            bytes_out_per_req: Some(50.0),
-            load: None,
-            busy: false,
-            slow_spell: false,
-        }
+        RunSample::synthetic(round, 1000.0, 1.0, cpu)
     }
 
     /// The two arms (h1, h2c) of the tiny matrix's first condition over `link`, with one

@@ -26,6 +26,22 @@ pub struct Front {
     pub tls: Option<Arc<rustls::ClientConfig>>,
 }
 
+/// A TLS client configuration that trusts `p`'s certificate and offers ALPN `alpn` only.
+pub fn client_config(p: &RunningProxy, alpn: &[u8]) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(p.cert_path().expect("certificate")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut cc = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cc.alpn_protocols = vec![alpn.to_vec()];
+    Arc::new(cc)
+}
+
 impl Front {
     /// The cleartext port at `addr`.
     pub fn h2c(addr: SocketAddr) -> Front {
@@ -34,20 +50,9 @@ impl Front {
 
     /// The TLS port of `p` (which needs `tls_listen`), ALPN `h2` only.
     pub fn tls(p: &RunningProxy) -> Front {
-        let mut roots = rustls::RootCertStore::empty();
-        for c in CertificateDer::pem_file_iter(p.cert_path().expect("certificate")).unwrap() {
-            roots.add(c.unwrap()).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut cc = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        cc.alpn_protocols = vec![b"h2".to_vec()];
         Front {
             addr: p.tls_addr().expect("TLS port"),
-            tls: Some(Arc::new(cc)),
+            tls: Some(client_config(p, b"h2")),
         }
     }
 
