@@ -451,6 +451,12 @@ pub fn main(args: CompareArgs) -> ExitCode {
                     _ => String::new(),
                 }
             );
+            if h2lab_lab::compare::measure::interleaves(plan, cfg.fresh_connections) {
+                eprintln!(
+                    "first rounds interleaved across conditions (round 1 of each, then round 2, \
+                     ...): cells are reported when their block of conditions ends"
+                );
+            }
         };
     let mut on_cell = |p: h2lab_lab::compare::run::Progress<'_>| {
         eprintln!("{}", output::progress_line(&p));
