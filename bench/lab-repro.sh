@@ -102,6 +102,21 @@ def widths(metric):
 c_rps, c_cost = widths("throughput"), widths("server_cost")
 alld = list(m1.values()) + list(m2.values())
 d = sum(1 for x in alld if x["outcome"] == "undecided") / len(alld) if alld else float("nan")
+band = runs[0].get("equivalence", 0.03)
+
+def why_undecided(x):
+    """Why a decision is undecided: 'edge' when its interval is narrower than the band but
+    holds one of the band's edges (a real difference close to the band: more rounds narrow
+    the interval, but only as 1/sqrt(rounds), and never decide a ratio sitting on the edge),
+    'p99' for a p99 interval wider than the band, 'wide' for any other wider one."""
+    r = x["ratio"]
+    if r is None or r["n"] < 6:
+        return "wide"
+    if r["hi"] - r["lo"] <= 2 * band:
+        return "edge"
+    return "p99" if x["metric"] == "p99" else "wide"
+
+und = [why_undecided(x) for x in alld if x["outcome"] == "undecided"]
 aa = [x["outcome"] for _, x in c1 + c2]
 aa_wins = sum(1 for o in aa if o == "win")
 
@@ -141,6 +156,8 @@ else:
 print(f"(c) median CI width, req/s:               {pct(c_rps):>7}   target <= 10%  {ok(c_rps <= 0.10)}")
 print(f"    median CI width, server cost:         {pct(c_cost):>7}   target <= 5%   {ok(c_cost <= 0.05)}")
 print(f"(d) undecided:                            {pct(d):>7} of {len(alld)} decisions   target <= 20%  {ok(d <= 0.20)}")
+print(f"    of which: {und.count('edge')} narrower than the band but across its edge, "
+      f"{und.count('p99')} p99 wider than the band, {und.count('wide')} others wider than the band")
 
 def aa_spread(r):
     """Per condition with an A/A arm: the SD of the per-round log ratios (second arm over

@@ -73,8 +73,9 @@ pub struct CompareArgs {
     pub h3_url: Option<String>,
 
     /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c,h3; --quick: h1,h1.0,h1-tls,h2,h2c
-    /// (with h3, --quick's first rounds take about 38 of its 55 s and leave little of the
-    /// budget for the rounds that narrow the intervals; add it with --protocols)]. A protocol listed twice
+    /// (with h3, --quick's first rounds take 13 s of its 55 s instead of 9 s, a round of its
+    /// 100 KB condition three times as long, and fewer of the budget's rounds that narrow
+    /// the intervals are left; add it with --protocols)]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
     #[arg(long, value_name = "LIST")]
     pub protocols: Option<String>,
@@ -118,15 +119,18 @@ pub struct CompareArgs {
     #[arg(long, value_name = "N")]
     pub runs: Option<u32>,
 
-    /// Measured time per run, stretched on slow links to 3 round trips of the whole
-    /// concurrency [default: 100ms].
+    /// Measured time per run (a window of the arm's open connections), stretched on slow
+    /// links to 3 round trips of the whole concurrency [default: 15ms: short windows of the
+    /// arms close together in time share more of the machine's slow and fast spells, and
+    /// the budget adds rounds, see docs/lab.md].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 
     /// Unmeasured warm-up at the start of each arm's first run (its connections are set up
     /// then), discarded [default: 100ms]; later runs on the open connections warm up for
-    /// 20 ms (on a shaped link: one link round plus one RTT, at least two RTTs, so that the
-    /// arm measured before has drained).
+    /// 5 ms on loopback (the arm measured before has drained: a window returns once its
+    /// requests in flight have completed, up to 200 ms), on a shaped link for 20 ms, one
+    /// link round plus one RTT and at least two RTTs (so that the arm before has drained).
     #[arg(long, value_name = "DURATION")]
     pub warm_up: Option<String>,
 

@@ -59,6 +59,7 @@ pub struct StandingRun {
     workers: Vec<Standing>,
     abort: Arc<AtomicBool>,
     windows: u32,
+    drain: Duration,
 }
 
 /// What [`StandingRun::open`] refuses to measure ([`StandingRun::refusal`]): a standing run
@@ -187,6 +188,7 @@ impl StandingRun {
             workers: Vec::with_capacity(cfg.threads as usize),
             abort: Arc::clone(&abort),
             windows: 0,
+            drain: Duration::ZERO,
         };
         for i in 0..cfg.threads {
             let progress = Arc::new(Progress::default());
@@ -252,6 +254,16 @@ impl StandingRun {
         Ok(run)
     }
 
+    /// From now on, a window's [`StandingRun::measure`] returns only once the requests
+    /// still in flight at the end of its measured period have completed (they are not
+    /// counted: the period is over), or `cap` after that end, whichever comes first;
+    /// `Duration::ZERO` (the default) returns at once and lets them complete while paused.
+    /// An experiment that measures other work right after a window (the lab's next arm)
+    /// sets a cap, so that this window's tail never runs inside the next one.
+    pub fn drain_before_reply(&mut self, cap: Duration) {
+        self.drain = cap;
+    }
+
     /// Windows measured so far.
     pub fn windows(&self) -> u32 {
         self.windows
@@ -259,7 +271,8 @@ impl StandingRun {
 
     /// Sends requests on the open connections for `warm_up` (not counted), then measures
     /// for `duration`, and returns what the window measured (its `duration` is the
-    /// measured period). `observer` gets each worker's [`crate::TimedRunPhase`]s from the
+    /// measured period; with [`StandingRun::drain_before_reply`], once the window's requests
+    /// in flight have completed). `observer` gets each worker's [`crate::TimedRunPhase`]s from the
     /// worker's thread (`WarmUpStarted`, `MainStarted`, `MainOver`) and progress from this
     /// thread about every 100 ms. Errors as [`crate::run`]: when no connection could be
     /// established, the first connection error.
@@ -276,6 +289,7 @@ impl StandingRun {
             let sent = w.commands.send(WindowCmd::Measure {
                 warm_up,
                 duration,
+                drain: self.drain,
                 observer: Arc::clone(&observer),
                 reply: reply_tx.clone(),
             });

@@ -250,3 +250,54 @@ fn a_stop_ends_the_window_early() {
         Err(e) => panic!("{e}"),
     }
 }
+
+/// A standing run over h2c against the real server, every request answered after `delay`.
+fn delayed_run(delay_ms: u64, srv: &h2lab_server::RunningServer) -> StandingRun {
+    let addr = srv.addr().unwrap();
+    let mut cfg =
+        BenchConfig::from_uris(&[format!("http://{addr}/delay?ms={delay_ms}")], None).unwrap();
+    cfg.protocol = ProtocolChoice::H2;
+    cfg.clients = 1;
+    cfg.max_concurrent_streams = 4;
+    StandingRun::open(&cfg, &StopFlag::new()).unwrap()
+}
+
+/// One window of 10 ms of warm-up and 10 ms measured, and how long `measure` took.
+fn short_window(run: &mut StandingRun) -> (Duration, h2lab_engine::RunResult) {
+    let short = Duration::from_millis(10);
+    let t0 = std::time::Instant::now();
+    let r = run.measure(short, short, Arc::new(NoopObserver)).unwrap();
+    assert_eq!(r.elapsed, short);
+    (t0.elapsed(), r)
+}
+
+#[test]
+fn a_draining_window_returns_once_its_requests_in_flight_completed() {
+    let srv = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
+    let delay = Duration::from_millis(400);
+    // Requests take 400 ms; the window ends with 4 in flight, none completed. With a drain
+    // cap it returns only when they have completed, which the server cannot make happen
+    // before 400 ms from the first request.
+    let mut run = delayed_run(400, &srv);
+    run.drain_before_reply(Duration::from_secs(30));
+    let (took, r) = short_window(&mut run);
+    assert!(took >= delay, "{took:?}");
+    assert_eq!(
+        r.requests.completed, 0,
+        "completions after the period are not counted"
+    );
+    // The next window starts with nothing of this one in flight: it sends a full set of
+    // streams at once, and again has them all completed before it returns.
+    let (took, r) = short_window(&mut run);
+    assert!(took >= delay, "{took:?}");
+    assert_eq!(r.requests.failed, 0, "{:?}", r.requests);
+    drop(run);
+
+    // The cap bounds the wait: with requests taking 20 s and a 50 ms cap, the window
+    // returns long before any of them could complete.
+    let mut run = delayed_run(20_000, &srv);
+    run.drain_before_reply(Duration::from_millis(50));
+    let (took, r) = short_window(&mut run);
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert_eq!(r.requests.completed, 0);
+}

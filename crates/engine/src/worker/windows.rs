@@ -4,7 +4,10 @@
 //! hands the window's statistics back, and pauses again, until it is told to close.
 //!
 //! Requests in flight when a window ends complete while paused (they are not counted: the
-//! next window's statistics start at its own warm-up's end). `-N`/`-T` timeouts apply only
+//! next window's statistics start at its own warm-up's end). With a drain cap
+//! ([`crate::StandingRun::drain_before_reply`]) the worker waits for them, up to the cap,
+//! before it hands the window's statistics back, so that whoever measures next does not
+//! share the machine with this window's tail. `-N`/`-T` timeouts apply only
 //! inside windows (an idle connection between windows is not "inactive"). Closed model only.
 //!
 //! There is no loop here: the worker's one loop (`Worker::run_phases`) runs a standing
@@ -33,10 +36,12 @@ pub(crate) const WAKE: Token = Token(usize::MAX);
 /// What a standing worker is told.
 pub(crate) enum WindowCmd {
     /// Measure a window: `warm_up` (not counted), then `duration`; report phases to
-    /// `observer` (from the worker's thread) and the window to `reply`.
+    /// `observer` (from the worker's thread) and the window to `reply` — once the requests
+    /// still in flight have completed, or `drain` after the period's end.
     Measure {
         warm_up: Duration,
         duration: Duration,
+        drain: Duration,
         observer: Arc<dyn Observer + Send + Sync>,
         reply: Sender<WorkerOutcome>,
     },
@@ -48,6 +53,10 @@ pub(crate) enum WindowCmd {
 struct Window {
     warm_end: Instant,
     main_end: Instant,
+    drain: Duration,
+    /// The period is over: its statistics, held until the requests in flight complete or
+    /// the drain deadline passes (boxed: once per window, and the schedule stays small).
+    ended: Option<(Box<WorkerOutcome>, Instant)>,
     observer: Arc<dyn Observer + Send + Sync>,
     reply: Sender<WorkerOutcome>,
 }
@@ -63,7 +72,11 @@ impl Standing {
     #[inline]
     pub(super) fn deadline(&self, measuring: bool) -> Option<Instant> {
         let w = self.window.as_ref()?;
-        Some(if measuring { w.main_end } else { w.warm_end })
+        Some(match &w.ended {
+            Some((_, until)) => *until,
+            None if measuring => w.main_end,
+            None => w.warm_end,
+        })
     }
 
     /// No window is open.
@@ -124,6 +137,7 @@ impl Worker<'_> {
                 Ok(WindowCmd::Measure {
                     warm_up,
                     duration,
+                    drain,
                     observer,
                     reply,
                 }) => {
@@ -133,6 +147,8 @@ impl Worker<'_> {
                     st.window = Some(Window {
                         warm_end: now + warm_up,
                         main_end: now + warm_up + duration,
+                        drain,
+                        ended: None,
                         observer,
                         reply,
                     });
@@ -145,23 +161,46 @@ impl Worker<'_> {
                 Err(TryRecvError::Empty) => Step::Go,
             };
         };
+        if let Some((_, until)) = &w.ended {
+            // Draining: the clients are paused; reply once nothing is in flight.
+            if now >= *until || self.nothing_in_flight() {
+                self.close_window(st, now);
+                return Step::Again;
+            }
+            return Step::Go;
+        }
         if !self.measuring && now >= w.warm_end {
             self.end_warm_up(now);
             w.observer.phase(self.s.id, TimedRunPhase::MainStarted);
         }
         if now >= w.main_end {
             w.observer.phase(self.s.id, TimedRunPhase::MainOver);
-            self.close_window(st, now);
+            let out = self.end_window(now, w.main_end - w.warm_end);
             *next_timer = None;
+            if w.drain.is_zero() || self.nothing_in_flight() {
+                let _ = w.reply.send(out);
+                st.window = None;
+            } else {
+                w.ended = Some((Box::new(out), now + w.drain));
+            }
             return Step::Again;
         }
         Step::Go
     }
 
-    /// Ends the open window (if any) and sends its statistics back.
+    /// No client has a request in flight.
+    fn nothing_in_flight(&self) -> bool {
+        self.clients.iter().all(|c| c.core.req_inflight == 0)
+    }
+
+    /// Ends the open window (if any) and sends its statistics back (a draining window's
+    /// were taken when its period ended).
     pub(super) fn close_window(&mut self, st: &mut Standing, now: Instant) {
         if let Some(w) = st.window.take() {
-            let out = self.end_window(now, w.main_end - w.warm_end);
+            let out = match w.ended {
+                Some((out, _)) => *out,
+                None => self.end_window(now, w.main_end - w.warm_end),
+            };
             let _ = w.reply.send(out);
         }
     }

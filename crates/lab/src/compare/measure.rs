@@ -12,7 +12,7 @@
 //!   the measured period (per-thread CPU clocks, read when each worker enters and leaves
 //!   the measured period), per completed request;
 //! - what the rest of the machine did ([`crate::host::LoadProbe`]); with `strict`, a round
-//!   in which any run was busy is measured again (at most [`STRICT_RETRIES`] times).
+//!   in which the machine was busy is measured again (at most [`STRICT_RETRIES`] times).
 //!
 //! [`Measurer`] is the reusable part: any experiment that has [`CellResult`]s (a key each)
 //! and an environment can measure rounds of them.
@@ -29,8 +29,8 @@ use super::arms::Arms;
 use super::matrix::MatrixPlan;
 use super::order::pair_order;
 use super::run::{
-    bench_config, cell_timing, resume_warm_up, rounds_for, sample, whole_cycles, CellResult,
-    Progress, RunSample, Timing,
+    bench_config, cell_timing, drain_cap, resume_warm_up, rounds_for, sample, whole_cycles,
+    CellResult, Progress, RunSample, Timing,
 };
 use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
@@ -382,7 +382,6 @@ impl<'a> Measurer<'a> {
         };
         cfg.duration = Some(d);
         let mut w = first_warm_up;
-        let probe = LoadProbe::start();
         let call = Instant::now();
         // An arm a standing run cannot measure is measured on fresh connections.
         let r = if self.fresh || !h2lab_engine::StandingRun::supports(&cfg) {
@@ -397,6 +396,7 @@ impl<'a> Measurer<'a> {
                         w = resume_warm_up(&key) * warm_up_factor;
                     } else {
                         self.wall.opened += 1;
+                        arm.drain_before_reply(drain_cap(&key));
                     }
                     self.wall.open_close_secs += took.as_secs_f64();
                     arm.measure(w, d, obs.clone())
@@ -414,7 +414,6 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let load = probe.finish();
         if r.requests.failed > 0 {
             if let Some(m) = r.errors.messages.first() {
                 cell.error
@@ -427,8 +426,6 @@ impl<'a> Measurer<'a> {
             s.server_cpu_us = obs.server_ns().map(|ns| ns as f64 / 1e3 / n);
             s.client_cpu_us = obs.client_ns().map(|ns| ns as f64 / 1e3 / n);
         }
-        s.busy = load.is_some_and(|l| l.busy());
-        s.load = load;
         Some(RunOut {
             idx,
             started: r.requests.started,
@@ -459,6 +456,10 @@ impl<'a> Measurer<'a> {
         let mut attempt = 0;
         loop {
             let mut outs = Vec::with_capacity(n);
+            // What the rest of the machine does is judged over the whole round: /proc/stat
+            // counts in clock ticks of 10 ms, so a 15 ms window on 2 CPUs is 3 ticks, and
+            // one tick of another process made a third of such windows look busy.
+            let probe = LoadProbe::start();
             for k in 0..n {
                 if self.stop.is_stopped() {
                     break;
@@ -475,7 +476,12 @@ impl<'a> Measurer<'a> {
                     outs.push(o);
                 }
             }
-            let busy = outs.iter().any(|o| o.sample.busy);
+            let load = probe.finish();
+            let busy = load.is_some_and(|l| l.busy());
+            for o in &mut outs {
+                o.sample.load = load;
+                o.sample.busy = busy;
+            }
             if busy && self.strict && attempt < STRICT_RETRIES && !self.stop.is_stopped() {
                 attempt += 1;
                 for &i in idxs {

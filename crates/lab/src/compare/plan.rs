@@ -189,5 +189,5 @@ mod tests {
         assert_eq!(cell_timing(&small, &t).1, t.duration);
     }
 
-    const RESUME_WARM: Duration = super::super::run::RESUME_WARM_UP;
+    const RESUME_WARM: Duration = super::super::run::LOOPBACK_RESUME_WARM_UP;
 }

@@ -74,9 +74,10 @@ pub struct RunSample {
     /// Bytes the client sent per completed request (requests and HTTP/2 frames, before TLS
     /// encryption: the same layer as `bytes_in_per_req`).
     pub bytes_out_per_req: Option<f64>,
-    /// What the rest of the machine did during the run.
+    /// What the rest of the machine did during the run's round (every arm of the condition
+    /// back to back: a short window alone is too few of `/proc/stat`'s clock ticks to judge).
     pub load: Option<MachineLoad>,
-    /// The machine was busy during the run ([`MachineLoad::busy`]).
+    /// The machine was busy during the run's round ([`MachineLoad::busy`]).
     pub busy: bool,
     /// Measured in a slow spell: every arm of the condition ran at least 1.3 times its usual
     /// cost in this round ([`super::spell`]); left out of the statistics.
@@ -246,13 +247,42 @@ pub fn cell_timing(key: &CellKey, t: &Timing) -> (Duration, Duration) {
     (warm_up, duration)
 }
 
-/// Least warm-up of a run on an arm's standing connections after its first: time for the
-/// client to fill its pipeline again after idling while the other arms ran.
+/// Least warm-up of a run on an arm's standing connections after its first, on an emulated
+/// link: time for the client to fill its pipeline again after idling while the other arms
+/// ran.
 pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
+
+/// The same on loopback, where the arm measured before has already drained (its window
+/// waited for its requests in flight, [`drain_cap`]) and the pipeline refills within a few
+/// request times (well under a millisecond at the lab's concurrencies). Session 12 measured
+/// how the window length trades against the number of rounds on the 2-core VM
+/// (docs/lab.md, "Shorter windows"): the machine's noise moves over hundreds of
+/// milliseconds, so the closer two arms' windows are, the more of it their ratio cancels,
+/// and the 20 ms refill was 45% of a 25 ms window's cost.
+pub const LOOPBACK_RESUME_WARM_UP: Duration = Duration::from_millis(5);
+
+/// Longest a window on loopback waits, after its measured period, for its requests in
+/// flight to complete before it returns (and the next arm's window starts): they take
+/// well under a millisecond unless the machine stalls, and a stall this long is one the
+/// next window should not begin inside anyway.
+pub const DRAIN_CAP: Duration = Duration::from_millis(200);
+
+/// How long `key`'s windows wait for their requests in flight after the measured period
+/// ([`h2lab_engine::StandingRun::drain_before_reply`]): [`DRAIN_CAP`] on loopback; on an
+/// emulated link nothing (the next arm's [`resume_warm_up`] covers a link round of drain,
+/// which can take hundreds of milliseconds).
+pub fn drain_cap(key: &CellKey) -> Duration {
+    if key.cond.link.shape().0.is_zero() {
+        DRAIN_CAP
+    } else {
+        Duration::ZERO
+    }
+}
 
 /// The warm-up of `key`'s runs after the first on its standing connections (connections
 /// are open; the first run warmed them up for [`cell_timing`]'s warm-up): the time for
-/// every in-flight slot to be taken again — [`RESUME_WARM_UP`], and on a shaped link one
+/// every in-flight slot to be taken again — on loopback [`LOOPBACK_RESUME_WARM_UP`] (the
+/// arm before has drained, [`drain_cap`]), on a shaped link [`RESUME_WARM_UP`] and one
 /// [`link_round`] plus one RTT (at least two RTTs). When a window starts on a shaped link,
 /// the arm measured just before still has a round of requests in flight (responses queued
 /// in the relay, the server writing them and, for HTTP/1.0, tearing connections down);
@@ -263,11 +293,10 @@ pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
 /// window, +12% after h1-tls, −5% after h2 or h2c.
 pub fn resume_warm_up(key: &CellKey) -> Duration {
     let (rtt, _, _) = key.cond.link.shape();
-    let drain = if rtt.is_zero() {
-        Duration::ZERO
-    } else {
-        (link_round(key) + rtt).min(MAX_RUN)
-    };
+    if rtt.is_zero() {
+        return LOOPBACK_RESUME_WARM_UP;
+    }
+    let drain = (link_round(key) + rtt).min(MAX_RUN);
     RESUME_WARM_UP.max(rtt * 2).max(drain)
 }
 
@@ -723,11 +752,12 @@ mod tests {
 
     #[test]
     fn later_windows_on_a_shaped_link_wait_out_the_previous_arms_drain() {
-        // Loopback and a fast LAN: the fixed re-warm.
-        assert_eq!(
-            resume_warm_up(&key("10k", LinkProfile::Loopback)),
-            RESUME_WARM_UP
-        );
+        // Loopback: the previous arm has drained (its window waited for it), a short
+        // refill; a fast LAN: the fixed re-warm.
+        let lo = key("10k", LinkProfile::Loopback);
+        assert_eq!(resume_warm_up(&lo), LOOPBACK_RESUME_WARM_UP);
+        assert_eq!(drain_cap(&lo), DRAIN_CAP);
+        assert_eq!(drain_cap(&key("10k", LinkProfile::Lan)), Duration::ZERO);
         assert_eq!(
             resume_warm_up(&key("10k", LinkProfile::Lan)),
             RESUME_WARM_UP
