@@ -26,7 +26,8 @@
 use std::time::Duration;
 
 use super::matrix::{CellKey, MatrixPlan};
-use super::run::{cell_timing, resume_warm_up, rounds_for, Timing, WINDOW_OVERHEAD};
+use super::run::{cell_timing, resume_warm_up, rounds_for, settle_after, Timing, WINDOW_OVERHEAD};
+use crate::proto::LabProtocol;
 
 /// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
 /// into the engine to its first worker starting (thread start, TLS configuration), and the
@@ -56,7 +57,13 @@ pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration
     } else if first {
         w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
     } else {
-        resume_warm_up(key) + d + WINDOW_OVERHEAD
+        // HTTP/1.0 on loopback costs the run after it its settling time too.
+        let settle = if key.proto == LabProtocol::H1Close {
+            settle_after(Some(key.proto), key)
+        } else {
+            Duration::ZERO
+        };
+        resume_warm_up(key) + d + WINDOW_OVERHEAD + settle
     }
 }
 
