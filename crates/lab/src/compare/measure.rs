@@ -489,11 +489,10 @@ impl<'a> Measurer<'a> {
             // counts in clock ticks of 10 ms, so a 15 ms window on 2 CPUs is 3 ticks, and
             // one tick of another process made a third of such windows look busy.
             let probe = LoadProbe::start();
-            for k in 0..n {
+            for &idx in &order {
                 if self.stop.is_stopped() {
                     break;
                 }
-                let idx = order[k];
                 let Some(cell) = cells.get_mut(idx) else {
                     continue;
                 };
@@ -778,7 +777,8 @@ mod tests {
     }
 
     use super::{
-        blocks, condition_cells, fitted_rounds, interleaves, round_position, thread_cpu_ns,
+        blocks, condition_cells, fitted_rounds, interleaves, round_order, round_position,
+        thread_cpu_ns,
     };
     use std::time::Duration;
 
