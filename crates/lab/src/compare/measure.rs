@@ -235,9 +235,9 @@ pub fn round_position(k: usize, round: u32, n: usize) -> usize {
 /// The order of round `round` of the cells `idxs` (in [`super::order::pair_order`]): the
 /// cells for which `last` holds — HTTP/1.0, which opens and closes a connection per request —
 /// at the end of the round, the others in the order of [`round_position`] among themselves.
-/// The run right after an HTTP/1.0 window pays for its connections' teardown (the kernel
-/// frees a few hundred sockets): in the kept runs of session 12 the arm following HTTP/1.0
-/// had a p99 3–25% above its A/A twin's. Rotated with the others, HTTP/1.0 was always
+/// The run right after an HTTP/1.0 window is slower (most likely the teardown of the few
+/// hundred connections HTTP/1.0 opened and closed): in the kept runs of session 12 the arm
+/// following HTTP/1.0 had a p99 4–25% above its A/A twin's. Rotated with the others, HTTP/1.0 was always
 /// followed by one of its two neighbours in the order (`h2c#2` in backward rounds, `h1-tls`
 /// in forward ones), which biased their decisions, and an A/A control "won" on p99 (+8.4%,
 /// +3.1…+12.5%). Last in every round, it is followed by the next round's first arm, which
