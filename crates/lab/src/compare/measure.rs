@@ -237,10 +237,10 @@ pub fn round_position(k: usize, round: u32, n: usize) -> usize {
 /// at the end of the round, the others in the order of [`round_position`] among themselves.
 /// The run right after an HTTP/1.0 window is slower (most likely the teardown of the few
 /// hundred connections HTTP/1.0 opened and closed): in the kept runs of session 12 the arm
-/// following HTTP/1.0 had a p99 4–25% above its A/A twin's. Rotated with the others, HTTP/1.0 was always
-/// followed by one of its two neighbours in the order (`h2c#2` in backward rounds, `h1-tls`
-/// in forward ones), which biased their decisions, and an A/A control "won" on p99 (+8.4%,
-/// +3.1…+12.5%). Last in every round, it is followed by the next round's first arm, which
+/// following HTTP/1.0 had a p99 4–25% above its A/A twin's. Rotated with the others,
+/// HTTP/1.0 was always followed by one of its two neighbours in the order (`h2c#2` in
+/// backward rounds, `h1-tls` in forward ones), which biased their decisions, and an A/A
+/// control "won" on p99 (+8.4%, +3.1…+12.5%). Last in every round, it is followed by the next round's first arm, which
 /// the rotation changes every round, and the next run waits longer ([`settle_after`]).
 pub fn round_order(idxs: &[usize], round: u32, last: impl Fn(usize) -> bool) -> Vec<usize> {
     let (tail, rotated): (Vec<usize>, Vec<usize>) = idxs.iter().partition(|&&i| last(i));

@@ -27,7 +27,6 @@ use std::time::Duration;
 
 use super::matrix::{CellKey, MatrixPlan};
 use super::run::{cell_timing, resume_warm_up, rounds_for, settle_after, Timing, WINDOW_OVERHEAD};
-use crate::proto::LabProtocol;
 
 /// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
 /// into the engine to its first worker starting (thread start, TLS configuration), and the
@@ -58,12 +57,7 @@ pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration
         w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
     } else {
         // HTTP/1.0 on loopback costs the run after it its settling time too.
-        let settle = if key.proto == LabProtocol::H1Close {
-            settle_after(Some(key.proto), key)
-        } else {
-            Duration::ZERO
-        };
-        resume_warm_up(key) + d + WINDOW_OVERHEAD + settle
+        resume_warm_up(key) + d + WINDOW_OVERHEAD + settle_after(Some(key.proto), key)
     }
 }
 

@@ -256,7 +256,7 @@ pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
 /// waited for its requests in flight, [`drain_cap`]) and the pipeline refills within a few
 /// request times (well under a millisecond at the lab's concurrencies). Session 12 measured
 /// how the window length trades against the number of rounds on the 2-core VM
-/// (docs/lab.md, "Shorter windows"): the machine's noise moves over hundreds of
+/// (docs/lab.md, "Session 12"): the machine's noise moves over hundreds of
 /// milliseconds, so the closer two arms' windows are, the more of it their ratio cancels,
 /// and the 20 ms refill was 45% of a 25 ms window's cost.
 pub const LOOPBACK_RESUME_WARM_UP: Duration = Duration::from_millis(5);
