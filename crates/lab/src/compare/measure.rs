@@ -29,8 +29,8 @@ use super::arms::Arms;
 use super::matrix::MatrixPlan;
 use super::order::pair_order;
 use super::run::{
-    bench_config, cell_timing, drain_cap, resume_warm_up, rounds_for, sample, settle_after,
-    whole_cycles, CellResult, Progress, RunSample, Timing,
+    bench_config, cell_timing, cycle_floor, drain_cap, resume_warm_up, rounds_for, sample,
+    settle_after, whole_cycles, CellResult, Progress, RunSample, Timing,
 };
 use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
@@ -42,6 +42,12 @@ pub const STRICT_RETRIES: u32 = 2;
 
 /// Warm-up multiplier of the one retry of a run that completed nothing.
 pub const EMPTY_RETRY_WARM_UP: u32 = 4;
+
+/// Least measured period of that retry: a run that completed nothing says only that the
+/// arm's closed loop needs longer than its window (a slow server, a debug build's TLS); the
+/// retry measures at least as long as windows did before session 12, so that it completes
+/// something and its rate sizes the next windows ([`cycle_floor`]).
+pub const EMPTY_RETRY_PERIOD: Duration = Duration::from_millis(100);
 
 /// Records the engine's progress as a time series and the CPU clocks at the edges of the
 /// measured period.
@@ -349,7 +355,8 @@ impl<'a> Measurer<'a> {
     /// One run of `cell` as round `round`; errors are recorded in the cell. A run that
     /// completed nothing and failed nothing (its connections were still being set up when the
     /// measured period ended: a starved machine, or a debug build's slow TLS) is run once
-    /// more with [`EMPTY_RETRY_WARM_UP`] times the warm-up. If that one started requests and
+    /// more with [`EMPTY_RETRY_WARM_UP`] times the warm-up (at least an arm's first warm-up) and a
+    /// period of at least [`EMPTY_RETRY_PERIOD`]. If that one started requests and
     /// completed none, its arm is reopened for the next run; if it started none, its
     /// connections are still being set up and the arm stays open, so that they finish
     /// (reopening it started 50 TLS handshakes over every time: at a load of 17 on 2 cores
@@ -397,12 +404,20 @@ impl<'a> Measurer<'a> {
         };
         let obs = Arc::new(CellObserver::new(self.server_tids.clone(), cfg.threads));
         let (first_warm_up, planned) = cell_timing(&key, &timing);
-        let d = match cell.median_rps() {
-            Some(rps) if !key.cond.link.shape().0.is_zero() => {
-                whole_cycles(planned, key.cond.concurrency, rps)
-            }
+        let loopback = key.cond.link.shape().0.is_zero();
+        let rate = cell.median_rps();
+        // On loopback a later window holds whole cycles of the closed loop (`cycle_floor`).
+        let floor = rate
+            .filter(|_| loopback)
+            .and_then(|rps| cycle_floor(key.cond.concurrency, rps));
+        let mut d = match (rate, floor) {
+            (_, Some((_, measured))) => planned.max(measured),
+            (Some(rps), None) if !loopback => whole_cycles(planned, key.cond.concurrency, rps),
             _ => planned,
         };
+        if warm_up_factor > 1 {
+            d = d.max(EMPTY_RETRY_PERIOD);
+        }
         cfg.duration = Some(d);
         let mut w = first_warm_up;
         let call = Instant::now();
@@ -416,7 +431,16 @@ impl<'a> Measurer<'a> {
             {
                 Ok((arm, took)) => {
                     if arm.windows() > 0 {
-                        w = (resume_warm_up(&key) + settle_after(self.last, &key)) * warm_up_factor;
+                        let refill = floor.map_or(Duration::ZERO, |(cycle, _)| cycle);
+                        w = (resume_warm_up(&key).max(refill) + settle_after(self.last, &key))
+                            * warm_up_factor;
+                        if warm_up_factor > 1 {
+                            // The retry of a window that completed nothing warms up at least
+                            // as long as an arm's first run: a cycle longer than the short
+                            // refill (a debug build's TLS on 100 KB: 22 ms) then completes,
+                            // and its rate sizes the next windows (`cycle_floor`).
+                            w = w.max(self.timing.warm_up);
+                        }
                     } else {
                         self.wall.opened += 1;
                         arm.drain_before_reply(drain_cap(&key));

@@ -318,6 +318,23 @@ pub fn resume_warm_up(key: &CellKey) -> Duration {
     RESUME_WARM_UP.max(rtt * 2).max(drain)
 }
 
+/// The least warm-up and measured period of a later window on loopback, for an arm running
+/// at `rps` req/s with `concurrency` requests in flight: the window starts from an empty
+/// pipeline (the one before drained, [`drain_cap`]) with every request sent at once, so the
+/// first completions come a whole cycle of the closed loop (`concurrency / rps`) later, and
+/// a period shorter than that measures nothing — HTTP/2 over TLS on 100 KB in a debug build
+/// ran a 22 ms cycle against a 5 ms refill and a 15 ms period, and 14 of its 15 windows
+/// completed no request. One cycle of warm-up and [`LINK_ROUNDS`] cycles measured (at most
+/// 10 s each); `None` without a rate. At the release build's rates on this VM a cycle is
+/// 0.3–3 ms, well inside the 5 ms refill and 15 ms period.
+pub fn cycle_floor(concurrency: u32, rps: f64) -> Option<(Duration, Duration)> {
+    if !(rps.is_finite() && rps > 0.0) {
+        return None;
+    }
+    let cycle = Duration::from_secs_f64(f64::from(concurrency.max(1)) / rps).min(MAX_RUN);
+    Some((cycle, (cycle * LINK_ROUNDS).min(MAX_RUN)))
+}
+
 /// The measured period of a run on a shaped link, rounded to a whole number of the closed
 /// loop's cycles (`concurrency / rps`: the time for every in-flight request to complete once,
 /// at the arm's measured rate `rps`); `planned` when that makes no sense (no rate yet, or a
@@ -762,6 +779,17 @@ mod tests {
         // 3.6 cycles round up to 4.
         let d = whole_cycles(ms(409), 50, 440.0);
         assert!((d.as_secs_f64() - 4.0 * 50.0 / 440.0).abs() < 1e-6, "{d:?}");
+        // On loopback a window holds one cycle of warm-up and three measured: 50 in flight
+        // at 2,266 req/s (HTTP/2 over TLS, 100 KB, a debug build) is a 22 ms cycle.
+        let (w, d) = cycle_floor(50, 2266.0).unwrap();
+        assert!(w > ms(21) && w < ms(23), "{w:?}");
+        assert_eq!(d, w * LINK_ROUNDS);
+        // At release rates the floor is far below the 5 ms refill and 15 ms period.
+        let (w, d) = cycle_floor(50, 40_000.0).unwrap();
+        assert!(w < LOOPBACK_RESUME_WARM_UP && d < ms(15), "{w:?} {d:?}");
+        assert_eq!(cycle_floor(50, 0.0), None);
+        assert_eq!(cycle_floor(50, f64::NAN), None);
+        assert_eq!(cycle_floor(50, 1e-9).unwrap(), (MAX_RUN, MAX_RUN));
         // No rate, or a cycle longer than the period: as planned.
         assert_eq!(whole_cycles(ms(373), 50, f64::NAN), ms(373));
         assert_eq!(whole_cycles(ms(373), 50, 0.0), ms(373));
