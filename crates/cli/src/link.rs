@@ -1,4 +1,4 @@
-//! `h2lab link`: runs the user-space network emulator (`h2lab_lab::link`) in the foreground
+//! `h2lab link`: runs the user-space network emulator (`h2lab_link`) in the foreground
 //! until SIGINT/SIGTERM, relaying TCP (and UDP, for HTTP/3, unless `--no-udp`) from `--listen`
 //! to `--upstream` with the configured RTT, bandwidth, queue, jitter and loss. Prints the listening address on start and the
 //! link's counters on exit.
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 use h2lab_engine::StopFlag;
-use h2lab_lab::link::{self, LinkFlags, Shutdown};
+use h2lab_link::{self as link, LinkFlags, Shutdown};
 
 use crate::compare::EXIT_FAILURE;
 

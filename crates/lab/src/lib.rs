@@ -1,8 +1,9 @@
 //! h2lab's protocol lab: the experiments that answer "which protocol, for which payloads, at
 //! which concurrency, on which network".
 //!
-//! - [`link`]: `h2lab link`, a user-space network emulator (added RTT, bandwidth, bounded
-//!   queue, jitter, loss) that the other lab commands start in-process.
+//! - [`link`]: `h2lab link`, the network emulator (added RTT, bandwidth, bounded queue,
+//!   jitter, loss) that the other lab commands start in-process: the `h2lab-link` crate,
+//!   re-exported here.
 //! - [`compare`]: `h2lab compare`, the protocol matrix (protocol × payload × request headers ×
 //!   concurrency × streams × link), repeated runs, medians and spreads, and a decision table.
 //! - [`page`]: `h2lab page`, browser-like page loads (6 HTTP/1.1 connections vs one HTTP/2
@@ -19,7 +20,7 @@ pub mod error;
 pub mod fmt;
 pub mod host;
 pub mod html;
-pub mod link;
+pub use h2lab_link as link;
 pub mod page;
 pub mod proto;
 pub mod stats;

@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use h2lab_lab::link::{self, LinkConfig, TcpModelKind};
+use h2lab_link::{self as link, LinkConfig, TcpModelKind};
 
 fn any() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()

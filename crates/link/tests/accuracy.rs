@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::*;
-use h2lab_lab::link::{self, LinkConfig, TcpModelKind};
+use h2lab_link::{self as link, LinkConfig, TcpModelKind};
 
 /// The two measurements must not run at the same time (they would compete for the CPU).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -144,7 +144,7 @@ fn throughput_is_within_5_percent() {
                 };
                 c.rtt = rtt;
                 // The shaper's rate, not TCP's slow start (which costs ~6% of a half-second
-                // transfer at 1 Gbit/s; `link_tcp_model.rs` tests it).
+                // transfer at 1 Gbit/s; `tcp_model.rs` tests it).
                 c.tcp_model = TcpModelKind::None;
                 let link = link::spawn(c).unwrap();
                 if dir == "down" {

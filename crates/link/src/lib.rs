@@ -17,7 +17,7 @@
 //!
 //! # Accuracy
 //!
-//! Measured by `tests/link_accuracy.rs` over loopback on a loaded 2-core machine (debug build,
+//! Measured by `tests/accuracy.rs` over loopback on a loaded 2-core machine (debug build,
 //! medians of 5-15 echo round trips and of 3 half-second transfers):
 //!
 //! | target RTT | added RTT | error |   | configured rate | measured    | error  |
@@ -31,14 +31,14 @@
 //! direction); rates are exact in virtual time and only a sender that cannot keep up (or a
 //! machine that stalls the relay for longer than its queue lasts) shows below them.
 //!
-//! For UDP (`tests/link_udp.rs`, same machine): added RTT 10.3 ms for 10 ms and 50.3 ms for
+//! For UDP (`tests/udp.rs`, same machine): added RTT 10.3 ms for 10 ms and 50.3 ms for
 //! 50 ms; 4.00 and 7.96 Mbit/s for 4 and 8 Mbit/s; 4.85% of 4000 datagrams lost for 5% loss
 //! (seeded, so the same figure every run).
 //!
 //! Start it in-process on port 0 and point a client at [`RunningLink::addr`]:
 //!
 //! ```no_run
-//! use h2lab_lab::link::{self, LinkConfig, LinkProfile};
+//! use h2lab_link::{self as link, LinkConfig, LinkProfile};
 //! # fn main() -> std::io::Result<()> {
 //! let server: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
 //! let config = LinkConfig::profile(LinkProfile::Wan, "127.0.0.1:0".parse().unwrap(), server);

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use mio::{Interest, Poll};
 
 use super::*;
-use crate::link::shaper::MSS;
+use crate::shaper::MSS;
 
 /// Advances one connection at `now`: handshake steps, writes of due bytes, reads within the
 /// queue's room, FINs; returns when to come back.

@@ -1,7 +1,7 @@
 //! Deterministic tests of the window model on a synthetic clock.
 
 use super::*;
-use crate::link::shaper::Rng;
+use crate::shaper::Rng;
 
 const MS: Nanos = 1_000_000;
 const RTT: Nanos = 40 * MS;

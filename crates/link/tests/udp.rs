@@ -1,5 +1,5 @@
 //! The UDP half of the link (issue 16): echo through the link, the accuracy checks of
-//! `link_accuracy.rs` for datagrams (added RTT, rate, loss), many flows, idle expiry and the
+//! `accuracy.rs` for datagrams (added RTT, rate, loss), many flows, idle expiry and the
 //! port choice. All on 127.0.0.1, port 0, bounded in count and time; the bounds are generous
 //! because the link, the client and the echo server share a busy 2-core machine.
 
@@ -12,7 +12,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::median;
-use h2lab_lab::link::{self, LinkConfig, LinkStats, RunningLink};
+use h2lab_link::{self as link, LinkConfig, LinkStats, RunningLink};
 
 /// The measurements must not run at the same time (they would compete for the CPU).
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -266,7 +266,7 @@ fn datagram_rate_is_the_link_rate() {
             assert!(d.queue_drops > 0, "twice the rate must overflow the queue");
             rate
         };
-        // As in link_accuracy.rs: more than the rate fails at once; less may be a starved
+        // As in accuracy.rs: more than the rate fails at once; less may be a starved
         // machine, so it gets two more tries and the best one counts.
         let mut best = measure();
         for _ in 0..2 {

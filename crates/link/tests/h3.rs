@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
-use h2lab_lab::link::{self, LinkConfig};
+use h2lab_link::{self as link, LinkConfig};
 use h2lab_server::{RunningServer, ServerConfig};
 
 /// `h2lab serve --h3` on 127.0.0.1 (port 0), with a certificate generated into a temp dir.

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use h2lab_lab::link::{self, LinkConfig, LinkProfile};
+use h2lab_link::{self as link, LinkConfig, LinkProfile};
 
 fn any() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
@@ -342,7 +342,7 @@ fn loss_costs_whole_round_trips() {
 /// exchange (at a load of 20 on 2 cores, 20 ms exchanges took up to 172 ms), so this checks
 /// what waiting for the CPU cannot cause: no exchange is shorter than the least jitter
 /// allows, and some are shorter than the RTT, which only jitter can do (a link without
-/// jitter never answers early: `link_accuracy.rs`).
+/// jitter never answers early: `accuracy.rs`).
 #[test]
 fn jitter_varies_round_trips_within_bounds() {
     let mut c = config(serve(echo));
