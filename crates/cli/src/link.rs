@@ -146,8 +146,9 @@ pub fn main(a: LinkArgs) -> ExitCode {
         println!("h2lab link: udp {udp} -> {}", cfg.upstream);
     }
     let model = cfg.effective_tcp_model();
+    println!("h2lab link: path {}", link::PathKind::Relay.describe());
     println!(
-        "h2lab link: tcp model {}",
+        "h2lab link: modelled TCP: tcp model {}",
         model.map_or("none", |m| m.name())
     );
     // Forward the signal flag to the link's shutdown trigger.

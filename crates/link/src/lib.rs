@@ -53,6 +53,7 @@
 mod config;
 mod flags;
 mod parse;
+mod path;
 pub mod record;
 mod relay;
 mod ring;
@@ -75,6 +76,7 @@ pub use flags::{resolve, FlagError, LinkFlags};
 pub use parse::{
     format_duration, format_rate, parse_bytes, parse_duration, parse_loss, parse_rate, ParseError,
 };
+pub use path::PathKind;
 pub use record::{LinkRecord, TcpModelRecord};
 pub use stats::{DirStats, LinkStats, UdpDirStats, UdpStats};
 pub use tcp_model::{TcpModelKind, UnknownTcpModel};

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use super::config::{LinkConfig, LinkProfile};
+use super::path::PathKind;
 use super::shaper::MSS;
 use super::tcp_model::{TcpModelKind, INITIAL_WINDOW};
 
@@ -52,13 +53,17 @@ pub struct LinkRecord {
     pub profile: &'static str,
     /// Whether connections crossed the link's relay (`loopback` connects directly).
     pub relayed: bool,
+    /// The path the connections crossed: `direct`, `packet` or `relay`.
+    pub path: PathKind,
+    /// What TCP was on that path: `kernel TCP` or `modelled TCP` (the relay).
+    pub tcp: &'static str,
     /// Round-trip time added (ms).
     pub rtt_ms: f64,
     /// Downstream (server to client) rate in bit/s; `None`: unlimited.
     pub down_bps: Option<u64>,
     /// Upstream rate in bit/s; `None`: unlimited.
     pub up_bps: Option<u64>,
-    /// Loss probability per TCP chunk and per UDP datagram (0.01 is 1%).
+    /// Loss probability per TCP segment and per UDP datagram (0.01 is 1%).
     pub loss: f64,
     /// Jitter added (ms).
     pub jitter_ms: f64,
@@ -78,9 +83,16 @@ impl LinkRecord {
     /// The record of `profile` configured as `c`.
     pub fn of_config(profile: LinkProfile, c: &LinkConfig) -> LinkRecord {
         let relayed = profile != LinkProfile::Loopback;
+        let path = if relayed {
+            PathKind::Relay
+        } else {
+            PathKind::Direct
+        };
         LinkRecord {
             profile: profile.name(),
             relayed,
+            path,
+            tcp: path.tcp(),
             rtt_ms: c.rtt.as_secs_f64() * 1e3,
             down_bps: c.down_bps,
             up_bps: c.up_bps,
@@ -93,17 +105,18 @@ impl LinkRecord {
         }
     }
 
-    /// The model text for a report's conditions: `TCP model cubic (beta 0.7, IW 10
-    /// segments)`, or `no TCP model` on a relayed link without one; `None` unrelayed.
+    /// The model text for a report's conditions: `modelled TCP: TCP model cubic (beta 0.7,
+    /// IW 10 segments)`, or `modelled TCP: no TCP model` on a relayed link without one; `None`
+    /// unrelayed.
     pub fn model_text(&self) -> Option<String> {
         if !self.relayed {
             return None;
         }
-        Some(
-            self.tcp_model
-                .as_ref()
-                .map_or_else(|| "no TCP model".to_owned(), TcpModelRecord::describe),
-        )
+        let model = self
+            .tcp_model
+            .as_ref()
+            .map_or_else(|| "no TCP model".to_owned(), TcpModelRecord::describe);
+        Some(format!("{}: {model}", self.tcp))
     }
 }
 
@@ -126,8 +139,9 @@ mod tests {
         );
         assert_eq!(
             wan.model_text().unwrap(),
-            "TCP model cubic (beta 0.7, IW 10 segments)"
+            "modelled TCP: TCP model cubic (beta 0.7, IW 10 segments)"
         );
+        assert_eq!((wan.path, wan.tcp), (PathKind::Relay, "modelled TCP"));
         let lo = LinkRecord::of(LinkProfile::Loopback);
         assert!(!lo.relayed && lo.tcp_model.is_none() && lo.model_text().is_none());
         let any = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
@@ -137,9 +151,11 @@ mod tests {
         assert_eq!(reno.tcp_model.as_ref().unwrap().beta, 0.5);
         c.tcp_model = TcpModelKind::None;
         let none = LinkRecord::of_config(LinkProfile::Wan, &c);
-        assert_eq!(none.model_text().unwrap(), "no TCP model");
+        assert_eq!(none.model_text().unwrap(), "modelled TCP: no TCP model");
         let json = serde_json::to_value(&wan).unwrap();
         assert_eq!(json["tcp_model"]["model"], "cubic");
         assert_eq!(json["tcp_model"]["beta"], 0.7);
+        assert_eq!(json["path"], "relay");
+        assert_eq!(json["tcp"], "modelled TCP");
     }
 }

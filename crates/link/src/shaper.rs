@@ -31,8 +31,14 @@
 //!    *adds* delay on a busy stream, as it does on a real TCP connection.
 //! 5. **Loss.** A TCP relay cannot drop bytes: both endpoints' kernels see a lossless loopback
 //!    connection. What loss costs a TCP user is time, so loss is modelled as the delay of a fast
-//!    retransmission: each MSS-sized segment is lost with probability `loss` (a chunk of `k`
-//!    segments with probability `1 - (1 - loss)^k`); a lost chunk is delivered one extra `rtt`
+//!    retransmission: each segment is lost with probability `loss`, whatever size the pacing
+//!    chunks have. A run of `len` bytes read at once is `ceil(len / MSS)` segments (segment
+//!    `i` starting at byte `i * MSS` of the run: a small write is one segment of its own, as
+//!    with `TCP_NODELAY`), one draw per segment; a chunk that holds the start of a lost segment
+//!    is lost. So at 50 Mbit/s, where pacing chunks are 1,562 bytes, a chunk holds one or two
+//!    segment starts (1.08 on average) and is lost with probability about `1.08 * loss`, not
+//!    `2 * loss` as when every segment a chunk touched counted ([`Pushed::segments`]). A lost
+//!    chunk is delivered one extra `rtt`
 //!    plus one extra serialization time later (the sender learns of the loss from duplicate ACKs
 //!    one round trip after sending, then resends), and the retransmission occupies the link a
 //!    second time. Because delivery is in order, every byte behind the lost chunk on the same
@@ -189,6 +195,11 @@ pub struct Pushed {
     pub chunks: u64,
     /// Number of those chunks the loss model marked as lost (delivered late).
     pub lost: u64,
+    /// Stream segments ([`MSS`] bytes, counted on the connection-direction's byte offsets) that
+    /// start in these bytes: the loss model's draws.
+    pub segments: u64,
+    /// Of those segments, the ones drawn lost (each with probability `loss`).
+    pub lost_segments: u64,
     /// Queue depth in bytes right after the push.
     pub queue_bytes: usize,
     /// When the sender would see the last chunk acknowledged: its delivery (before the
@@ -280,13 +291,19 @@ impl Shaper {
         let mut out = Pushed::default();
         let chunk = self.params.chunk_bytes.max(1);
         let mut left = len;
+        let mut offset = 0u64;
         while left > 0 {
             let n = left.min(chunk);
             left -= n;
             let sent = self.serialize(now, n);
             let mut deliver = sent.saturating_add(self.one_way_sample());
             out.loss_seen_at = None;
-            if self.lose(n) {
+            let segments = segment_starts(offset, n);
+            offset += n as u64;
+            let lost_segments = self.lose(segments);
+            out.segments += segments;
+            out.lost_segments += lost_segments;
+            if lost_segments > 0 {
                 out.lost += 1;
                 out.loss_seen_at = Some(deliver.saturating_add(self.params.one_way));
                 let again = self.params.bps.map_or(0, |bps| serialization_nanos(bps, n));
@@ -368,17 +385,23 @@ impl Shaper {
         base.saturating_add(draw).saturating_sub(j)
     }
 
-    /// Whether a chunk of `n` bytes loses at least one of its segments.
-    fn lose(&mut self, n: usize) -> bool {
+    /// How many of `segments` segment starts are lost: one draw each, probability `loss`.
+    fn lose(&mut self, segments: u64) -> u64 {
         let p = self.params.loss;
         if p <= 0.0 {
-            return false;
+            return 0;
         }
-        let segments = n.div_ceil(MSS).max(1);
-        let segments = i32::try_from(segments).unwrap_or(i32::MAX);
-        let p_chunk = 1.0 - (1.0 - p).powi(segments);
-        self.rng.unit() < p_chunk
+        (0..segments).filter(|_| self.rng.unit() < p).count() as u64
     }
+}
+
+/// The number of segments ([`MSS`] bytes each, segment `i` starting at offset `i * MSS` of a
+/// run of bytes) that start within the `n` bytes at `offset` of the run. Summed over a run cut
+/// into chunks of any sizes, it is the run's segment count: `ceil(len / MSS)`.
+pub fn segment_starts(offset: u64, n: usize) -> u64 {
+    let mss = MSS as u64;
+    let end = offset.saturating_add(n as u64);
+    end.div_ceil(mss) - offset.div_ceil(mss)
 }
 
 /// A scheduled chunk: the stream offset just past its last byte, and when it may be delivered.
@@ -795,6 +818,78 @@ mod tests {
         }
         let rate = lost as f64 / n as f64;
         assert!((0.085..0.106).contains(&rate), "chunk loss rate {rate}");
+    }
+
+    /// The regression test of the per-chunk loss draw: whatever the pacing chunk size (one
+    /// MSS, the 1,562 bytes of 50 Mbit/s, odd sizes, many MSS) and whatever the size of the
+    /// reads (a 4-byte write, a 1,562-byte read, a 64 KiB one), the fraction of segments lost is
+    /// the configured loss, within the binomial 99% interval (z = 2.576) around it; and a chunk
+    /// is lost as often as the segments it starts (not `2p` for a chunk just over one MSS).
+    /// The draws are seeded, so the 320 cases give the same counts on every run.
+    #[test]
+    fn loss_per_segment_is_the_configured_loss_for_every_chunk_size() {
+        let chunks = [
+            1448usize, 1449, 1562, 2000, 2896, 4000, 7812, 9000, 16_384, 65_536,
+        ];
+        let reads = [4usize, 100, 1448, 1449, 1562, 3000, 65_536, 262_144];
+        let mut seed = 1000;
+        for &loss in &[0.01, 0.03] {
+            for &chunk in &chunks {
+                for &read in &reads {
+                    seed += 1;
+                    let mut p = params(10 * MS, Some(100 * MBIT));
+                    p.loss = loss;
+                    p.queue_bytes = usize::MAX;
+                    p.chunk_bytes = chunk;
+                    let mut s = Shaper::new(p, seed);
+                    let mut line = DelayLine::new();
+                    let (mut segs, mut lost, mut pushes) = (0u64, 0u64, 0u64);
+                    let (mut chunks_sent, mut chunks_lost) = (0u64, 0u64);
+                    let mut expected_segs = 0u64;
+                    while segs < 20_000 {
+                        let pushed = s.push(0, read, &mut line);
+                        expected_segs += read.div_ceil(MSS) as u64;
+                        segs += pushed.segments;
+                        lost += pushed.lost_segments;
+                        chunks_sent += pushed.chunks;
+                        chunks_lost += pushed.lost;
+                        pushes += 1;
+                        line.consume(line.held() as usize);
+                    }
+                    assert_eq!(segs, expected_segs, "chunk {chunk} read {read}");
+                    let rate = lost as f64 / segs as f64;
+                    let half = 2.576 * (loss * (1.0 - loss) / segs as f64).sqrt();
+                    assert!(
+                        (rate - loss).abs() <= half,
+                        "chunk {chunk} read {read} loss {loss}: {rate} per segment, not \
+                         within {loss} ± {half} ({pushes} reads)"
+                    );
+                    // A chunk is lost with the probability of the segments it starts.
+                    let per_chunk = segs as f64 / chunks_sent as f64;
+                    let expected = 1.0 - (1.0 - loss).powf(per_chunk);
+                    let chunk_rate = chunks_lost as f64 / chunks_sent as f64;
+                    let half = 2.576 * (expected * (1.0 - expected) / chunks_sent as f64).sqrt();
+                    assert!(
+                        (chunk_rate - expected).abs() <= half + 0.01 * expected,
+                        "chunk {chunk} read {read} loss {loss}: chunk loss {chunk_rate}, \
+                         expected {expected}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn segment_starts_count_the_stream_offsets() {
+        assert_eq!(segment_starts(0, 1), 1);
+        assert_eq!(segment_starts(0, MSS), 1);
+        assert_eq!(segment_starts(0, MSS + 1), 2);
+        assert_eq!(segment_starts(1, MSS), 1);
+        assert_eq!(segment_starts(1, MSS - 1), 0);
+        assert_eq!(segment_starts(MSS as u64, 1562), 2);
+        assert_eq!(segment_starts(1562, 1562), 1);
+        assert_eq!(segment_starts(2 * 1562, 1562), 1);
+        assert_eq!(segment_starts(0, 0), 0);
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub struct DirStats {
     pub chunks: u64,
     /// Chunks the loss model delayed as retransmissions.
     pub lost_chunks: u64,
+    /// Stream segments (MSS bytes on each connection's own offsets) the loss model drew for.
+    pub segments: u64,
+    /// Segments the loss model drew lost (the per-segment loss rate is this over `segments`).
+    pub lost_segments: u64,
     /// Largest bottleneck-queue depth seen, in bytes.
     pub max_queue_bytes: u64,
     /// Largest number of bytes held for a single connection (queued or in flight).
@@ -109,6 +113,13 @@ impl fmt::Display for DirStats {
              max held per connection {} B",
             self.bytes_out, self.chunks, self.lost_chunks, self.max_queue_bytes, self.max_conn_held
         )?;
+        if self.lost_segments > 0 {
+            write!(
+                f,
+                ", {} of {} segments modelled lost",
+                self.lost_segments, self.segments
+            )?;
+        }
         if self.bytes_dropped > 0 {
             write!(f, ", {} B dropped", self.bytes_dropped)?;
         }
@@ -123,6 +134,7 @@ impl fmt::Display for LinkStats {
     /// Three lines: connections, then the up and down directions (three more for UDP flows,
     /// if there were any).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "path: {}", crate::PathKind::Relay.describe())?;
         writeln!(
             f,
             "connections: {} accepted, {} open, {} upstream connect failures, {} reset",
@@ -159,6 +171,8 @@ pub(crate) struct DirCounters {
     pub(crate) bytes_dropped: AtomicU64,
     pub(crate) chunks: AtomicU64,
     pub(crate) lost_chunks: AtomicU64,
+    pub(crate) segments: AtomicU64,
+    pub(crate) lost_segments: AtomicU64,
     pub(crate) max_queue_bytes: AtomicU64,
     pub(crate) max_conn_held: AtomicU64,
     pub(crate) window_cuts: AtomicU64,
@@ -172,6 +186,8 @@ impl DirCounters {
             bytes_dropped: self.bytes_dropped.load(Relaxed),
             chunks: self.chunks.load(Relaxed),
             lost_chunks: self.lost_chunks.load(Relaxed),
+            segments: self.segments.load(Relaxed),
+            lost_segments: self.lost_segments.load(Relaxed),
             max_queue_bytes: self.max_queue_bytes.load(Relaxed),
             max_conn_held: self.max_conn_held.load(Relaxed),
             window_cuts: self.window_cuts.load(Relaxed),

@@ -285,8 +285,10 @@ pub(super) fn admit(
             model.on_send(at, n, pushed.ack_at, pushed.loss_seen_at);
         }
         dc.chunks.fetch_add(pushed.chunks, Relaxed);
+        dc.segments.fetch_add(pushed.segments, Relaxed);
         if pushed.lost > 0 {
             dc.lost_chunks.fetch_add(pushed.lost, Relaxed);
+            dc.lost_segments.fetch_add(pushed.lost_segments, Relaxed);
         }
         dc.max_queue_bytes
             .fetch_max(pushed.queue_bytes as u64, Relaxed);
