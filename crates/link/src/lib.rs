@@ -52,6 +52,8 @@
 
 mod config;
 mod flags;
+#[cfg(target_os = "linux")]
+pub mod packet;
 mod parse;
 mod path;
 pub mod record;
