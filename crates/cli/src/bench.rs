@@ -308,25 +308,11 @@ fn print_stdout(s: &str) {
     let _ = out.flush();
 }
 
-/// Clients and requests per thread, as h2load splits them (remainders to the lowest ids).
+/// Clients and requests per thread: the engine's own split, so the banner prints what runs.
 pub fn split_per_thread(cfg: &BenchConfig) -> Vec<(u64, u64)> {
-    let t = u64::from(cfg.threads.max(1));
-    let clients = u64::from(cfg.load.clients(cfg));
-    let requests = if cfg.load.is_timed(cfg) {
-        0
-    } else if cfg.load.timing_script.is_some() {
-        // h2load: with a timing script, -n is per client.
-        cfg.requests.saturating_mul(clients)
-    } else {
-        cfg.requests
-    };
-    (0..t)
-        .map(|i| {
-            (
-                clients / t + u64::from(i < clients % t),
-                requests / t + u64::from(i < requests % t),
-            )
-        })
+    h2lab_engine::plan::thread_split(cfg)
+        .into_iter()
+        .map(|(c, r)| (u64::from(c), r))
         .collect()
 }
 
@@ -779,6 +765,30 @@ mod tests {
                 "{argv:?}: multi-line error {e:?}"
             );
         }
+    }
+
+    #[test]
+    fn timing_script_split_is_what_the_workers_run() {
+        // With a timing script -n counts per client, so a worker with two clients runs twice
+        // the requests of a worker with one: the banner must say so.
+        let dir = std::env::temp_dir().join(format!("h2lab-split-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("script");
+        let lines: String = (0..10).map(|i| format!("{i}\thttp://h/{i}\n")).collect();
+        fs::write(&script, lines).unwrap();
+        let c = parse(&[
+            "-n",
+            "10",
+            "-c",
+            "3",
+            "-t",
+            "2",
+            "--timing-script-file",
+            script.to_str().unwrap(),
+        ])
+        .unwrap();
+        assert_eq!(split_per_thread(&c), vec![(2, 20), (1, 10)]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

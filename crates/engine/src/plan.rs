@@ -66,6 +66,20 @@ pub(crate) struct Plan {
     lane_offset: u32,
 }
 
+/// Clients and requests of each worker thread, as the workers of a run of `cfg` will run them
+/// (h2load's split: remainders to the lowest ids; with a timing script `-n` counts per client,
+/// so a thread's requests follow its clients). `requests` is 0 for timed runs; no threads
+/// (`-t 0`, refused by validation) split nothing.
+pub fn thread_split(cfg: &BenchConfig) -> Vec<(u32, u64)> {
+    if cfg.threads == 0 {
+        return Vec::new();
+    }
+    let plan = Plan::new(cfg);
+    (0..plan.threads)
+        .map(|w| (plan.clients_of(w), plan.requests_of(w)))
+        .collect()
+}
+
 /// Which clients are active when.
 #[derive(Debug, Clone)]
 pub(crate) enum GateRule {

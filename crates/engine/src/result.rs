@@ -333,6 +333,11 @@ pub struct RunResult {
     pub pushed_streams: u64,
     /// Body bytes of the pushed responses (all unused). Not in h2load's traffic counters.
     pub pushed_bytes: u64,
+    /// Octets of every frame that carried a push (PUSH_PROMISE and its CONTINUATIONs, and
+    /// every frame on a promised stream; 9-octet frame heads included): read from the
+    /// connection, but kept out of h2load's `traffic` counters, which count the requested
+    /// responses (h2load never accepts push).
+    pub pushed_frame_bytes: u64,
     /// The run was stopped early by the [`StopFlag`](crate::StopFlag).
     pub interrupted: bool,
     /// Open-model request accounting (`None` for other runs).

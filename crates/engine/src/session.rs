@@ -152,6 +152,13 @@ pub trait SessionEvents {
     fn push_end(&mut self, stream: u32, complete: bool) {
         let _ = (stream, complete);
     }
+    /// A frame of `len` octets (frame head included) that carried a push arrived: a
+    /// PUSH_PROMISE (or its CONTINUATION), or any frame on a promised stream. These bytes
+    /// were read with the rest, but are no part of the requested responses.
+    #[inline]
+    fn push_frame(&mut self, len: usize) {
+        let _ = len;
+    }
 }
 
 /// The protocol side of one client connection.

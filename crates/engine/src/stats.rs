@@ -55,6 +55,8 @@ pub(crate) struct WorkerStats {
     pub pushed_streams: u64,
     /// Pushed response body bytes received.
     pub pushed_bytes: u64,
+    /// Octets of the frames that carried pushes (heads included); not in `traffic`.
+    pub pushed_frame_bytes: u64,
     pub app_protocol: Option<AppProtocol>,
     pub protocol_fallback: bool,
     pub tls: Option<TlsInfo>,
@@ -97,6 +99,7 @@ impl WorkerStats {
             tls_resumed: 0,
             pushed_streams: 0,
             pushed_bytes: 0,
+            pushed_frame_bytes: 0,
             app_protocol: None,
             protocol_fallback: false,
             tls: None,
@@ -140,6 +143,7 @@ impl WorkerStats {
         self.read_waits = 0;
         self.pushed_streams = 0;
         self.pushed_bytes = 0;
+        self.pushed_frame_bytes = 0;
     }
 
     /// Records a duration, saturating at the histogram's maximum.
@@ -257,7 +261,7 @@ pub(crate) fn merge(
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
     let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
-    let (mut pushed_streams, mut pushed_bytes) = (0, 0);
+    let (mut pushed_streams, mut pushed_bytes, mut pushed_frame_bytes) = (0, 0, 0);
     let mut bytes_sent = 0;
     let mut response_bytes = 0;
     let mut app_protocol = None;
@@ -307,6 +311,7 @@ pub(crate) fn merge(
         tls_resumed += w.tls_resumed;
         pushed_streams += w.pushed_streams;
         pushed_bytes += w.pushed_bytes;
+        pushed_frame_bytes += w.pushed_frame_bytes;
         if app_protocol.is_none() {
             app_protocol = w.app_protocol;
         }
@@ -350,6 +355,7 @@ pub(crate) fn merge(
         tls_resumed,
         pushed_streams,
         pushed_bytes,
+        pushed_frame_bytes,
         interrupted,
         pacing,
         timeseries: Vec::new(),

@@ -45,4 +45,30 @@ fn refused_push_sends_no_byte_and_accepted_push_is_counted_apart() {
         accepted.traffic.bytes_body, refused.traffic.bytes_body,
         "pushed bytes counted as response body"
     );
+    // h2load's traffic counters stay h2load's: the frames that carried the pushes
+    // (PUSH_PROMISE, and HEADERS and DATA on the promised streams) are counted apart, not in
+    // `traffic: total` nor in its header bytes. The main responses are the same either way
+    // (their HPACK encoding may differ by a few octets: the pushes' fields share the table).
+    let slack = 16 * accepted.requests.completed;
+    let near = |a: u64, b: u64| a.abs_diff(b) <= slack;
+    assert!(
+        near(accepted.traffic.bytes_total, refused.traffic.bytes_total),
+        "traffic total {} with pushes accepted, {} refused",
+        accepted.traffic.bytes_total,
+        refused.traffic.bytes_total
+    );
+    assert!(
+        near(accepted.traffic.bytes_head, refused.traffic.bytes_head),
+        "header bytes {} with pushes accepted, {} refused",
+        accepted.traffic.bytes_head,
+        refused.traffic.bytes_head
+    );
+    // Every pushed body byte came in a frame counted apart, with its 9-octet frame head.
+    assert!(
+        accepted.pushed_frame_bytes >= accepted.pushed_bytes + 9 * 2 * accepted.pushed_streams,
+        "{} frame bytes for {} pushed body bytes",
+        accepted.pushed_frame_bytes,
+        accepted.pushed_bytes
+    );
+    assert_eq!(refused.pushed_frame_bytes, 0);
 }

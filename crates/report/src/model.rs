@@ -79,6 +79,7 @@ pub fn empty_result() -> RunResult {
         tls_resumed: 0,
         pushed_streams: 0,
         pushed_bytes: 0,
+        pushed_frame_bytes: 0,
         interrupted: false,
         pacing: None,
         timeseries: Vec::new(),

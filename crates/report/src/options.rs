@@ -78,6 +78,10 @@ pub struct RunOptions {
     /// Longest read wait; `None` with `--read-wait 0`.
     #[serde(default, rename = "read_wait_seconds", with = "seconds")]
     pub read_wait: Option<Duration>,
+    /// `--push accept`: HTTP/2 server push was accepted (SETTINGS_ENABLE_PUSH = 1). `false`
+    /// (refused, h2load's behaviour) in results written before it was recorded.
+    #[serde(default)]
+    pub accept_push: bool,
     /// Load-shape options, when any was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load: Option<LoadOptions>,
@@ -186,6 +190,7 @@ impl From<&BenchConfig> for RunOptions {
             connection_inactivity_timeout: c.connection_inactivity_timeout,
             coalesce_hold: c.coalesce,
             read_wait: c.read_wait,
+            accept_push: c.accept_push,
             require_protocol: c.require_protocol.map(|p| p.as_str().to_string()),
             qpack: h3.then(|| {
                 let q = h2lab_engine::h3::QpackSettings::of(c);
@@ -378,6 +383,20 @@ mod tests {
         assert_eq!(o.base_uri.as_deref(), Some("unix:/tmp/s"));
     }
 
+    /// `--push accept` changes what the server sends: it is recorded, and read back.
+    #[test]
+    fn accepted_push_is_recorded() {
+        let mut c = BenchConfig::from_uris(&["http://127.0.0.1/"], None).unwrap();
+        let refused = serde_json::to_value(RunOptions::from(&c)).unwrap();
+        assert_eq!(refused["accept_push"], false);
+        c.accept_push = true;
+        let o = RunOptions::from(&c);
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["accept_push"], true);
+        let back: RunOptions = serde_json::from_value(v).unwrap();
+        assert_eq!(back, o);
+    }
+
     /// Reading is as lenient as it was with the hand-written conversion: optional durations may
     /// be missing, a negative one reads as absent, `-r` without a period reads as 1 s.
     #[test]
@@ -397,6 +416,7 @@ mod tests {
         assert_eq!(o.duration, None);
         assert_eq!(o.warm_up, None);
         assert_eq!(o.read_wait, None);
+        assert!(!o.accept_push, "push refused unless recorded");
         assert_eq!(o.headers, vec![("a".to_string(), "b".to_string())]);
         let l = o.load.unwrap();
         assert_eq!(l.stages, vec![(Duration::ZERO, 3.0)]);

@@ -298,8 +298,9 @@ pub fn extra_lines(r: &RunResult) -> String {
     if r.pushed_streams > 0 || r.pushed_bytes > 0 {
         let _ = writeln!(
             s,
-            "push: {} streams pushed, {} bytes pushed (all unused)",
-            r.pushed_streams, r.pushed_bytes
+            "push: {} streams pushed, {} bytes pushed (all unused), {} bytes of push frames \
+             (not in traffic)",
+            r.pushed_streams, r.pushed_bytes, r.pushed_frame_bytes
         );
     }
     if r.goaways > 0 || r.reconnects > 0 {

@@ -55,6 +55,7 @@ fn run() -> RunResult {
         interrupted: true,
         pushed_streams: 3,
         pushed_bytes: 4096,
+        pushed_frame_bytes: 4500,
         pacing: Some(PacingCounts {
             scheduled: 1000,
             on_time: 980,
@@ -138,6 +139,7 @@ fn options() -> RunOptions {
         require_protocol: Some("h2".into()),
         coalesce_hold: Some(Duration::from_millis(1)),
         read_wait: Some(Duration::from_micros(50)),
+        accept_push: true,
         load: Some(LoadOptions {
             arrival_rate: Some(1000.0),
             stages: vec![

@@ -105,6 +105,7 @@ fn options() -> RunOptions {
         require_protocol: Some("h2".into()),
         coalesce_hold: Some(Duration::from_millis(1)),
         read_wait: Some(Duration::from_micros(50)),
+        accept_push: false,
         load: None,
         qpack: None,
     }

@@ -2,6 +2,7 @@
 //! session's [`SessionEvents`]: stream ids to slots, statuses, bodies, resets,
 //! refused streams, GOAWAY and pushes.
 
+use h2lab_wire::frame::{flags, FrameHeader, FrameKind, FRAME_HEADER_LEN};
 use h2lab_wire::h2::{self as wh2, ErrorCode, HeadersDone, HeadersKind, StreamId};
 
 use super::stream_map::StreamMap;
@@ -20,6 +21,8 @@ pub(super) struct Bridge<'a> {
     pub(super) refusal_budget: u32,
     pub(super) pushed: &'a mut Vec<u32>,
     pub(super) promised_path: &'a mut Vec<u8>,
+    /// A PUSH_PROMISE's field block is still arriving (CONTINUATION frames follow).
+    pub(super) in_promise: &'a mut bool,
 }
 
 impl Bridge<'_> {
@@ -69,7 +72,6 @@ impl wh2::Events for Bridge<'_> {
     fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
         let Some(slot) = self.map.get(stream.get()) else {
             if self.is_pushed(stream) {
-                self.ev.header_bytes(done.block_len, done.decoded_len);
                 if let (Some(s), HeadersKind::Response) = (done.status, done.kind) {
                     self.ev.push_status(stream.get(), s);
                 }
@@ -145,6 +147,26 @@ impl wh2::Events for Bridge<'_> {
         if name == b":path" {
             self.promised_path.clear();
             self.promised_path.extend_from_slice(value);
+        }
+    }
+
+    fn frame_received(&mut self, head: &FrameHeader) {
+        // The frames that carried a push: PUSH_PROMISE (with its CONTINUATIONs, on the
+        // parent stream) and every frame on a promised stream.
+        let more = head.flags & flags::END_HEADERS == 0;
+        let push = match head.kind {
+            FrameKind::PushPromise => {
+                *self.in_promise = more;
+                true
+            }
+            FrameKind::Continuation if *self.in_promise => {
+                *self.in_promise = more;
+                true
+            }
+            _ => !self.pushed.is_empty() && self.is_pushed(head.stream_id),
+        };
+        if push {
+            self.ev.push_frame(FRAME_HEADER_LEN + head.length as usize);
         }
     }
 

@@ -99,6 +99,8 @@ pub struct H2Session {
     pushed: Vec<u32>,
     /// `:path` of the promise being decoded.
     promised_path: Vec<u8>,
+    /// A PUSH_PROMISE's field block is still arriving.
+    in_promise: bool,
 }
 
 impl H2Session {
@@ -135,6 +137,7 @@ impl H2Session {
             refusals: 0,
             pushed: Vec::new(),
             promised_path: Vec::new(),
+            in_promise: false,
         }
     }
 
@@ -208,6 +211,7 @@ impl H2Session {
             refusal_budget,
             pushed: &mut self.pushed,
             promised_path: &mut self.promised_path,
+            in_promise: &mut self.in_promise,
         };
         let r = self.conn.recv(input, out, &mut bridge);
         let opened = bridge.window_opened;

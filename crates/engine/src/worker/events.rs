@@ -167,6 +167,17 @@ impl SessionEvents for Ev<'_> {
             self.st.pushed_bytes += len as u64;
         }
     }
+
+    fn push_frame(&mut self, len: usize) {
+        // h2load's `traffic: total` is the requested responses' bytes (h2load refuses push):
+        // the frames of a push, read with them, move to their own counter.
+        if self.measuring {
+            let len = len as u64;
+            self.st.pushed_frame_bytes += len;
+            let t = &mut self.st.traffic.bytes_total;
+            *t = t.saturating_sub(len);
+        }
+    }
 }
 
 #[cfg(test)]

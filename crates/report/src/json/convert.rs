@@ -190,6 +190,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
         push: (r.pushed_streams > 0 || r.pushed_bytes > 0).then_some(PushJson {
             streams: r.pushed_streams,
             bytes: r.pushed_bytes,
+            frame_bytes: r.pushed_frame_bytes,
         }),
         thresholds: None,
         shard: None,
@@ -330,6 +331,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         tls_resumed: 0,
         pushed_streams: doc.push.map_or(0, |p| p.streams),
         pushed_bytes: doc.push.map_or(0, |p| p.bytes),
+        pushed_frame_bytes: doc.push.map_or(0, |p| p.frame_bytes),
     };
     Ok((r, doc.options.clone()))
 }

@@ -106,6 +106,7 @@ pub fn merge_results(
         tls_resumed: 0,
         pushed_streams: s(a.pushed_streams, b.pushed_streams),
         pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),
+        pushed_frame_bytes: s(a.pushed_frame_bytes, b.pushed_frame_bytes),
     })
 }
 

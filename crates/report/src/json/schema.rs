@@ -119,6 +119,11 @@ pub struct PushJson {
     pub streams: u64,
     /// Pushed response body bytes (all unused).
     pub bytes: u64,
+    /// Octets of the frames that carried the pushes (PUSH_PROMISE, and HEADERS and DATA on
+    /// the promised streams, frame heads included): not in `traffic.bytes_total`. 0 in
+    /// results written before it was counted.
+    #[serde(default)]
+    pub frame_bytes: u64,
 }
 
 /// `open_model` object (see [`PacingCounts`](crate::model::PacingCounts)).

@@ -282,9 +282,11 @@ fn push_line_only_when_pushed() {
     assert!(!extra_lines(&r).contains("push:"));
     r.pushed_streams = 2;
     r.pushed_bytes = 300;
+    r.pushed_frame_bytes = 400;
     assert_eq!(
         extra_lines(&r),
-        "push: 2 streams pushed, 300 bytes pushed (all unused)\n"
+        "push: 2 streams pushed, 300 bytes pushed (all unused), 400 bytes of push frames \
+         (not in traffic)\n"
     );
 }
 

@@ -1,6 +1,6 @@
 //! The application-facing event sink of a [`Connection`](super::Connection).
 
-use crate::frame::{ErrorCode, StreamId};
+use crate::frame::{ErrorCode, FrameHeader, StreamId};
 
 /// What a completed field block was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,5 +130,13 @@ pub trait Events {
     /// The peer acknowledged one of our PINGs with this payload.
     fn ping_ack(&mut self, payload: [u8; 8]) {
         let _ = payload;
+    }
+
+    /// A complete frame arrived, before it is handled (and before any event it causes):
+    /// its header. The frame took 9 octets plus `head.length` of the input. For byte
+    /// accounting by frame, such as telling the frames that carried pushes apart.
+    #[inline]
+    fn frame_received(&mut self, head: &FrameHeader) {
+        let _ = head;
     }
 }

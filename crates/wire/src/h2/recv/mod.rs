@@ -8,8 +8,8 @@ pub(crate) mod memo;
 mod priority;
 
 use crate::frame::{
-    check_preface, Assembled, Decoded, ErrorCode, Frame, GoAway, H2Error, PrefaceCheck, RstStream,
-    Scope, StreamId,
+    check_preface, Assembled, Decoded, ErrorCode, Frame, FrameHeader, GoAway, H2Error,
+    PrefaceCheck, RstStream, Scope, StreamId,
 };
 
 use super::conn::{Connection, HeaderEncoder, Role, State};
@@ -80,6 +80,11 @@ impl<E: HeaderEncoder> Connection<E> {
                 Ok(d) => d,
                 Err(e) => return Err(self.st.fail(e, out)),
             };
+            if !matches!(decoded, Decoded::NeedMore(_)) {
+                if let Some(head) = FrameHeader::parse(buf) {
+                    sink.frame_received(&head);
+                }
+            }
             let (result, consumed) = match decoded {
                 Decoded::NeedMore(_) => break,
                 Decoded::Frame { frame, consumed } => (self.on_frame(frame, out, sink), consumed),
