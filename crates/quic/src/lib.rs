@@ -54,6 +54,9 @@ pub struct ShellStats {
     pub accepted: u64,
     /// Connection attempts refused (limit reached or a bad Initial).
     pub refused: u64,
+    /// Client role: receives that reported the server's port closed (ICMP port
+    /// unreachable on a connected socket), each ending every open connection.
+    pub icmp_refused: u64,
 }
 
 /// The socket, the QUIC endpoint and its connections (see the module docs).
@@ -250,6 +253,23 @@ impl<A: ConnApp> Shell<A> {
             })?;
             if !more {
                 break;
+            }
+        }
+        // RFC 9000 §14.2.1 lets an endpoint treat an ICMP error as a path failure; a
+        // client's socket connected to its server (the only peer it has) reports the ICMP
+        // port unreachable of a closed server port as ECONNREFUSED: nobody will answer, so
+        // its connections end now instead of after the idle timeout. A server ignores it
+        // (one client gone must not end the others).
+        if std::mem::take(&mut io.refused) && server_config.is_none() {
+            stats.icmp_refused += 1;
+            for (i, e) in conns.iter_mut().enumerate() {
+                if let Some(e) = e {
+                    if !e.conn.is_closed() {
+                        e.conn
+                            .close(now, VarInt::from_u32(0x0), "ICMP port unreachable".into());
+                    }
+                    mark(e, i, dirty);
+                }
             }
         }
         // Stateless answers (version negotiation, retry, refusal, stateless reset): best
