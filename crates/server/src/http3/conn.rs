@@ -23,6 +23,8 @@ use crate::body::BodyCursor;
 use crate::endpoints::{HttpVersion, Method, Request, Response};
 use uni::{OutStream, Uni};
 
+#[cfg(test)]
+mod browser_bytes;
 mod uni;
 
 /// Our QPACK decoder's dynamic table (SETTINGS_QPACK_MAX_TABLE_CAPACITY).
@@ -311,7 +313,7 @@ impl H3Conn {
             Some((Scope::Stream, code)) => self.reset_stream(conn, id, code),
             None => {}
         }
-        self.unblock(conn);
+        self.unblock(conn, ctx, now);
         if bidi {
             self.maybe_answer(conn, id, ctx, now);
         }
@@ -357,8 +359,11 @@ impl H3Conn {
         }
     }
 
-    /// Decodes sections the encoder stream released, and the bytes queued behind them.
-    fn unblock(&mut self, conn: &mut Connection) {
+    /// Decodes sections the encoder stream released, and the bytes queued behind them, and
+    /// answers the requests they complete. A request whose HEADERS referenced inserts still
+    /// in flight on the encoder stream (a browser's second request, often its first) is
+    /// complete only here: its own stream has nothing more to say (FIN came with the HEADERS).
+    fn unblock(&mut self, conn: &mut Connection, ctx: &mut Ctx, now: Instant) {
         while let Some(sid) = self.qdec.next_unblocked() {
             let Ok(id) = quinn_proto::VarInt::from_u64(sid).map(StreamId::from) else {
                 self.qdec.cancel_stream(sid);
@@ -383,7 +388,7 @@ impl H3Conn {
                     return;
                 }
                 Some((Scope::Stream, code)) => self.reset_stream(conn, id, code),
-                None => {}
+                None => self.maybe_answer(conn, id, ctx, now),
             }
         }
     }
