@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How reproducible are h2lab compare's verdicts? Issue 14's benchmark. A benchmark, not a test:
+# How reproducible are h2lab compare's verdicts? A benchmark, not a test:
 # it prints figures against the issue's targets; nothing checks timing.
 #
 # Runs `h2lab compare --quick` twice in a row on this machine, with an A/A control arm (h2c
