@@ -34,7 +34,7 @@
 #             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
 #   N_H3      requests per HTTP/3 run (default: N / 10; Caddy answers ~10k req/s over HTTP/3)
 #
-# The h3 group(in the default WORKLOADS): `h2lab bench --h3 -c10 -m10` against
+# The h3 group (in the default WORKLOADS): `h2lab bench --h3 -c10 -m10` against
 # Caddy (HTTP/3 by quic-go, GOMAXPROCS=1) and `h2lab serve --tls --h3` (one thread), each
 # alternated with: h2load --h3 (only when the installed h2load has it: 1.52 does not, the row
 # then says "skipped"), oha --http-version 3 (only when oha was built with HTTP/3: `cargo
