@@ -44,6 +44,8 @@ pub const SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
 pub const PREFIX: u8 = 15;
 /// The TUN device's name in each namespace.
 pub const DEVICE: &str = "h2lab0";
+/// The TUN devices' transmit queue length in packets (the kernel's default is 500).
+pub const DEVICE_QUEUE: u32 = 20_000;
 
 /// One side of the path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -282,9 +284,11 @@ fn make_side(addr: Ipv4Addr, config: &PacketConfig) -> Result<Namespace, PacketE
         .name("h2lab-netns".into())
         .spawn(move || -> Result<Namespace, PacketError> {
             let ns = sys::unshare_net().map_err(PacketError::Namespace)?;
-            sys::configure("lo", None, None).map_err(|e| PacketError::Configure("lo", e))?;
+            sys::configure("lo", None, None, None).map_err(|e| PacketError::Configure("lo", e))?;
             let tun = sys::open_tun(DEVICE).map_err(PacketError::Tun)?;
-            sys::configure(DEVICE, Some((addr, PREFIX)), Some(mtu))
+            // A long device queue: the emulated bottleneck is the link's queue, so the kernel's
+            // queue in front of the link thread must not drop when the thread is late.
+            sys::configure(DEVICE, Some((addr, PREFIX)), Some(mtu), Some(DEVICE_QUEUE))
                 .map_err(|e| PacketError::Configure("the TUN device", e))?;
             // IPv6 is not routed over the path; keep its chatter off the devices.
             let _ = sys::write_sysctl("net/ipv6/conf/all/disable_ipv6", "1");

@@ -130,9 +130,14 @@ fn sockaddr(ip: Ipv4Addr) -> libc::sockaddr {
     unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
 }
 
-/// Configures interface `name` in the calling thread's namespace: address and prefix (when
-/// given), MTU (when given), and up.
-pub fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>, mtu: Option<u32>) -> io::Result<()> {
+/// Configures interface `name` in the calling thread's namespace: address and prefix, MTU and
+/// transmit queue length (each when given), and up.
+pub fn configure(
+    name: &str,
+    addr: Option<(Ipv4Addr, u8)>,
+    mtu: Option<u32>,
+    txqueuelen: Option<u32>,
+) -> io::Result<()> {
     let sock = ctl_socket()?;
     let s = sock.as_raw_fd();
     if let Some((ip, prefix)) = addr {
@@ -151,6 +156,12 @@ pub fn configure(name: &str, addr: Option<(Ipv4Addr, u8)>, mtu: Option<u32>) -> 
         req.ifr_ifru.ifru_mtu = mtu as libc::c_int;
         // SAFETY: as above.
         check(unsafe { libc::ioctl(s, libc::SIOCSIFMTU as _, &mut req) })?;
+    }
+    if let Some(qlen) = txqueuelen {
+        let mut req = ifreq(name)?;
+        req.ifr_ifru.ifru_metric = qlen as libc::c_int;
+        // SAFETY: SIOCSIFTXQLEN reads the ifreq we pass (ifr_qlen shares ifru_metric's place).
+        check(unsafe { libc::ioctl(s, libc::SIOCSIFTXQLEN as _, &mut req) })?;
     }
     let mut req = ifreq(name)?;
     // SAFETY: SIOCGIFFLAGS writes the flags into the ifreq we pass.
