@@ -19,23 +19,41 @@ const EACH: usize = 5;
 /// A cold proxy (`pool`, `streams`) in front of one `serve` allowing `upstream_streams`,
 /// after a burst of `CLIENTS` clients sending `EACH` requests each (all must succeed).
 fn cold_burst(upstream_streams: u32, pool: usize, streams: u32) -> h2lab_proxy::Stats {
-    let up = h2lab_server::spawn(ServerConfig {
-        max_concurrent_streams: upstream_streams,
-        ..ServerConfig::local()
-    })
-    .expect("backend");
+    cold_burst_to(1, CLIENTS, upstream_streams, pool, streams)
+}
+
+/// [`cold_burst`] with `clients` clients, over `backends` upstreams (one proxy thread).
+fn cold_burst_to(
+    backends: usize,
+    clients: usize,
+    upstream_streams: u32,
+    pool: usize,
+    streams: u32,
+) -> h2lab_proxy::Stats {
+    let ups: Vec<_> = (0..backends)
+        .map(|_| {
+            h2lab_server::spawn(ServerConfig {
+                max_concurrent_streams: upstream_streams,
+                ..ServerConfig::local()
+            })
+            .expect("backend")
+        })
+        .collect();
     let mut cfg = ProxyConfig::local(
-        vec![UpstreamAddr::Tcp(up.addr().unwrap())],
+        ups.iter()
+            .map(|u| UpstreamAddr::Tcp(u.addr().unwrap()))
+            .collect(),
         UpstreamProtocol::H2cMux,
     );
+    cfg.front.threads = 1;
     cfg.pool = pool;
     cfg.streams = streams;
     let p = h2lab_proxy::spawn(cfg).expect("proxy");
     let addr = p.addr().unwrap();
     // Every client is connected before any sends, so the first requests reach the proxy
     // together, before the upstream connection's SETTINGS can have arrived.
-    let go = Arc::new(Barrier::new(CLIENTS));
-    let threads: Vec<_> = (0..CLIENTS)
+    let go = Arc::new(Barrier::new(clients));
+    let threads: Vec<_> = (0..clients)
         .map(|_| {
             let go = go.clone();
             std::thread::spawn(move || {
@@ -50,8 +68,8 @@ fn cold_burst(upstream_streams: u32, pool: usize, streams: u32) -> h2lab_proxy::
         .collect();
     let ok: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
     let s = p.stats().snapshot(Duration::from_secs(1));
-    assert_eq!(ok, CLIENTS * EACH, "{s}");
-    assert_eq!(s.responses, (CLIENTS * EACH) as u64, "{s}");
+    assert_eq!(ok, clients * EACH, "{s}");
+    assert_eq!(s.responses, (clients * EACH) as u64, "{s}");
     p.shutdown();
     p.join().unwrap()
 }
@@ -72,6 +90,18 @@ fn a_cold_burst_waits_for_settings_instead_of_opening_connections() {
     // `--pool` connections of one stream each.
     let s = cold_burst(100, 8, 100);
     assert_eq!(s.upstream_connections_opened, 1, "{s}");
+    assert_eq!(s.upstream_retries, 0, "{s}");
+}
+
+#[test]
+fn a_cold_burst_over_several_upstreams_waits_for_every_settings() {
+    // Four upstreams, room for 4 × 25 = 100 streams once their SETTINGS are known, 100
+    // clients: the first SETTINGS to arrive must not make the requests queued behind the
+    // three still settling open connections of their own (up to `--pool` each). Demand
+    // equals the room, so a request may come back before its predecessor's stream has
+    // closed: at most two connections per upstream.
+    let s = cold_burst_to(4, 100, 100, 32, 25);
+    assert!(s.upstream_connections_opened <= 8, "{s}");
     assert_eq!(s.upstream_retries, 0, "{s}");
 }
 

@@ -54,14 +54,22 @@ pub(super) fn acquire(
         }
         UpstreamProtocol::H10 => open(ups, cfg, registry, stats, start),
         UpstreamProtocol::H2cMux => {
+            // A connection whose SETTINGS have not arrived yet takes one stream; the next
+            // requests wait for them (a read of that connection wakes them) rather than open
+            // a connection each: the upstream's MAX_CONCURRENT_STREAMS then says how many it
+            // takes. That holds across upstreams: while any connection is settling, a request
+            // finding every settled connection full waits for the room it will bring instead
+            // of opening one more (a cold burst otherwise opened a connection per queued
+            // request on the upstream whose SETTINGS came first). Round robin from `start`:
+            // an upstream without any connection gets its first one at its turn, so that
+            // requests spread over the upstreams and a cold start settles every upstream in
+            // one round trip.
+            let mut settling = false;
+            // The first upstream, round robin from `start`, below `--pool`.
+            let mut room = None;
             for k in 0..n {
                 let t = (start + k) % n;
                 idle[t].retain(|&(j, g)| ups.get(j, g).is_some());
-                // A connection whose SETTINGS have not arrived yet takes one stream; the
-                // next requests wait for them (a read of that connection wakes them) rather
-                // than open a connection each: the upstream's MAX_CONCURRENT_STREAMS then
-                // says how many it takes.
-                let mut settling = false;
                 // Retired connections (drained, then closed) do not count against `--pool`.
                 let mut live = 0;
                 for &(j, g) in idle[t].iter() {
@@ -78,16 +86,23 @@ pub(super) fn acquire(
                         settling |= !u.closing && !u.peer_settings;
                     }
                 }
-                if settling {
-                    continue;
-                }
                 if live < cfg.pool {
-                    let r = open(ups, cfg, registry, stats, t)?;
-                    idle[t].push(r);
-                    return Ok(r);
+                    if live == 0 {
+                        let r = open(ups, cfg, registry, stats, t)?;
+                        idle[t].push(r);
+                        return Ok(r);
+                    }
+                    room = room.or(Some(t));
                 }
             }
-            Err(Acq::Wait)
+            match room.filter(|_| !settling) {
+                Some(t) => {
+                    let r = open(ups, cfg, registry, stats, t)?;
+                    idle[t].push(r);
+                    Ok(r)
+                }
+                None => Err(Acq::Wait),
+            }
         }
     }
 }
