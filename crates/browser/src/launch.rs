@@ -230,3 +230,21 @@ impl Drop for Running {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_browser_names_the_package_and_how_to_install_it() {
+        let e = find_browser("/nonexistent/chromium").unwrap_err();
+        let m = e.to_string();
+        assert!(
+            m.contains("`chromium`") && m.contains("apt-get install chromium"),
+            "{m}"
+        );
+        assert!(!m.contains('\n'), "one line: {m}");
+        let e = find_browser("h2lab-no-such-browser").unwrap_err();
+        assert!(matches!(e, BrowserError::NotFound(_)));
+    }
+}

@@ -149,6 +149,22 @@ pub struct PageArgs {
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub think: String,
 
+    /// Also load every page with a real browser: headless Chromium (`chromium` on PATH) or
+    /// the Chromium/Chrome binary at PATH, driven over the DevTools protocol on a pipe, a
+    /// fresh profile per load, pinned to the client CPUs. One browser arm per TLS protocol
+    /// (HTTP/1.1 on a listener offering only http/1.1, HTTP/2, HTTP/3 forced over QUIC),
+    /// alternated round by round with the simulated arms through the same link; the report
+    /// puts browser and simulated page times side by side with the per-round ratio
+    /// simulated/browser and its 95% CI. A load where a resource came over another protocol
+    /// is reported as a protocol fallback and left out. Works with --slow (the page issues
+    /// the parallel fetch() calls) and --loss.
+    #[arg(long, value_name = "chromium|PATH", conflicts_with_all = ["render", "users", "stages"])]
+    pub browser: Option<String>,
+
+    /// With --browser: only the browser arms run (no simulated loads).
+    #[arg(long, requires = "browser")]
+    pub browser_only: bool,
+
     /// Built-in server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_threads: usize,
@@ -198,6 +214,13 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         return Err("--page-query: no spaces".into());
     }
     route(a, &mut c)?;
+    if let Some(b) = &a.browser {
+        let binary = h2lab_lab::page::browser::find_browser(b).map_err(|e| e.to_string())?;
+        c.browser = Some(h2lab_lab::page::browser::BrowserConfig {
+            binary,
+            only: a.browser_only,
+        });
+    }
     if let Some(s) = &a.loss {
         c.loss_levels =
             h2lab_lab::link::parse_loss_levels(s).map_err(|e| format!("--loss: {e}"))?;
@@ -357,6 +380,9 @@ pub fn main(args: PageArgs) -> ExitCode {
     println!("{}", output::render_text(&r));
     let mut status = 0;
     let any_ok = r.protocols.iter().any(|p| p.page_ms.is_some())
+        || r.browser
+            .iter()
+            .any(|b| b.arms.iter().any(|a| a.page.page_ms.is_some()))
         || r.slow
             .as_ref()
             .is_some_and(|s| s.results.iter().any(|p| p.page_ms.is_some()));

@@ -435,6 +435,18 @@ impl LabEnv {
         self
     }
 
+    /// The built-in server's certificate (PEM), if the built-in server runs.
+    pub fn cert_path(&self) -> Option<PathBuf> {
+        self.server
+            .as_ref()
+            .and_then(|s| s.cert_path().map(PathBuf::from))
+    }
+
+    /// Where the built-in server keeps its certificate (another built-in listener reuses it).
+    pub fn cert_dir(&self) -> Option<&std::path::Path> {
+        self.cert_dir.as_deref()
+    }
+
     /// How the CPUs were split between the server and the client.
     pub fn isolation(&self) -> &Isolation {
         &self.isolation

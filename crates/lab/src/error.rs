@@ -67,6 +67,8 @@ pub enum LabError {
         /// Why.
         source: EngineError,
     },
+    /// The browser arms (`page --browser`) could not be set up.
+    Browser(h2lab_browser::BrowserError),
 }
 
 impl fmt::Display for LabError {
@@ -99,6 +101,7 @@ impl fmt::Display for LabError {
                 "a UNIX socket target cannot go through the {p} link (use --link loopback)"
             ),
             LabError::Run { what, source } => write!(f, "{what}: {source}"),
+            LabError::Browser(e) => write!(f, "{e}"),
         }
     }
 }
@@ -114,6 +117,7 @@ impl std::error::Error for LabError {
             LabError::Server { source, .. } => Some(source),
             LabError::Run { source, .. } => Some(source),
             LabError::Page(e) => Some(e),
+            LabError::Browser(e) => Some(e),
             _ => None,
         }
     }

@@ -4,6 +4,7 @@
 //! time series (req/s, page time, connections, users), page-load bars and waterfalls.
 //! [`check`] renders a report in headless Chromium to verify it shows its charts.
 
+pub mod browser;
 pub mod check;
 pub mod compare;
 pub mod forest;

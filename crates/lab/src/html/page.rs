@@ -560,6 +560,13 @@ pub fn render(r: &PageReport) -> String {
         inner.push_str("</div>");
         body.push_str(&section("load", "Load test", &inner));
     }
+    if !r.browser.is_empty() {
+        body.push_str(&section(
+            "browser",
+            "Real browser (Chromium) beside the simulated loads",
+            &super::browser::render(&r.browser),
+        ));
+    }
     if !r.notes.is_empty() {
         let mut n = String::from("<ul>");
         for x in &r.notes {

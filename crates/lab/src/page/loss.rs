@@ -127,7 +127,9 @@ pub fn decide(
 
 /// Runs `repeat` rounds of cold page loads of `paths` on `pools` (one per protocol, all
 /// behind the link of `profile`), alternating the protocol order round by round, and
-/// summarises them. `counts` reads the link's loss counters before and after.
+/// summarises them. `counts` reads the link's loss counters before and after. `extra` arms
+/// (the browser's, on the same link) take their turns in every round.
+#[allow(clippy::too_many_arguments)]
 pub fn run_level(
     profile: LinkProfile,
     link: String,
@@ -136,6 +138,7 @@ pub fn run_level(
     repeat: u32,
     equivalence: f64,
     counts: &mut dyn FnMut() -> LinkLoss,
+    mut extra: Option<&mut dyn super::browser::ExtraArms>,
     log: &mut dyn FnMut(&str),
 ) -> LossLevel {
     let rounds = repeat.max(1) as usize;
@@ -144,34 +147,33 @@ pub fn run_level(
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::with_capacity(rounds); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..rounds {
-        for k in 0..pools.len() {
-            let j = (k + i) % pools.len();
-            match load::load_page(&pools[j], paths) {
-                Ok(l) => {
-                    log(&format!(
-                        "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                        fmt_pct(profile.loss()),
-                        i + 1,
-                        rounds,
-                        pools[j].proto.label(),
-                        crate::fmt::ms(l.page_ms),
-                        l.connections,
-                        l.requests
-                    ));
-                    loads[j].push(Some(l));
-                }
-                Err(e) => {
-                    log(&format!(
-                        "loss {} load {} {}: {e}",
-                        fmt_pct(profile.loss()),
-                        i + 1,
-                        pools[j].proto.label()
-                    ));
-                    errors[j].get_or_insert(e.to_string());
-                    loads[j].push(None);
-                }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match load::load_page(&pools[j], paths)
+        {
+            Ok(l) => {
+                log(&format!(
+                    "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                    fmt_pct(profile.loss()),
+                    i + 1,
+                    rounds,
+                    pools[j].proto.label(),
+                    crate::fmt::ms(l.page_ms),
+                    l.connections,
+                    l.requests
+                ));
+                loads[j].push(Some(l));
             }
-        }
+            Err(e) => {
+                log(&format!(
+                    "loss {} load {} {}: {e}",
+                    fmt_pct(profile.loss()),
+                    i + 1,
+                    pools[j].proto.label()
+                ));
+                errors[j].get_or_insert(e.to_string());
+                loads[j].push(None);
+            }
+        };
+        super::browser::run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let after = counts();
     let by_round: Vec<Vec<Option<f64>>> = loads

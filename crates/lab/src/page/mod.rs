@@ -15,6 +15,8 @@
 //! users following ramp/hold stages, recording page time and open connections over time).
 
 pub mod anchor;
+pub mod browser;
+pub mod browser_report;
 pub mod html;
 pub mod load;
 pub mod loss;
@@ -110,6 +112,9 @@ pub struct PageConfig {
     /// The loss experiment (`--loss 0,1,3`): page loads on each of these links (the WAN at
     /// each loss level, [`LinkProfile::wan_with_loss`]) instead of `link` alone; empty: off.
     pub loss_levels: Vec<LinkProfile>,
+    /// `--browser`: every round also loads the page with headless Chromium per protocol
+    /// ([`browser`]); `None`: off.
+    pub browser: Option<browser::BrowserConfig>,
 }
 
 impl Default for PageConfig {
@@ -132,6 +137,7 @@ impl Default for PageConfig {
             push: false,
             route: None,
             loss_levels: Vec::new(),
+            browser: None,
         }
     }
 }
@@ -240,6 +246,10 @@ pub struct PageReport {
     /// The loss experiment, one entry per loss level (empty unless `--loss`); `protocols`
     /// and `ratio` then hold the first level's loads.
     pub loss: Vec<loss::LossLevel>,
+    /// The browser arms (`--browser`), one entry per link (per loss level with `--loss`):
+    /// their figures and the simulated / browser ratios.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub browser: Vec<browser_report::BrowserReport>,
     /// Things worth knowing.
     pub notes: Vec<String>,
 }
@@ -431,10 +441,36 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         slow: None,
         load_test: None,
         loss: Vec::new(),
+        browser: Vec::new(),
         notes,
     };
+    let only = cfg.browser.as_ref().is_some_and(|b| b.only);
     if let Some(s) = &cfg.slow {
-        report.slow = Some(slow::run(&pools, s, cfg.repeat, cfg.equivalence, log));
+        let mut barms = match &cfg.browser {
+            Some(b) => {
+                let w = h2lab_browser::Workload::Fetches {
+                    path: "/ping".into(),
+                    n: s.requests,
+                    delay_ms: s.delay.as_millis() as u64,
+                };
+                Some(browser_arms(&mut env, cfg, b, first_link, &protos, w)?)
+            }
+            None => None,
+        };
+        let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+        let slow = slow::run(&pools, s, cfg.repeat, cfg.equivalence, extra, log);
+        if let Some(b) = barms {
+            let link = report.link.clone();
+            report.browser.push(browser_report::summarise(
+                &b,
+                &slow.results,
+                &link,
+                only,
+                cfg.equivalence,
+            ));
+            report.notes.extend(b.notes);
+        }
+        report.slow = Some(slow);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -463,6 +499,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         resources: found.paths.len(),
         other_origins: found.other_origins,
     });
+    let workload = h2lab_browser::Workload::Page(html_path.clone());
     let mut paths = vec![html_path];
     paths.extend(found.paths);
     if !cfg.loss_levels.is_empty() {
@@ -470,18 +507,42 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             let level_pools = self::pools(&mut env, cfg, level, &protos)?;
             let link = describe_profile(level);
             log(&format!("link {link}"));
+            let mut barms = match &cfg.browser {
+                Some(b) => Some(browser_arms(
+                    &mut env,
+                    cfg,
+                    b,
+                    level,
+                    &protos,
+                    workload.clone(),
+                )?),
+                None => None,
+            };
             let env = &env;
             let mut counts = || link_loss(env, &protos, level);
-            report.loss.push(loss::run_level(
+            let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+            let lv = loss::run_level(
                 level,
-                link,
+                link.clone(),
                 &level_pools,
                 &paths,
                 cfg.repeat,
                 cfg.equivalence,
                 &mut counts,
+                extra,
                 log,
-            ));
+            );
+            if let Some(b) = barms {
+                report.browser.push(browser_report::summarise(
+                    &b,
+                    &lv.protocols,
+                    &link,
+                    only,
+                    cfg.equivalence,
+                ));
+                report.notes.extend(b.notes);
+            }
+            report.loss.push(lv);
         }
         if let Some(first) = report.loss.first() {
             report.protocols = first.protocols.clone();
@@ -490,42 +551,81 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
+    let mut barms = match &cfg.browser {
+        Some(b) => Some(browser_arms(
+            &mut env, cfg, b, first_link, &protos, workload,
+        )?),
+        None => None,
+    };
     // loads[j][i]: protocol j's load of round i (`None`: it failed).
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..cfg.repeat.max(1) as usize {
-        for k in 0..pools.len() {
-            let j = (k + i) % pools.len();
-            match load::load_page(&pools[j], &paths) {
-                Ok(l) => {
-                    log(&format!(
-                        "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                        i + 1,
-                        cfg.repeat.max(1),
-                        pools[j].proto.label(),
-                        crate::fmt::ms(l.page_ms),
-                        l.connections,
-                        l.requests
-                    ));
-                    loads[j].push(Some(l));
-                }
-                Err(e) => {
-                    log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                    errors[j].get_or_insert(e.to_string());
-                    loads[j].push(None);
-                }
+        let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match load::load_page(&pools[j], &paths)
+        {
+            Ok(l) => {
+                log(&format!(
+                    "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                    i + 1,
+                    cfg.repeat.max(1),
+                    pools[j].proto.label(),
+                    crate::fmt::ms(l.page_ms),
+                    l.connections,
+                    l.requests
+                ));
+                loads[j].push(Some(l));
             }
+            Err(e) => {
+                log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
+                errors[j].get_or_insert(e.to_string());
+                loads[j].push(None);
+            }
+        };
+        browser::run_round(i, pools.len(), extra, &mut sim, log);
+    }
+    if !only {
+        for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
+            report.protocols.push(proto_page(pool.proto, pool, l, e));
         }
     }
-    for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
-        report.protocols.push(proto_page(pool.proto, pool, l, e));
-    }
     report.decide(cfg.equivalence);
+    if let Some(b) = barms {
+        let link = report.link.clone();
+        report.browser.push(browser_report::summarise(
+            &b,
+            &report.protocols,
+            &link,
+            only,
+            cfg.equivalence,
+        ));
+        report.notes.extend(b.notes);
+    }
     if let Some(lt) = &cfg.load_test {
         report.load_test = Some(users::run_rounds(&pools, &paths, lt, cfg.equivalence, log));
     }
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// Sets up the browser arms of `protos` over `link` (see [`browser`]).
+fn browser_arms(
+    env: &mut LabEnv,
+    cfg: &PageConfig,
+    b: &browser::BrowserConfig,
+    link: LinkProfile,
+    protos: &[LabProtocol],
+    workload: h2lab_browser::Workload,
+) -> Result<browser::BrowserArms, LabError> {
+    browser::BrowserArms::setup(
+        env,
+        b,
+        link,
+        protos,
+        workload,
+        cfg.server_threads,
+        cfg.timeout,
+    )
 }
 
 /// The loss counters of the links `protos` cross on `profile` (each link counted once).

@@ -290,6 +290,9 @@ pub fn render_text(r: &PageReport) -> String {
             None => {}
         }
     }
+    for b in &r.browser {
+        out.push_str(&super::browser_report::render_text(b));
+    }
     if !r.notes.is_empty() {
         out.push_str("\nNotes:\n");
         for n in &r.notes {

@@ -3,6 +3,7 @@
 //! HTTP/1.1 connections (17 rounds of 2 s: 34 s) or one HTTP/2 connection (one round:
 //! 2 s); the seed measured 34,182 ms vs 2,270 ms, 15×.
 
+use super::browser::{run_round, ExtraArms};
 use super::load::{fetch_all, PoolSpec};
 use super::{proto_page, Ratio, SlowConfig, SlowReport};
 
@@ -25,11 +26,13 @@ pub fn expected_h1_ms(cfg: &SlowConfig, connections: u32) -> f64 {
 
 /// Runs the scenario `repeat` times per protocol (alternated, so run `i` of every protocol is
 /// round `i`); the verdict pairs the runs by round against the band `1 ± equivalence`.
+/// `extra` arms (the browser's) take their turns in every round.
 pub fn run(
     pools: &[PoolSpec],
     cfg: &SlowConfig,
     repeat: u32,
     equivalence: f64,
+    mut extra: Option<&mut dyn ExtraArms>,
     log: &mut dyn FnMut(&str),
 ) -> SlowReport {
     let paths = paths(cfg);
@@ -41,28 +44,26 @@ pub fn run(
         cfg.delay.as_millis()
     ));
     for i in 0..repeat.max(1) as usize {
-        for k in 0..pools.len() {
-            let j = (k + i) % pools.len();
-            match fetch_all(&pools[j], &paths) {
-                Ok(l) => {
-                    log(&format!(
-                        "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                        i + 1,
-                        repeat.max(1),
-                        pools[j].proto.label(),
-                        crate::fmt::ms(l.page_ms),
-                        l.connections,
-                        l.requests
-                    ));
-                    loads[j].push(Some(l));
-                }
-                Err(e) => {
-                    log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
-                    errors[j].get_or_insert(e.to_string());
-                    loads[j].push(None);
-                }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match fetch_all(&pools[j], &paths) {
+            Ok(l) => {
+                log(&format!(
+                    "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                    i + 1,
+                    repeat.max(1),
+                    pools[j].proto.label(),
+                    crate::fmt::ms(l.page_ms),
+                    l.connections,
+                    l.requests
+                ));
+                loads[j].push(Some(l));
             }
-        }
+            Err(e) => {
+                log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
+                errors[j].get_or_insert(e.to_string());
+                loads[j].push(None);
+            }
+        };
+        run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let results: Vec<_> = pools
         .iter()

@@ -1,0 +1,309 @@
+//! `h2lab page --browser`: real-browser arms beside the simulated fetcher's. Every load of a
+//! browser arm is headless Chromium ([`h2lab_browser`]) in a fresh profile, forced onto the
+//! arm's protocol and connected through the same link as the simulated arm (the link's TCP
+//! relay for HTTP/1.1 and HTTP/2, its UDP relay for HTTP/3), pinned to the client's CPUs.
+//! The arms alternate with the simulated ones round by round ([`ExtraArms`]), so a round's
+//! browser and simulated loads were measured back to back and pair in the statistics
+//! ([`super::browser_report`]).
+//!
+//! HTTP/1.1 on the built-in server gets a listener of its own that offers only `http/1.1`
+//! in ALPN (Chromium always offers `h2`; a server choosing is what a browser meets); on an
+//! external target the browser is told not to offer HTTP/2 (`--disable-http2`). The
+//! built-in certificate is trusted by its SPKI pin; an external target's certificate by
+//! `--ignore-certificate-errors` (recorded in the notes).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+
+pub use h2lab_browser::find_browser;
+use h2lab_browser::{load, BrowserSpec, LoadOptions, PageLoad as BrowserLoad, Protocol, Workload};
+use h2lab_server::{RunningServer, ServerConfig};
+
+use crate::env::{pin_servers, LabEnv, PinGuard, Pinning};
+use crate::error::LabError;
+use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
+use crate::proto::LabProtocol;
+
+/// `--browser` settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrowserConfig {
+    /// The Chromium/Chrome binary (resolved from `--browser chromium|PATH`).
+    pub binary: PathBuf,
+    /// `--browser-only`: the simulated arms are not run.
+    pub only: bool,
+}
+
+/// Arms run besides the simulated ones, one load per call, alternated round by round.
+pub trait ExtraArms {
+    /// How many arms.
+    fn arms(&self) -> usize;
+    /// Whether only these arms run (the simulated ones are skipped: `--browser-only`).
+    fn only(&self) -> bool;
+    /// Runs arm `arm`'s load of round `round`.
+    fn run(&mut self, arm: usize, round: usize, log: &mut dyn FnMut(&str));
+}
+
+/// One browser arm.
+pub struct BrowserArm {
+    /// The protocol (the simulated arm it pairs with).
+    pub proto: LabProtocol,
+    /// The link it crosses.
+    pub link: LinkProfile,
+    opts: LoadOptions,
+    /// `rounds[i]`: round `i`'s load (`None`: it failed or did not run).
+    pub rounds: Vec<Option<BrowserLoad>>,
+    /// Why the first failed load failed.
+    pub error: Option<String>,
+}
+
+/// The browser arms and what they need kept running (an HTTP/1.1-only listener, its link).
+pub struct BrowserArms {
+    /// The arms.
+    pub arms: Vec<BrowserArm>,
+    /// The binary used.
+    pub binary: PathBuf,
+    /// Whether loads were pinned to the client's CPUs.
+    pub pinned: bool,
+    /// Things worth knowing (for the report's notes).
+    pub notes: Vec<String>,
+    /// `--browser-only`.
+    pub only: bool,
+    _links: Vec<RunningLink>,
+    _h1_server: Option<RunningServer>,
+    _pin: PinGuard,
+}
+
+fn browser_protocol(p: LabProtocol) -> Option<Protocol> {
+    match p {
+        LabProtocol::H1Tls => Some(Protocol::H1),
+        LabProtocol::H2 => Some(Protocol::H2),
+        LabProtocol::H3 => Some(Protocol::H3),
+        _ => None,
+    }
+}
+
+/// The built-in server again, on a TLS port offering only `http/1.1` (same certificate,
+/// same threads and CPUs as the first).
+fn h1_only_server(
+    env: &LabEnv,
+    threads: usize,
+) -> Result<(RunningServer, PinGuard, SocketAddr), LabError> {
+    let iso = env.isolation();
+    let pinning = if iso.server_cpus.is_empty() {
+        Pinning::Off
+    } else {
+        Pinning::Cpus {
+            server: iso.server_cpus.clone(),
+            client: iso.client_cpus.clone(),
+        }
+    };
+    let cfg = ServerConfig {
+        listen: None,
+        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        cert_dir: env.cert_dir().map(PathBuf::from),
+        alpn: vec![b"http/1.1".to_vec()],
+        threads: threads.max(1),
+        quiet: true,
+        ..ServerConfig::local()
+    };
+    let (server, _, guard) = pin_servers(&pinning, || h2lab_server::spawn(cfg));
+    let server = server.map_err(|source| LabError::Server {
+        role: "built-in HTTP/1.1-only server",
+        source,
+    })?;
+    let addr = server
+        .tls_addr()
+        .ok_or(LabError::NoAddress("HTTP/1.1-only server: no address"))?;
+    Ok((server, guard, addr))
+}
+
+impl BrowserArms {
+    /// One browser arm per TLS protocol of `protos` (HTTP/1.1 over TLS, HTTP/2, HTTP/3;
+    /// cleartext protocols have none: browsers speak HTTP/2 and HTTP/3 only over TLS) over
+    /// `profile`, loading `workload`.
+    pub fn setup(
+        env: &mut LabEnv,
+        cfg: &BrowserConfig,
+        profile: LinkProfile,
+        protos: &[LabProtocol],
+        workload: Workload,
+        threads: usize,
+        timeout: std::time::Duration,
+    ) -> Result<BrowserArms, LabError> {
+        let client = env.isolation().client_cpus.clone();
+        let spec = BrowserSpec {
+            binary: cfg.binary.clone(),
+            cpus: (!client.is_empty()).then_some(client),
+            extra_args: Vec::new(),
+        };
+        let pin = env
+            .cert_path()
+            .map(|p| h2lab_browser::spki::pin_of_pem_file(&p))
+            .transpose()
+            .map_err(LabError::Browser)?;
+        let mut out = BrowserArms {
+            arms: Vec::new(),
+            binary: cfg.binary.clone(),
+            pinned: spec.cpus.is_some(),
+            notes: Vec::new(),
+            only: cfg.only,
+            _links: Vec::new(),
+            _h1_server: None,
+            _pin: PinGuard::default(),
+        };
+        if pin.is_none() {
+            out.notes.push(
+                "browser: the external target's certificate is accepted without checks \
+                 (--ignore-certificate-errors)"
+                    .into(),
+            );
+        }
+        for &p in protos {
+            let Some(bp) = browser_protocol(p) else {
+                out.notes.push(format!(
+                    "browser: no {} arm (browsers speak HTTP/2 and HTTP/3 only over TLS)",
+                    p.label()
+                ));
+                continue;
+            };
+            let origin = env.origin(p, profile)?;
+            let mut extra = Vec::new();
+            let addr = if bp == Protocol::H1 && env.is_builtin() {
+                let (server, guard, upstream) = h1_only_server(env, threads)?;
+                out._h1_server = Some(server);
+                out._pin = guard;
+                if profile == LinkProfile::Loopback {
+                    upstream
+                } else {
+                    let l = link::spawn(LinkConfig::profile(
+                        profile,
+                        SocketAddr::from(([127, 0, 0, 1], 0)),
+                        upstream,
+                    ))
+                    .map_err(|source| LabError::Link {
+                        name: Some(profile.to_string()),
+                        source,
+                    })?;
+                    let a = l.addr();
+                    out._links.push(l);
+                    a
+                }
+            } else {
+                if bp == Protocol::H1 {
+                    extra.push("--disable-http2".to_string());
+                }
+                match origin.connect_to.first() {
+                    Some(a) => *a,
+                    None => (origin.target.host.as_str(), origin.target.port)
+                        .to_socket_addrs()
+                        .ok()
+                        .and_then(|mut a| a.next())
+                        .ok_or(LabError::NoAddress("browser: the target does not resolve"))?,
+                }
+            };
+            let host = if env.is_builtin() {
+                "localhost".to_string()
+            } else {
+                origin.target.host.clone()
+            };
+            let mut spec = spec.clone();
+            spec.extra_args = extra;
+            if pin.is_none() {
+                spec.extra_args.push("--ignore-certificate-errors".into());
+            }
+            out.arms.push(BrowserArm {
+                proto: p,
+                link: profile,
+                opts: LoadOptions {
+                    spec,
+                    protocol: bp,
+                    host,
+                    addr,
+                    spki_pin: pin.clone().unwrap_or_default(),
+                    workload: workload.clone(),
+                    timeout,
+                },
+                rounds: Vec::new(),
+                error: None,
+            });
+        }
+        Ok(out)
+    }
+}
+
+impl ExtraArms for BrowserArms {
+    fn arms(&self) -> usize {
+        self.arms.len()
+    }
+
+    fn only(&self) -> bool {
+        self.only
+    }
+
+    fn run(&mut self, arm: usize, round: usize, log: &mut dyn FnMut(&str)) {
+        let Some(a) = self.arms.get_mut(arm) else {
+            return;
+        };
+        let r = load(&a.opts);
+        let name = format!("chromium {}", a.proto.label());
+        match &r {
+            Ok(l) => {
+                let off = l.off_protocol(a.opts.protocol.next_hop());
+                log(&format!(
+                    "load {} {:<16} {:>9}  {} connection(s), {} resources{}",
+                    round + 1,
+                    name,
+                    crate::fmt::ms(l.page_ms()),
+                    l.connections,
+                    l.resources.len(),
+                    if off.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "  PROTOCOL FALLBACK ({} not over {}), left out",
+                            off.len(),
+                            a.opts.protocol.next_hop()
+                        )
+                    }
+                ));
+            }
+            Err(e) => {
+                log(&format!("load {} {name}: {e}", round + 1));
+                a.error.get_or_insert_with(|| e.to_string());
+            }
+        }
+        if a.rounds.len() <= round {
+            a.rounds.resize_with(round + 1, || None);
+        }
+        a.rounds[round] = r.ok();
+    }
+}
+
+/// Runs round `round` of `sims` simulated arms (`sim(j, log)` loads arm `j`; none when the
+/// extra arms run alone) and the extra arms, rotated by the round so every arm takes every
+/// position in turn.
+#[allow(clippy::type_complexity)] // the simulated arm's loader and the progress sink it logs to
+pub fn run_round(
+    round: usize,
+    sims: usize,
+    extra: Option<&mut (dyn ExtraArms + '_)>,
+    sim: &mut dyn FnMut(usize, &mut dyn FnMut(&str)),
+    log: &mut dyn FnMut(&str),
+) {
+    let mut extra = extra;
+    let sims = if extra.as_ref().is_some_and(|e| e.only()) {
+        0
+    } else {
+        sims
+    };
+    let n_extra = extra.as_ref().map_or(0, |e| e.arms());
+    let total = sims + n_extra;
+    for k in 0..total {
+        let j = (k + round) % total;
+        if j < sims {
+            sim(j, log);
+        } else if let Some(e) = extra.as_deref_mut() {
+            e.run(j - sims, round, log);
+        }
+    }
+}
