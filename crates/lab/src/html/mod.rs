@@ -7,8 +7,8 @@
 pub mod check;
 pub mod compare;
 pub mod forest;
-pub mod h3;
 pub mod page;
+pub mod page_loss;
 mod pairs;
 pub mod shell;
 pub mod svg;
