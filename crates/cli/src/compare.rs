@@ -18,7 +18,7 @@ use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::{parse_count, parse_list, parse_profile, HeaderSet, Payload};
 use h2lab_lab::compare::{output, CompareConfig, Preset};
 use h2lab_lab::env::{Pinning, Targets};
-use h2lab_lab::fmt::{dur, parse_dur};
+use h2lab_lab::fmt::{dur, parse_dur, wrap_long_lines};
 use h2lab_lab::host::parse_cpu_list;
 use h2lab_lab::html;
 use h2lab_lab::proto::{self, LabProtocol};
@@ -145,10 +145,25 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub cpus: CpuArgs,
 
-    /// Equivalence band of the decisions: ratios whose 95% CI lies within 1 ± this are
-    /// parity, outside it a win, across its edge undecided [default: 3%].
+    /// Equivalence band of the throughput and server-cost decisions: a ratio whose 95% CI
+    /// lies outside 1 ± this is a win, inside it parity; one that crosses its edge is
+    /// slight when it leaves 1.0 out, undecided when it contains 1.0 [default: 3%].
     #[arg(long, value_name = "PERCENT")]
     pub equivalence: Option<String>,
+
+    /// Equivalence band of the throughput decisions (overrides --equivalence) [default: 3%].
+    #[arg(long, value_name = "PERCENT")]
+    pub throughput_band: Option<String>,
+
+    /// Equivalence band of the server-cost decisions (overrides --equivalence)
+    /// [default: 3%].
+    #[arg(long, value_name = "PERCENT")]
+    pub cost_band: Option<String>,
+
+    /// Equivalence band of the p99 decisions [default: 10%: the tail of a 15 ms window
+    /// spreads 10–20% between two identical arms].
+    #[arg(long, value_name = "PERCENT")]
+    pub p99_band: Option<String>,
 
     /// Measure a round again (up to twice) when other processes used the machine during it.
     #[arg(long)]
@@ -160,9 +175,9 @@ pub struct CompareArgs {
     pub until_decided: Option<String>,
 
     /// Wall-time budget of the whole run: after the first rounds, the time left adds rounds
-    /// to the conditions whose throughput or server-cost CIs are wider than --target-width
-    /// (widest first; the rule looks at widths only, never at the outcome); 0 measures the
-    /// first rounds only [default: 285s; --quick 55s].
+    /// to the conditions with undecided decisions, nearest to deciding first (then, if time
+    /// is left, to those whose throughput or server-cost CIs are wider than
+    /// --target-width); 0 measures the first rounds only [default: 285s; --quick 55s].
     #[arg(long, value_name = "DURATION")]
     pub budget: Option<String>,
 
@@ -183,6 +198,11 @@ pub struct CompareArgs {
     /// and marked in results.json (`slow_spell`); this flag turns that check off.
     #[arg(long)]
     pub keep_slow_spells: bool,
+
+    /// Print every column of the cell table (wider than a terminal); by default it has the
+    /// protocol, req/s with its CI, p99, server µs/req and the busy marks.
+    #[arg(long)]
+    pub wide: bool,
 
     /// Write the HTML report (index.html, results.json, results.csv) here.
     #[arg(long, value_name = "DIR", default_value = "h2lab-report")]
@@ -353,8 +373,13 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     }
     if let Some(d) = &args.duration {
         let d = parse_dur(d).map_err(|e| format!("--duration: {e}"))?;
-        if d.is_zero() {
-            return Err("--duration: must be positive".into());
+        if d < h2lab_lab::compare::MIN_WINDOW {
+            return Err(format!(
+                "--duration: at least {} (shorter windows completed no request in a third of \
+                 their runs: the first responses of a window come a whole cycle of the closed \
+                 loop after it starts)",
+                dur(h2lab_lab::compare::MIN_WINDOW)
+            ));
         }
         cfg.timing.duration = d;
     }
@@ -372,8 +397,22 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     }
     cfg.server_threads = args.server_threads;
     cfg.pinning = args.cpus.pinning()?;
-    if let Some(e) = &args.equivalence {
-        cfg.equivalence = parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
+    for (flag, value, bands) in [
+        ("--equivalence", &args.equivalence, &[0, 2][..]),
+        ("--throughput-band", &args.throughput_band, &[0][..]),
+        ("--cost-band", &args.cost_band, &[2][..]),
+        ("--p99-band", &args.p99_band, &[1][..]),
+    ] {
+        if let Some(e) = value {
+            let band = parse_fraction(e).map_err(|e| format!("{flag}: {e}"))?;
+            for &i in bands {
+                *[
+                    &mut cfg.bands.throughput,
+                    &mut cfg.bands.p99,
+                    &mut cfg.bands.server_cost,
+                ][i] = band;
+            }
+        }
     }
     cfg.strict = args.strict;
     cfg.fresh_connections = args.fresh_connections;
@@ -433,32 +472,36 @@ pub fn main(args: CompareArgs) -> ExitCode {
     }
     let mut on_start =
         |plan: &h2lab_lab::compare::matrix::MatrixPlan, eta: std::time::Duration, env: &str| {
-            eprintln!("server: {env}");
+            eprintln!("{}", wrap_long_lines(&format!("server: {env}")));
             eprintln!(
-                "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}{}",
-                plan.conditions.len(),
-                plan.cells.len(),
-                cfg.timing.runs,
-                dur(cfg.timing.duration),
-                dur(cfg.timing.warm_up),
-                if eta.as_secs() >= 90 {
-                    format!("{:.1} min", eta.as_secs_f64() / 60.0)
-                } else {
-                    format!("{:.0} s", eta.as_secs_f64())
-                },
-                match cfg.budget {
-                    Some(b) if b > eta => format!(
-                        ", then rounds on conditions with CIs wider than {:.0}% until {} s",
-                        100.0 * cfg.target_width,
-                        b.as_secs()
-                    ),
-                    _ => String::new(),
-                }
+                "{}",
+                wrap_long_lines(&format!(
+                    "{} conditions, {} cells × {} run(s) of {} (+{} warm-up): about {}{}",
+                    plan.conditions.len(),
+                    plan.cells.len(),
+                    cfg.timing.runs,
+                    dur(cfg.timing.duration),
+                    dur(cfg.timing.warm_up),
+                    if eta.as_secs() >= 90 {
+                        format!("{:.1} min", eta.as_secs_f64() / 60.0)
+                    } else {
+                        format!("{:.0} s", eta.as_secs_f64())
+                    },
+                    match cfg.budget {
+                        Some(b) if b > eta => format!(
+                            ", then rounds on undecided conditions (nearest first) and CIs wider \
+                         than {:.0}% until {} s",
+                            100.0 * cfg.target_width,
+                            b.as_secs()
+                        ),
+                        _ => String::new(),
+                    }
+                ))
             );
             if h2lab_lab::compare::measure::interleaves(plan, cfg.fresh_connections) {
                 eprintln!(
                     "first rounds interleaved across conditions (round 1 of each, then round 2, \
-                     ...): cells are reported when their block of conditions ends"
+                     ...):\ncells are reported when their block of conditions ends"
                 );
             }
         };
@@ -472,9 +515,9 @@ pub fn main(args: CompareArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    eprintln!("{}", r.wall.summary());
+    eprintln!("{}", wrap_long_lines(&r.wall.summary()));
     let written = std::time::Instant::now();
-    println!("{}", output::render_text(&r));
+    println!("{}", output::render_text_with(&r, args.wide));
     let json = output::json(&r);
     let csv = output::csv(&r);
     let mut status = if stop.is_stopped() {

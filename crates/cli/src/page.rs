@@ -338,7 +338,10 @@ fn main_render(args: &PageArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    println!("{}", render::render_text(&r));
+    println!(
+        "{}",
+        h2lab_lab::fmt::wrap_long_lines(&render::render_text(&r))
+    );
     let mut status = 0;
     if let Some(p) = &args.json {
         let json = render::json(&r);
@@ -377,7 +380,10 @@ pub fn main(args: PageArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    println!("{}", output::render_text(&r));
+    println!(
+        "{}",
+        h2lab_lab::fmt::wrap_long_lines(&output::render_text(&r))
+    );
     let mut status = 0;
     let any_ok = r.protocols.iter().any(|p| p.page_ms.is_some())
         || r.browser

@@ -91,6 +91,16 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
         cfg.runs = r;
     }
     if let Some(d) = args.duration {
+        let floor = upstream::min_window(cfg.rtt);
+        if d < floor {
+            eprintln!(
+                "h2lab upstream: --duration: at least {} at --rtt {} (ten round trips: a \
+                 shorter period measures the start of the run, not its steady state)",
+                h2lab_lab::fmt::dur(floor),
+                h2lab_lab::fmt::dur(cfg.rtt)
+            );
+            return ExitCode::from(1);
+        }
         cfg.duration = d;
     }
     cfg.pinning = match args.cpus.pinning() {
@@ -107,9 +117,11 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
         ProxyKind::H2lab
     };
     let stop = StopFlag::new();
-    match upstream::run(&cfg, &stop, &mut |line| eprintln!("{line}")) {
+    match upstream::run(&cfg, &stop, &mut |line| {
+        eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
+    }) {
         Ok(r) => {
-            print!("{}", upstream::render(&r));
+            print!("{}", h2lab_lab::fmt::wrap_long_lines(&upstream::render(&r)));
             let Some(dir) = &args.report else {
                 return ExitCode::SUCCESS;
             };

@@ -12,6 +12,17 @@ use assert_cmd::cargo::cargo_bin_cmd;
 use h2lab_lab::html::check;
 use h2lab_lab::proto::LabProtocol;
 
+/// Every line of `text` fits a 120-column terminal.
+fn assert_fits(what: &str, text: &str) {
+    for l in text.lines() {
+        assert!(
+            l.chars().count() <= 120,
+            "{what}: a line of {} columns:\n{l}",
+            l.chars().count()
+        );
+    }
+}
+
 fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")
 }
@@ -70,11 +81,12 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
         "By payload (base conditions)",
         "With large request headers",
         "By network (emulated link)",
-        "p99 latency",
-        "server cost (CPU/req)",
+        "p99",
+        "server CPU/req",
         "HTTP/2 vs HTTP/1.1, like for like",
-        "h2 / http/1.1+tls",
-        "h2c / http/1.1",
+        "h2/h1-tls",
+        "h2c/h1",
+        "Outcomes: ",
         "cpus: ",
         "/ping",
         "100k",
@@ -83,6 +95,8 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
     assert!(stderr.contains("[30/30]"), "{stderr}");
+    assert_fits("compare stdout", &stdout);
+    assert_fits("compare stderr", &stderr);
     let report = dir.join("h2lab-report");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(report.join("results.json")).unwrap())
@@ -92,8 +106,8 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
     let measured = cells.iter().filter(|c| !c["rps"].is_null()).count();
     assert_eq!(measured, 30, "{}", json["notes"]);
     // Per decision and metric: outcome, winner, ratio and CI.
-    let d = &json["decisions"][0]["h2_vs_h1"][0]["decisions"][0];
-    assert!(["win", "parity", "undecided"].contains(&d["outcome"].as_str().unwrap()));
+    let d = &json["decisions"][0]["comparisons"][0]["decisions"][0];
+    assert!(["win", "slight", "parity", "undecided"].contains(&d["outcome"].as_str().unwrap()));
     assert!(d.get("winner").is_some() && d["ratio"]["lo"].is_number());
     assert!(json["isolation"]["note"].is_string());
     let csv = std::fs::read_to_string(report.join("results.csv")).unwrap();
@@ -122,6 +136,8 @@ fn page_defaults_show_six_http11_connections_one_http2_and_one_http3_connection_
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
+    assert_fits("page stdout", &stdout);
+    assert_fits("page stderr", &stderr);
     let conns = stdout
         .lines()
         .find(|l| l.starts_with("connections opened"))
@@ -250,6 +266,9 @@ fn bad_lab_flags_are_one_line_errors() {
         (&["compare", "--payloads", "10q"][..], "unknown payload"),
         (&["compare", "--links", "moon"][..], "--links"),
         (&["compare", "--duration", "5"][..], "--duration"),
+        (&["compare", "--duration", "10ms"][..], "at least 15.0 ms"),
+        (&["compare", "--p99-band", "90%"][..], "--p99-band"),
+        (&["upstream", "--duration", "20ms"][..], "at least 50.0 ms"),
         (&["compare", "--target", "ftp://x/"][..], "--target"),
         (&["compare", "--equivalence", "90%"][..], "--equivalence"),
         (

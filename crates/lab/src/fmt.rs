@@ -170,6 +170,94 @@ pub fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// The widest line the lab prints to a terminal.
+pub const WIDTH: usize = 120;
+
+/// Wraps prose at `width` columns (counting chars): words move to the next line, which
+/// starts with `indent`; existing line breaks are kept; a word longer than a line stays
+/// whole on its own line.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let mut out = String::new();
+    for (n, para) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        let lead: String = para.chars().take_while(|c| *c == ' ').collect();
+        let mut line = lead.clone();
+        let mut len = lead.chars().count();
+        let mut fresh = true;
+        for word in para.split(' ').filter(|w| !w.is_empty()) {
+            let wl = word.chars().count();
+            if !fresh && len + 1 + wl > width {
+                out.push_str(&line);
+                out.push('\n');
+                line = indent.to_owned();
+                len = indent.chars().count();
+                fresh = true;
+            }
+            if !fresh {
+                line.push(' ');
+                len += 1;
+            }
+            line.push_str(word);
+            len += wl;
+            fresh = false;
+        }
+        out.push_str(&line);
+    }
+    out
+}
+
+/// Wraps every line of `text` that is wider than [`WIDTH`] (continuation lines indented by
+/// two spaces); lines that fit are left alone (tables stay aligned).
+pub fn wrap_long_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() > WIDTH {
+            let lead: String = body.chars().take_while(|c| *c == ' ').collect();
+            let indent = format!("{lead}  ");
+            out.push_str(&wrap(body, WIDTH, &indent));
+        } else {
+            out.push_str(body);
+        }
+        out.push_str(nl);
+    }
+    out
+}
+
+/// [`table`] when it fits in `width` columns; otherwise one block per row, each cell on its
+/// own line as `header: value` (wrapped), so that nothing is wider than `width`.
+pub fn fit_table(rows: &[Vec<String>], width: usize) -> String {
+    let t = table(rows);
+    if t.lines().all(|l| l.chars().count() <= width) {
+        return t;
+    }
+    let Some(head) = rows.first() else {
+        return String::new();
+    };
+    let names: Vec<&str> = head.iter().map(|h| h.trim_start_matches('>')).collect();
+    let mut out = String::new();
+    for row in &rows[1..] {
+        for (i, c) in row.iter().enumerate() {
+            if c.is_empty() {
+                continue;
+            }
+            let line = if i == 0 {
+                c.clone()
+            } else {
+                format!("  {}: {c}", names.get(i).copied().unwrap_or(""))
+            };
+            out.push_str(&wrap(&line, width, "      "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Parses a duration for the lab's flags: a number with a unit `ms`, `s`, `m` or `h`
 /// (`250ms`, `1.5s`, `5m`), or `0` (the workspace's one syntax, [`h2lab_engine::syntax`],
 /// without bare numbers), at most 24 hours.
@@ -209,5 +297,33 @@ mod tests {
         assert!(parse_dur("5").is_err());
         assert!(parse_dur("-1s").is_err());
         assert_eq!(t, "a   n  c\n--------\nxx  1  z\n");
+    }
+
+    #[test]
+    fn prose_and_tables_fit_the_width() {
+        let text = "one two three four five six seven eight nine ten";
+        let w = wrap(text, 14, "  ");
+        assert_eq!(
+            w,
+            "one two three\n  four five\n  six seven\n  eight nine\n  ten"
+        );
+        assert!(w.lines().all(|l| l.chars().count() <= 14), "{w}");
+        assert_eq!(wrap("a\nb c", 80, ""), "a\nb c");
+        let long = format!("- {}", "word ".repeat(60));
+        let wrapped = wrap_long_lines(&format!("short\n{long}\n"));
+        assert!(wrapped.starts_with("short\n- word"));
+        assert!(
+            wrapped.lines().all(|l| l.chars().count() <= WIDTH),
+            "{wrapped}"
+        );
+        assert!(wrapped.ends_with('\n'));
+        let rows = vec![
+            vec!["condition".to_owned(), "a".into(), "b".into()],
+            vec!["/ping".into(), "x".repeat(50), "y".repeat(50)],
+        ];
+        assert!(fit_table(&rows, 120).contains("-----"), "fits: a table");
+        let narrow = fit_table(&rows, 40);
+        assert!(narrow.starts_with("/ping\n  a:"), "{narrow}");
+        assert!(narrow.lines().all(|l| l.chars().count() <= 60), "{narrow}");
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::HeaderSet;
+use h2lab_lab::compare::decision::{CONTROL, H2_VS_H1};
 use h2lab_lab::compare::matrix::Section;
 use h2lab_lab::compare::{output, run, CompareConfig, Preset};
 use h2lab_lab::link::LinkProfile;
@@ -183,20 +184,24 @@ fn a_a_control_is_two_arms_and_never_a_winner() {
     }
     assert_eq!(r.decisions.len(), 1);
     let row = &r.decisions[0];
-    assert!(!row.controls.is_empty());
+    assert_eq!(row.family(CONTROL).count(), 1);
     for d in row.all() {
         assert!(d.control, "{d:?}");
         assert!(d.winner.is_none(), "an A/A control names no winner: {d:?}");
         assert_eq!(d.ratio.unwrap().n, 3, "paired by round");
     }
-    assert!(row.h2_vs_h1.is_empty());
+    assert_eq!(row.family(H2_VS_H1).count(), 0);
     let text = output::render_text(&r);
     assert!(text.contains("A/A controls"), "{text}");
     assert!(text.contains("h2c#2"), "{text}");
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
-    let c = &json["decisions"][0]["controls"][0];
+    let c = &json["decisions"][0]["comparisons"][0];
+    assert_eq!(c["family"], "A/A control");
+    assert_eq!(c["control"], true);
+    let c = &c["decisions"][0];
     assert_eq!(c["winner"], serde_json::Value::Null);
-    assert!(["win", "parity", "undecided"].contains(&c["outcome"].as_str().unwrap()));
+    assert_ne!(c["outcome"], "win", "an A/A control never wins");
+    assert!(["slight", "parity", "undecided"].contains(&c["outcome"].as_str().unwrap()));
     assert!(c["ratio"]["lo"].as_f64().unwrap() <= c["ratio"]["hi"].as_f64().unwrap());
     assert_eq!(json["cells"][1]["arm"], 1);
 }
@@ -229,8 +234,10 @@ fn cells_carry_cost_and_like_for_like_pairs_are_decided() {
         assert!(c.rps_ci.is_some() && c.p99_ci.is_some());
     }
     let row = &r.decisions[0];
-    let pairs: Vec<(LabProtocol, LabProtocol)> =
-        row.h2_vs_h1.iter().map(|p| (p.h2, p.h1)).collect();
+    let pairs: Vec<(LabProtocol, LabProtocol)> = row
+        .family(H2_VS_H1)
+        .map(|p| (p.a.proto, p.b.proto))
+        .collect();
     assert_eq!(
         pairs,
         vec![

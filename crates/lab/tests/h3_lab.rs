@@ -2,6 +2,7 @@
 //! loads over HTTP/3, and HTTP/3 across a lossy link. All on the built-in server, port 0.
 
 use h2lab_engine::StopFlag;
+use h2lab_lab::compare::decision::{H2_VS_H1, H3_VS_H2};
 use h2lab_lab::compare::{output, run, CompareConfig, Preset};
 use h2lab_lab::link::LinkProfile;
 use h2lab_lab::proto::LabProtocol;
@@ -46,10 +47,13 @@ fn compare_measures_an_h3_arm_and_decides_h3_against_h2() {
         assert!(s.bytes_out_per_req.unwrap() > 10.0);
     }
     let row = &r.decisions[0];
-    assert!(row.h2_vs_h1.is_empty(), "no HTTP/1.1 arm");
-    assert_eq!(row.h3_vs_h2.len(), 1);
-    let pair = &row.h3_vs_h2[0];
-    assert_eq!((pair.h3, pair.h2), (LabProtocol::H3, LabProtocol::H2));
+    assert_eq!(row.family(H2_VS_H1).count(), 0, "no HTTP/1.1 arm");
+    assert_eq!(row.family(H3_VS_H2).count(), 1);
+    let pair = row.family(H3_VS_H2).next().unwrap();
+    assert_eq!(
+        (pair.a.proto, pair.b.proto),
+        (LabProtocol::H3, LabProtocol::H2)
+    );
     assert_eq!(pair.decisions.len(), 3, "req/s, p99 and server cost");
     for d in &pair.decisions {
         assert_eq!(d.a.proto, LabProtocol::H3);
@@ -61,13 +65,14 @@ fn compare_measures_an_h3_arm_and_decides_h3_against_h2() {
     }
     let text = output::render_text(&r);
     assert!(text.contains("HTTP/3 vs HTTP/2, like for like"), "{text}");
-    assert!(text.contains("h3 / h2"), "{text}");
+    assert!(text.contains("h3/h2"), "{text}");
     let csv = output::csv(&r);
     assert!(csv.lines().any(|l| l.starts_with("h3,")), "{csv}");
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
-    let j = &json["decisions"][0]["h3_vs_h2"][0];
-    assert_eq!(j["h3"], "h3");
-    assert_eq!(j["h2"], "h2");
+    let j = &json["decisions"][0]["comparisons"][0];
+    assert_eq!(j["family"], "HTTP/3 vs HTTP/2");
+    assert_eq!(j["a"]["proto"], "h3");
+    assert_eq!(j["b"]["proto"], "h2");
     assert_eq!(j["decisions"].as_array().unwrap().len(), 3);
     assert!(json["cells"]
         .as_array()

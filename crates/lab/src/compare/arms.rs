@@ -4,19 +4,56 @@
 //! start, connection and TLS set-up and teardown per run. The pool keeps the arms of the
 //! conditions measured last open, up to a connection cap (file descriptors: every client
 //! connection is also a server connection, and on a shaped link two more in the relay);
-//! older arms are closed when a new one would exceed it.
+//! older arms are closed when a new one would exceed it. A second cap bounds the memory
+//! the open arms hold ([`footprint`]): a connection relayed by a shaped link holds the
+//! relay's buffers, up to a quarter of a megabyte per direction, and 1,000 of them held
+//! most of the default run's 1.5 GB.
 
 use std::time::Instant;
 
 use h2lab_engine::{BenchConfig, EngineError, StandingRun, StopFlag};
 
+use super::matrix::CellKey;
+use crate::link::LinkProfile;
+use crate::proto::LabProtocol;
+
 /// Most client connections kept open at once (when the file limit allows).
 pub const MAX_OPEN_CONNECTIONS: u32 = 2_000;
+
+/// Most bytes the open arms may hold by [`footprint`]'s estimate. With the process's own
+/// 60–90 MB (threads, histograms, the server's buffers) this keeps the default matrix under
+/// 250 MB of peak RSS.
+pub const MEMORY_CAP: u64 = 128 << 20;
+
+/// What one open client connection is presumed to hold in this process, by kind: a TCP
+/// connection on loopback (the server's buffers for it and the client's share), an HTTP/3
+/// connection (its UDP socket's receive slots and its send buffer, 64 KiB each, and the
+/// QUIC state on both ends), and a connection relayed by a shaped link (the relay reads up
+/// to 256 KiB ahead per direction; heap profile of the default run: 485 MB of the relay's
+/// rings at the peak, with about 1,000 linked connections open).
+pub const CONN_BYTES: u64 = 32 << 10;
+/// See [`CONN_BYTES`].
+pub const H3_CONN_BYTES: u64 = 160 << 10;
+/// See [`CONN_BYTES`].
+pub const LINKED_CONN_BYTES: u64 = 512 << 10;
+
+/// The memory cell `key`'s arm is presumed to hold with `connections` open ([`CONN_BYTES`]).
+pub fn footprint(key: &CellKey, connections: u32) -> u64 {
+    let per = if key.cond.link != LinkProfile::Loopback && key.proto != LabProtocol::H3 {
+        LINKED_CONN_BYTES
+    } else if key.proto == LabProtocol::H3 {
+        H3_CONN_BYTES
+    } else {
+        CONN_BYTES
+    };
+    per * u64::from(connections)
+}
 
 struct OpenArm {
     cell: usize,
     run: StandingRun,
     connections: u32,
+    bytes: u64,
     last_use: u64,
 }
 
@@ -24,6 +61,7 @@ struct OpenArm {
 pub struct Arms {
     open: Vec<OpenArm>,
     cap: u32,
+    memory_cap: u64,
     clock: u64,
 }
 
@@ -104,8 +142,14 @@ impl Arms {
         Arms {
             open: Vec::new(),
             cap,
+            memory_cap: MEMORY_CAP,
             clock: 0,
         }
+    }
+
+    /// Bytes the open arms are presumed to hold ([`footprint`]).
+    pub fn bytes(&self) -> u64 {
+        self.open.iter().map(|a| a.bytes).sum()
     }
 
     /// Client connections open now.
@@ -119,21 +163,23 @@ impl Arms {
     }
 
     /// The standing run of cell `cell`, opened with `cfg` (`connections` client
-    /// connections) if it is not open yet — closing the least recently used arms not in
-    /// `keep` while the cap would be exceeded. Returns the run and how long opening (and
-    /// closing others) took.
+    /// connections, presumed to hold `bytes`: [`footprint`]) if it is not open yet —
+    /// closing the least recently used arms not in `keep` while either cap would be
+    /// exceeded. Returns the run and how long opening (and closing others) took.
     pub fn get(
         &mut self,
         cell: usize,
         cfg: &BenchConfig,
-        connections: u32,
+        (connections, bytes): (u32, u64),
         keep: &[usize],
         stop: &StopFlag,
     ) -> Result<(&mut StandingRun, std::time::Duration), EngineError> {
         self.clock += 1;
         let t0 = Instant::now();
         if !self.is_open(cell) {
-            while self.connections() + connections > self.cap {
+            while self.connections() + connections > self.cap
+                || self.bytes() + bytes > self.memory_cap
+            {
                 let victim = self
                     .open
                     .iter()
@@ -149,6 +195,7 @@ impl Arms {
                 cell,
                 run,
                 connections,
+                bytes,
                 last_use: 0,
             });
         }

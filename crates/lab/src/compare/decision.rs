@@ -3,26 +3,29 @@
 //!
 //! Every decision compares two arms measured in the same rounds: the per-round ratio of
 //! the metric (A over B), its median and 95% bootstrap CI ([`crate::stats::ci`]), and one
-//! of three outcomes against the equivalence band: **win** (the CI lies outside the band:
-//! the better arm is named), **parity** (inside the band), **undecided** (the CI overlaps
-//! the band's edge: more rounds needed).
+//! of four outcomes against the metric's equivalence band ([`Bands`]): **win** (the CI
+//! lies outside the band: the better arm is named), **slight** (the CI leaves 1.0 out but
+//! crosses the band's edge: the direction is known, the size small), **parity** (inside
+//! the band), **undecided** (the CI contains 1.0 and reaches outside the band: more rounds
+//! needed, roughly [`Decision::more_rounds`]).
 //!
 //! - Per condition: the best arm by median against the runner-up, for each metric.
-//! - HTTP/2 vs HTTP/1.1, like for like: `h2` against `h1-tls` (both TLS) and `h2c` against
-//!   `h1` (both cleartext), whichever pairs were measured.
-//! - HTTP/3 vs HTTP/2, like for like: `h3` against `h2` (both encrypted; QUIC over UDP
-//!   against TLS over TCP), when both were measured.
-//! - A/A controls: a protocol listed twice is measured as two arms; their decision is
+//! - Like for like: the rows of [`PAIRS`] (HTTP/2 against HTTP/1.1 over the same
+//!   transport, HTTP/3 against HTTP/2 over TLS), whichever were measured; adding a pair is
+//!   one line there.
+//! - A/A controls: a protocol listed twice is measured as two arms; their comparison is
 //!   reported as a control and never names a winner.
+//!
+//! The terminal text of the decisions is in [`super::verdicts`], their HTML in
+//! [`crate::html`].
 
 use serde::Serialize;
 
 use super::matrix::{arm_label, Condition, MatrixPlan, Section};
 use super::run::{CellResult, RunSample};
-use crate::fmt;
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
-use crate::stats::{plus_scale, Better};
+use crate::stats::Better;
 
 /// What a decision compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -93,6 +96,52 @@ impl Arm {
     }
 }
 
+/// The equivalence band of each metric: ratios within `1 ± band` are "the same".
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Bands {
+    /// Throughput (req/s) band.
+    pub throughput: f64,
+    /// p99 latency band: wider, because the tail of a short window spreads 10–20% between
+    /// two identical arms (A/A controls of the default run), while the tail effects the lab
+    /// looks for are 27–52%.
+    pub p99: f64,
+    /// Server CPU per request band.
+    pub server_cost: f64,
+}
+
+impl Default for Bands {
+    fn default() -> Self {
+        Bands {
+            throughput: ci::DEFAULT_EQUIVALENCE,
+            p99: DEFAULT_P99_BAND,
+            server_cost: ci::DEFAULT_EQUIVALENCE,
+        }
+    }
+}
+
+/// The default p99 band: ±10% (see [`Bands::p99`]).
+pub const DEFAULT_P99_BAND: f64 = 0.10;
+
+impl Bands {
+    /// The same band for every metric.
+    pub fn uniform(band: f64) -> Bands {
+        Bands {
+            throughput: band,
+            p99: band,
+            server_cost: band,
+        }
+    }
+
+    /// The band of `metric`.
+    pub fn of(&self, metric: Metric) -> f64 {
+        match metric {
+            Metric::Throughput => self.throughput,
+            Metric::P99 => self.p99,
+            Metric::ServerCost => self.server_cost,
+        }
+    }
+}
+
 /// One decision between two arms on one metric.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Decision {
@@ -104,20 +153,28 @@ pub struct Decision {
     pub b: Arm,
     /// Per-round ratio `a / b`: median and 95% bootstrap CI (`None` without paired rounds).
     pub ratio: Option<Estimate>,
-    /// Win, parity or undecided.
+    /// The equivalence band the outcome was judged against (`1 ± band`).
+    pub band: f64,
+    /// Win, slight, parity or undecided.
     pub outcome: Outcome,
     /// The better arm when the outcome is a win; never set for an A/A control.
     pub winner: Option<Arm>,
+    /// The better arm when the direction is known (a win or a slight difference); never
+    /// set for an A/A control.
+    pub better: Option<Arm>,
+    /// Roughly how many more paired rounds would decide an undecided decision
+    /// ([`ci::rounds_to_decide`]).
+    pub more_rounds: Option<usize>,
     /// An A/A control: both arms are the same protocol.
     pub control: bool,
 }
 
-/// Decides `a` against `b` on `metric` from their runs, paired by round.
+/// Decides `a` against `b` on `metric` from their runs, paired by round, against `band`.
 pub fn decide_pair(
     metric: Metric,
     a: (Arm, &CellResult),
     b: (Arm, &CellResult),
-    equivalence: f64,
+    band: f64,
     what: &str,
 ) -> Decision {
     let rounds = a.1.rounds().max(b.1.rounds());
@@ -129,62 +186,116 @@ pub fn decide_pair(
         b.0.label()
     )));
     let ratio = ci::paired_ratio(&va, &vb, &mut rng);
-    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
-    let control = a.0.proto == b.0.proto;
-    let winner = match (outcome, ratio, control) {
-        (Outcome::Win, Some(r), false) => {
+    decision_of(metric, a.0, b.0, ratio, band)
+}
+
+/// The decision of `a` against `b` on `metric` from their per-round ratio `a / b`.
+pub fn decision_of(metric: Metric, a: Arm, b: Arm, ratio: Option<Estimate>, band: f64) -> Decision {
+    let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, band));
+    let control = a.proto == b.proto;
+    let better = match (outcome.directional(), ratio, control) {
+        (true, Some(r), false) => {
             let a_better = match metric.better() {
                 Better::Higher => r.median > 1.0,
                 Better::Lower => r.median < 1.0,
             };
-            Some(if a_better { a.0 } else { b.0 })
+            Some(if a_better { a } else { b })
         }
         _ => None,
     };
     Decision {
         metric,
-        a: a.0,
-        b: b.0,
+        a,
+        b,
         ratio,
+        band,
         outcome,
-        winner,
+        winner: better.filter(|_| outcome == Outcome::Win),
+        better,
+        more_rounds: match ratio {
+            Some(r) => ci::rounds_to_decide(&r, band),
+            None => Some(ci::MIN_ROUNDS),
+        },
         control,
     }
 }
 
-/// HTTP/2 against HTTP/1.1 over the same transport at one condition.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct PairDecisions {
-    /// `h2` or `h2c`.
-    pub h2: LabProtocol,
-    /// `h1-tls` or `h1`.
-    pub h1: LabProtocol,
-    /// One decision per metric (`a` is HTTP/2), in [`Metric::ALL`] order (metrics with no
-    /// data are left out).
-    pub decisions: Vec<Decision>,
+/// A like-for-like comparison: protocol `a` against `b` (the newer over the older, over
+/// the same kind of transport security).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Pair {
+    /// The numerator (the newer protocol).
+    pub a: LabProtocol,
+    /// The denominator.
+    pub b: LabProtocol,
+    /// The comparison the pair belongs to (`HTTP/2 vs HTTP/1.1`): pairs of one family
+    /// share a table and a forest plot.
+    pub family: &'static str,
 }
 
 /// The like-for-like pairs: HTTP/2 over TLS against HTTP/1.1 over TLS, h2c against
-/// cleartext HTTP/1.1.
-pub const PAIRS: [(LabProtocol, LabProtocol); 2] = [
-    (LabProtocol::H2, LabProtocol::H1Tls),
-    (LabProtocol::H2c, LabProtocol::H1),
+/// cleartext HTTP/1.1, HTTP/3 against HTTP/2 over TLS (both encrypted; QUIC over UDP
+/// against TLS over TCP). A new pair is one more line.
+pub const PAIRS: [Pair; 3] = [
+    Pair {
+        a: LabProtocol::H2,
+        b: LabProtocol::H1Tls,
+        family: H2_VS_H1,
+    },
+    Pair {
+        a: LabProtocol::H2c,
+        b: LabProtocol::H1,
+        family: H2_VS_H1,
+    },
+    Pair {
+        a: LabProtocol::H3,
+        b: LabProtocol::H2,
+        family: H3_VS_H2,
+    },
 ];
 
-/// HTTP/3 against HTTP/2 over TLS at one condition.
+/// The family of the HTTP/2-vs-HTTP/1.1 pairs.
+pub const H2_VS_H1: &str = "HTTP/2 vs HTTP/1.1";
+/// The family of the HTTP/3-vs-HTTP/2 pair.
+pub const H3_VS_H2: &str = "HTTP/3 vs HTTP/2";
+/// The family of the A/A controls (a protocol listed twice).
+pub const CONTROL: &str = "A/A control";
+
+/// The families of comparisons in report order: every family of [`PAIRS`], then the A/A
+/// controls.
+pub fn families() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = Vec::new();
+    for p in PAIRS {
+        if !v.contains(&p.family) {
+            v.push(p.family);
+        }
+    }
+    v.push(CONTROL);
+    v
+}
+
+/// One comparison of two arms at one condition: a like-for-like pair or an A/A control.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct H3Decisions {
-    /// `h3`.
-    pub h3: LabProtocol,
-    /// `h2` (HTTP/2 over TLS: the like-for-like baseline, both encrypted).
-    pub h2: LabProtocol,
-    /// One decision per metric (`a` is HTTP/3), in [`Metric::ALL`] order (metrics with no
+pub struct Comparison {
+    /// Its family ([`Pair::family`], or [`CONTROL`]).
+    pub family: &'static str,
+    /// The numerator arm.
+    pub a: Arm,
+    /// The denominator arm.
+    pub b: Arm,
+    /// An A/A control (never a winner).
+    pub control: bool,
+    /// One decision per metric (`a` over `b`), in [`Metric::ALL`] order (metrics with no
     /// data are left out).
     pub decisions: Vec<Decision>,
 }
 
-/// The like-for-like HTTP/3 pair: HTTP/3 against HTTP/2 over TLS.
-pub const H3_PAIRS: [(LabProtocol, LabProtocol); 1] = [(LabProtocol::H3, LabProtocol::H2)];
+impl Comparison {
+    /// The decision on `metric`, if any.
+    pub fn decision(&self, metric: Metric) -> Option<&Decision> {
+        self.decisions.iter().find(|d| d.metric == metric)
+    }
+}
 
 /// One row of the decision table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -198,12 +309,9 @@ pub struct DecisionRow {
     /// Best against runner-up, per metric ([`Metric::ALL`] order; metrics with fewer than
     /// two measured arms are left out).
     pub verdicts: Vec<Decision>,
-    /// HTTP/2 vs HTTP/1.1, per like-for-like pair measured.
-    pub h2_vs_h1: Vec<PairDecisions>,
-    /// HTTP/3 vs HTTP/2 over TLS, when both were measured.
-    pub h3_vs_h2: Vec<H3Decisions>,
-    /// A/A controls (second arm against first), per metric.
-    pub controls: Vec<Decision>,
+    /// The like-for-like pairs measured and the A/A controls, in [`PAIRS`] order, controls
+    /// last.
+    pub comparisons: Vec<Comparison>,
 }
 
 impl DecisionRow {
@@ -212,13 +320,16 @@ impl DecisionRow {
         self.verdicts.iter().find(|d| d.metric == metric)
     }
 
+    /// The comparisons of `family`.
+    pub fn family<'a>(&'a self, family: &'a str) -> impl Iterator<Item = &'a Comparison> + 'a {
+        self.comparisons.iter().filter(move |c| c.family == family)
+    }
+
     /// Every decision of the row (verdicts, pairs, controls).
     pub fn all(&self) -> impl Iterator<Item = &Decision> {
         self.verdicts
             .iter()
-            .chain(self.h2_vs_h1.iter().flat_map(|p| p.decisions.iter()))
-            .chain(self.h3_vs_h2.iter().flat_map(|p| p.decisions.iter()))
-            .chain(self.controls.iter())
+            .chain(self.comparisons.iter().flat_map(|p| p.decisions.iter()))
     }
 }
 
@@ -235,8 +346,22 @@ pub fn row_label(cond: &Condition, section: Section) -> String {
     }
 }
 
+/// The decisions of `a` against `b` on every metric both have data for.
+fn compare_arms(
+    a: (Arm, &CellResult),
+    b: (Arm, &CellResult),
+    bands: &Bands,
+    label: &str,
+) -> Vec<Decision> {
+    Metric::ALL
+        .into_iter()
+        .filter(|m| m.median(a.1).is_some() && m.median(b.1).is_some())
+        .map(|m| decide_pair(m, a, b, bands.of(m), label))
+        .collect()
+}
+
 /// Builds the decision rows of every condition with at least two measured arms.
-pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> Vec<DecisionRow> {
+pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], bands: &Bands) -> Vec<DecisionRow> {
     let mut rows = Vec::new();
     for pc in &plan.conditions {
         let arms: Vec<(Arm, &CellResult)> = pc
@@ -282,41 +407,32 @@ pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> 
                 m,
                 (v[0].0, v[0].1),
                 (v[1].0, v[1].1),
-                equivalence,
+                bands.of(m),
                 &label,
             ));
         }
         let find = |p: LabProtocol| firsts.iter().find(|(a, _)| a.proto == p).copied();
-        let mut h2_vs_h1 = Vec::new();
-        for (h2, h1) in PAIRS {
-            if let (Some(a), Some(b)) = (find(h2), find(h1)) {
-                let decisions = Metric::ALL
-                    .into_iter()
-                    .filter(|m| m.median(a.1).is_some() && m.median(b.1).is_some())
-                    .map(|m| decide_pair(m, a, b, equivalence, &label))
-                    .collect();
-                h2_vs_h1.push(PairDecisions { h2, h1, decisions });
+        let mut comparisons = Vec::new();
+        for pair in PAIRS {
+            if let (Some(a), Some(b)) = (find(pair.a), find(pair.b)) {
+                comparisons.push(Comparison {
+                    family: pair.family,
+                    a: a.0,
+                    b: b.0,
+                    control: false,
+                    decisions: compare_arms(a, b, bands, &label),
+                });
             }
         }
-        let mut h3_vs_h2 = Vec::new();
-        for (h3, h2) in H3_PAIRS {
-            if let (Some(a), Some(b)) = (find(h3), find(h2)) {
-                let decisions = Metric::ALL
-                    .into_iter()
-                    .filter(|m| m.median(a.1).is_some() && m.median(b.1).is_some())
-                    .map(|m| decide_pair(m, a, b, equivalence, &label))
-                    .collect();
-                h3_vs_h2.push(H3Decisions { h3, h2, decisions });
-            }
-        }
-        let mut controls = Vec::new();
         for &(a, c) in arms.iter().filter(|(a, _)| a.arm > 0) {
             if let Some(first) = find(a.proto) {
-                for m in Metric::ALL {
-                    if m.median(c).is_some() && m.median(first.1).is_some() {
-                        controls.push(decide_pair(m, (a, c), first, equivalence, &label));
-                    }
-                }
+                comparisons.push(Comparison {
+                    family: CONTROL,
+                    a,
+                    b: first.0,
+                    control: true,
+                    decisions: compare_arms((a, c), first, bands, &label),
+                });
             }
         }
         rows.push(DecisionRow {
@@ -324,302 +440,100 @@ pub fn decide_all(plan: &MatrixPlan, cells: &[CellResult], equivalence: f64) -> 
             condition: pc.cond.clone(),
             label,
             verdicts,
-            h2_vs_h1,
-            h3_vs_h2,
-            controls,
+            comparisons,
         });
     }
     rows
 }
 
-/// `+18% (+12…+25%)`: the change `ratio - 1` with its CI.
-pub fn ratio_text(r: &Estimate) -> String {
-    format!(
-        "{} ({}…{})",
-        fmt::pct(r.median - 1.0),
-        fmt::pct(r.lo - 1.0),
-        fmt::pct(r.hi - 1.0)
-    )
-}
-
-/// A verdict: `h2c ++ +18% (+12…+25%) vs http/1.1`, `≈ parity: h2c +1.2% (−1.5…+2.8%) vs
-/// http/1.1`, `? undecided: …`; an A/A control never names a winner
-/// (`A/A h2c#2 vs h2c: parity +0.4% (…)`).
-pub fn verdict_text(d: &Decision) -> String {
-    let Some(r) = &d.ratio else {
-        return "? undecided (no paired rounds)".into();
-    };
-    let body = format!("{} {} vs {}", d.a.label(), ratio_text(r), d.b.label());
-    if d.control {
-        return format!("A/A {}: {body}", d.outcome.name());
-    }
-    match (d.outcome, d.winner) {
-        (Outcome::Win, Some(w)) => {
-            let margin = match d.metric.better() {
-                Better::Higher => r.median - 1.0,
-                Better::Lower => 1.0 / r.median - 1.0,
+/// How many decisions of `rows` end in each outcome ([`Outcome::ALL`] order), controls
+/// left out (or only controls, with `controls`).
+pub fn outcome_counts(rows: &[DecisionRow], controls: bool) -> [usize; 4] {
+    let mut n = [0; 4];
+    for d in rows.iter().flat_map(DecisionRow::all) {
+        if d.control == controls {
+            if let Some(i) = Outcome::ALL.iter().position(|o| *o == d.outcome) {
+                n[i] += 1;
             }
-            .abs();
-            format!("{} {} ({body})", w.label(), plus_scale(margin))
-        }
-        (Outcome::Parity, _) => format!("≈ parity ({body})"),
-        _ => format!("? undecided ({body})"),
-    }
-}
-
-/// `+5.1% (+2.0…+8.3%) win` — a pair decision as a change of HTTP/2 against HTTP/1.1.
-pub fn pair_text(d: &Decision) -> String {
-    match &d.ratio {
-        None => "-".into(),
-        Some(r) => {
-            let mark = match (d.outcome, d.winner) {
-                (Outcome::Win, Some(w)) => format!("{} better", w.label()),
-                (o, _) => o.name().to_owned(),
-            };
-            format!("{} {mark}", ratio_text(r))
         }
     }
-}
-
-/// The decision table as text, one block per section, then the HTTP/2-vs-HTTP/1.1 table
-/// and the A/A controls; `rounds` is the most rounds any condition was measured in.
-pub fn render(rows: &[DecisionRow], plan: &MatrixPlan, rounds: u32, equivalence: f64) -> String {
-    let mut out = String::new();
-    let b = &plan.base;
-    out.push_str(&format!(
-        "Decision table (up to {rounds} paired rounds; ratio of the better arm over the runner-up, \
-         median of the per-round ratios with its 95% CI (bootstrap; the rounds' range below 9 \
-         rounds); win: the CI lies outside ±{band}, parity: inside, undecided: across the edge; + <10%, ++ <30%, +++ <100%, \
-         ++++ 2x or more)\n\
-         base: c={} concurrent requests, {} stream(s)/connection, request headers: {}, \
-         link: {}\n",
-        b.concurrency,
-        b.streams,
-        b.headers,
-        b.link,
-        band = fmt::pct(equivalence).trim_start_matches('+'),
-    ));
-    let mut sections: Vec<Section> = rows.iter().map(|r| r.section).collect();
-    sections.dedup();
-    for s in sections {
-        let mut t: Vec<Vec<String>> = vec![vec![
-            "condition".into(),
-            "throughput".into(),
-            "p99 latency".into(),
-            "server cost (CPU/req)".into(),
-        ]];
-        for r in rows.iter().filter(|r| r.section == s) {
-            let mut row = vec![r.label.clone()];
-            for m in Metric::ALL {
-                row.push(r.verdict(m).map_or_else(|| "-".into(), verdict_text));
-            }
-            t.push(row);
-        }
-        out.push_str(&format!("\n{}\n", capitalize(s.title())));
-        out.push_str(&fmt::table(&t));
-    }
-    out.push_str(&pair_table(
-        rows,
-        |r| {
-            r.h2_vs_h1
-                .iter()
-                .map(|p| (p.h2, p.h1, &p.decisions[..]))
-                .collect()
-        },
-        "HTTP/2 vs HTTP/1.1, like for like (HTTP/2 over HTTP/1.1: change and 95% CI)",
-    ));
-    out.push_str(&render_h3(rows));
-    let controls: Vec<(&DecisionRow, &Decision)> = rows
-        .iter()
-        .flat_map(|r| r.controls.iter().map(move |d| (r, d)))
-        .collect();
-    if !controls.is_empty() {
-        out.push_str("\nA/A controls (the same protocol measured as two arms: never a winner; a \"win\" here means the machine is noisier than the intervals say)\n");
-        let mut t: Vec<Vec<String>> =
-            vec![vec!["condition".into(), "metric".into(), "control".into()]];
-        for (r, d) in controls {
-            t.push(vec![
-                r.label.clone(),
-                d.metric.name().into(),
-                verdict_text(d),
-            ]);
-        }
-        out.push_str(&fmt::table(&t));
-    }
-    out
-}
-
-/// The HTTP/3-vs-HTTP/2 table (empty when no condition measured both).
-pub fn render_h3(rows: &[DecisionRow]) -> String {
-    pair_table(
-        rows,
-        |r| {
-            r.h3_vs_h2
-                .iter()
-                .map(|p| (p.h3, p.h2, &p.decisions[..]))
-                .collect()
-        },
-        "HTTP/3 vs HTTP/2, like for like (HTTP/3 over HTTP/2 with TLS: change and 95% CI)",
-    )
-}
-
-/// One like-for-like table: a row per condition and pair (`new / old`), the paired change
-/// and its CI per metric, under `title` (empty when no condition has a pair).
-fn pair_table<'a>(
-    rows: &'a [DecisionRow],
-    pairs: impl Fn(&'a DecisionRow) -> Vec<(LabProtocol, LabProtocol, &'a [Decision])>,
-    title: &str,
-) -> String {
-    let mut t: Vec<Vec<String>> = vec![vec![
-        "condition".into(),
-        "pair".into(),
-        "req/s".into(),
-        "p99".into(),
-        "server CPU/req".into(),
-    ]];
-    for r in rows {
-        for (new, old, decisions) in pairs(r) {
-            let mut row = vec![
-                r.label.clone(),
-                format!("{} / {}", new.short(), old.short()),
-            ];
-            for m in Metric::ALL {
-                row.push(
-                    decisions
-                        .iter()
-                        .find(|d| d.metric == m)
-                        .map_or_else(|| "-".into(), pair_text),
-                );
-            }
-            t.push(row);
-        }
-    }
-    if t.len() == 1 {
-        return String::new();
-    }
-    format!("\n{title}\n{}", fmt::table(&t))
-}
-
-fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
-        None => String::new(),
-    }
+    n
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn d(
-        a: LabProtocol,
-        b: LabProtocol,
-        metric: Metric,
-        lo: f64,
-        hi: f64,
-        outcome: Outcome,
-    ) -> Decision {
-        let (a, b) = (
-            Arm { proto: a, arm: 0 },
-            Arm {
-                proto: b,
-                arm: u32::from(a == b),
-            },
-        );
-        Decision {
-            metric,
-            a,
-            b,
-            ratio: Some(Estimate {
-                median: (lo + hi) / 2.0,
-                lo,
-                hi,
-                n: 8,
-            }),
-            outcome,
-            winner: (outcome == Outcome::Win && a.proto != b.proto).then_some(a),
-            control: a.proto == b.proto,
-        }
-    }
-
-    #[test]
-    fn texts() {
-        let v = d(
-            LabProtocol::H1,
-            LabProtocol::H2c,
-            Metric::Throughput,
-            1.12,
-            1.24,
-            Outcome::Win,
-        );
-        assert_eq!(
-            verdict_text(&v),
-            "http/1.1 ++ (http/1.1 +18% (+12%…+24%) vs h2c)"
-        );
-        let v = d(
-            LabProtocol::H2,
-            LabProtocol::H1,
-            Metric::P99,
-            0.2,
-            0.3,
-            Outcome::Win,
-        );
-        assert_eq!(
-            verdict_text(&v),
-            "h2 ++++ (h2 -75% (-80%…-70%) vs http/1.1)"
-        );
-        let v = d(
-            LabProtocol::H2c,
-            LabProtocol::H1,
-            Metric::P99,
-            0.99,
-            1.01,
-            Outcome::Parity,
-        );
-        assert_eq!(
-            verdict_text(&v),
-            "≈ parity (h2c +0.0% (-1.0%…+1.0%) vs http/1.1)"
-        );
-        let v = d(
-            LabProtocol::H2c,
-            LabProtocol::H1,
-            Metric::Throughput,
-            0.8,
-            1.2,
-            Outcome::Undecided,
-        );
-        assert!(verdict_text(&v).starts_with("? undecided"));
-        assert_eq!(pair_text(&v), "+0.0% (-20%…+20%) undecided");
-    }
-
-    #[test]
-    fn an_a_a_control_never_names_a_winner() {
-        let v = d(
-            LabProtocol::H2c,
-            LabProtocol::H2c,
-            Metric::Throughput,
-            1.05,
-            1.10,
-            Outcome::Win,
-        );
-        assert!(v.control && v.winner.is_none());
-        let t = verdict_text(&v);
-        assert!(t.starts_with("A/A win: h2c +7.5%"), "{t}");
-        assert!(!t.contains("++"), "{t}");
-    }
-
-    /// A run of round `round` with `rps` req/s, `p99` ms and `cpu` µs of server CPU/req.
     fn run(round: u32, rps: f64, p99: f64, cpu: f64) -> RunSample {
         RunSample::synthetic(round, rps, p99, cpu)
     }
 
+    fn est(lo: f64, hi: f64) -> Estimate {
+        Estimate {
+            median: (lo + hi) / 2.0,
+            lo,
+            hi,
+            n: 9,
+        }
+    }
+
     #[test]
-    fn h3_is_decided_against_h2_paired_by_round() {
+    fn an_a_a_control_never_names_a_winner() {
+        let a = Arm {
+            proto: LabProtocol::H2c,
+            arm: 1,
+        };
+        let b = Arm {
+            proto: LabProtocol::H2c,
+            arm: 0,
+        };
+        for (lo, hi) in [(1.05, 1.10), (1.01, 1.06), (0.99, 1.01), (0.9, 1.1)] {
+            let d = decision_of(Metric::Throughput, a, b, Some(est(lo, hi)), 0.03);
+            assert!(
+                d.control && d.winner.is_none() && d.better.is_none(),
+                "{d:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_metric_has_its_band() {
+        let bands = Bands::default();
+        assert_eq!(bands.of(Metric::Throughput), 0.03);
+        assert_eq!(bands.of(Metric::ServerCost), 0.03);
+        assert_eq!(bands.of(Metric::P99), 0.10);
+        let a = Arm {
+            proto: LabProtocol::H2,
+            arm: 0,
+        };
+        let b = Arm {
+            proto: LabProtocol::H1Tls,
+            arm: 0,
+        };
+        // The same interval, 0.92–0.98: parity for p99, a win for cost (h2 cheaper).
+        let r = Some(est(0.92, 0.98));
+        let p99 = decision_of(Metric::P99, a, b, r, bands.p99);
+        assert_eq!((p99.outcome, p99.better), (Outcome::Parity, None));
+        let cost = decision_of(Metric::ServerCost, a, b, r, bands.server_cost);
+        assert_eq!(cost.outcome, Outcome::Slight);
+        assert_eq!(cost.better, Some(a));
+        assert_eq!(cost.more_rounds, None);
+        let thr = decision_of(Metric::Throughput, a, b, Some(est(0.9, 1.05)), 0.03);
+        assert_eq!(thr.outcome, Outcome::Undecided);
+        assert!(thr.more_rounds.is_some_and(|n| n > 0));
+    }
+
+    #[test]
+    fn pairs_are_rows_of_one_table() {
         // Synthetic: 8 rounds drifting together (a busy machine); HTTP/3 does 80% of
         // HTTP/2's req/s and costs 2x its server CPU in every round, with the same p99.
         let mut cfg = crate::compare::CompareConfig::preset(crate::compare::Preset::Tiny);
-        cfg.axes.protocols = vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3];
+        cfg.axes.protocols = vec![
+            LabProtocol::H1Tls,
+            LabProtocol::H2,
+            LabProtocol::H3,
+            LabProtocol::H3,
+        ];
         cfg.axes.payloads = vec!["1k".parse().unwrap()];
         cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
         let plan = cfg.axes.plan();
@@ -640,28 +554,31 @@ mod tests {
             }
             c.refresh();
         }
-        let rows = decide_all(&plan, &cells, 0.03);
+        let rows = decide_all(&plan, &cells, &Bands::default());
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
-        assert_eq!(row.h2_vs_h1.len(), 1, "h2 / h1-tls");
-        assert_eq!(row.h3_vs_h2.len(), 1);
-        let p = &row.h3_vs_h2[0];
-        assert_eq!((p.h3, p.h2), (LabProtocol::H3, LabProtocol::H2));
-        let by = |m: Metric| p.decisions.iter().find(|d| d.metric == m).unwrap();
-        let t = by(Metric::Throughput);
-        assert_eq!((t.a.proto, t.b.proto), (LabProtocol::H3, LabProtocol::H2));
+        assert_eq!(row.family(H2_VS_H1).count(), 1, "h2 / h1-tls");
+        assert_eq!(row.family(H3_VS_H2).count(), 1);
+        assert_eq!(row.family(CONTROL).count(), 1, "h3#2 / h3");
+        let p = row.family(H3_VS_H2).next().unwrap();
+        assert_eq!((p.a.proto, p.b.proto), (LabProtocol::H3, LabProtocol::H2));
+        let t = p.decision(Metric::Throughput).unwrap();
         assert!((t.ratio.unwrap().median - 0.8).abs() < 1e-9);
         assert_eq!(t.outcome, Outcome::Win);
         assert_eq!(t.winner.map(|w| w.proto), Some(LabProtocol::H2));
-        let c = by(Metric::ServerCost);
+        let c = p.decision(Metric::ServerCost).unwrap();
         assert!((c.ratio.unwrap().median - 2.0).abs() < 1e-9);
         assert_eq!(c.winner.map(|w| w.proto), Some(LabProtocol::H2));
-        let l = by(Metric::P99);
+        let l = p.decision(Metric::P99).unwrap();
         assert_eq!((l.outcome, l.winner), (Outcome::Parity, None));
-        // Every decision of the row, the h3 ones included, is seen by the budget's rule.
-        assert_eq!(row.all().count(), 3 + 3 + 3);
-        let text = render(&rows, &plan, 8, 0.03);
+        let ctl = row.family(CONTROL).next().unwrap();
+        assert!(ctl.control && ctl.decisions.iter().all(|d| d.winner.is_none()));
+        // Every decision of the row is seen by the budget's rule.
+        assert_eq!(row.all().count(), 3 + 3 + 3 + 3);
+        let [win, ..] = outcome_counts(&rows, false);
+        assert!(win >= 4, "{win}");
+        let text = super::super::verdicts::render(&rows, &plan, 8, &Bands::default());
         assert!(text.contains("HTTP/3 vs HTTP/2, like for like"), "{text}");
-        assert!(text.contains("-20% (-20%…-20%) h2 better"), "{text}");
+        assert!(text.contains("h2 +25% (+25…+25%)"), "{text}");
     }
 }

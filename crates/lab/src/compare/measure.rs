@@ -425,10 +425,16 @@ impl<'a> Measurer<'a> {
         let r = if self.fresh || !h2lab_engine::StandingRun::supports(&cfg) {
             h2lab_engine::run(&cfg, &*obs, &self.stop)
         } else {
-            match self
-                .arms
-                .get(idx, &cfg, cell.connections, &self.current, &self.stop)
-            {
+            match self.arms.get(
+                idx,
+                &cfg,
+                (
+                    cell.connections,
+                    super::arms::footprint(&key, cell.connections),
+                ),
+                &self.current,
+                &self.stop,
+            ) {
                 Ok((arm, took)) => {
                     if arm.windows() > 0 {
                         let refill = floor.map_or(Duration::ZERO, |(cycle, _)| cycle);
@@ -615,24 +621,26 @@ fn condition_cells(plan: &MatrixPlan) -> Vec<Vec<usize>> {
 fn blocks(plan: &MatrixPlan, groups: &[Vec<usize>], fresh: bool) -> Vec<Vec<usize>> {
     let cap = u64::from(super::arms::connection_cap());
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut open = 0u64;
+    let (mut open, mut held) = (0u64, 0u64);
     for (g, idxs) in groups.iter().enumerate() {
         if idxs.is_empty() {
             continue;
         }
-        let conns: u64 = idxs
-            .iter()
-            .filter_map(|&i| plan.cells.get(i))
-            .map(|k| u64::from(k.cond.concurrency))
+        let keys = || idxs.iter().filter_map(|&i| plan.cells.get(i));
+        let conns: u64 = keys().map(|k| u64::from(k.cond.concurrency)).sum();
+        let bytes: u64 = keys()
+            .map(|k| super::arms::footprint(k, k.cond.concurrency))
             .sum();
         match out.last_mut() {
-            Some(b) if !fresh && open + conns <= cap => {
+            Some(b) if !fresh && open + conns <= cap && held + bytes <= super::arms::MEMORY_CAP => {
                 b.push(g);
                 open += conns;
+                held += bytes;
             }
             _ => {
                 out.push(vec![g]);
                 open = conns;
+                held = bytes;
             }
         }
     }

@@ -23,6 +23,7 @@ pub mod plan;
 pub mod run;
 pub mod sequential;
 pub mod spell;
+pub mod verdicts;
 pub mod wall;
 
 use std::time::Duration;
@@ -79,8 +80,9 @@ pub struct CompareConfig {
     pub server_threads: usize,
     /// How the built-in server and the client share the CPUs.
     pub pinning: Pinning,
-    /// The equivalence band of the decisions: ratios within `1 ± equivalence` are parity.
-    pub equivalence: f64,
+    /// The equivalence band of each metric's decisions: ratios within `1 ± band` are
+    /// parity.
+    pub bands: decision::Bands,
     /// Measure a round again when the machine was busy during it.
     pub strict: bool,
     /// After the matrix, keep adding rounds to conditions with undecided verdicts for at
@@ -189,7 +191,7 @@ impl CompareConfig {
             targets: None,
             server_threads: 1,
             pinning: Pinning::Auto,
-            equivalence: crate::stats::ci::DEFAULT_EQUIVALENCE,
+            bands: decision::Bands::default(),
             strict: false,
             until_decided: None,
             budget: match preset {
@@ -211,6 +213,14 @@ impl CompareConfig {
 /// docs/lab.md "Session 12"): the median CI width of the req/s and server-cost
 /// decisions fell from 31% and 28% with 100 ms windows to 5% and 4% with 15 ms ones.
 pub const WINDOW: Duration = Duration::from_millis(15);
+
+/// The shortest measured window `--duration` accepts. Windows of 10 ms completed no request
+/// in 36–49 runs of a compare run on the 2-core VM (a window starts from a drained
+/// pipeline: with every request sent at once, the first completions come a whole cycle of
+/// the closed loop later, and the window's fixed costs take a few milliseconds), while the
+/// default 15 ms completed requests in every window of the release build (later windows
+/// are further stretched to whole cycles of the arm's loop, [`run::cycle_floor`]).
+pub const MIN_WINDOW: Duration = WINDOW;
 
 /// The default matrix's wall-time budget (its limit is 5 minutes on 2 cores).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(285);
@@ -268,8 +278,8 @@ pub struct CompareReport {
     pub isolation: Isolation,
     /// Runs, warm-up, duration per cell.
     pub timing: Timing,
-    /// The decisions' equivalence band (`±` this fraction is parity).
-    pub equivalence: f64,
+    /// The decisions' equivalence bands (`±` this fraction is parity), per metric.
+    pub bands: decision::Bands,
     /// Busy rounds were measured again.
     pub strict: bool,
     /// Extra rounds added to undecided conditions (`--until-decided`).
@@ -405,7 +415,7 @@ pub fn run(
     let mut cells = measure::run_plan(&mut m, &plan, cfg.budget.map(|b| start + b), on_cell);
     m.wall().phase("first rounds", t.elapsed());
     let t = std::time::Instant::now();
-    let mut decisions = decision::decide_all(&plan, &cells, cfg.equivalence);
+    let mut decisions = decision::decide_all(&plan, &cells, &cfg.bands);
     m.wall().phase("decisions", t.elapsed());
     let t = std::time::Instant::now();
     let mut sequential_rounds = 0;
@@ -415,7 +425,7 @@ pub fn run(
             &plan,
             &mut cells,
             &mut decisions,
-            cfg.equivalence,
+            &cfg.bands,
             cfg.target_width,
             start + budget,
         );
@@ -482,7 +492,7 @@ pub fn run(
         machine,
         isolation,
         timing: cfg.timing.clone(),
-        equivalence: cfg.equivalence,
+        bands: cfg.bands,
         strict: cfg.strict,
         extra_rounds,
         sequential_rounds,
@@ -543,7 +553,7 @@ fn until_decided(
             m.refresh(cells, &idxs);
             added += 1;
         }
-        *decisions = decision::decide_all(plan, cells, cfg.equivalence);
+        *decisions = decision::decide_all(plan, cells, &cfg.bands);
     }
 }
 

@@ -2,7 +2,6 @@
 
 use std::fmt::Write as _;
 
-use super::decision;
 use super::run::{CellResult, Progress};
 use super::CompareReport;
 use crate::fmt;
@@ -66,13 +65,50 @@ pub fn progress_line(p: &Progress<'_>) -> String {
         ),
         _ => format!("failed: {}", c.error.as_deref().unwrap_or("no result")),
     };
-    format!(
+    fmt::wrap_long_lines(&format!(
         "[{:>w$}/{}] {:<12} {:<34} {body}",
         p.done,
         p.total,
         c.key.arm_label(),
         c.key.cond.describe(),
-    )
+    ))
+}
+
+/// The cell table that fits a terminal: per condition (named once, on its first row) each
+/// protocol's req/s with its 95% CI, p99, server CPU per request with its CI, and the busy
+/// marks ([`busy_column`]); [`cells_table`] has every column (`--wide`).
+pub fn cells_table_narrow(cells: &[CellResult]) -> String {
+    let mut t: Vec<Vec<String>> = vec![vec![
+        "condition".into(),
+        "protocol".into(),
+        ">req/s (95% CI)".into(),
+        ">p99 ms".into(),
+        ">server µs/req (95% CI)".into(),
+        "busy".into(),
+    ]];
+    let mut last = String::new();
+    for c in cells {
+        let cond = c.key.cond.describe();
+        let shown = if cond == last {
+            String::new()
+        } else {
+            cond.clone()
+        };
+        last = cond;
+        t.push(vec![
+            shown,
+            c.key.arm_label(),
+            if c.error.is_some() && c.runs.is_empty() {
+                "error (see notes)".into()
+            } else {
+                with_ci(&c.rps_ci, fmt::num)
+            },
+            c.p99_ms.map_or_else(|| "-".into(), |s| ms_short(s.median)),
+            with_ci(&c.server_cpu_us, us),
+            busy_column(c),
+        ]);
+    }
+    fmt::fit_table(&t, fmt::WIDTH)
 }
 
 /// The table of every cell: medians with their 95% bootstrap CI, cost per request, `!`
@@ -180,8 +216,15 @@ pub fn busy_text(busy: (usize, usize), strict: bool) -> String {
     )
 }
 
-/// The whole terminal summary: settings, cells, decision table, notes.
+/// The whole terminal summary (settings, cells, decision table, notes), every line within
+/// [`fmt::WIDTH`] columns.
 pub fn render_text(r: &CompareReport) -> String {
+    render_text_with(r, false)
+}
+
+/// The terminal summary; `wide` prints every column of the cell table ([`cells_table`]),
+/// which may be wider than a terminal.
+pub fn render_text_with(r: &CompareReport, wide: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -219,22 +262,31 @@ pub fn render_text(r: &CompareReport) -> String {
         let _ = writeln!(out, "link {l}");
     }
     out.push('\n');
-    out.push_str(&cells_table(&r.cells));
+    out = fmt::wrap_long_lines(&out);
+    if wide {
+        out.push_str(&cells_table(&r.cells));
+    } else {
+        out.push_str(&cells_table_narrow(&r.cells));
+    }
     out.push('\n');
     let rounds = r.cells.iter().map(CellResult::rounds).max().unwrap_or(0);
-    out.push_str(&decision::render(
+    out.push_str(&super::verdicts::render(
         &r.decisions,
         &r.plan,
         rounds,
-        r.equivalence,
+        &r.bands,
     ));
     if !r.notes.is_empty() {
         out.push_str("\nNotes:\n");
         for n in &r.notes {
-            let _ = writeln!(out, "- {n}");
+            let _ = writeln!(out, "{}", fmt::wrap(&format!("- {n}"), fmt::WIDTH, "  "));
         }
     }
-    out
+    if wide {
+        // The wide cell table stays as it is (the prose around it is wrapped).
+        return out;
+    }
+    fmt::wrap_long_lines(&out)
 }
 
 /// A CSV field, quoted when it needs to be.

@@ -1,31 +1,31 @@
 //! The sequential part of a compare run: after every condition has had its first rounds,
-//! the rest of the time budget goes to the conditions whose decisions are still imprecise.
+//! the rest of the time budget goes where more rounds change outcomes.
 //!
-//! **Stopping rule: a fixed-width confidence interval** (Chow–Robbins). A condition gets
-//! more rounds while the widest 95% CI of its throughput and server-cost decisions is wider
-//! (relative to its ratio) than the target width, and stops as soon as they are all narrower
-//! or the budget is spent. The rule looks only at the *widths* of the intervals, never at
-//! where they lie against the equivalence band: the width of an order-statistic interval
-//! does not move when every ratio is scaled by the same factor (on a log scale a shift), so
-//! whether a condition stops does not depend on whether its ratio is 1.00 or 1.10, and
-//! stopping cannot steer an interval away from the truth. A rule that stopped when a
-//! decision became a win or parity ("measure until decided") would: looked at after every
-//! round, a CI that lies outside the band by chance at some look ends the measuring there,
-//! and the false-win rate grows with the number of looks (alpha spending could pay for that
-//! with wider intervals at every look; a width rule needs no correction).
+//! **Which conditions get rounds: the undecided decisions nearest to deciding.** Every
+//! undecided decision says roughly how many more rounds would turn it into a win, a slight
+//! difference or parity ([`crate::stats::ci::rounds_to_decide`]); a condition's need is
+//! the least of its undecided decisions' (A/A controls left out). In each pass every
+//! condition with a need gets one more round, nearest first, as long as the round fits in
+//! the remaining budget and the need fits in what the budget could still pay for (a
+//! decision hundreds of rounds away would take the budget and decide nothing). Only when
+//! no undecided condition can be served does the rest go to the conditions whose
+//! throughput or server-cost intervals are wider than the target width, widest first.
 //!
-//! Which conditions get the rounds is also decided from widths only: in each pass every
-//! condition above the target gets one more round, widest first, as long as the round fits
-//! in the remaining budget. p99 decisions ride along (their intervals are wide by nature and
-//! would otherwise take the whole budget).
+//! Choosing by outcome looks at the intervals after every round, and a CI that leaves 1.0
+//! out by chance at some look then stops getting rounds: the rate of false "slight"
+//! outcomes grows with the number of looks. The A/A controls are the check: they are never
+//! chosen for (a control's condition gets rounds only for its other decisions, so where
+//! its interval lies never decides whether it is measured again), and the report counts
+//! their outcomes (a win there, or more than about 5% slight, says the intervals claim
+//! more than the machine gives).
 
 use std::time::{Duration, Instant};
 
-use super::decision::{self, DecisionRow, Metric};
+use super::decision::{self, Bands, DecisionRow, Metric};
 use super::matrix::{MatrixPlan, PlannedCondition};
 use super::measure::Measurer;
 use super::run::CellResult;
-use crate::stats::ci::MIN_ROUNDS;
+use crate::stats::ci::{Outcome, MIN_ROUNDS};
 
 /// The widest relative CI width of `row`'s throughput and server-cost decisions (A/A
 /// controls left out); infinite when such a decision has fewer than [`MIN_ROUNDS`] paired
@@ -53,14 +53,39 @@ pub fn pending(plan: &MatrixPlan, rows: &[DecisionRow], target: f64) -> Vec<usiz
         .iter()
         .enumerate()
         .filter_map(|(i, pc)| {
-            let row = rows
-                .iter()
-                .find(|r| r.condition == pc.cond && r.section == pc.section)?;
+            let row = row_of(rows, pc)?;
             widest(row).filter(|&w| w > target).map(|w| (i, w))
         })
         .collect();
     v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     v.into_iter().map(|(i, _)| i).collect()
+}
+
+fn row_of<'a>(rows: &'a [DecisionRow], pc: &PlannedCondition) -> Option<&'a DecisionRow> {
+    rows.iter()
+        .find(|r| r.condition == pc.cond && r.section == pc.section)
+}
+
+/// The rounds `row`'s nearest undecided decision roughly needs (A/A controls left out);
+/// `None` when none is undecided.
+pub fn need(row: &DecisionRow) -> Option<usize> {
+    row.all()
+        .filter(|d| !d.control && d.outcome == Outcome::Undecided)
+        .filter_map(|d| d.more_rounds)
+        .min()
+}
+
+/// The conditions (indices into `plan.conditions`) with an undecided decision, with their
+/// [`need`], nearest first (ties in plan order).
+pub fn undecided(plan: &MatrixPlan, rows: &[DecisionRow]) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = plan
+        .conditions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, pc)| need(row_of(rows, pc)?).map(|n| (i, n)))
+        .collect();
+    v.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
+    v
 }
 
 /// The cells of `pc`, each once.
@@ -84,15 +109,15 @@ pub fn round_cost(pc: &PlannedCondition, cells: &[CellResult], m: &Measurer<'_>)
         .sum()
 }
 
-/// Adds rounds (see the module docs) until every condition's throughput and server-cost
-/// CIs are at most `target` wide, or the next round would end after `deadline`; refreshes
-/// `rows`. Returns how many rounds were added.
+/// Adds rounds (see the module docs) until no undecided condition can be served and every
+/// condition's throughput and server-cost CIs are at most `target` wide, or the next round
+/// would end after `deadline`; refreshes `rows`. Returns how many rounds were added.
 pub fn refine(
     m: &mut Measurer<'_>,
     plan: &MatrixPlan,
     cells: &mut [CellResult],
     rows: &mut Vec<DecisionRow>,
-    equivalence: f64,
+    bands: &Bands,
     target: f64,
     deadline: Instant,
 ) -> u32 {
@@ -101,55 +126,81 @@ pub fn refine(
     // set-up): the last round's ratio, so that the budget is not overrun.
     let mut slowdown = 1.0f64;
     loop {
-        let todo = pending(plan, rows, target);
         let mut ran = false;
-        for ci in todo {
-            let pc = &plan.conditions[ci];
-            let cost = round_cost(pc, cells, m);
-            if m.stopped() || Instant::now() + cost.mul_f64(slowdown) > deadline {
-                continue;
+        // First the undecided conditions nearest to deciding, then, if none could be
+        // served, the widest intervals.
+        for phase in 0..2 {
+            let todo: Vec<(usize, Option<usize>)> = if phase == 0 {
+                undecided(plan, rows)
+                    .into_iter()
+                    .map(|(i, n)| (i, Some(n)))
+                    .collect()
+            } else {
+                pending(plan, rows, target)
+                    .into_iter()
+                    .map(|i| (i, None))
+                    .collect()
+            };
+            for (ci, need) in todo {
+                let pc = &plan.conditions[ci];
+                let cost = round_cost(pc, cells, m).mul_f64(slowdown);
+                let left = deadline.saturating_duration_since(Instant::now());
+                if m.stopped() || cost > left {
+                    continue;
+                }
+                // Rounds the budget could still pay for at this condition alone.
+                let affordable = (left.as_secs_f64() / cost.as_secs_f64().max(1e-3)) as usize;
+                if need.is_some_and(|n| n > affordable) {
+                    continue;
+                }
+                let mut idxs = cell_idxs(pc);
+                super::order::pair_order(&mut idxs, |i| cells.get(i).map(|c| &c.key));
+                let round = idxs.iter().map(|&i| cells[i].rounds()).max().unwrap_or(0);
+                let t0 = Instant::now();
+                m.round(cells, &idxs, round);
+                slowdown = (t0.elapsed().as_secs_f64()
+                    / round_cost(pc, cells, m).as_secs_f64().max(1e-3))
+                .clamp(1.0, 10.0);
+                m.refresh(cells, &idxs);
+                added += 1;
+                ran = true;
             }
-            let mut idxs = cell_idxs(pc);
-            super::order::pair_order(&mut idxs, |i| cells.get(i).map(|c| &c.key));
-            let round = idxs.iter().map(|&i| cells[i].rounds()).max().unwrap_or(0);
-            let t0 = Instant::now();
-            m.round(cells, &idxs, round);
-            slowdown = (t0.elapsed().as_secs_f64() / cost.as_secs_f64().max(1e-3)).clamp(1.0, 10.0);
-            m.refresh(cells, &idxs);
-            added += 1;
-            ran = true;
+            if ran {
+                break;
+            }
         }
         if !ran {
             return added;
         }
-        *rows = decision::decide_all(plan, cells, equivalence);
+        *rows = decision::decide_all(plan, cells, bands);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::decision::{Arm, Decision, PairDecisions};
+    use crate::compare::decision::{decision_of, Arm, Comparison, Decision, H2_VS_H1};
     use crate::compare::matrix::Section;
     use crate::proto::LabProtocol;
-    use crate::stats::ci::{Estimate, Outcome};
+    use crate::stats::ci::Estimate;
 
     fn dec(metric: Metric, lo: f64, hi: f64, n: usize, control: bool) -> Decision {
         let arm = |proto| Arm { proto, arm: 0 };
-        Decision {
-            metric,
-            a: arm(LabProtocol::H2c),
-            b: arm(LabProtocol::H1),
-            ratio: Some(Estimate {
-                median: 1.0,
-                lo,
-                hi,
-                n,
-            }),
-            outcome: Outcome::Undecided,
-            winner: None,
-            control,
-        }
+        let b = if control {
+            Arm {
+                proto: LabProtocol::H2c,
+                arm: 1,
+            }
+        } else {
+            arm(LabProtocol::H1)
+        };
+        let r = Estimate {
+            median: (lo + hi) / 2.0,
+            lo,
+            hi,
+            n,
+        };
+        decision_of(metric, arm(LabProtocol::H2c), b, Some(r), 0.03)
     }
 
     fn row(cond: crate::compare::matrix::Condition, decisions: Vec<Decision>) -> DecisionRow {
@@ -158,14 +209,53 @@ mod tests {
             condition: cond,
             label: String::new(),
             verdicts: Vec::new(),
-            h2_vs_h1: vec![PairDecisions {
-                h2: LabProtocol::H2c,
-                h1: LabProtocol::H1,
+            comparisons: vec![Comparison {
+                family: H2_VS_H1,
+                a: decisions[0].a,
+                b: decisions[0].b,
+                control: decisions[0].control,
                 decisions,
             }],
-            h3_vs_h2: Vec::new(),
-            controls: Vec::new(),
         }
+    }
+
+    #[test]
+    fn rounds_go_to_the_undecided_nearest_to_deciding() {
+        let plan = crate::compare::CompareConfig::preset(crate::compare::Preset::Tiny)
+            .axes
+            .plan();
+        let c0 = plan.conditions[0].cond.clone();
+        let c1 = plan.conditions[1].cond.clone();
+        let rows = vec![
+            // Far: a wide interval around 1.
+            row(
+                c0.clone(),
+                vec![dec(Metric::Throughput, 0.80, 1.20, 9, false)],
+            ),
+            // Near: just across 1.0.
+            row(
+                c1.clone(),
+                vec![dec(Metric::Throughput, 0.995, 1.06, 9, false)],
+            ),
+        ];
+        let u = undecided(&plan, &rows);
+        assert_eq!(u.iter().map(|x| x.0).collect::<Vec<_>>(), vec![1, 0]);
+        assert!(u[0].1 < u[1].1, "{u:?}");
+        // Decided conditions (a slight one, a win) and A/A controls get none.
+        let decided = vec![
+            row(
+                c0.clone(),
+                vec![dec(Metric::Throughput, 1.01, 1.06, 9, false)],
+            ),
+            row(
+                c1.clone(),
+                vec![dec(Metric::Throughput, 0.80, 1.20, 9, true)],
+            ),
+        ];
+        assert!(undecided(&plan, &decided).is_empty());
+        // Too few rounds: the rounds missing up to the minimum.
+        let few = vec![row(c0, vec![dec(Metric::ServerCost, 0.9, 1.1, 4, false)])];
+        assert_eq!(undecided(&plan, &few), vec![(0, MIN_ROUNDS - 4)]);
     }
 
     #[test]
@@ -183,7 +273,7 @@ mod tests {
                 dec(Metric::ServerCost, 0.99, 1.01, 8, false),
             ],
         );
-        assert!((widest(&r).unwrap() - 0.08).abs() < 1e-9);
+        assert!((widest(&r).unwrap() - 0.08 / 0.99).abs() < 1e-9);
         // Too few rounds: infinitely wide.
         let few = row(
             cond.clone(),

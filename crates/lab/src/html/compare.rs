@@ -2,13 +2,13 @@
 
 use std::fmt::Write as _;
 
-use super::forest::ForestRow;
 use super::pairs;
 use super::shell::{document, figure, section, table, utc};
 use super::svg::{esc, Bar, BarChart, BarSeries, LineChart, LineSeries, XScale};
-use crate::compare::decision::{verdict_text, DecisionRow, Metric};
+use crate::compare::decision::{self, DecisionRow, Metric};
 use crate::compare::matrix::Section;
 use crate::compare::run::CellResult;
+use crate::compare::verdicts::{counts_text, decision_text};
 use crate::compare::CompareReport;
 use crate::fmt;
 use crate::proto::LabProtocol;
@@ -29,7 +29,7 @@ fn conditions(r: &CompareReport, section: Section) -> Vec<(usize, String)> {
         .iter()
         .enumerate()
         .filter(|(_, c)| c.section == section)
-        .map(|(i, c)| (i, crate::compare::decision::row_label(&c.cond, section)))
+        .map(|(i, c)| (i, decision::row_label(&c.cond, section)))
         .collect()
 }
 
@@ -86,7 +86,7 @@ fn decision_table(rows: &[&DecisionRow]) -> String {
         for m in Metric::ALL {
             row.push(r.verdict(m).map_or_else(
                 || "-".into(),
-                |d| pairs::verdict_cell(d.winner.is_some(), &verdict_text(d)),
+                |d| pairs::outcome_cell(d.outcome, &decision_text(d, true)),
             ));
         }
         t.push(row);
@@ -94,71 +94,29 @@ fn decision_table(rows: &[&DecisionRow]) -> String {
     table(&t, "decision")
 }
 
-/// The HTTP/2-vs-HTTP/1.1 pairs and the A/A controls of every condition.
-fn pairs_table(r: &CompareReport) -> String {
-    let mut t = vec![pairs::header()];
-    for row in &r.decisions {
-        for p in &row.h2_vs_h1 {
-            t.push(pairs::row(&row.label, p.h2, p.h1, &p.decisions));
+/// The sections of every family of comparisons measured (like-for-like pairs, A/A
+/// controls): forest plots and table each.
+fn families(r: &CompareReport) -> String {
+    let mut out = String::new();
+    for family in decision::families() {
+        let body = pairs::family_section(&r.decisions, family, &r.bands);
+        if body.is_empty() {
+            continue;
         }
-        for d in &row.controls {
-            t.push(vec![
-                esc(&row.label),
-                esc(&format!("A/A {} / {}", d.a.label(), d.b.label())),
-                if d.metric == Metric::Throughput {
-                    esc(&verdict_text(d))
-                } else {
-                    String::new()
-                },
-                if d.metric == Metric::P99 {
-                    esc(&verdict_text(d))
-                } else {
-                    String::new()
-                },
-                if d.metric == Metric::ServerCost {
-                    esc(&verdict_text(d))
-                } else {
-                    String::new()
-                },
-            ]);
-        }
+        let title = if family == decision::CONTROL {
+            "A/A controls: the same protocol as two arms (never a winner)".to_owned()
+        } else {
+            format!("{family}, like for like: ratios and their confidence")
+        };
+        out.push_str(&section(pairs::family_id(family), &title, &body));
     }
-    if t.len() == 1 {
-        return "<p>No like-for-like pair (h2 and h1-tls, or h2c and h1) was measured.</p>".into();
-    }
-    table(&t, "decision")
-}
-
-/// Forest plots of the HTTP/2-vs-HTTP/1.1 ratios (and A/A controls), one per metric.
-fn forest(r: &CompareReport) -> String {
-    let mut out = String::from("<div class=\"grid\">");
-    for m in Metric::ALL {
-        let mut rows = Vec::new();
-        for row in &r.decisions {
-            for p in &row.h2_vs_h1 {
-                rows.extend(pairs::forest_row(&row.label, p.h2, p.h1, &p.decisions, m));
-            }
-            for d in row.controls.iter().filter(|d| d.metric == m) {
-                if let Some(ratio) = d.ratio {
-                    rows.push(ForestRow {
-                        label: format!("{} A/A {}/{}", row.label, d.a.label(), d.b.label()),
-                        ratio,
-                        outcome: d.outcome,
-                    });
-                }
-            }
-        }
-        out.push_str(&pairs::forest_figure(
-            m,
+    if out.is_empty() {
+        out = section(
             "forest",
-            ("HTTP/2", "HTTP/1.1"),
-            rows,
-            r.equivalence,
-            "One row per condition and like-for-like pair; the shaded band is the equivalence \
-             band (parity inside it). Green: win, grey: parity, olive: undecided.",
-        ));
+            "Like-for-like pairs",
+            "<p>No like-for-like pair (h2 and h1-tls, h2c and h1, h3 and h2) was measured.</p>",
+        );
     }
-    out.push_str("</div>");
     out
 }
 
@@ -271,17 +229,23 @@ pub fn render(r: &CompareReport) -> String {
          of {} after a {} warm-up; in a round every protocol of a condition runs once, back to \
          back, the order rotated. Every decision is the ratio of two protocols' results in the \
          same round: the median of the per-round ratios and its 95% bootstrap confidence \
-         interval. <b>Win</b>: the interval lies outside the equivalence band of ±{}; \
-         <i>parity</i>: inside it; <i>undecided</i>: across its edge (more rounds needed, \
-         <code>--until-decided</code>). Scale: + &lt;10%, ++ &lt;30%, +++ &lt;100%, ++++ 2× or \
-         more (the seed article's decision framework).</p>",
+         interval, against the metric's equivalence band (req/s ±{}, p99 ±{}, server CPU \
+         ±{}). <b>Win</b>: the interval lies outside the band; <span class=\"slight\">slight\
+         </span>: it leaves 1.0 out but crosses the band's edge (the direction is known, the \
+         size small); <i>parity</i>: inside the band; <i>undecided</i>: it contains 1.0 and \
+         reaches outside the band (≈N more: roughly the rounds that would tell; \
+         <code>--until-decided</code>). Outcomes: {}; A/A controls: {}.</p>",
         r.cells.len(),
         r.plan.conditions.len(),
         protos.len(),
         r.timing.runs,
         esc(&fmt::dur(r.timing.duration)),
         esc(&fmt::dur(r.timing.warm_up)),
-        esc(fmt::pct(r.equivalence).trim_start_matches('+')),
+        esc(fmt::pct(r.bands.throughput).trim_start_matches('+')),
+        esc(fmt::pct(r.bands.p99).trim_start_matches('+')),
+        esc(fmt::pct(r.bands.server_cost).trim_start_matches('+')),
+        esc(&counts_text(decision::outcome_counts(&r.decisions, false))),
+        esc(&counts_text(decision::outcome_counts(&r.decisions, true))),
     );
     let mut kv = vec![vec!["".to_owned(), "".into()]];
     kv.push(vec!["server".into(), esc(&r.environment)]);
@@ -367,20 +331,7 @@ pub fn render(r: &CompareReport) -> String {
     if dec.is_empty() {
         dec.push_str("<p>No condition had two protocols with results.</p>");
     }
-    body.push_str(&section(
-        "forest",
-        "HTTP/2 vs HTTP/1.1: ratios and their confidence",
-        &forest(r),
-    ));
-
-    let h3 = super::h3::compare_section(r);
-    if !h3.is_empty() {
-        body.push_str(&section(
-            "forest-h3",
-            "HTTP/3 vs HTTP/2: ratios and their confidence (h3 / h2, both encrypted)",
-            &h3,
-        ));
-    }
+    body.push_str(&families(r));
 
     // Base charts.
     let base = conditions(r, Section::Base);
@@ -420,12 +371,6 @@ pub fn render(r: &CompareReport) -> String {
         &charts,
     ));
     body.push_str(&section("decision", "Decision table", &dec));
-    body.push_str(&section(
-        "pairs",
-        "HTTP/2 vs HTTP/1.1, like for like (h2 / h1-tls, h2c / h1) and A/A controls",
-        &pairs_table(r),
-    ));
-
     // Percentile curves.
     let mut curves = String::from("<div class=\"grid\">");
     for (i, label) in &base {

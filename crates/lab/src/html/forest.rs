@@ -1,6 +1,6 @@
 //! The forest plot: one row per condition, a ratio and its confidence interval on a log
-//! axis, against a line at 1.0 and the shaded equivalence band. Green rows are wins, grey
-//! parity, olive undecided (colours no protocol uses).
+//! axis, against a line at 1.0 and the shaded equivalence band. Green rows are wins, blue
+//! slight differences, grey parity, olive undecided (colours no protocol uses).
 
 use std::fmt::Write as _;
 
@@ -36,6 +36,7 @@ pub struct ForestPlot<'a> {
 fn color(o: Outcome) -> &'static str {
     match o {
         Outcome::Win => "#2ca02c",
+        Outcome::Slight => "#1f5fa8",
         Outcome::Parity => "#7f7f7f",
         Outcome::Undecided => "#bcbd22",
     }
@@ -171,12 +172,25 @@ mod tests {
                     ratio: est(1.0),
                     outcome: Outcome::Parity,
                 },
+                ForestRow {
+                    label: "10k".into(),
+                    ratio: est(1.02),
+                    outcome: Outcome::Slight,
+                },
+                ForestRow {
+                    label: "100k".into(),
+                    ratio: est(1.0),
+                    outcome: Outcome::Undecided,
+                },
             ],
             band: 0.03,
         };
         let s = p.svg();
-        assert_eq!(s.matches("class=\"mark\"").count(), 2);
-        assert!(s.contains("#2ca02c") && s.contains("#e8f0e8"));
+        assert_eq!(s.matches("class=\"mark\"").count(), 4);
+        // All four outcomes, each its own colour.
+        for c in ["#2ca02c", "#1f5fa8", "#7f7f7f", "#bcbd22", "#e8f0e8"] {
+            assert!(s.contains(c), "{c}");
+        }
         assert!(s.contains("1k &lt;b&gt;"));
     }
 }

@@ -388,7 +388,7 @@ pub fn render(r: &PageReport) -> String {
         body.push_str(&section(
             "loss",
             "Page load under loss: HTTP/1.1 vs HTTP/2 vs HTTP/3",
-            &super::h3::page_loss_section(&r.loss),
+            &super::page_loss::page_loss_section(&r.loss),
         ));
     }
 

@@ -1,12 +1,14 @@
-//! The parts of a like-for-like pair (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) that the
-//! compare report draws the same way for every pair: the table's header and rows, the
-//! forest-plot rows and titles, and the coloured verdict cell.
+//! The like-for-like comparisons of the compare report, one section per family of
+//! [`crate::compare::decision::PAIRS`] (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) and one for
+//! the A/A controls, each drawn the same way: a forest plot per metric and a table. Adding
+//! a pair to the table of pairs adds it here with no code.
 
 use super::forest::{ForestPlot, ForestRow};
-use super::shell::figure;
+use super::shell::{figure, table};
 use super::svg::esc;
-use crate::compare::decision::{pair_text, Decision, Metric};
-use crate::proto::LabProtocol;
+use crate::compare::decision::{Bands, Comparison, DecisionRow, Metric, CONTROL};
+use crate::compare::verdicts::{arm_name, decision_text};
+use crate::stats::ci::Outcome;
 
 /// The header of a pair table: the condition, the pair, one column per metric.
 pub fn header() -> Vec<String> {
@@ -19,39 +21,79 @@ pub fn header() -> Vec<String> {
     ]
 }
 
-/// One row of a pair table (escaped HTML): the condition `label`, `new / old`, and the
-/// decision of each metric (`-` without one).
-pub fn row(label: &str, new: LabProtocol, old: LabProtocol, decisions: &[Decision]) -> Vec<String> {
-    let mut v = vec![
-        esc(label),
-        esc(&format!("{} / {}", new.short(), old.short())),
-    ];
+/// `h2c/h1`.
+fn pair_name(c: &Comparison) -> String {
+    format!("{}/{}", arm_name(c.a), arm_name(c.b))
+}
+
+/// One row of a pair table (escaped HTML): the condition `label`, the pair, and the
+/// decision of each metric, coloured by its outcome (`-` without one).
+pub fn row(label: &str, c: &Comparison) -> Vec<String> {
+    let mut v = vec![esc(label), esc(&pair_name(c))];
     for m in Metric::ALL {
-        v.push(
-            decisions
-                .iter()
-                .find(|d| d.metric == m)
-                .map_or_else(|| "-".into(), |d| esc(&pair_text(d))),
-        );
+        v.push(c.decision(m).map_or_else(
+            || "-".into(),
+            |d| outcome_cell(d.outcome, &decision_text(d, false)),
+        ));
     }
     v
 }
 
-/// The forest-plot row of metric `m` for the pair `new`/`old` of condition `label`
-/// (`None` without a decision on `m` or without a ratio).
-pub fn forest_row(
-    label: &str,
-    new: LabProtocol,
-    old: LabProtocol,
-    decisions: &[Decision],
-    m: Metric,
-) -> Option<ForestRow> {
-    let d = decisions.iter().find(|d| d.metric == m)?;
-    Some(ForestRow {
-        label: format!("{label} {}/{}", new.short(), old.short()),
-        ratio: d.ratio?,
-        outcome: d.outcome,
-    })
+/// The section id prefix of a family: `forest` for HTTP/2 vs HTTP/1.1 (the first), then
+/// `forest-h3`, `forest-aa`.
+pub fn family_id(family: &str) -> &'static str {
+    match family {
+        crate::compare::decision::H2_VS_H1 => "forest",
+        crate::compare::decision::H3_VS_H2 => "forest-h3",
+        CONTROL => "forest-aa",
+        _ => "forest-pair",
+    }
+}
+
+/// The family's section body (forest plots per metric and the table); empty when no
+/// condition measured it.
+pub fn family_section(rows: &[DecisionRow], family: &str, bands: &Bands) -> String {
+    let mut t = vec![header()];
+    for r in rows {
+        for c in r.family(family) {
+            t.push(row(&r.label, c));
+        }
+    }
+    if t.len() == 1 {
+        return String::new();
+    }
+    let (new, old) = family
+        .split_once(" vs ")
+        .unwrap_or(("the second arm", "the first"));
+    let mut out = String::from("<div class=\"grid\">");
+    for m in Metric::ALL {
+        let frows: Vec<ForestRow> = rows
+            .iter()
+            .flat_map(|r| {
+                r.family(family).filter_map(move |c| {
+                    let d = c.decision(m)?;
+                    Some(ForestRow {
+                        label: format!("{} {}", r.label, pair_name(c)),
+                        ratio: d.ratio?,
+                        outcome: d.outcome,
+                    })
+                })
+            })
+            .collect();
+        out.push_str(&forest_figure(
+            m,
+            family_id(family),
+            (new, old),
+            frows,
+            bands.of(m),
+            "One row per condition and pair, paired by round; the shaded band is the \
+             equivalence band (parity inside it). Green: win, blue: slight (direction known, \
+             size within reach of the band), grey: parity, olive: undecided.",
+        ));
+    }
+    out.push_str("</div>");
+    out.push_str(&table(&t, "decision"));
+    out
 }
 
 /// The forest plot of metric `m` comparing `new` with `old` (their names, e.g. `HTTP/2`) as
@@ -102,6 +144,18 @@ fn forest_titles(m: Metric, prefix: &str, new: &str, old: &str) -> (String, Stri
             "ratio of server CPU per request, median and 95% CI",
         ),
     }
+}
+
+/// A decision cell: `text` (escaped) in a span classed by its outcome (`win`, `slight`,
+/// `par`, `und`).
+pub fn outcome_cell(o: Outcome, text: &str) -> String {
+    let class = match o {
+        Outcome::Win => "win",
+        Outcome::Slight => "slight",
+        Outcome::Parity => "par",
+        Outcome::Undecided => "und",
+    };
+    format!("<span class=\"{class}\">{}</span>", esc(text))
 }
 
 /// A verdict cell: `text` (escaped) in a `win` span when `won`, else a `par` one.

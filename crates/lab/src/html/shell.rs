@@ -25,8 +25,10 @@ table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border-bottom:1px solid #e6e6e6;padding:4px 10px;text-align:left;vertical-align:top}
 th{background:#f3f5f7;font-weight:600}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-.win{font-weight:600}
+.win{font-weight:600;color:#1e7b1e}
+.slight{color:#1f5fa8}
 .par{color:#777}
+.und{color:#8a8a12}
 .note{color:#8a5300}
 code{background:#f1f1f1;padding:1px 4px;border-radius:3px}
 footer{color:#777;font-size:12px;text-align:center;padding:20px}

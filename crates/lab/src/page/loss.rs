@@ -27,9 +27,7 @@ use crate::stats::ci::{self, Estimate, Outcome};
 /// The pairs the loss experiment decides: HTTP/2 against HTTP/1.1 (like for like), HTTP/3
 /// against HTTP/2 over TLS.
 pub fn loss_pairs() -> Vec<(LabProtocol, LabProtocol)> {
-    let mut v = PAIRS.to_vec();
-    v.push((LabProtocol::H3, LabProtocol::H2));
-    v
+    PAIRS.iter().map(|p| (p.a, p.b)).collect()
 }
 
 /// One protocol's page time at one loss level: median and 95% CI (ms).
@@ -283,7 +281,7 @@ pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
         fmt_pct(l.loss_pct / 100.0),
         format!("{} / {}", x.a.short(), x.b.short()),
         x.ratio
-            .map_or_else(|| "-".into(), |r| crate::compare::decision::ratio_text(&r)),
+            .map_or_else(|| "-".into(), |r| crate::compare::verdicts::ratio_text(&r)),
         decision_text(x),
         format!(
             "{} of {} / {} of {}",

@@ -138,6 +138,7 @@ impl Ratio {
         };
         match self.outcome {
             Outcome::Win => "win".into(),
+            Outcome::Slight => format!("slightly faster (the CI crosses the ±{band} band's edge)"),
             Outcome::Parity => format!("parity (within ±{band})"),
             Outcome::Undecided if n < ci::MIN_ROUNDS => format!(
                 "undecided ({rounds}: {} or more can decide)",

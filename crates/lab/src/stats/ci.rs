@@ -1,4 +1,4 @@
-//! Confidence intervals and the three-outcome decision rule.
+//! Confidence intervals and the four-outcome decision rule.
 //!
 //! Each cell: the median of its runs with a 95% percentile-bootstrap confidence interval
 //! ([`median_ci`]). Each decision between two arms A and B measured in the same rounds
@@ -6,9 +6,12 @@
 //! bootstrap CI ([`paired_ratio`]). The machine drifts, but both arms of a round drift
 //! together, so the ratio is far steadier than either arm.
 //!
-//! [`Outcome`]: against an equivalence band `1 ± e` (±3% by default) the ratio's CI either
-//! lies wholly outside the band (**win**), wholly inside it (**parity**), or overlaps an
-//! edge of it (**undecided**: more rounds would tell).
+//! [`Outcome`]: against an equivalence band `1 ± e` (±3% by default; ±10% for p99) the
+//! ratio's CI either lies wholly outside the band (**win**: a difference that matters, its
+//! direction and size known), excludes 1.0 while crossing an edge of the band (**slight**:
+//! the direction is known, the size is small), lies wholly inside it (**parity**), or
+//! contains 1.0 and reaches outside the band (**undecided**: more rounds would tell;
+//! [`rounds_to_decide`] says roughly how many).
 //!
 //! The bootstrap uses a seeded generator ([`Rng`]), so the same runs always give the same
 //! intervals.
@@ -138,31 +141,52 @@ pub fn paired_ratio(a: &[Option<f64>], b: &[Option<f64>], rng: &mut Rng) -> Opti
     median_ci(&ratios, rng)
 }
 
-/// The three outcomes of a decision.
+/// The four outcomes of a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
-    /// The ratio's CI lies wholly outside the equivalence band: one arm is better.
+    /// The ratio's CI lies wholly outside the equivalence band: one arm is better by more
+    /// than the band.
     Win,
-    /// The ratio's CI lies wholly inside the band: the same within the band.
+    /// The CI excludes 1.0 and crosses an edge of the band: the direction is known, the
+    /// size is small (it may be inside the band).
+    Slight,
+    /// The ratio's CI lies wholly inside the band (whether or not it excludes 1.0): the
+    /// same within the band.
     Parity,
-    /// The CI overlaps an edge of the band (or there are fewer than [`MIN_ROUNDS`] paired
-    /// rounds): more rounds are needed.
+    /// The CI contains 1.0 and reaches outside the band (or there are fewer than
+    /// [`MIN_ROUNDS`] paired rounds): more rounds are needed.
     Undecided,
 }
 
 impl Outcome {
-    /// `win`, `parity`, `undecided`.
+    /// Every outcome, strongest first.
+    pub const ALL: [Outcome; 4] = [
+        Outcome::Win,
+        Outcome::Slight,
+        Outcome::Parity,
+        Outcome::Undecided,
+    ];
+
+    /// `win`, `slight`, `parity`, `undecided`.
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Win => "win",
+            Outcome::Slight => "slight",
             Outcome::Parity => "parity",
             Outcome::Undecided => "undecided",
         }
     }
+
+    /// Whether the outcome names a direction (a win or a slight difference).
+    pub fn directional(self) -> bool {
+        matches!(self, Outcome::Win | Outcome::Slight)
+    }
 }
 
-/// Classifies a ratio estimate against the band `[1 - e, 1 + e]`.
+/// Classifies a ratio estimate against the band `[1 - e, 1 + e]` (edges belong to the band):
+/// win outside it, parity inside it, slight when the CI crosses an edge but excludes 1.0,
+/// undecided when it crosses an edge and contains 1.0.
 pub fn classify(ratio: &Estimate, equivalence: f64) -> Outcome {
     let (lo, hi) = (1.0 - equivalence, 1.0 + equivalence);
     if ratio.n < MIN_ROUNDS || !ratio.lo.is_finite() || !ratio.hi.is_finite() {
@@ -171,9 +195,57 @@ pub fn classify(ratio: &Estimate, equivalence: f64) -> Outcome {
         Outcome::Win
     } else if ratio.lo >= lo && ratio.hi <= hi {
         Outcome::Parity
+    } else if ratio.lo > 1.0 || ratio.hi < 1.0 {
+        Outcome::Slight
     } else {
         Outcome::Undecided
     }
+}
+
+/// Most extra rounds [`rounds_to_decide`] reports; beyond it, "many".
+pub const MAX_ROUNDS_ESTIMATE: usize = 999;
+
+/// Roughly how many more paired rounds would turn an undecided `ratio` into another outcome
+/// (`None` when it is not undecided). Fewer than [`MIN_ROUNDS`] rounds: the rounds missing
+/// up to it. Otherwise the interval's two half-widths are presumed to shrink as
+/// `1/sqrt(n)` around the same median: the rounds `N` at which it either fits inside the
+/// band (parity) or leaves 1.0 out (slight), whichever comes first, minus the `n` measured;
+/// capped at [`MAX_ROUNDS_ESTIMATE`] (a median exactly at 1.0 on the band's edge never
+/// decides). A guide for the reader and for the budget's order, not a promise: the
+/// intervals of a median shrink in steps.
+pub fn rounds_to_decide(ratio: &Estimate, equivalence: f64) -> Option<usize> {
+    if classify(ratio, equivalence) != Outcome::Undecided {
+        return None;
+    }
+    if ratio.n < MIN_ROUNDS || !ratio.lo.is_finite() || !ratio.hi.is_finite() {
+        return Some(MIN_ROUNDS.saturating_sub(ratio.n).max(1));
+    }
+    let m = ratio.median;
+    let (below, above) = ((m - ratio.lo).max(1e-12), (ratio.hi - m).max(1e-12));
+    let (band_lo, band_hi) = (1.0 - equivalence, 1.0 + equivalence);
+    // The largest scale `s` of the half-widths at which each outcome is reached.
+    let parity = if m > band_lo && m < band_hi {
+        f64::min((m - band_lo) / below, (band_hi - m) / above)
+    } else {
+        0.0
+    };
+    let excludes_one = if m > 1.0 {
+        (m - 1.0) / below
+    } else {
+        (1.0 - m) / above
+    };
+    let s = parity.max(excludes_one);
+    if s <= 0.0 {
+        return Some(MAX_ROUNDS_ESTIMATE);
+    }
+    // Half-widths scale as sqrt(n / N): N = n / s².
+    let n = ratio.n as f64;
+    let needed = (n / (s * s) - n).ceil().max(1.0);
+    Some(if needed >= MAX_ROUNDS_ESTIMATE as f64 {
+        MAX_ROUNDS_ESTIMATE
+    } else {
+        needed as usize
+    })
 }
 
 /// The decision between two arms presumed `fast` and `slow` (their values by round, lower is
@@ -277,18 +349,42 @@ mod tests {
     }
 
     #[test]
-    fn the_three_outcomes() {
+    fn the_four_outcomes_at_the_band_edges() {
         let e = DEFAULT_EQUIVALENCE;
+        // Win: wholly outside the band, on either side; an edge value belongs to the band.
         assert_eq!(classify(&est(1.05, 1.12), e), Outcome::Win);
         assert_eq!(classify(&est(0.80, 0.95), e), Outcome::Win);
+        assert_eq!(classify(&est(1.0301, 1.2), e), Outcome::Win);
+        assert_eq!(classify(&est(0.8, 0.9699), e), Outcome::Win);
+        assert_eq!(
+            classify(&est(1.03, 1.2), e),
+            Outcome::Slight,
+            "touches the edge"
+        );
+        assert_eq!(
+            classify(&est(0.8, 0.97), e),
+            Outcome::Slight,
+            "touches the edge"
+        );
+        // Parity: wholly inside, whether or not it excludes 1.0; the edges included.
         assert_eq!(classify(&est(0.98, 1.02), e), Outcome::Parity);
         assert_eq!(classify(&est(0.97, 1.03), e), Outcome::Parity);
-        // Wider than the band, or straddling one edge: undecided.
+        assert_eq!(classify(&est(1.005, 1.029), e), Outcome::Parity);
+        assert_eq!(classify(&est(0.971, 0.995), e), Outcome::Parity);
+        // Slight: excludes 1.0, crosses an edge ("cheaper by 0.6–5.3%").
+        assert_eq!(classify(&est(1.01, 1.06), e), Outcome::Slight);
+        assert_eq!(classify(&est(0.947, 0.994), e), Outcome::Slight);
+        assert_eq!(classify(&est(1.0001, 1.0301), e), Outcome::Slight);
+        // Undecided: contains 1.0 and reaches outside the band; 1.0 itself counts as
+        // contained.
         assert_eq!(classify(&est(0.90, 1.10), e), Outcome::Undecided);
-        assert_eq!(classify(&est(1.01, 1.06), e), Outcome::Undecided);
-        assert_eq!(classify(&est(0.95, 0.99), e), Outcome::Undecided);
-        // A wider band turns that into parity.
-        assert_eq!(classify(&est(0.95, 0.99), 0.05), Outcome::Parity);
+        assert_eq!(classify(&est(0.99, 1.031), e), Outcome::Undecided);
+        assert_eq!(classify(&est(1.0, 1.05), e), Outcome::Undecided);
+        assert_eq!(classify(&est(0.95, 1.0), e), Outcome::Undecided);
+        // A wider band (p99's ±10%) turns a slight one into parity, an undecided one too.
+        assert_eq!(classify(&est(0.95, 0.99), 0.10), Outcome::Parity);
+        assert_eq!(classify(&est(0.92, 1.08), 0.10), Outcome::Parity);
+        assert_eq!(classify(&est(0.85, 1.05), 0.10), Outcome::Undecided);
         // Too few rounds decide nothing, however narrow their range.
         for n in 1..MIN_ROUNDS {
             let few = Estimate {
@@ -298,7 +394,33 @@ mod tests {
                 n,
             };
             assert_eq!(classify(&few, e), Outcome::Undecided);
+            assert_eq!(rounds_to_decide(&few, e), Some(MIN_ROUNDS - n));
         }
+    }
+
+    #[test]
+    fn undecided_says_roughly_how_many_more_rounds() {
+        let e = DEFAULT_EQUIVALENCE;
+        let at = |median: f64, lo: f64, hi: f64, n: usize| Estimate { median, lo, hi, n };
+        // Decided outcomes need no rounds.
+        assert_eq!(rounds_to_decide(&est(1.05, 1.12), e), None);
+        assert_eq!(rounds_to_decide(&est(1.01, 1.06), e), None);
+        // Median 1.02, CI 0.99–1.05 over 9 rounds: leaving 1.0 out needs the lower
+        // half-width at 2/3 of today's, N = 9 / (2/3)² = 20.25: 12 more.
+        assert_eq!(rounds_to_decide(&at(1.02, 0.99, 1.05, 9), e), Some(12));
+        // Median 1.0, CI 0.96–1.04: parity at 3/4 of the width: N = 16, 7 more.
+        assert_eq!(rounds_to_decide(&at(1.0, 0.96, 1.04, 9), e), Some(7));
+        // Nearer to deciding means fewer rounds.
+        let near = rounds_to_decide(&at(1.0, 0.965, 1.035, 9), e).unwrap();
+        let far = rounds_to_decide(&at(1.0, 0.8, 1.2, 9), e).unwrap();
+        assert!(near < far, "{near} {far}");
+        // A median on the band's edge: slight is the way out (1.0 left out).
+        assert!(rounds_to_decide(&at(1.03, 0.99, 1.07, 9), e).is_some());
+        // Capped.
+        assert_eq!(
+            rounds_to_decide(&at(1.0001, 0.5, 2.0, 9), e),
+            Some(MAX_ROUNDS_ESTIMATE)
+        );
     }
 
     #[test]

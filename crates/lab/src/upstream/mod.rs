@@ -64,6 +64,16 @@ pub enum ProxyKind {
     Nginx,
 }
 
+/// The shortest measured period `--duration` accepts at a proxy → backend round trip of
+/// `rtt`: ten round trips, and at least compare's [`crate::compare::MIN_WINDOW`]. Every
+/// proxied request crosses the link at least once (a new upstream connection twice more),
+/// and a run starts its requests all at once, so its first completions come a few round
+/// trips in; a period of a few round trips would measure the start-up, not the steady
+/// state (the seed measured 3 s at 5 ms).
+pub fn min_window(rtt: Duration) -> Duration {
+    (rtt * 10).max(crate::compare::MIN_WINDOW)
+}
+
 /// Experiment settings.
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {

@@ -1,58 +1,15 @@
-//! The HTTP/3 parts of the reports: the *HTTP/3 vs HTTP/2* decisions of `h2lab compare`
-//! (forest plots and table) and the loss experiment of `h2lab page --loss` (page time by
-//! loss level, decisions per level).
+//! The loss experiment of `h2lab page --loss` in its HTML report: page time by loss level,
+//! decisions per level.
 
-use super::forest::ForestRow;
 use super::pairs;
 use super::shell::{figure, table};
 use super::svg::{esc, Bar, BarChart, BarSeries};
-use crate::compare::decision::Metric;
-use crate::compare::CompareReport;
 use crate::fmt;
 use crate::page::loss::{decision_cells, fmt_pct, LossLevel};
 use crate::proto::LabProtocol;
 
 fn ms_fmt(v: f64) -> String {
     fmt::ms(v)
-}
-
-/// The HTTP/3-vs-HTTP/2 decisions (`h3` / `h2`, both encrypted) of every condition, as a
-/// table and one forest plot per metric; empty when no condition measured both.
-pub fn compare_section(r: &CompareReport) -> String {
-    let mut t = vec![pairs::header()];
-    for row in &r.decisions {
-        for p in &row.h3_vs_h2 {
-            t.push(pairs::row(&row.label, p.h3, p.h2, &p.decisions));
-        }
-    }
-    if t.len() == 1 {
-        return String::new();
-    }
-    let mut out = String::from("<div class=\"grid\">");
-    for m in Metric::ALL {
-        let rows: Vec<ForestRow> = r
-            .decisions
-            .iter()
-            .flat_map(|row| {
-                row.h3_vs_h2
-                    .iter()
-                    .filter_map(move |p| pairs::forest_row(&row.label, p.h3, p.h2, &p.decisions, m))
-            })
-            .collect();
-        out.push_str(&pairs::forest_figure(
-            m,
-            "forest-h3",
-            ("HTTP/3", "HTTP/2"),
-            rows,
-            r.equivalence,
-            "One row per condition: HTTP/3 (QUIC over UDP) against HTTP/2 over TLS, paired by \
-             round; the shaded band is the equivalence band. Green: win, grey: parity, olive: \
-             undecided.",
-        ));
-    }
-    out.push_str("</div>");
-    out.push_str(&table(&t, "decision"));
-    out
 }
 
 /// The loss experiment: page time by loss level (median, whiskers: 95% CI) per protocol,
