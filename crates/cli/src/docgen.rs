@@ -45,6 +45,7 @@ pub fn completions(args: &CompletionsArgs) -> ExitCode {
     clap_complete::generate(args.shell, &mut cmd, "h2lab", &mut out);
     match out.flush() {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(&format!("writing the completion script: {e}")),
     }
 }
@@ -72,6 +73,8 @@ pub fn man(args: &ManArgs) -> ExitCode {
     let mut out = std::io::stdout().lock();
     match page(cmd).render(&mut out).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        // `h2lab man | head`: the reader has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => fail(&format!("writing the man page: {e}")),
     }
 }
