@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before/after of two h2lab builds on HTTP/3 CPU per request (issue 16), both sides, ARMS
+# Before/after of two h2lab builds on HTTP/3 CPU per request, both sides, ARMS
 # ALTERNATED in every round (A B / B A ...), server pinned to $SERVER_CPUS and clients to
 # $CLIENT_CPUS. A benchmark, not a test: it prints a Markdown table; nothing checks timing.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # User-space instructions per request (callgrind, load-independent) of `h2lab serve` and of
-# `h2lab bench`, HTTP/3 and HTTP/2 over TLS (issue 16's CPU work). One side runs under
+# `h2lab bench`, HTTP/3 and HTTP/2 over TLS. One side runs under
 # callgrind, the other natively; each side is measured at two request counts and the
 # difference is divided by the extra requests, so handshakes and start-up cancel:
 #   per request = (Ir at N_HI requests - Ir at N_LO) / (N_HI - N_LO)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Client side of HTTP/3 (issue 16): client CPU per completed request of `h2lab bench --h3`
+# Client side of HTTP/3: client CPU per completed request of `h2lab bench --h3`
 # (GSO on and --no-udp-gso) vs `h2lab bench` HTTP/2 over TLS, against the same servers:
 # h2lab serve --tls --h3 and Caddy (HTTP/3 via quic-go, GOMAXPROCS=1). A benchmark, not a
 # test: it prints a Markdown table; nothing checks timing.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# QPACK's dynamic table on vs off (issue 16): `bench --h3` (h2load's settings: the client
+# QPACK's dynamic table on vs off: `bench --h3` (h2load's settings: the client
 # announces a 4096-octet table and 100 blocked streams, its requests use the table the
 # server allows) against `bench --h3 --no-qpack-dynamic-table`, both against one
 # `serve --tls --h3 --threads 1` of the same build, ARMS ALTERNATED in every round, server

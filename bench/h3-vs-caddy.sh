@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server side of HTTP/3 (issue 16): h2lab serve --h3 vs Caddy (HTTP/3 via quic-go) under the
+# Server side of HTTP/3: h2lab serve --h3 vs Caddy (HTTP/3 via quic-go) under the
 # same client, and h2lab's HTTP/3 CPU per request vs its own HTTP/2 over TLS.
 # A benchmark, not a test: it prints a Markdown table; nothing checks timing.
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What RFC 9218 scheduling (with TCP_NOTSENT_LOWAT and the bounded output queue) costs on
 # loopback: h2lab serve --priorities rfc9218 (the default) vs --priorities off, same client.
-# Issue 19's benchmark. A benchmark, not a test: it prints a Markdown table; nothing checks
+# A benchmark, not a test: it prints a Markdown table; nothing checks
 # timing.
 #
 # Both servers run side by side, one thread each, pinned to $SERVER_CPUS; h2load -D on

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Client CPU per request: h2lab bench vs h2load and oha (h2c, TLS h2) and vs wrk / h2load --h1
 # (HTTP/1.1).
-# Issue 3's benchmark. A benchmark, not a test: it prints a Markdown table; nothing checks timing.
+# A benchmark, not a test: it prints a Markdown table; nothing checks timing.
 #
 # Runs the client under test and each anchor client ALTERNATELY (A B A B ...) against the same
 # nghttpd (h2c and TLS) and nginx (h2c, TLS h2, HTTP/1.1) serving a 653-byte file. Server on
@@ -34,7 +34,7 @@
 #             (h2lab reading as soon as data arrives, like the anchors) in the same rounds
 #   N_H3      requests per HTTP/3 run (default: N / 10; Caddy answers ~10k req/s over HTTP/3)
 #
-# The h3 group (issue 16; in the default WORKLOADS): `h2lab bench --h3 -c10 -m10` against
+# The h3 group (in the default WORKLOADS): `h2lab bench --h3 -c10 -m10` against
 # Caddy (HTTP/3 by quic-go, GOMAXPROCS=1) and `h2lab serve --tls --h3` (one thread), each
 # alternated with: h2load --h3 (only when the installed h2load has it: 1.52 does not, the row
 # then says "skipped"), oha --http-version 3 (only when oha was built with HTTP/3: `cargo
@@ -190,7 +190,7 @@ with_extra() {
   done
 }
 
-# --- HTTP/3 (issue 16) --------------------------------------------------------------------
+# --- HTTP/3 --------------------------------------------------------------------
 SKIPPED=()
 # h3_anchors URL C M: H3_PAIRS=(name command ...) of the HTTP/3 peers that can run here.
 h3_anchors() {

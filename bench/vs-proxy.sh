@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# h2lab proxy vs nginx as the reverse proxy (issue 15's benchmark). A benchmark, not a test:
+# h2lab proxy vs nginx as the reverse proxy. A benchmark, not a test:
 # it prints Markdown tables; nothing checks timing.
 #
 # Topology: client -> proxy (one worker, pinned to $SERVER_CPUS) -> 4 h2lab serve backends

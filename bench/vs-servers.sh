@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Server request rate: h2lab serve vs nghttpd (h2c, TLS h2) and vs nginx (HTTP/1.1).
-# Issue 4's benchmark. A benchmark, not a test: it prints a Markdown table; nothing checks timing.
+# A benchmark, not a test: it prints a Markdown table; nothing checks timing.
 #
 # One server thread each (h2lab serve --threads 1, nghttpd -n 1, nginx 1 worker), all pinned to
 # $SERVER_CPUS (core 0); the same client with the same options on $CLIENT_CPUS (core 1):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# quiche spike (issue 16): client CPU per completed request of quiche's HTTP/3 client (this
+# quiche spike: client CPU per completed request of quiche's HTTP/3 client (this
 # directory's load generator, h2load's workload shape) against `h2lab bench --h3`
 # (quinn-proto + rustls), with the same -c/-m/-n against the same servers, arms alternated.
 # A benchmark, not a test: it prints a Markdown table of per-round ratios; nothing checks

@@ -309,3 +309,44 @@ fn extraction_finds_blocks_continuations_pipes_and_inline_code() {
         assert_eq!(parse_error(&f.words), None, "{}", f.words.join(" "));
     }
 }
+
+/// The manual page of each command names every one of its flags.
+#[test]
+fn every_flag_is_on_its_manual_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let pages = [
+        ("bench", "bench.md"),
+        ("serve", "serve.md"),
+        ("compare", "compare.md"),
+        ("page", "page.md"),
+        ("link", "link.md"),
+        ("upstream", "upstream.md"),
+        ("proxy", "proxy.md"),
+        ("merge", "sharding.md"),
+        ("deploy kubernetes", "sharding.md"),
+    ];
+    let mut cmd = command();
+    cmd.build();
+    let mut missing = Vec::new();
+    for (name, page) in pages {
+        let text = std::fs::read_to_string(root.join(page)).unwrap();
+        let mut sub = &cmd;
+        for word in name.split(' ') {
+            sub = sub.find_subcommand(word).unwrap();
+        }
+        for arg in sub.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if arg.is_hide_set() || long == "help" || long == "version" {
+                continue;
+            }
+            if !text.contains(&format!("--{long}")) {
+                missing.push(format!("h2lab {name} --{long} (docs/{page})"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "flags missing from their manual page:\n{}",
+        missing.join("\n")
+    );
+}

@@ -1,4 +1,4 @@
-//! Spike (issue 16): how much CPU per request does quiche's HTTP/3 client spend under
+//! Spike: how much CPU per request does quiche's HTTP/3 client spend under
 //! h2load's workload shape? Not part of h2lab: a standalone load generator to compare with
 //! `h2lab bench --h3` against the same servers (see run.sh and docs/bench.md, "Why it works this way").
 //!
