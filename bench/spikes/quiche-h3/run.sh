@@ -3,7 +3,7 @@
 # directory's load generator, h2load's workload shape) against `h2lab bench --h3`
 # (quinn-proto + rustls), with the same -c/-m/-n against the same servers, arms alternated.
 # A benchmark, not a test: it prints a Markdown table of per-round ratios; nothing checks
-# timing. Results: docs/http3.md, "quiche spike".
+# timing. Results: docs/bench.md, "Why it works this way".
 #
 # Servers (pinned to $SERVER_CPUS): h2lab serve --tls --h3 --threads 1 (/data?size=$SIZE)
 # and Caddy 2.6 (GOMAXPROCS=1, /file$SIZE). Clients (pinned to $CLIENT_CPUS, under
@@ -15,7 +15,7 @@
 # and, with EXTRA_ARMS="quiche-nogso", the spike with GSO off (one datagram per sendmsg);
 # with EXTRA_ARMS="quiche-coalesce" and SPIKE_COALESCE=PATH, a build of the spike against a
 # locally patched quiche that packs several STREAM frames per packet (quiche 0.30 writes one
-# per packet outside its `fuzzing` feature; see docs/http3.md, "quiche spike").
+# per packet outside its `fuzzing` feature; see docs/bench.md).
 # The server's CPU per request during each run is recorded too (/proc ticks of its group).
 #
 # Environment: ROUNDS (6), CONNS (10), STREAMS (10), SIZE (653), N_SERVE (100000),

@@ -77,6 +77,8 @@ pub struct BenchArgs {
     #[arg(long = "priority", value_name = "u=N[,i]", value_parser = parse_priority)]
     pub priority: Option<h2lab_wire::priority::ExtPriority>,
 
+    /// Accept or refuse HTTP/2 server push.
+    ///
     /// HTTP/2 server push: accept (SETTINGS_ENABLE_PUSH = 1; pushed streams and bytes are
     /// counted, never used, and kept out of h2load's counters) or refuse (the default, as
     /// h2load and browsers do).
@@ -168,6 +170,8 @@ pub struct BenchArgs {
     #[arg(long = "csv", value_name = "PATH")]
     pub csv: Option<PathBuf>,
 
+    /// Latency table layout: h2load-1.52, h2load-1.69 or h2load-1.70.
+    ///
     /// Latency table layout: h2load-1.52 (h2load 1.52 to 1.68: min max mean sd +/- sd, with
     /// h2lab's p50 p90 p99 p99.9 appended), h2load-1.69 or h2load-1.70 (min max median p95 p99
     /// mean sd +/- sd, rows request, connect, TTFB, req/s; the two differ in column gaps and in

@@ -122,7 +122,7 @@ pub struct CompareArgs {
     /// Measured time per run (a window of the arm's open connections), stretched on slow
     /// links to 3 round trips of the whole concurrency [default: 15ms: short windows of the
     /// arms close together in time share more of the machine's slow and fast spells, and
-    /// the budget adds rounds, see docs/lab.md].
+    /// the budget adds rounds, see docs/methods.md].
     #[arg(long, value_name = "DURATION")]
     pub duration: Option<String>,
 

@@ -7,6 +7,9 @@ mod command;
 mod compare;
 mod compat;
 mod deploy;
+#[cfg(test)]
+mod doc_lines;
+mod docgen;
 mod link;
 mod listen;
 mod load;
@@ -15,6 +18,7 @@ mod page;
 mod proxy;
 mod serve;
 mod shard;
+mod short_help;
 mod signals;
 mod upstream;
 mod values;
@@ -23,7 +27,7 @@ mod yaml;
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::Parser;
+use clap::FromArgMatches;
 
 use command::{Cli, Command};
 
@@ -31,7 +35,10 @@ use command::{Cli, Command};
 const EXIT_FAILURE: u8 = 1;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match command::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return clap_error(&e),
     };
@@ -45,6 +52,8 @@ fn main() -> ExitCode {
         Command::Deploy(args) => deploy::main(args),
         Command::Proxy(args) => proxy::main(args),
         Command::Upstream(args) => upstream::main(args),
+        Command::Completions(args) => docgen::completions(&args),
+        Command::Man(args) => docgen::man(&args),
     }
 }
 

@@ -106,7 +106,7 @@ pub struct PageArgs {
     #[arg(long, value_name = "DURATION", default_value = "2s")]
     pub delay: String,
 
-    /// The render experiment (issue 19): a page with render-blocking CSS/JS and images over
+    /// The render experiment: a page with render-blocking CSS/JS and images over
     /// HTTP/1.1 x6 and HTTP/2 against a server with priorities off and one with RFC 9218
     /// priorities on, and one pushing the CSS/JS (--push), on the wan and a lossy (2%) link;
     /// reports time until the CSS/JS are done and until the page is complete, bytes pushed
@@ -114,6 +114,8 @@ pub struct PageArgs {
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
     pub render: bool,
 
+    /// Accept or refuse HTTP/2 server push.
+    ///
     /// HTTP/2 server push: accept (the built-in server then pushes each page's CSS and JS,
     /// pushed responses are used instead of requested and counted) or refuse
     /// (SETTINGS_ENABLE_PUSH = 0, as browsers do now).

@@ -1,4 +1,4 @@
-//! `h2lab upstream`: the upstream-hop experiment of seed 004 (`h2lab_lab::upstream`).
+//! `h2lab upstream`: the upstream-hop experiment (`h2lab_lab::upstream`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,4 +1,4 @@
-//! `h2lab link` relays UDP (issue 16): the flags reach the link, the UDP address is printed,
+//! `h2lab link` relays UDP: the flags reach the link, the UDP address is printed,
 //! datagrams cross with the added RTT, and the exit statistics count the flow.
 
 use std::io::{BufRead, BufReader};

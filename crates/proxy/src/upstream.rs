@@ -94,7 +94,7 @@ impl Up {
             };
             // One stream until the upstream's SETTINGS tell its MAX_CONCURRENT_STREAMS: the
             // wire's default (100, nghttp2's) would be refused by an upstream allowing fewer,
-            // and h2c-mux would send a cold burst to it at once (issue 15).
+            // and h2c-mux would send a cold burst to it at once.
             let limits = Limits {
                 max_streams_before_settings: 1,
                 ..Limits::new()

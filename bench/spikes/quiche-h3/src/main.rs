@@ -1,6 +1,6 @@
 //! Spike: how much CPU per request does quiche's HTTP/3 client spend under
 //! h2load's workload shape? Not part of h2lab: a standalone load generator to compare with
-//! `h2lab bench --h3` against the same servers (see run.sh and docs/http3.md, "quiche spike").
+//! `h2lab bench --h3` against the same servers (see run.sh and docs/bench.md, "Why it works this way").
 //!
 //! `-c C` QUIC connections (one connected UDP socket each, as h2load and h2lab), `-m M`
 //! concurrent request streams per connection, `-n N` GETs of one URL in total; a slot that

@@ -7,7 +7,7 @@ use h2lab_wire::qpack::EncoderConfig;
 /// h2load's SETTINGS_QPACK_BLOCKED_STREAMS (`h2load_http3_session.cc`).
 pub const H2LOAD_BLOCKED_STREAMS: u32 = 100;
 
-/// QPACK settings of an HTTP/3 client connection (see docs/http3.md, "QPACK").
+/// QPACK settings of an HTTP/3 client connection (see docs/bench.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpackSettings {
     /// SETTINGS_QPACK_MAX_TABLE_CAPACITY we announce: the dynamic table the server may use
