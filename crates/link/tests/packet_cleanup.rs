@@ -45,6 +45,7 @@ fn child_body() {
     let mut cmd = Command::new("sleep");
     cmd.arg("1000");
     link.command(Side::Client, &mut cmd);
+    #[allow(clippy::zombie_processes)] // it dies with this process, by its parent-death signal
     let child = cmd.spawn().unwrap();
     let i = link.info();
     println!(
