@@ -8,6 +8,7 @@ mod compare;
 mod compat;
 mod deploy;
 mod link;
+mod link_packet;
 mod listen;
 mod load;
 mod merge;
