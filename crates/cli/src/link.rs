@@ -37,9 +37,40 @@ pub struct LinkArgs {
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:0")]
     pub listen: String,
 
-    /// Server to relay to.
-    #[arg(long, value_name = "HOST:PORT")]
-    pub upstream: String,
+    /// Server to relay to (relay mode; packet mode runs its own server or --server-cmd).
+    #[arg(long, value_name = "HOST:PORT", required_unless_present = "packet")]
+    pub upstream: Option<String>,
+
+    /// Packet mode: the kernels' own TCP and QUIC across the path. Client and server sides get
+    /// network namespaces (198.18.0.1 and 198.18.0.2) joined by TUN devices; the link shapes
+    /// IP packets. Runs `h2lab serve` in-process on the server side (or --server-cmd) and the
+    /// command after `--` on the client side. Needs root or an unprivileged user namespace.
+    #[arg(long)]
+    pub packet: bool,
+
+    /// Packet mode: run this shell command on the server side instead of the built-in server.
+    #[arg(long, value_name = "CMD", requires = "packet")]
+    pub server_cmd: Option<String>,
+
+    /// Packet mode: default TCP congestion control of both namespaces (the kernel lets a new
+    /// namespace default only to an allowed one: see
+    /// /proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    #[arg(long, value_name = "NAME", requires = "packet")]
+    pub cc: Option<String>,
+
+    /// Packet mode: bursty loss (Gilbert-Elliott) with this mean burst length in packets, at
+    /// the mean rate --loss.
+    #[arg(long, value_name = "PACKETS", requires = "packet")]
+    pub loss_burst: Option<f64>,
+
+    /// Packet mode: let jitter reorder packets (by default arrivals keep sending order).
+    #[arg(long, requires = "packet")]
+    pub reorder: bool,
+
+    /// Packet mode: the command to run on the client side (after `--`); without one the path
+    /// runs until SIGINT/SIGTERM.
+    #[arg(last = true, value_name = "CMD", requires = "packet")]
+    pub command: Vec<String>,
 
     /// Named shape: loopback, lan, wan, mobile, lossy (wan with 1% loss), lossy3 (3% loss).
     #[arg(long, value_name = "NAME")]
@@ -92,9 +123,26 @@ pub struct LinkArgs {
 
 /// Runs `h2lab link` and returns the exit status.
 pub fn main(a: LinkArgs) -> ExitCode {
-    let flags = LinkFlags {
+    if a.packet {
+        return crate::link_packet::main(a);
+    }
+    let flags = flags(&a);
+    let cfg = match flags.to_config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    relay(cfg)
+}
+
+/// The shape flags as the link library takes them.
+pub fn flags(a: &LinkArgs) -> LinkFlags {
+    LinkFlags {
         listen: Some(a.listen.clone()),
-        upstream: a.upstream.clone(),
+        // Packet mode has no upstream; the relay's parser still wants an address.
+        upstream: a.upstream.clone().unwrap_or_else(|| "127.0.0.1:9".into()),
         profile: a.profile.clone(),
         rtt: a.rtt.clone(),
         down: a.down.clone(),
@@ -107,14 +155,10 @@ pub fn main(a: LinkArgs) -> ExitCode {
         no_udp: a.no_udp,
         udp_idle: a.udp_idle.clone(),
         tcp_model: Some(a.tcp_model.clone()),
-    };
-    let cfg = match flags.to_config() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("{PREFIX} {e}");
-            return ExitCode::from(EXIT_FAILURE);
-        }
-    };
+    }
+}
+
+fn relay(cfg: link::LinkConfig) -> ExitCode {
     let listener = match TcpListener::bind(cfg.listen) {
         Ok(l) => l,
         Err(e) => {

@@ -11,6 +11,7 @@ mod deploy;
 mod doc_lines;
 mod docgen;
 mod link;
+mod link_packet;
 mod listen;
 mod load;
 mod merge;
