@@ -23,9 +23,11 @@ use h2lab_wire::h2::testing::{self, kind, setting, TestPeer};
 /// One attack at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// Requests of the well-behaved client per attack, and the latency each must stay under.
+/// Requests of the well-behaved client per attack. Each must be answered while the attack
+/// goes on (the attackers stop only after the last one; a starved request fails at the
+/// client's 20 s read timeout); how long they took is a figure (`FIGURES` lines), not an
+/// assertion: it depends on the machine and its load.
 const GOOD_REQUESTS: usize = 50;
-const GOOD_MAX: Duration = Duration::from_secs(1);
 /// Growth of the process's RSS (server + attackers + good client) allowed during an attack.
 const MAX_RSS_GROWTH_KB: u64 = 64 * 1024;
 
@@ -150,11 +152,6 @@ where
         tally.closed.load(Ordering::Relaxed),
         tally.units.load(Ordering::Relaxed),
         tally.defended.load(Ordering::Relaxed),
-    );
-    assert!(
-        f.good_max < GOOD_MAX,
-        "{name}: good request took {:?}",
-        f.good_max
     );
     assert!(
         f.rss_growth_kb < MAX_RSS_GROWTH_KB,
@@ -490,24 +487,11 @@ fn slowloris() {
 /// Server-side TCP sockets on `port` (local port) still open in the server: ESTABLISHED or
 /// CLOSE_WAIT in /proc/net/tcp{,6} (a socket the server closed is FIN_WAIT or gone).
 fn server_held(port: u16) -> usize {
-    let mut n = 0;
-    for f in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let text = std::fs::read_to_string(f).unwrap_or_default();
-        for line in text.lines().skip(1) {
-            let cols: Vec<&str> = line.split_whitespace().collect();
-            let (Some(local), Some(state)) = (cols.get(1), cols.get(3)) else {
-                continue;
-            };
-            let lport = local
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok());
-            if lport == Some(port) && (*state == "01" || *state == "08") {
-                n += 1;
-            }
-        }
-    }
-    n
+    use h2lab_procnet::{Proto, TCP_CLOSE_WAIT, TCP_ESTABLISHED};
+    h2lab_procnet::entries(Proto::Tcp)
+        .iter()
+        .filter(|e| e.local_port == port && matches!(e.state, TCP_ESTABLISHED | TCP_CLOSE_WAIT))
+        .count()
 }
 
 /// Raises the soft RLIMIT_NOFILE of this process to at least `want` (up to the hard limit)
