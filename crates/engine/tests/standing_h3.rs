@@ -48,22 +48,13 @@ fn h3_config(addr: SocketAddr, clients: u32, threads: u32, streams: u32) -> Benc
 /// The local ports of the UDP sockets connected to `server` (Linux: from
 /// `/proc/net/udp`; other systems: `None`).
 fn quic_ports(server: SocketAddr) -> Option<Vec<u16>> {
-    let table = std::fs::read_to_string("/proc/net/udp").ok()?;
-    // "sl local_address rem_address ...", addresses as HEXIP:HEXPORT; 127.0.0.1 is
-    // 0100007F (little-endian on x86 and arm).
-    let want = format!(":{:04X}", server.port());
-    let mut ports: Vec<u16> = table
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let local = f.nth(1)?;
-            let remote = f.next()?;
-            if !remote.ends_with(&want) || remote.starts_with("00000000") {
-                return None;
-            }
-            u16::from_str_radix(local.rsplit(':').next()?, 16).ok()
-        })
+    if !h2lab_procnet::has_proc() {
+        return None;
+    }
+    let mut ports: Vec<u16> = h2lab_procnet::entries(h2lab_procnet::Proto::Udp)
+        .iter()
+        .filter(|e| e.remote_port == server.port() && !e.remote_unspecified)
+        .map(|e| e.local_port)
         .collect();
     ports.sort_unstable();
     Some(ports)

@@ -12,6 +12,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use h2lab_procnet::{Proto, TCP_LISTEN};
 use serde::Serialize;
 
 pub use h2lab_server::current_tid;
@@ -268,26 +269,10 @@ pub(crate) enum NotReady {
     TimedOut(u16),
 }
 
-/// Inodes of the TCP sockets listening on local port `port` in one `/proc/net/tcp{,6}` table.
-fn listening_inodes(table: &str, port: u16) -> impl Iterator<Item = u64> + '_ {
-    let want = format!("{port:04X}");
-    table.lines().skip(1).filter_map(move |line| {
-        // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
-        let mut f = line.split_whitespace();
-        let local_port = f.nth(1)?.rsplit(':').next()?;
-        let state = f.nth(1)?;
-        let inode = f.nth(5)?;
-        // 0A: TCP_LISTEN.
-        (local_port.eq_ignore_ascii_case(&want) && state == "0A")
-            .then(|| inode.parse().ok())
-            .flatten()
-    })
-}
-
 /// Whether this system has `/proc`'s socket tables (Linux), which the ownership check of
 /// [`held_listeners`] reads.
 pub(crate) fn has_proc() -> bool {
-    std::path::Path::new("/proc/net/tcp").exists()
+    h2lab_procnet::has_proc()
 }
 
 /// The ports of `ports` on which process `pid` itself holds a listening TCP socket: a
@@ -310,34 +295,26 @@ pub(crate) fn held_listeners(pid: u32, ports: &[u16]) -> Vec<u16> {
     }
     // The process's sockets first: the tables are long on a busy machine (tens of
     // thousands of lines), the descriptors of a server starting up few.
-    let owned: Option<Vec<u64>> = match std::fs::read_dir(format!("/proc/{pid}/fd")) {
-        Ok(dir) => Some(
-            dir.flatten()
-                .filter_map(|fd| {
-                    let target = std::fs::read_link(fd.path()).ok()?;
-                    let t = target.to_str()?;
-                    t.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
-                })
-                .collect(),
-        ),
+    let owned: Option<Vec<u64>> = match h2lab_procnet::socket_inodes_of(pid) {
+        Ok(owned) => Some(owned),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => None,
         Err(_) => return Vec::new(), // gone
     };
     if owned.as_ref().is_some_and(Vec::is_empty) {
         return Vec::new();
     }
-    let tables: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|t| std::fs::read_to_string(t).ok())
+    let listening: Vec<(u16, u64)> = h2lab_procnet::entries(Proto::Tcp)
+        .into_iter()
+        .filter(|e| e.state == TCP_LISTEN)
+        .map(|e| (e.local_port, e.inode))
         .collect();
     ports
         .iter()
         .copied()
         .filter(|&port| {
-            tables.iter().any(|table| {
-                listening_inodes(table, port)
-                    .any(|n| owned.as_ref().map_or(true, |o| o.contains(&n)))
-            })
+            listening
+                .iter()
+                .any(|&(p, n)| p == port && owned.as_ref().map_or(true, |o| o.contains(&n)))
         })
         .collect()
 }
@@ -523,17 +500,6 @@ pub(crate) mod tests {
     fn stop(child: &mut Child) {
         let _ = child.kill();
         let _ = child.wait();
-    }
-
-    #[test]
-    fn listening_inodes_reads_the_port_and_state() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-            \x20  1: 0100007F:B044 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33350321 1\n\
-            \x20  2: 0100007F:B045 0100007F:B044 01 00000000:00000000 00:00000000 00000000     0        0 42 1\n";
-        let v: Vec<u64> = listening_inodes(table, 0xB044).collect();
-        assert_eq!(v, vec![33350321]);
-        // An established connection from port B045 is not a listener of it.
-        assert_eq!(listening_inodes(table, 0xB045).count(), 0);
     }
 
     /// A listener of another process (this test's) on the port accepts connections, but is not

@@ -587,18 +587,25 @@ fn oha_http3_gets_every_response() {
 
 /// Full socket buffers must not lose a wake-up. The server's UDP socket gets 8 KiB send and
 /// receive buffers (16 KiB once the kernel doubles them) instead of 4 MiB, and the client's
-/// receive buffer is as small: the server's sends find the socket full (kept until it is
-/// writable: writable interest only then) and datagrams are dropped at both receivers (loss
-/// recovery's timers). Three 3 MB responses at once on one connection and one more on a
-/// second connection all arrive byte-exact; a lost wake-up would stall a transfer into the
-/// client's idle timeout (this test's own deadline is 120 s).
+/// receive buffer is as small: datagrams are dropped at the receivers (loss recovery's
+/// timers must wake the server up), and where the kernel holds sent datagrams the server's
+/// sends find the socket full (kept until it is writable: writable interest only then).
+/// Three 3 MB responses at once on one connection and one more on a second connection all
+/// arrive byte-exact; a lost wake-up would stall a transfer into the client's idle timeout
+/// (this test's own deadline is 120 s). The drops are asserted: they are what the test is
+/// for. A full send buffer is not: on loopback the kernel hands each datagram to the
+/// receiver within the send call (the sender's buffer is freed at once), so the sends never
+/// block there, and the count is only printed.
 #[test]
 fn full_socket_buffers_lose_no_wake_up() {
-    let sends = serve_and_fetch(8192, Some(8192), 3_000_000);
-    // How often the server's sends found the socket full (on loopback the kernel usually
-    // frees a datagram's memory within the send call: it may be 0 on an idle machine).
+    let (sends, drops) = serve_and_fetch(8192, Some(8192), 3_000_000);
+    assert!(
+        drops > 0,
+        "no datagram was dropped at a full receive buffer: the test did not test"
+    );
     eprintln!(
-        "server sends that found the socket buffer full: {}",
+        "datagrams dropped at full receive buffers: {drops}; server sends that found the \
+         socket buffer full: {}",
         sends.blocked
     );
 }
@@ -612,19 +619,20 @@ fn full_socket_buffers_lose_no_wake_up() {
 /// the byte counts, so the test counts them at the socket.)
 #[test]
 fn gso_batches_are_never_refused_by_the_kernel() {
-    let sends = serve_and_fetch(4 << 20, None, 3_000_000);
+    let (sends, _) = serve_and_fetch(4 << 20, None, 3_000_000);
     assert_eq!(sends.failed, 0, "sends the kernel refused: {sends:?}");
 }
 
 /// Serves HTTP/3 on a socket with `buffer`-byte socket buffers, fetches three `size`-byte
 /// responses at once on one connection and one on a second (the client's receive buffer
 /// set to `client_rcvbuf` if given), checks each body byte for byte, stops the server and
-/// returns its send counters.
+/// returns its send counters and the datagrams the kernel dropped at the two sockets' full
+/// receive buffers (0 where `/proc` cannot tell).
 fn serve_and_fetch(
     buffer: usize,
     client_rcvbuf: Option<usize>,
     size: usize,
-) -> h2lab_server::quic::udp::SendCounts {
+) -> (h2lab_server::quic::udp::SendCounts, u64) {
     let dir = tempfile::tempdir().unwrap();
     let config = h2lab_server::ServerConfig {
         tls_listen: Some("127.0.0.1:0".parse().unwrap()),
@@ -648,9 +656,10 @@ fn serve_and_fetch(
     let mut tc = quinn::TransportConfig::default();
     tc.max_concurrent_uni_streams(16u32.into());
     cfg.transport_config(Arc::new(tc));
-    rt().block_on(async {
+    let drops = rt().block_on(async {
         let fetch_all = async {
             let client = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let client_port = client.local_addr().unwrap().port();
             if let Some(rcvbuf) = client_rcvbuf {
                 let state = quinn::udp::UdpSocketState::new((&client).into()).unwrap();
                 state
@@ -686,13 +695,20 @@ fn serve_and_fetch(
                 assert_eq!(st, 200);
                 assert!(body == filler(size), "body differs ({} bytes)", body.len());
             }
-            ep
+            // Counted while both sockets are open.
+            let drops: u64 = h2lab_procnet::entries(h2lab_procnet::Proto::Udp)
+                .iter()
+                .filter(|e| e.local_port == client_port || e.local_port == addr.port())
+                .map(|e| e.drops)
+                .sum();
+            (ep, drops)
         };
-        let ep = tokio::time::timeout(Duration::from_secs(120), fetch_all)
+        let (ep, drops) = tokio::time::timeout(Duration::from_secs(120), fetch_all)
             .await
             .expect("the transfers stalled");
         ep.close(0u32.into(), b"");
+        drops
     });
     shutdown.trigger();
-    server.join().unwrap().unwrap()
+    (server.join().unwrap().unwrap(), drops)
 }

@@ -1,11 +1,12 @@
 //! Free loopback ports and readiness polling.
 
 use std::fmt;
-use std::fs;
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::Duration;
+
+use h2lab_procnet::{Proto, TCP_LISTEN};
 
 use crate::Error;
 
@@ -72,60 +73,34 @@ pub(crate) fn bound_by(pids: &[u32], kind: Bound, port: u16) -> bool {
 /// are not counted (unless a process's descriptors cannot be read: then every such socket on
 /// the port counts). Empty where there is no `/proc`.
 pub fn held_sockets(pids: &[u32], kind: Bound, port: u16) -> Vec<u64> {
-    let tables: [&str; 2] = match kind {
-        Bound::TcpListen => ["/proc/net/tcp", "/proc/net/tcp6"],
-        Bound::Udp => ["/proc/net/udp", "/proc/net/udp6"],
+    let proto = match kind {
+        Bound::TcpListen => Proto::Tcp,
+        Bound::Udp => Proto::Udp,
     };
-    let inodes: Vec<u64> = tables
-        .iter()
-        .filter_map(|t| fs::read_to_string(t).ok())
-        .flat_map(|text| socket_inodes(&text, kind, port))
+    let inodes: Vec<u64> = h2lab_procnet::entries(proto)
+        .into_iter()
+        .filter(|e| e.local_port == port && (kind == Bound::Udp || e.state == TCP_LISTEN))
+        .map(|e| e.inode)
         .collect();
     if inodes.is_empty() {
         return Vec::new();
     }
     let mut held = Vec::new();
-    for pid in pids {
-        let dir = match fs::read_dir(format!("/proc/{pid}/fd")) {
-            Ok(dir) => dir,
+    for &pid in pids {
+        let owned = match h2lab_procnet::socket_inodes_of(pid) {
+            Ok(owned) => owned,
             // Not ours to read (a process that changed user, or is not dumpable): the sockets
             // exist; who holds them cannot be told.
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return inodes,
             Err(_) => continue,
         };
-        for fd in dir.flatten() {
-            let inode = fs::read_link(fd.path()).ok().and_then(|target| {
-                let t = target.to_string_lossy();
-                t.strip_prefix("socket:[")
-                    .and_then(|r| r.strip_suffix(']'))
-                    .and_then(|n| n.parse::<u64>().ok())
-            });
-            if let Some(n) = inode.filter(|n| inodes.contains(n) && !held.contains(n)) {
+        for n in owned {
+            if inodes.contains(&n) && !held.contains(&n) {
                 held.push(n);
             }
         }
     }
     held
-}
-
-/// Inodes of the sockets of one `/proc/net` table bound to local port `port` (TCP: only those
-/// listening).
-fn socket_inodes(table: &str, kind: Bound, port: u16) -> Vec<u64> {
-    let want_port = format!("{port:04X}");
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ...
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let local_port = f.get(1)?.rsplit(':').next()?;
-            let state = *f.get(3)?;
-            let listening = kind == Bound::Udp || state == "0A";
-            (local_port.eq_ignore_ascii_case(&want_port) && listening)
-                .then(|| f.get(9)?.parse().ok())
-                .flatten()
-        })
-        .collect()
 }
 
 /// A place a server accepts connections.
@@ -223,18 +198,5 @@ mod tests {
         other.kill().unwrap();
         other.wait().unwrap();
         drop((udp, tcp));
-    }
-
-    #[test]
-    fn socket_inodes_reads_the_port_and_state() {
-        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
-            \x20  1: 0100007F:B044 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 33350321 1\n\
-            \x20  2: 0100007F:B045 0100007F:B044 01 00000000:00000000 00:00000000 00000000     0        0 42 1\n";
-        assert_eq!(
-            socket_inodes(table, Bound::TcpListen, 0xB044),
-            vec![33350321]
-        );
-        assert!(socket_inodes(table, Bound::TcpListen, 0xB045).is_empty());
-        assert_eq!(socket_inodes(table, Bound::Udp, 0xB045), vec![42]);
     }
 }
