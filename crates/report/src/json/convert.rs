@@ -191,6 +191,12 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
             streams: r.pushed_streams,
             bytes: r.pushed_bytes,
         }),
+        informational: (!r.informational.is_empty()).then(|| {
+            r.informational
+                .iter()
+                .map(|&(code, n)| (code.to_string(), n))
+                .collect()
+        }),
         thresholds: None,
         shard: None,
         sharded: None,
@@ -328,6 +334,12 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         samples: None,
         quic: doc.quic.as_ref().map(quic_from_json),
         tls_resumed: 0,
+        informational: doc
+            .informational
+            .iter()
+            .flatten()
+            .filter_map(|(code, &n)| Some((code.parse().ok()?, n)))
+            .collect(),
         pushed_streams: doc.push.map_or(0, |p| p.streams),
         pushed_bytes: doc.push.map_or(0, |p| p.bytes),
     };
