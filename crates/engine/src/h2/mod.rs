@@ -208,6 +208,7 @@ impl H2Session {
             refusal_budget,
             pushed: &mut self.pushed,
             promised_path: &mut self.promised_path,
+            hinting: false,
         };
         let r = self.conn.recv(input, out, &mut bridge);
         let opened = bridge.window_opened;
