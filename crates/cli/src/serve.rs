@@ -100,6 +100,11 @@ pub struct ServeArgs {
     /// names them in `link: <...>; rel=preload`) to clients that allow push.
     #[arg(long = "push")]
     pub push: bool,
+    /// 103 Early Hints: `/page` first answers `103 Early Hints` with `link: <...>;
+    /// rel=preload; as=style|script` for its render-blocking CSS and JS, on HTTP/1.1,
+    /// HTTP/2 and HTTP/3, then its 200 after the page's think time (`/page?think=200ms`)
+    #[arg(long = "early-hints")]
+    pub early_hints: bool,
 
     /// TCP_NOTSENT_LOWAT in bytes with --priorities rfc9218 (0: kernel default): keeps unsent
     /// socket data small so priorities act on a slow link.
@@ -201,6 +206,7 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         max_header_list_size: args.max_header_list_size,
         priorities: args.priorities,
         push: args.push,
+        early_hints: args.early_hints,
         notsent_lowat: args.notsent_lowat,
         notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,

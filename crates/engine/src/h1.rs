@@ -73,6 +73,11 @@ impl H1Session {
                     let b = h.field_bytes;
                     ev.status(slot, h.status);
                     ev.header_bytes(b, b);
+                    if h.status == 103 && ev.wants_hints() {
+                        for link in h.headers.get_all("link") {
+                            ev.early_hint(slot, link);
+                        }
+                    }
                 }
                 Event::Upgrade(_) => {
                     self.closed = true;

@@ -282,6 +282,10 @@ pub struct RunResult {
     pub requests: RequestCounts,
     /// Status classes of final responses.
     pub status: StatusCounts,
+    /// Interim (1xx) responses by code, ascending, codes seen only (`103 Early Hints`,
+    /// `100 Continue`, ...): h2lab's own count, apart from the final status classes
+    /// (h2load counts none).
+    pub informational: Vec<(u16, u64)>,
     /// Bytes received.
     pub traffic: Traffic,
     /// Bytes sent: what the client handed to the transport (HTTP/1.1 requests, HTTP/2

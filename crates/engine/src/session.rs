@@ -129,6 +129,19 @@ pub trait SessionEvents {
     fn goaway(&mut self, last_stream_id: u32, code: u32);
     /// The server tried to push and was refused.
     fn push_refused(&mut self);
+    /// Whether this client acts on `103 Early Hints` (RFC 8297): the sessions then decode
+    /// interim responses' fields and report each `link` value with
+    /// [`early_hint`](SessionEvents::early_hint). The benchmark does not (default).
+    #[inline]
+    fn wants_hints(&self) -> bool {
+        false
+    }
+    /// A `link` field value of a `103 Early Hints` response to the request in `slot` (only
+    /// when [`wants_hints`](SessionEvents::wants_hints)); the final response follows.
+    #[inline]
+    fn early_hint(&mut self, slot: u32, link: &[u8]) {
+        let _ = (slot, link);
+    }
     /// The server promised a push of `path` on stream `stream` (HTTP/2 with push
     /// accepted, [`crate::h2::H2Settings::enable_push`]). The pushed response follows
     /// with [`push_status`](SessionEvents::push_status),

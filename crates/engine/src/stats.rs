@@ -32,6 +32,8 @@ pub(crate) struct WorkerStats {
     pub timeout: u64,
     /// Index = status / 100 (0..=5).
     pub status: [u64; 6],
+    /// Interim responses by code (index = code - 100, 100..=199).
+    pub informational: [u64; 100],
     pub traffic: Traffic,
     /// Bytes handed to the transport (requests, HTTP/2 frames; before TLS encryption).
     pub bytes_sent: u64,
@@ -84,6 +86,7 @@ impl WorkerStats {
             errored: 0,
             timeout: 0,
             status: [0; 6],
+            informational: [0; 100],
             traffic: Traffic::default(),
             bytes_sent: 0,
             response_bytes: 0,
@@ -123,6 +126,7 @@ impl WorkerStats {
         self.errored = 0;
         self.timeout = 0;
         self.status = [0; 6];
+        self.informational = [0; 100];
         self.traffic = Traffic::default();
         self.bytes_sent = 0;
         self.response_bytes = 0;
@@ -252,6 +256,7 @@ pub(crate) fn merge(
 ) -> RunResult {
     let mut req = RequestCounts::default();
     let mut status = StatusCounts::default();
+    let mut informational = [0u64; 100];
     let mut traffic = Traffic::default();
     let mut request_time = new_duration_histogram();
     let mut request_time_corrected = new_duration_histogram();
@@ -289,6 +294,9 @@ pub(crate) fn merge(
         status.s3xx += w.status[3];
         status.s4xx += w.status[4];
         status.s5xx += w.status[5];
+        for (sum, n) in informational.iter_mut().zip(w.informational) {
+            *sum += n;
+        }
         traffic.bytes_total += w.traffic.bytes_total;
         traffic.bytes_head += w.traffic.bytes_head;
         traffic.bytes_head_decomp += w.traffic.bytes_head_decomp;
@@ -337,6 +345,10 @@ pub(crate) fn merge(
         elapsed,
         requests: req,
         status,
+        informational: (100u16..)
+            .zip(informational)
+            .filter(|&(_, n)| n > 0)
+            .collect(),
         traffic,
         bytes_sent,
         response_bytes,

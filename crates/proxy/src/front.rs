@@ -239,6 +239,22 @@ impl Front {
         true
     }
 
+    /// Forwards the upstream's `103 Early Hints` (RFC 8297; `lines` as for
+    /// [`Front::resp_head`]) ahead of the final response, as nginx 1.29 does. RFC 9110
+    /// §15.2: "A proxy MUST forward 1xx responses unless the proxy itself requested the
+    /// generation of the 1xx response" — other 1xx codes are this proxy's own business
+    /// (`100 Continue` answers its own request) and are not passed on; nor is anything to
+    /// an HTTP/1.0 client ("a server MUST NOT send a 1xx response to an HTTP/1.0 client").
+    pub fn resp_interim(&mut self, status: u16, lines: &[u8]) {
+        if status != 103 || self.resp.started || self.resp.done || self.http10 {
+            return;
+        }
+        let out = self.out.tail();
+        out.extend_from_slice(b"HTTP/1.1 103 Early Hints\r\n");
+        out.extend_from_slice(lines);
+        out.extend_from_slice(b"\r\n");
+    }
+
     /// Writes the response head. `lines`: forwarded fields (`name: value\r\n` each);
     /// `end_stream`: the upstream said there is no body.
     pub fn resp_head(

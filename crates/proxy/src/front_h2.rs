@@ -282,6 +282,26 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection
                     stop = true;
                 }
             }
+            // A forwarded `103 Early Hints` (the exchange passes no other 1xx): an interim
+            // HEADERS without END_STREAM (RFC 9113 §8.1).
+            Event::Interim(h) if !s.head_sent => {
+                let status = h.status.to_string();
+                let names: Vec<Vec<u8>> = h
+                    .headers
+                    .iter()
+                    .filter(|f| !hop_by_hop(f.name.as_bytes()))
+                    .map(|f| f.name.as_bytes().to_ascii_lowercase())
+                    .collect();
+                let mut fields: Vec<(&[u8], &[u8])> = vec![(b":status", status.as_bytes())];
+                let values = h.headers.iter().filter(|f| !hop_by_hop(f.name.as_bytes()));
+                fields.extend(names.iter().map(Vec::as_slice).zip(values.map(|f| f.value)));
+                if conn
+                    .send_header_fields(id, &fields, false, out.tail())
+                    .is_err()
+                {
+                    s.done = true;
+                }
+            }
             Event::Interim(_) => {}
             Event::Head(h) => {
                 let status = h.status.to_string();

@@ -338,6 +338,11 @@ fn handle_h1_event(
 ) {
     let Some(f) = fronts.get(fi, fg) else { return };
     match ev {
+        Event::Interim(h) => {
+            lines.clear();
+            push_response_fields(lines, h.headers.as_bytes());
+            f.resp_interim(h.status, lines);
+        }
         Event::Head(h) => {
             lines.clear();
             push_response_fields(lines, h.headers.as_bytes());
@@ -420,7 +425,10 @@ impl Events for Sink<'_> {
                     f.resp_trailers(&lines);
                     end = true;
                 }
-                HeadersKind::Informational | HeadersKind::Request => {}
+                HeadersKind::Informational => {
+                    f.resp_interim(d.status.unwrap_or(0), &lines);
+                }
+                HeadersKind::Request => {}
             }
             self.touched.push(i);
         }

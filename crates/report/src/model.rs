@@ -77,6 +77,7 @@ pub fn empty_result() -> RunResult {
         reconnects: 0,
         read_waits: 0,
         tls_resumed: 0,
+        informational: Vec::new(),
         pushed_streams: 0,
         pushed_bytes: 0,
         pushed_frame_bytes: 0,

@@ -295,6 +295,9 @@ pub fn extra_lines(r: &RunResult) -> String {
             r.connect_time.len()
         );
     }
+    if let Some(line) = informational_line(&r.informational) {
+        s.push_str(&line);
+    }
     if r.pushed_streams > 0 || r.pushed_bytes > 0 {
         let _ = writeln!(
             s,
@@ -320,6 +323,23 @@ pub fn extra_lines(r: &RunResult) -> String {
         s.push_str("interrupted: the run was stopped by a signal; the numbers above cover the work done until then\n");
     }
     s
+}
+
+/// `informational responses: 300 103 Early Hints, 2 100 Continue`: the interim (1xx)
+/// responses received, per code (h2lab's line; h2load drops them uncounted), or `None`
+/// when there were none. The final status codes are the `status codes:` line's.
+pub fn informational_line(counts: &[(u16, u64)]) -> Option<String> {
+    if counts.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = counts
+        .iter()
+        .map(|&(code, n)| match h2lab_wire::h1::reason_phrase(code) {
+            "" => format!("{n} {code}"),
+            phrase => format!("{n} {code} {phrase}"),
+        })
+        .collect();
+    Some(format!("informational responses: {}\n", parts.join(", ")))
 }
 
 /// `errors: 2 connect, 1 tls, 3 stream reset (REFUSED_STREAM)`: the non-zero error kinds, or

@@ -333,3 +333,42 @@ fn http3_runs_record_their_qpack_settings() {
     cfg.alpn_list = vec!["h2".to_owned()];
     assert_eq!(RunOptions::from(&cfg).qpack, None);
 }
+
+/// Interim responses by code: written as `informational`, valid within version 1, read
+/// back, added by a merge, and printed on their own line apart from `status codes:`.
+#[test]
+fn informational_counts_validate_round_trip_and_merge() {
+    let mut r = run(true);
+    r.status.s1xx = 302;
+    r.informational = vec![(100, 2), (103, 300)];
+    let doc = json::to_json(&r, &options()).unwrap();
+    let value = to_value(&doc);
+    assert_valid(&value);
+    assert_eq!(value["informational"]["103"], 300);
+    assert_eq!(value["informational"]["100"], 2);
+    let (back, _) = json::from_json(&doc).unwrap();
+    assert_eq!(back.informational, r.informational);
+    let m = json::merge(&doc, &doc, MergeMode::Concurrent).unwrap();
+    assert_eq!(to_value(&m)["informational"]["103"], 600);
+    let mut bad = value.clone();
+    bad["informational"]["203"] = serde_json::json!(1);
+    assert!(
+        !validator().is_valid(&bad),
+        "a final status is not informational"
+    );
+    let text = h2lab_report::text::summary(&r);
+    assert!(
+        text.contains("\ninformational responses: 2 100 Continue, 300 103 Early Hints\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("status codes: 990 2xx, 0 3xx, 0 4xx, 2 5xx\n"),
+        "{text}"
+    );
+    // None received: no line, no key (the output stays h2load's).
+    let plain = run(true);
+    assert!(!h2lab_report::text::summary(&plain).contains("informational"));
+    assert!(to_value(&json::to_json(&plain, &options()).unwrap())
+        .get("informational")
+        .is_none());
+}

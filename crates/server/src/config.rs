@@ -76,6 +76,11 @@ pub struct ServerConfig {
     /// render-blocking CSS and JS (RFC 9113 §8.4) when the client allows push, and says
     /// `link: <...>; rel=preload` for them.
     pub push: bool,
+    /// `103 Early Hints` (`--early-hints`, off by default; RFC 8297): a `/page` response is
+    /// preceded by an interim response whose `link` field names its render-blocking CSS
+    /// and JS (`rel=preload`), on HTTP/1.1, HTTP/2 and HTTP/3, sent before the page's
+    /// think time (`/page?think=200ms`).
+    pub early_hints: bool,
     /// TCP_NOTSENT_LOWAT on accepted connections when `priorities` is on (bytes; 0 leaves
     /// the kernel default): keeps the unsent part of the socket buffer small so that the
     /// scheduler, not the kernel queue, decides what goes out next on a slow link.
@@ -126,6 +131,7 @@ impl Default for ServerConfig {
             max_compute_work: 1_000_000_000,
             priorities: crate::sched::PriorityMode::Rfc9218,
             push: false,
+            early_hints: false,
             notsent_lowat: 16 * 1024,
             notsent_lowat_min_rtt: Duration::from_millis(10),
             h3: false,

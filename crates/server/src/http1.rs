@@ -7,8 +7,8 @@
 use std::time::{Duration, Instant};
 
 use h2lab_wire::h1::{
-    decode_base64url, push_decimal, BodyDecoder, BodyEvent, Framing, Headers, Limits, Parsed,
-    RequestParser, Version, CONTINUE_100, H2C_SWITCHING_PROTOCOLS, MAX_HEADERS,
+    decode_base64url, encode_informational, push_decimal, BodyDecoder, BodyEvent, Framing, Headers,
+    Limits, Parsed, RequestParser, Version, CONTINUE_100, H2C_SWITCHING_PROTOCOLS, MAX_HEADERS,
 };
 
 use crate::body::BodyCursor;
@@ -297,7 +297,12 @@ impl H1 {
             body_len,
             headers: &H1Fields(head.headers),
         };
-        let resp = ctx.shared.router.route(&request, &mut self.dynamic);
+        let mut resp = ctx.shared.router.route(&request, &mut self.dynamic);
+        if http10 {
+            // RFC 9110 §15.2: "Since HTTP/1.0 did not define any 1xx status codes, a server
+            // MUST NOT send a 1xx response to an HTTP/1.0 client."
+            resp.early_hints = None;
+        }
 
         // RFC 7540 §3.2.1: "A server MUST NOT upgrade the connection to HTTP/2 if this header
         // field [HTTP2-Settings] is not present or if more than one is present" (checked by
@@ -348,7 +353,7 @@ impl H1 {
 
     /// The request (head and body) is complete: answer (now, after a delay, or by upgrading).
     fn finish_request(&mut self, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Option<Step> {
-        let Some(resp) = self.pending.take() else {
+        let Some(mut resp) = self.pending.take() else {
             self.state = State::Head;
             return None;
         };
@@ -360,6 +365,12 @@ impl H1 {
             self.state = State::Done;
             drop(resp);
             return Some(Step::Upgrade(upgrade));
+        }
+        if let Some(page) = resp.early_hints.take() {
+            // RFC 8297 §2: the hints go at once, the final response after the think time.
+            let mut link = Vec::new();
+            page.write_preload_links(&mut link);
+            encode_informational(io.out.bytes(), 103, &[(b"link", &link)]);
         }
         match resp.delay {
             Some(d) if !d.is_zero() => {

@@ -156,6 +156,15 @@ impl SessionEvents for Ev<'_> {
 
     fn push_refused(&mut self) {}
 
+    fn wants_hints(&self) -> bool {
+        true
+    }
+
+    fn early_hint(&mut self, _slot: u32, link: &[u8]) {
+        let (index, preloads) = self.pushes.split_for_hints();
+        preloads.on_hint(link, index, self.st, self.now);
+    }
+
     fn push_promise(&mut self, stream: u32, path: &[u8]) {
         self.pushes.promise(self.conn, stream, path);
     }

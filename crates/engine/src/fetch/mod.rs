@@ -50,12 +50,14 @@ use crate::transport::{self, Endpoint};
 use crate::EngineError;
 
 mod events;
+mod hints;
 mod pool;
 mod push;
 #[cfg(test)]
 mod tests;
 
 use events::{BatchState, Job};
+pub use hints::HintStats;
 use pool::PoolConn;
 use push::PushCache;
 pub use push::PushStats;
@@ -436,7 +438,7 @@ impl Fetcher {
             capture,
         };
         for k in 0..indices.len() {
-            if !self.claim_push(k, &mut st) {
+            if !self.claim_preload(k, &mut st) && !self.claim_push(k, &mut st) {
                 st.queue.push_back(k);
             }
         }
@@ -485,6 +487,7 @@ impl Fetcher {
                 r.completed = c.completed;
             }
         }
+        self.keep_preloads(&mut st, indices.len());
         let finished = st.jobs.iter().map(|j| j.rec.done).max().unwrap_or(started);
         let bodies = if capture {
             st.jobs

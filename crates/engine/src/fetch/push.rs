@@ -41,6 +41,9 @@ pub(crate) struct Pushed {
 pub(crate) struct PushCache {
     paths: HashMap<Vec<u8>, usize>,
     pub entries: Vec<Pushed>,
+    /// Responses started by `103 Early Hints` (the other way a server gets a page's
+    /// assets going early), kept beside the pushed ones.
+    pub preloads: super::hints::Preloads,
 }
 
 impl PushCache {
@@ -52,7 +55,19 @@ impl PushCache {
         PushCache {
             paths: map,
             entries: Vec::new(),
+            preloads: Default::default(),
         }
+    }
+
+    /// The path lookup and the preloads, borrowed apart (for an Early Hint).
+    pub fn split_for_hints(
+        &mut self,
+    ) -> (
+        impl Fn(&[u8]) -> Option<usize> + '_,
+        &mut super::hints::Preloads,
+    ) {
+        let paths = &self.paths;
+        (move |p: &[u8]| paths.get(p).copied(), &mut self.preloads)
     }
 
     pub fn promise(&mut self, conn: u32, stream: u32, path: &[u8]) {

@@ -23,6 +23,8 @@ pub(super) struct Bridge<'a> {
     pub(super) promised_path: &'a mut Vec<u8>,
     /// A PUSH_PROMISE's field block is still arriving (CONTINUATION frames follow).
     pub(super) in_promise: &'a mut bool,
+    /// The section being decoded is a `103 Early Hints` (its `link` fields are reported).
+    pub(super) hinting: bool,
 }
 
 impl Bridge<'_> {
@@ -54,6 +56,14 @@ impl Bridge<'_> {
 
 impl wh2::Events for Bridge<'_> {
     fn header(&mut self, stream: StreamId, name: &[u8], value: &[u8]) {
+        // `:status` comes first (RFC 9113 §8.3: pseudo-header fields precede the others).
+        if name == b":status" {
+            self.hinting = value == b"103";
+        } else if self.hinting && name == b"link" {
+            if let Some(slot) = self.map.get(stream.get()) {
+                self.ev.early_hint(slot, value);
+            }
+        }
         if self.verbose {
             println!(
                 "[stream_id={}] {}: {}",
@@ -65,8 +75,9 @@ impl wh2::Events for Bridge<'_> {
     }
 
     fn wants_fields(&self) -> bool {
-        // Only `-v` prints them; everything counted comes with `headers_done`.
-        self.verbose
+        // Only `-v` prints them and a page fetcher reads Early Hints; everything counted
+        // comes with `headers_done`.
+        self.verbose || self.ev.wants_hints()
     }
 
     fn headers_done(&mut self, stream: StreamId, done: HeadersDone) {
@@ -82,6 +93,7 @@ impl wh2::Events for Bridge<'_> {
             return;
         };
         self.ev.header_bytes(done.block_len, done.decoded_len);
+        self.hinting = false;
         match done.kind {
             HeadersKind::Informational | HeadersKind::Response => {
                 if let Some(s) = done.status {

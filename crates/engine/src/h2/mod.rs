@@ -212,6 +212,7 @@ impl H2Session {
             pushed: &mut self.pushed,
             promised_path: &mut self.promised_path,
             in_promise: &mut self.in_promise,
+            hinting: false,
         };
         let r = self.conn.recv(input, out, &mut bridge);
         let opened = bridge.window_opened;

@@ -33,6 +33,7 @@ impl H3Session {
             encoded: 0,
             decoded: 0,
             done: &mut r.done,
+            hinting: false,
         };
         let res = if r.inbuf.is_empty() {
             r.recv.recv(bytes, fin, &mut self.qdec, &mut sink).map(|p| {
@@ -86,6 +87,7 @@ impl H3Session {
                 encoded: r.held_encoded,
                 decoded: 0,
                 done: &mut r.done,
+                hinting: false,
             };
             match r.recv.resume(&mut self.qdec, &mut sink) {
                 Ok(true) => {}

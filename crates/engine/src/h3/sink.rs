@@ -13,6 +13,8 @@ pub(super) struct Sink<'a> {
     pub(super) encoded: usize,
     pub(super) decoded: usize,
     pub(super) done: &'a mut bool,
+    /// The section being decoded is a `103 Early Hints` (its `link` fields are reported).
+    pub(super) hinting: bool,
 }
 
 impl RequestEvents for Sink<'_> {
@@ -21,17 +23,24 @@ impl RequestEvents for Sink<'_> {
     }
     fn field(&mut self, name: &[u8], value: &[u8]) {
         self.decoded += name.len() + value.len();
+        // `:status` comes first (RFC 9114 §4.3: pseudo-header fields precede the others).
+        if name == b":status" {
+            self.hinting = value == b"103";
+        } else if self.hinting && name == b"link" {
+            self.ev.early_hint(self.slot, value);
+        }
     }
     fn wants_fields(&self) -> bool {
         // Only the status, the facts and the sizes are counted: a response section equal
         // to the previous one, on an unchanged table, is not decoded again (the wire crate's
-        // memo).
-        false
+        // memo). A page fetcher reads Early Hints.
+        self.ev.wants_hints()
     }
     fn fields_skipped(&mut self, decoded_len: usize) {
         self.decoded += decoded_len;
     }
     fn section_done(&mut self, kind: SectionKind, facts: SectionFacts, _informational: bool) {
+        self.hinting = false;
         if kind == SectionKind::Response {
             if let Some(s) = facts.status {
                 self.ev.status(self.slot, s);

@@ -65,6 +65,10 @@ impl SessionEvents for Ev<'_> {
         if status < 200 {
             if count {
                 self.st.status[1] += 1;
+                let code = usize::from(status).checked_sub(100);
+                if let Some(n) = code.and_then(|c| self.st.informational.get_mut(c)) {
+                    *n += 1;
+                }
             }
             return;
         }
@@ -213,7 +217,10 @@ mod tests {
             log: None,
         };
         ev.status(0, 100); // interim: counted as 1xx, not the final status
+        ev.status(0, 103);
         ev.status(0, 404);
+        assert_eq!(ev.st.informational[0], 1);
+        assert_eq!(ev.st.informational[3], 1);
         ev.header_bytes(10, 20);
         ev.body(0, 7);
         ev.core.read_since_completion = 50;
@@ -221,7 +228,7 @@ mod tests {
         ev.complete(0); // twice: ignored
         ev.status(1, 200);
         ev.reset(1, 8);
-        assert_eq!(st.status[1], 1);
+        assert_eq!(st.status[1], 2);
         assert_eq!(st.status[4], 1);
         assert_eq!((st.done, st.completed, st.status_success), (2, 1, 0));
         assert_eq!(

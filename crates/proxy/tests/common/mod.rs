@@ -43,6 +43,8 @@ pub struct Resp {
     pub body: Vec<u8>,
     pub trailers: Vec<(String, String)>,
     pub keep_alive: bool,
+    /// Interim responses before the final one: status and `link` field.
+    pub interim: Vec<(u16, Option<String>)>,
 }
 
 impl Resp {
@@ -100,6 +102,12 @@ impl Client {
                 let (n, ev) = p.parse(&self.buf).expect("valid response");
                 let mut done = false;
                 match ev {
+                    Event::Interim(h) => r.interim.push((
+                        h.status,
+                        h.headers
+                            .get("link")
+                            .map(|v| String::from_utf8_lossy(v).into_owned()),
+                    )),
                     Event::Head(h) => {
                         r.status = h.status;
                         r.headers = h

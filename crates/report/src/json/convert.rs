@@ -192,6 +192,12 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
             bytes: r.pushed_bytes,
             frame_bytes: r.pushed_frame_bytes,
         }),
+        informational: (!r.informational.is_empty()).then(|| {
+            r.informational
+                .iter()
+                .map(|&(code, n)| (code.to_string(), n))
+                .collect()
+        }),
         thresholds: None,
         shard: None,
         sharded: None,
@@ -329,6 +335,12 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         samples: None,
         quic: doc.quic.as_ref().map(quic_from_json),
         tls_resumed: 0,
+        informational: doc
+            .informational
+            .iter()
+            .flatten()
+            .filter_map(|(code, &n)| Some((code.parse().ok()?, n)))
+            .collect(),
         pushed_streams: doc.push.map_or(0, |p| p.streams),
         pushed_bytes: doc.push.map_or(0, |p| p.bytes),
         pushed_frame_bytes: doc.push.map_or(0, |p| p.frame_bytes),

@@ -104,10 +104,20 @@ pub fn merge_results(
         samples: None,
         quic: merge_opt(&a.quic, &b.quic, |p, q| p.merge(q)),
         tls_resumed: 0,
+        informational: merge_informational(&a.informational, &b.informational),
         pushed_streams: s(a.pushed_streams, b.pushed_streams),
         pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),
         pushed_frame_bytes: s(a.pushed_frame_bytes, b.pushed_frame_bytes),
     })
+}
+
+/// Interim response counts of two runs added code by code (ascending).
+fn merge_informational(a: &[(u16, u64)], b: &[(u16, u64)]) -> Vec<(u16, u64)> {
+    let mut sum: std::collections::BTreeMap<u16, u64> = a.iter().copied().collect();
+    for &(code, n) in b {
+        *sum.entry(code).or_default() += n;
+    }
+    sum.into_iter().collect()
 }
 
 /// Merges two result documents (see [`merge_results`]). The merged document keeps the options

@@ -54,6 +54,10 @@ pub struct BenchJson {
     /// Server push (`--push accept` runs that received pushes only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<PushJson>,
+    /// Interim (1xx) responses by code (`{"103": 300}`), in runs that received any: apart
+    /// from `status_codes`, whose `1xx` is their sum. Absent in older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub informational: Option<std::collections::BTreeMap<String, u64>>,
     /// Open-model request accounting (`--arrival-rate` runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_model: Option<OpenModelJson>,

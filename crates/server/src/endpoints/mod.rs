@@ -143,6 +143,10 @@ pub struct Response {
     pub head_only: bool,
     /// The body.
     pub body: Body,
+    /// Send `103 Early Hints` naming this page's render-blocking assets before the final
+    /// response (`--early-hints`, `/page` only): the protocols write it at once, before any
+    /// think time ([`Response::delay`]).
+    pub early_hints: Option<PageParams>,
 }
 
 impl Response {
@@ -155,6 +159,7 @@ impl Response {
             delay: None,
             head_only: false,
             body,
+            early_hints: None,
         }
     }
 
@@ -237,6 +242,7 @@ pub struct Router {
     root: Option<PathBuf>,
     max_delay: Duration,
     max_work: u64,
+    early_hints: bool,
 }
 
 impl Router {
@@ -259,6 +265,7 @@ impl Router {
             root,
             max_delay: config.max_delay,
             max_work: config.max_compute_work,
+            early_hints: config.early_hints,
         })
     }
 
@@ -365,7 +372,19 @@ impl Router {
             b"/page" => match PageParams::parse(query) {
                 Some(p) => {
                     p.write_html(dynamic);
-                    Response::new(200, HTML, Body::Dynamic(dynamic.len()))
+                    let mut r = Response::new(200, HTML, Body::Dynamic(dynamic.len()));
+                    if p.think_ms > 0 {
+                        r.delay = Some(Duration::from_millis(p.think_ms).min(self.max_delay));
+                    }
+                    // RFC 8297 §2: a 103 is only useful ahead of a final response that
+                    // takes the hinted resources; a page without any gets none.
+                    if self.early_hints
+                        && matches!(req.method, Method::Get | Method::Head)
+                        && p.css + p.js > 0
+                    {
+                        r.early_hints = Some(p);
+                    }
+                    r
                 }
                 None => Response::error(400),
             },

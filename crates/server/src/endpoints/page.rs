@@ -43,6 +43,10 @@ pub struct PageParams {
     /// Scripts at the end of the body, after the images (`js_at=end`), instead of in the
     /// head (`js_at=head`, the default).
     pub js_at_end: bool,
+    /// Think time before the page's response (`think=200ms`, `think=1s`, or milliseconds;
+    /// default 0): the server "computes" the page for this long, as `/delay` waits, which
+    /// is when Early Hints pay.
+    pub think_ms: u64,
 }
 
 /// Most sub-resources a `/page` may reference.
@@ -73,6 +77,10 @@ impl PageParams {
                 Some(b"end") => true,
                 Some(_) => return None,
             },
+            think_ms: match query_param(query, b"think") {
+                None => 0,
+                Some(v) => parse_millis(v)?,
+            },
         };
         let blocking = p.css.saturating_add(p.js);
         (p.n.saturating_add(blocking) <= MAX_PAGE_ITEMS
@@ -91,6 +99,25 @@ impl PageParams {
             let size = asset_size_for(self.seed, i, nominal / 2, nominal + nominal / 2);
             (i, size, ext)
         })
+    }
+
+    /// Appends the `link` field value of the page's Early Hints (RFC 8297): one
+    /// `rel=preload` entry per render-blocking stylesheet and script, in document order
+    /// (`</asset/1/300-12000.css>; rel=preload; as=style, ...`). The assets are on the
+    /// page's own origin, so no `rel=preconnect` applies. Nothing is appended for a page
+    /// without render-blocking assets.
+    pub fn write_preload_links(&self, out: &mut Vec<u8>) {
+        for (i, size, ext) in self.blocking_assets() {
+            if !out.is_empty() {
+                out.extend_from_slice(b", ");
+            }
+            let kind = if ext == "css" { "style" } else { "script" };
+            let _ = write!(
+                out,
+                "</asset/{}/{i}-{size}.{ext}>; rel=preload; as={kind}",
+                self.seed
+            );
+        }
     }
 
     /// Appends the page's HTML (what `/page` answers with these parameters).
@@ -146,6 +173,17 @@ impl PageParams {
             }
         }
         out.extend_from_slice(b"</body></html>\n");
+    }
+}
+
+/// A think time: `200ms`, `2s` or a number of milliseconds.
+fn parse_millis(v: &[u8]) -> Option<u64> {
+    if let Some(ms) = v.strip_suffix(b"ms") {
+        parse_u64(ms)
+    } else if let Some(s) = v.strip_suffix(b"s") {
+        parse_u64(s)?.checked_mul(1000)
+    } else {
+        parse_u64(v)
     }
 }
 

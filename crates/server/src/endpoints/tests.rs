@@ -151,3 +151,48 @@ fn page_with_render_blocking_css_and_js() {
         assert_eq!(a.content_type, ct);
     }
 }
+
+#[test]
+fn page_think_time_and_early_hints() {
+    let off = Router::new(&ServerConfig::local()).unwrap();
+    let on = Router::new(&ServerConfig {
+        early_hints: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    // `think=` waits as `/delay` does (ms by default, `ms` and `s` suffixes).
+    for (q, ms) in [("think=200ms", 200), ("think=2s", 2000), ("think=15", 15)] {
+        let (r, _) = get(&off, &format!("/page?n=1&{q}"));
+        assert_eq!(r.delay, Some(Duration::from_millis(ms)), "{q}");
+    }
+    let (r, _) = get(&off, "/page?n=1");
+    assert_eq!(r.delay, None);
+    let (r, _) = get(&off, "/page?think=x");
+    assert_eq!(r.status, 400);
+    // Hints only with --early-hints, and only for a page that has render-blocking assets.
+    let (r, _) = get(&off, "/page?n=1&css=1&js=1");
+    assert!(r.early_hints.is_none());
+    let (r, _) = get(&on, "/page?n=1");
+    assert!(r.early_hints.is_none());
+    let (r, html) = get(&on, "/page?n=1&css=1&js=1&seed=3");
+    let p = r.early_hints.expect("hints");
+    let mut link = Vec::new();
+    p.write_preload_links(&mut link);
+    let link = String::from_utf8(link).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    // Each hinted asset is one the HTML then references, with the `as=` of its kind.
+    let entries: Vec<&str> = link.split(", ").collect();
+    assert_eq!(entries.len(), 2, "{link}");
+    assert!(
+        entries[0].ends_with(".css>; rel=preload; as=style"),
+        "{link}"
+    );
+    assert!(
+        entries[1].ends_with(".js>; rel=preload; as=script"),
+        "{link}"
+    );
+    for e in entries {
+        let url = &e[1..e.find('>').unwrap()];
+        assert!(html.contains(&format!("\"{url}\"")), "{url} not in {html}");
+    }
+}

@@ -291,7 +291,24 @@ impl H2 {
             body_len: Some(s.body_len),
             headers: &packed,
         };
-        let resp = ctx.shared.router.route(&req, &mut s.dynamic);
+        let mut resp = ctx.shared.router.route(&req, &mut s.dynamic);
+        if let Some(page) = resp.early_hints.take() {
+            // RFC 8297 §2 and RFC 9113 §8.1: an interim HEADERS (no END_STREAM) now, the
+            // final response after the think time.
+            let mut link = Vec::new();
+            page.write_preload_links(&mut link);
+            let _ = self.conn.send_headers(
+                id,
+                |enc: &mut Encoder, buf: &mut Vec<u8>| {
+                    enc.encode(
+                        [(&b":status"[..], &b"103"[..]), (b"link", link.as_slice())],
+                        buf,
+                    );
+                },
+                false,
+                out.bytes(),
+            );
+        }
         if let Some(n) = &mut self.requests_left {
             *n = n.saturating_sub(1);
             if *n == 0 {

@@ -20,7 +20,7 @@ use super::head::HeadEncoder;
 use super::request::{h3_code, Phase, Req};
 use super::Ctx;
 use crate::body::BodyCursor;
-use crate::endpoints::{HttpVersion, Method, Request, Response};
+use crate::endpoints::{HttpVersion, Method, PageParams, Request, Response};
 use uni::{OutStream, Uni};
 
 #[cfg(test)]
@@ -425,6 +425,13 @@ impl H3Conn {
             };
             ctx.router.route(&req, &mut r.dynamic)
         };
+        let mut resp = resp;
+        if let Some(page) = resp.early_hints.take() {
+            self.early_hints(conn, id, &page);
+        }
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
         match resp.delay {
             Some(d) if !d.is_zero() => {
                 r.phase = Phase::Delayed;
@@ -433,6 +440,39 @@ impl H3Conn {
             }
             _ => self.respond(conn, id, resp, ctx),
         }
+    }
+
+    /// Sends `103 Early Hints` on `id` (RFC 8297; RFC 9114 §4.1: interim HEADERS before
+    /// the final one) naming `page`'s render-blocking assets. What QUIC does not take now
+    /// goes ahead of the final head ([`Req::early`]).
+    fn early_hints(&mut self, conn: &mut Connection, id: StreamId, page: &PageParams) {
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        let mut link = Vec::new();
+        page.write_preload_links(&mut link);
+        let mut section = Vec::new();
+        self.qenc.encode(
+            u64::from(id),
+            [(&b":status"[..], &b"103"[..]), (b"link", link.as_slice())],
+            &mut section,
+            &mut self.encoder_out.buf,
+        );
+        let mut frame = Vec::new();
+        if r.send.headers(&section, true, None, &mut frame).is_err() {
+            return;
+        }
+        // The encoder stream goes first: the section may reference what it inserts.
+        if !self.encoder_out.flush(conn) {
+            self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM, "");
+            return;
+        }
+        let Some(r) = self.reqs.get_mut(&id) else {
+            return;
+        };
+        let taken = conn.send_stream(id).write(&frame).unwrap_or(0);
+        r.early
+            .extend_from_slice(frame.get(taken..).unwrap_or_default());
     }
 
     /// Encodes and queues the response head and body of `id`.
@@ -449,6 +489,7 @@ impl H3Conn {
             &mut self.encoder_out.buf,
         );
         r.head.clear();
+        r.head.append(&mut r.early);
         let declared = (!resp.no_content_length()).then(|| resp.body.len());
         let _ = r.send.headers(section, false, declared, &mut r.head);
         let body_len = resp.body.len();

@@ -122,6 +122,9 @@ pub struct Req {
     pub send: SendStream,
     /// The HEADERS frame and DATA frame header, as framed.
     pub head: Vec<u8>,
+    /// The part of a `103 Early Hints` HEADERS frame QUIC did not take when it was sent:
+    /// written ahead of the final head.
+    pub early: Vec<u8>,
     /// What of `head` QUIC has not accepted yet: a reference-counted clone of the
     /// connection's last head when identical (see [`Req::start_body`]).
     head_out: Bytes,
@@ -145,6 +148,7 @@ impl Req {
             phase: Phase::Receiving,
             send: SendStream::new(),
             head: Vec::new(),
+            early: Vec::new(),
             head_out: Bytes::new(),
             cursor: None,
             dynamic: Vec::new(),
@@ -165,6 +169,7 @@ impl Req {
         self.phase = Phase::Receiving;
         self.send = SendStream::new();
         self.head.clear();
+        self.early.clear();
         self.head_out = Bytes::new();
         self.cursor = None;
         self.dynamic.clear();

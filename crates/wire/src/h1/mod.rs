@@ -44,7 +44,7 @@ pub use digits::push_decimal;
 pub use error::H1Error;
 pub use headers::{Header, HeaderIter, Headers};
 pub use request::{encode_request, RequestBytes};
-pub use respond::{encode_chunk, reason_phrase, CONTINUE_100};
+pub use respond::{encode_chunk, encode_informational, reason_phrase, CONTINUE_100};
 pub use response::{Event, ResponseHead, ResponseLimits, ResponseParser};
 pub use server::{Limits, Parsed, RequestHead, RequestParser, MAX_HEADERS};
 pub use upgrade::{decode_base64url, encode_http2_settings, H2cUpgrade, H2C_SWITCHING_PROTOCOLS};

@@ -8,6 +8,29 @@ use super::digits::push_hex;
 /// `Expect: 100-continue` before reading its body (RFC 9110 §10.1.1).
 pub const CONTINUE_100: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
+/// Appends an interim (1xx) response: status line, `fields`, empty line. RFC 9110 §15.2:
+/// "A client MUST be able to parse one or more 1xx responses received prior to a final
+/// response"; for `103 Early Hints` (RFC 8297) the fields are `link` entries. `status` must
+/// be 100..=199 but not 101 (which ends HTTP/1.1 on the connection); the caller must not
+/// send it to an HTTP/1.0 client (§15.2: "a server MUST NOT send a 1xx response to an
+/// HTTP/1.0 client"). Field names and values are written as given (valid tokens and
+/// values are the caller's job).
+pub fn encode_informational(out: &mut Vec<u8>, status: u16, fields: &[(&[u8], &[u8])]) {
+    debug_assert!((100..200).contains(&status) && status != 101);
+    out.extend_from_slice(b"HTTP/1.1 ");
+    super::digits::push_decimal(out, u64::from(status));
+    out.push(b' ');
+    out.extend_from_slice(reason_phrase(status).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in fields {
+        out.extend_from_slice(name);
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
 /// Appends one chunk (`size CRLF data CRLF`). Empty `data` writes nothing:
 /// a zero-size chunk would end the body.
 pub fn encode_chunk(out: &mut Vec<u8>, data: &[u8]) {
