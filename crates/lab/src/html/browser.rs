@@ -77,7 +77,7 @@ pub fn render(reports: &[BrowserReport]) -> String {
                     v.ratio
                         .map_or_else(|| "-".into(), |e| format!("{:.3} – {:.3}", e.lo, e.hi)),
                     v.ratio.map_or_else(|| "-".into(), |e| e.n.to_string()),
-                    esc(v.outcome.name()),
+                    esc(crate::page::browser_report::versus_verdict(v.outcome)),
                 ]);
             }
             out.push_str(&table(&rows, "page"));

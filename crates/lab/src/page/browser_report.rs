@@ -55,8 +55,9 @@ pub struct SimVsBrowser {
     pub browser_ms: Option<f64>,
     /// Per-round ratio simulated / browser: median, 95% CI, paired rounds.
     pub ratio: Option<Estimate>,
-    /// Parity (the CI within 1 ± equivalence: the simulation matches the browser), win (it
-    /// does not: see the ratio's side), undecided.
+    /// `parity` (the CI within 1 ± equivalence: the simulation matches the browser), `win`
+    /// (the CI lies outside the band: the simulation differs, on the ratio's side; the text
+    /// and HTML say `differs`), `undecided`.
     pub outcome: Outcome,
 }
 
@@ -211,6 +212,16 @@ pub fn summarise(
     }
 }
 
+/// The verdict of a simulated / browser ratio in words: `parity` (the simulation matches the
+/// browser within the band), `differs` (its CI lies outside the band), `undecided`.
+pub fn versus_verdict(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Parity => "parity",
+        Outcome::Win => "differs",
+        Outcome::Undecided => "undecided",
+    }
+}
+
 fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), crate::fmt::ms)
 }
@@ -275,7 +286,7 @@ pub fn render_text(r: &BrowserReport) -> String {
                 v.proto.label(),
                 ms(v.simulated_ms),
                 ms(v.browser_ms),
-                v.outcome.name()
+                versus_verdict(v.outcome)
             ));
         }
     }
