@@ -108,6 +108,16 @@ impl PageLoad {
         v
     }
 
+    /// When the last response ended (ms): the latest `responseEnd` of the document and its
+    /// resources — the network's share of the page time, without the browser's decoding,
+    /// layout and paint after it (the simulated fetcher's page time ends there too).
+    pub fn last_response_ms(&self) -> f64 {
+        self.resources
+            .iter()
+            .map(|r| r.response_end_ms)
+            .fold(self.response_end_ms, f64::max)
+    }
+
     /// The page time compared with the simulated fetcher's: the fetch workload's time when
     /// it ran, else the load event.
     pub fn page_ms(&self) -> f64 {

@@ -40,6 +40,7 @@ pub fn render(reports: &[BrowserReport]) -> String {
             ">DOMContentLoaded".into(),
             ">FCP".into(),
             ">document end".into(),
+            ">last response".into(),
             ">connections".into(),
             ">resources".into(),
             ">fallbacks".into(),
@@ -51,6 +52,7 @@ pub fn render(reports: &[BrowserReport]) -> String {
                 ms(med(&a.dom_content_loaded_ms)),
                 ms(med(&a.fcp_ms)),
                 ms(med(&a.response_end_ms)),
+                ms(med(&a.last_response_ms)),
                 a.connections.map_or_else(|| "-".into(), |c| c.to_string()),
                 a.resources.map_or_else(|| "-".into(), |c| c.to_string()),
                 format!("{}/{}", a.fallbacks, a.page.loads.len()),
@@ -66,6 +68,7 @@ pub fn render(reports: &[BrowserReport]) -> String {
                 ">95% CI".into(),
                 ">rounds".into(),
                 "verdict".into(),
+                ">simulated / last response (95% CI)".into(),
             ]];
             for v in &r.versus {
                 rows.push(vec![
@@ -77,7 +80,11 @@ pub fn render(reports: &[BrowserReport]) -> String {
                     v.ratio
                         .map_or_else(|| "-".into(), |e| format!("{:.3} – {:.3}", e.lo, e.hi)),
                     v.ratio.map_or_else(|| "-".into(), |e| e.n.to_string()),
-                    esc(v.outcome.name()),
+                    esc(crate::page::browser_report::versus_verdict(v.outcome)),
+                    v.ratio_last_response.map_or_else(
+                        || "-".into(),
+                        |e| format!("{:.3} ({:.3} – {:.3})", e.median, e.lo, e.hi),
+                    ),
                 ]);
             }
             out.push_str(&table(&rows, "page"));

@@ -36,6 +36,9 @@ pub struct BrowserArmReport {
     pub fcp_ms: Option<MedianSpread>,
     /// The document's responseEnd (ms).
     pub response_end_ms: Option<MedianSpread>,
+    /// The last response's end (ms): the latest responseEnd of the document and every
+    /// resource (with `--slow`, of the fetches).
+    pub last_response_ms: Option<MedianSpread>,
     /// Connections the browser opened, median over the measured loads.
     pub connections: Option<f64>,
     /// Resources with a timing entry, median over the measured loads.
@@ -55,8 +58,12 @@ pub struct SimVsBrowser {
     pub browser_ms: Option<f64>,
     /// Per-round ratio simulated / browser: median, 95% CI, paired rounds.
     pub ratio: Option<Estimate>,
-    /// Parity (the CI within 1 ± equivalence: the simulation matches the browser), win (it
-    /// does not: see the ratio's side), undecided.
+    /// The same against the browser's last response ([`BrowserArmReport::last_response_ms`]):
+    /// the network part alone.
+    pub ratio_last_response: Option<Estimate>,
+    /// `parity` (the CI within 1 ± equivalence: the simulation matches the browser), `win`
+    /// (the CI lies outside the band: the simulation differs, on the ratio's side; the text
+    /// and HTML say `differs`), `undecided`.
     pub outcome: Outcome,
 }
 
@@ -113,6 +120,7 @@ pub fn summarise(
         let mut example = None;
         let (mut times, mut dcl, mut fcp, mut resp, mut conns, mut res) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut last = Vec::new();
         for (round, l) in a.rounds.iter().enumerate() {
             let Some(l) = l else { continue };
             let off = l.off_protocol(expected);
@@ -136,6 +144,7 @@ pub fn summarise(
                 dcl.push(l.dom_content_loaded_ms);
                 fcp.extend(l.fcp_ms);
                 resp.push(l.response_end_ms);
+                last.push(l.last_response_ms());
                 conns.push(l.connections as f64);
                 res.push(l.resources.len() as f64);
             }
@@ -165,6 +174,7 @@ pub fn summarise(
             dom_content_loaded_ms: MedianSpread::of(&dcl),
             fcp_ms: MedianSpread::of(&fcp),
             response_end_ms: MedianSpread::of(&resp),
+            last_response_ms: MedianSpread::of(&last),
             connections: median(&conns),
             resources: median(&res),
         });
@@ -173,7 +183,7 @@ pub fn summarise(
     let ratio = Ratio::of_pages(&pages, equivalence, "browser");
     let mut versus = Vec::new();
     if !only {
-        for a in &arms {
+        for (a, raw) in arms.iter().zip(&b.arms) {
             let Some(s) = sims.iter().find(|s| s.proto == a.page.proto) else {
                 continue;
             };
@@ -190,6 +200,17 @@ pub fn summarise(
                 &by_round(&a.page, rounds),
                 &mut Rng::new(seed),
             );
+            // The browser's last response by round (fallbacks left out, as above).
+            let mut last = vec![None; rounds];
+            for (l, brief) in raw.rounds.iter().flatten().zip(&a.page.loads) {
+                if brief.failed == 0 {
+                    if let Some(slot) = last.get_mut(brief.round as usize) {
+                        *slot = Some(l.last_response_ms());
+                    }
+                }
+            }
+            let ratio_last_response =
+                ci::paired_ratio(&by_round(s, rounds), &last, &mut Rng::new(seed ^ 1));
             versus.push(SimVsBrowser {
                 proto: a.page.proto,
                 link: link.to_string(),
@@ -197,6 +218,7 @@ pub fn summarise(
                 browser_ms: a.page.page_ms.map(|m| m.median),
                 outcome: ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence)),
                 ratio,
+                ratio_last_response,
             });
         }
     }
@@ -208,6 +230,16 @@ pub fn summarise(
         ratio,
         versus,
         equivalence,
+    }
+}
+
+/// The verdict of a simulated / browser ratio in words: `parity` (the simulation matches the
+/// browser within the band), `differs` (its CI lies outside the band), `undecided`.
+pub fn versus_verdict(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Parity => "parity",
+        Outcome::Win => "differs",
+        Outcome::Undecided => "undecided",
     }
 }
 
@@ -225,18 +257,19 @@ pub fn render_text(r: &BrowserReport) -> String {
         if r.pinned { ", on the client CPUs" } else { "" }
     ));
     s.push_str(&format!(
-        "  {:<16} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>9}\n",
-        "protocol", "page", "DCL", "FCP", "doc end", "conns", "res", "fallback"
+        "  {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>9}\n",
+        "protocol", "page", "DCL", "FCP", "doc end", "last resp", "conns", "res", "fallback"
     ));
     for a in &r.arms {
         let med = |m: &Option<MedianSpread>| m.map(|m| m.median);
         s.push_str(&format!(
-            "  {:<16} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>9}\n",
+            "  {:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>6} {:>5} {:>9}\n",
             a.page.proto.label(),
             ms(med(&a.page.page_ms)),
             ms(med(&a.dom_content_loaded_ms)),
             ms(med(&a.fcp_ms)),
             ms(med(&a.response_end_ms)),
+            ms(med(&a.last_response_ms)),
             a.connections.map_or_else(|| "-".into(), |c| format!("{c}")),
             a.resources.map_or_else(|| "-".into(), |c| format!("{c}")),
             format!("{}/{}", a.fallbacks, a.page.loads.len()),
@@ -266,16 +299,21 @@ pub fn render_text(r: &BrowserReport) -> String {
             r.equivalence * 100.0
         ));
         for v in &r.versus {
-            let ratio = v.ratio.map_or_else(
-                || "-".to_string(),
-                |e| format!("{:.3} [{:.3}, {:.3}] n={}", e.median, e.lo, e.hi, e.n),
-            );
+            let est = |r: Option<Estimate>| {
+                r.map_or_else(
+                    || "-".to_string(),
+                    |e| format!("{:.3} [{:.3}, {:.3}] n={}", e.median, e.lo, e.hi, e.n),
+                )
+            };
             s.push_str(&format!(
-                "  {:<16} simulated {:>10}  browser {:>10}  ratio {ratio}  {}\n",
+                "  {:<16} simulated {:>10}  browser {:>10}  ratio {}  {}; to the browser's \
+                 last response {}\n",
                 v.proto.label(),
                 ms(v.simulated_ms),
                 ms(v.browser_ms),
-                v.outcome.name()
+                est(v.ratio),
+                versus_verdict(v.outcome),
+                est(v.ratio_last_response)
             ));
         }
     }
