@@ -20,6 +20,7 @@ pub mod fmt;
 pub mod host;
 pub mod html;
 pub mod link;
+pub mod os;
 pub mod page;
 pub mod proto;
 pub mod stats;
