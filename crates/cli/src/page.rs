@@ -333,7 +333,9 @@ fn main_render(args: &PageArgs) -> ExitCode {
             }
         }
     }
-    let r = match render::run(&cfg, &mut |line| eprintln!("{line}")) {
+    let r = match render::run(&cfg, &mut |line| {
+        eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{PREFIX} {e}");
@@ -375,7 +377,9 @@ pub fn main(args: PageArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    let r = match h2lab_lab::page::run(&cfg, &mut |line| eprintln!("{line}")) {
+    let r = match h2lab_lab::page::run(&cfg, &mut |line| {
+        eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
+    }) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{PREFIX} {e}");

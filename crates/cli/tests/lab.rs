@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use h2lab_lab::html::check;
 use h2lab_lab::proto::LabProtocol;
+use h2lab_testkit::render_check as check;
 
 /// Every line of `text` fits a 120-column terminal.
 fn assert_fits(what: &str, text: &str) {

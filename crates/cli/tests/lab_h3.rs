@@ -3,8 +3,8 @@
 //! level), and the flags' one-line errors. Built-in server and links in-process, port 0.
 
 use assert_cmd::cargo::cargo_bin_cmd;
-use h2lab_lab::html::check;
 use h2lab_lab::proto::LabProtocol;
+use h2lab_testkit::render_check as check;
 
 fn h2lab() -> assert_cmd::Command {
     cargo_bin_cmd!("h2lab")

@@ -70,40 +70,9 @@ pub fn allowed_cpus() -> Option<Vec<usize>> {
     parse_cpu_list(line).ok()
 }
 
-/// Pins thread `tid` of this process (0: the calling thread) to `cpus`. Threads it starts
-/// afterwards inherit the set.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // sched_setaffinity has no safe wrapper in std
+/// Pins thread `tid` of this process (0: the calling thread) to `cpus` ([`crate::os::pin`]).
 pub fn pin(tid: u32, cpus: &[usize]) -> io::Result<()> {
-    // The kernel's cpu_set_t is a bit mask of 1024 CPUs.
-    let mut mask = [0u64; 16];
-    for &c in cpus.iter().filter(|&&c| c < 1024) {
-        mask[c / 64] |= 1 << (c % 64);
-    }
-    let pid = libc::pid_t::try_from(tid).map_err(|_| io::Error::other("thread id too large"))?;
-    // SAFETY: `mask` is a live, properly aligned buffer of exactly the size passed, laid out
-    // as the kernel's cpu_set_t (an array of unsigned longs); the kernel only reads it.
-    let r = unsafe {
-        libc::sched_setaffinity(
-            pid,
-            std::mem::size_of_val(&mask),
-            mask.as_ptr().cast::<libc::cpu_set_t>(),
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Pinning is only implemented on Linux.
-#[cfg(not(target_os = "linux"))]
-pub fn pin(_tid: u32, _cpus: &[usize]) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "CPU pinning needs Linux",
-    ))
+    crate::os::pin(tid, cpus)
 }
 
 fn schedstat_ns(path: &str) -> Option<u64> {

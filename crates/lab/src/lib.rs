@@ -21,6 +21,7 @@ pub mod fmt;
 pub mod host;
 pub mod html;
 pub use h2lab_link as link;
+pub mod os;
 pub mod page;
 pub mod proto;
 pub mod stats;

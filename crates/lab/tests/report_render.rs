@@ -9,11 +9,12 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use h2lab_lab::compare::axes::HeaderSet;
 use h2lab_lab::compare::{CompareConfig, Preset};
-use h2lab_lab::html::{self, check};
+use h2lab_lab::html;
 use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::users::{parse_stages, LoadTestConfig};
 use h2lab_lab::page::{PageConfig, SlowConfig};
 use h2lab_lab::proto::LabProtocol;
+use h2lab_testkit::render_check as check;
 
 fn chromium_available() -> bool {
     if check::find_chromium().is_some() {

@@ -10,6 +10,8 @@
 //! - Both retry the whole start on fresh ports when the server exits during start-up (a port
 //!   taken between choosing it and the server binding it).
 //! - [`h2load()`] and [`wrk()`]: run the reference clients and parse their reports.
+//! - [`render_check`]: renders an HTML report in headless Chromium and checks that its charts
+//!   show.
 //! - [`which`], [`require_anchor!`]: find binaries; skip a test locally when an anchor is not
 //!   installed, but fail it in CI (`CI=true`).
 //!
@@ -40,6 +42,7 @@ mod h2load;
 pub mod h2spec;
 mod net;
 mod process;
+pub mod render_check;
 mod server;
 mod wrk;
 

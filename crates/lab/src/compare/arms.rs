@@ -77,64 +77,7 @@ pub fn connection_cap() -> u32 {
     MAX_OPEN_CONNECTIONS.min(u32::try_from(files / 4).unwrap_or(u32::MAX))
 }
 
-/// The process's soft limit on open files.
-#[cfg(unix)]
-#[allow(unsafe_code)] // getrlimit has no safe wrapper in std
-pub fn open_files_limit() -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `r` is a valid, writable rlimit for the duration of the call.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0;
-    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every Unix
-    ok.then_some(r.rlim_cur as u64)
-}
-
-/// Raises the process's soft limit on open files towards its hard limit (at most
-/// `want`), as load generators do: the in-process server and the standing arms hold two
-/// descriptors per connection, and a shell's default soft limit of 1,024 would leave the
-/// arms room for 256 connections ([`connection_cap`]). Returns the soft limit after.
-#[cfg(unix)]
-#[allow(unsafe_code)] // getrlimit/setrlimit have no safe wrapper in std
-pub fn raise_open_files_limit(want: u64) -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `r` is a valid, writable rlimit for the duration of the call.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
-        return None;
-    }
-    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every Unix
-    let (cur, max) = (r.rlim_cur as u64, r.rlim_max as u64);
-    let target = want.min(max);
-    if target > cur {
-        let new = libc::rlimit {
-            rlim_cur: target as libc::rlim_t,
-            rlim_max: r.rlim_max,
-        };
-        // SAFETY: `new` is a valid rlimit; lowering nothing, raising the soft limit within
-        // the hard one.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &new) } != 0 {
-            return Some(cur);
-        }
-        return Some(target);
-    }
-    Some(cur)
-}
-
-/// The process's soft limit on open files (cannot be raised here).
-#[cfg(not(unix))]
-pub fn raise_open_files_limit(_want: u64) -> Option<u64> {
-    None
-}
-
-/// The process's limit on open files (unknown here).
-#[cfg(not(unix))]
-pub fn open_files_limit() -> Option<u64> {
-    None
-}
+pub use crate::os::{open_files_limit, raise_open_files_limit};
 
 impl Arms {
     /// A pool that keeps at most `cap` client connections open.

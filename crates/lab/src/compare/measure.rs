@@ -34,7 +34,7 @@ use super::run::{
 };
 use super::wall::{RunEdges, WallTally};
 use crate::env::LabEnv;
-use crate::host::{self, LoadProbe};
+use crate::host::LoadProbe;
 use crate::proto::LabProtocol;
 
 /// How often `--strict` measures a busy round again before keeping it (flagged).
@@ -170,46 +170,7 @@ impl Observer for CellObserver {
     }
 }
 
-/// CPU time of thread `tid` of this process, or of the calling thread with `None` (ns),
-/// from the thread's kernel CPU clock (`clock_gettime` on `CLOCK_THREAD_CPUTIME_ID` or the
-/// thread's own clock id). Unlike `/proc/.../schedstat`, whose counter a *running* thread
-/// only brings up to date at the next scheduler tick or switch (up to 4 ms stale: 4% of a
-/// 100 ms round at each end), the clock adds the current slice: tight at the edges of short
-/// measured periods. Falls back to schedstat where the clock cannot be read.
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // clock_gettime on a thread's CPU clock has no safe wrapper in std
-pub fn thread_cpu_ns(tid: Option<u32>) -> Option<u64> {
-    // The kernel's MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED): `(~tid << 3) | SCHED (2) |
-    // PERTHREAD (4)`, as glibc's pthread_getcpuclockid builds it.
-    let clock: libc::clockid_t = match tid {
-        Some(t) => (!(t as libc::clockid_t)) << 3 | 6,
-        None => libc::CLOCK_THREAD_CPUTIME_ID,
-    };
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
-    if r == 0 {
-        Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-    } else {
-        match tid {
-            Some(t) => host::thread_cpu_ns(t),
-            None => host::current_thread_cpu_ns(),
-        }
-    }
-}
-
-/// CPU time of thread `tid`, or of the calling thread (ns), from `/proc` (see the Linux
-/// version).
-#[cfg(not(target_os = "linux"))]
-pub fn thread_cpu_ns(tid: Option<u32>) -> Option<u64> {
-    match tid {
-        Some(t) => host::thread_cpu_ns(t),
-        None => host::current_thread_cpu_ns(),
-    }
-}
+pub use crate::os::thread_cpu_ns;
 
 /// One run's results before its round is accepted.
 struct RunOut {

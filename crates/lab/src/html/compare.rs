@@ -94,13 +94,13 @@ fn decision_table(rows: &[&DecisionRow]) -> String {
     table(&t, "decision")
 }
 
-/// The sections of every family of comparisons measured (like-for-like pairs, A/A
-/// controls): forest plots and table each.
-fn families(r: &CompareReport) -> String {
-    let mut out = String::new();
+/// The forest plots of every family of comparisons measured (like-for-like pairs, A/A
+/// controls), a section each, and their tables, one section for all.
+fn families(r: &CompareReport) -> (String, String) {
+    let (mut forests, mut tables) = (String::new(), String::new());
     for family in decision::families() {
-        let body = pairs::family_section(&r.decisions, family, &r.bands);
-        if body.is_empty() {
+        let (forest, t) = pairs::family_section(&r.decisions, family, &r.bands);
+        if forest.is_empty() {
             continue;
         }
         let title = if family == decision::CONTROL {
@@ -108,16 +108,18 @@ fn families(r: &CompareReport) -> String {
         } else {
             format!("{family}, like for like: ratios and their confidence")
         };
-        out.push_str(&section(pairs::family_id(family), &title, &body));
+        forests.push_str(&section(pairs::family_id(family), &title, &forest));
+        let _ = write!(tables, "<h3>{}</h3>{t}", esc(&title));
     }
-    if out.is_empty() {
-        out = section(
-            "forest",
-            "Like-for-like pairs",
+    if tables.is_empty() {
+        tables.push_str(
             "<p>No like-for-like pair (h2 and h1-tls, h2c and h1, h3 and h2) was measured.</p>",
         );
     }
-    out
+    (
+        forests,
+        section("pairs", "Like-for-like pairs and A/A controls", &tables),
+    )
 }
 
 fn cells_table(r: &CompareReport) -> String {
@@ -331,7 +333,8 @@ pub fn render(r: &CompareReport) -> String {
     if dec.is_empty() {
         dec.push_str("<p>No condition had two protocols with results.</p>");
     }
-    body.push_str(&families(r));
+    let (forests, pair_tables) = families(r);
+    body.push_str(&forests);
 
     // Base charts.
     let base = conditions(r, Section::Base);
@@ -371,6 +374,7 @@ pub fn render(r: &CompareReport) -> String {
         &charts,
     ));
     body.push_str(&section("decision", "Decision table", &dec));
+    body.push_str(&pair_tables);
     // Percentile curves.
     let mut curves = String::from("<div class=\"grid\">");
     for (i, label) in &base {

@@ -50,9 +50,9 @@ pub fn family_id(family: &str) -> &'static str {
     }
 }
 
-/// The family's section body (forest plots per metric and the table); empty when no
-/// condition measured it.
-pub fn family_section(rows: &[DecisionRow], family: &str, bands: &Bands) -> String {
+/// The family's forest plots (one per metric) and its table; both empty when no condition
+/// measured it.
+pub fn family_section(rows: &[DecisionRow], family: &str, bands: &Bands) -> (String, String) {
     let mut t = vec![header()];
     for r in rows {
         for c in r.family(family) {
@@ -60,7 +60,7 @@ pub fn family_section(rows: &[DecisionRow], family: &str, bands: &Bands) -> Stri
         }
     }
     if t.len() == 1 {
-        return String::new();
+        return (String::new(), String::new());
     }
     let (new, old) = family
         .split_once(" vs ")
@@ -92,8 +92,7 @@ pub fn family_section(rows: &[DecisionRow], family: &str, bands: &Bands) -> Stri
         ));
     }
     out.push_str("</div>");
-    out.push_str(&table(&t, "decision"));
-    out
+    (out, table(&t, "decision"))
 }
 
 /// The forest plot of metric `m` comparing `new` with `old` (their names, e.g. `HTTP/2`) as

@@ -275,22 +275,9 @@ fn log_tail(dir: &Path) -> String {
 
 /// Kills nginx's process group (master and worker) and reaps the master.
 fn kill_group(child: &mut Child) {
-    #[cfg(target_os = "linux")]
-    if let Ok(pgid) = libc::pid_t::try_from(child.id()) {
-        signal_group(pgid);
-    }
+    crate::os::kill_process_group(child.id());
     let _ = child.kill();
     let _ = child.wait();
-}
-
-/// SIGKILL to process group `pgid` (the master, which is not reaped yet, keeps the id ours).
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)] // kill(2) has no safe wrapper in std
-fn signal_group(pgid: libc::pid_t) {
-    // SAFETY: kill(2) takes no pointers; a negative pid addresses the process group.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
 }
 
 /// A directory removed when dropped (unless emptied with `mem::take`).
