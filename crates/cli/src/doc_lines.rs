@@ -129,6 +129,41 @@ fn is_concrete(span: &str) -> bool {
         .any(|p| span.contains(p))
 }
 
+/// Inline code spans of the prose (outside fenced blocks), with the line each starts on; a span
+/// may run over a line break (joined with a space); a blank line ends an unclosed one.
+fn inline_spans(text: &str) -> Vec<(usize, String)> {
+    let mut spans = Vec::new();
+    let mut in_fence = false;
+    let mut open: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            open = None;
+            continue;
+        }
+        if in_fence || line.trim().is_empty() {
+            open = None;
+            continue;
+        }
+        if let Some((_, span)) = open.as_mut() {
+            span.push(' ');
+        }
+        for (k, piece) in line.split('`').enumerate() {
+            if k > 0 {
+                // A backtick: close the open span, or open one.
+                match open.take() {
+                    Some(done) => spans.push(done),
+                    None => open = Some((i + 1, String::new())),
+                }
+            }
+            if let Some((_, span)) = open.as_mut() {
+                span.push_str(piece);
+            }
+        }
+    }
+    spans
+}
+
 /// Every h2lab command line of one Markdown text.
 fn command_lines(name: &str, text: &str) -> Vec<Found> {
     let mut found = Vec::new();
@@ -170,22 +205,17 @@ fn command_lines(name: &str, text: &str) -> Vec<Found> {
                 pending.clear();
             }
             Some(false) => {}
-            None => {
-                for (k, span) in raw.split('`').enumerate() {
-                    let is_code = k % 2 == 1;
-                    if is_code
-                        && (span.starts_with("h2lab ") || span.starts_with("cargo run "))
-                        && is_concrete(span)
-                    {
-                        for words in invocations(span) {
-                            found.push(Found {
-                                place: format!("{name}:{line_no}"),
-                                words,
-                                inline: true,
-                            });
-                        }
-                    }
-                }
+            None => {}
+        }
+    }
+    for (line_no, span) in inline_spans(text) {
+        if (span.starts_with("h2lab ") || span.starts_with("cargo run ")) && is_concrete(&span) {
+            for words in invocations(&span) {
+                found.push(Found {
+                    place: format!("{name}:{line_no}"),
+                    words,
+                    inline: true,
+                });
             }
         }
     }
@@ -276,6 +306,7 @@ fn every_documented_command_line_parses() {
 #[test]
 fn extraction_finds_blocks_continuations_pipes_and_inline_code() {
     let doc = "Run `h2lab bench --nope http://x/` or `h2lab page --users <N>`.\n\
+               A `h2lab link\n--nope` over a line break.\n\
                ```\n\
                h2lab serve --listen 127.0.0.1:0 &   # comment --bad\n\
                $ h2lab merge a.jsonl \\\n  --json whole.json | jq .\n\
@@ -289,23 +320,26 @@ fn extraction_finds_blocks_continuations_pipes_and_inline_code() {
     assert_eq!(
         lines,
         [
-            "h2lab bench --nope http://x/",
             "h2lab serve --listen 127.0.0.1:0",
             "h2lab merge a.jsonl --json whole.json",
             "h2lab compare --quick",
             "h2lab page --slow",
+            "h2lab bench --nope http://x/",
+            "h2lab link --nope",
         ]
     );
-    assert_eq!(found[2].place, "x.md:4");
+    assert_eq!(found[1].place, "x.md:6");
+    assert_eq!(found[5].place, "x.md:2");
     assert!(
-        mention_error(&found[0].words).is_some(),
+        mention_error(&found[4].words).is_some(),
         "an unknown flag must fail"
     );
-    assert!(found[0].inline && !found[1].inline);
+    assert!(mention_error(&found[5].words).is_some());
+    assert!(found[4].inline && !found[0].inline);
     let mention: Vec<String> = ["h2lab", "link"].map(String::from).to_vec();
     assert_eq!(mention_error(&mention), None);
     assert!(parse_error(&mention).is_some());
-    for f in &found[1..] {
+    for f in &found[..4] {
         assert_eq!(parse_error(&f.words), None, "{}", f.words.join(" "));
     }
 }

@@ -68,6 +68,41 @@ fn links(line: &str) -> Vec<&str> {
     out
 }
 
+/// Inline code spans of the prose (outside fenced blocks), with the line each starts on; a span
+/// may run over a line break (joined with a space); a blank line ends an unclosed one.
+fn inline_spans(text: &str) -> Vec<(usize, String)> {
+    let mut spans = Vec::new();
+    let mut in_fence = false;
+    let mut open: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_fence = !in_fence;
+            open = None;
+            continue;
+        }
+        if in_fence || line.trim().is_empty() {
+            open = None;
+            continue;
+        }
+        if let Some((_, span)) = open.as_mut() {
+            span.push(' ');
+        }
+        for (k, piece) in line.split('`').enumerate() {
+            if k > 0 {
+                // A backtick: close the open span, or open one.
+                match open.take() {
+                    Some(done) => spans.push(done),
+                    None => open = Some((i + 1, String::new())),
+                }
+            }
+            if let Some((_, span)) = open.as_mut() {
+                span.push_str(piece);
+            }
+        }
+    }
+    spans
+}
+
 #[test]
 fn docs_name_only_files_that_exist() {
     let root = root();
@@ -81,6 +116,14 @@ fn docs_name_only_files_that_exist() {
             .display()
             .to_string();
         let dir = doc.parent().unwrap();
+        for (line_no, span) in inline_spans(&text) {
+            if let Some(path) = as_path(&span) {
+                checked += 1;
+                if !root.join(path).exists() {
+                    missing.push(format!("{name}:{line_no}: `{path}`"));
+                }
+            }
+        }
         let mut in_fence = false;
         for (i, line) in text.lines().enumerate() {
             if line.trim_start().starts_with("```") {
@@ -89,16 +132,6 @@ fn docs_name_only_files_that_exist() {
             }
             if in_fence {
                 continue;
-            }
-            for (k, span) in line.split('`').enumerate() {
-                if k % 2 == 1 {
-                    if let Some(path) = as_path(span) {
-                        checked += 1;
-                        if !root.join(path).exists() {
-                            missing.push(format!("{name}:{}: `{path}`", i + 1));
-                        }
-                    }
-                }
             }
             for target in links(line) {
                 checked += 1;
