@@ -234,11 +234,13 @@ pub fn summarise(
 }
 
 /// The verdict of a simulated / browser ratio in words: `parity` (the simulation matches the
-/// browser within the band), `differs` (its CI lies outside the band), `undecided`.
+/// browser within the band), `differs` (its CI lies outside the band), `differs slightly` (its
+/// CI excludes 1.0 and crosses the band's edge), `undecided`.
 pub fn versus_verdict(o: Outcome) -> &'static str {
     match o {
         Outcome::Parity => "parity",
         Outcome::Win => "differs",
+        Outcome::Slight => "differs slightly",
         Outcome::Undecided => "undecided",
     }
 }
