@@ -286,6 +286,12 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
             );
         }
     }
+    if args.early_hints {
+        // A setting that changes what clients receive: printed even with --quiet.
+        println!(
+            "{PREFIX} early hints: on (/page answers 103 Early Hints naming its CSS and JS, then its 200 after ?think=)"
+        );
+    }
     if args.quiet {
         return;
     }

@@ -462,3 +462,31 @@ fn close_notify_during_the_handshake_is_not_a_read_error() {
     assert!(!err.contains("read error"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn early_hints_are_announced_and_sent_before_the_page() {
+    let s = Served::start(&["--listen", "127.0.0.1:0", "--early-hints", "-q"]);
+    let mut banner = s.stdout.clone();
+    while !banner.iter().any(|l| l.contains("early hints: on")) {
+        banner.push(
+            s.lines
+                .recv_timeout(DEADLINE)
+                .expect("the setting is printed"),
+        );
+    }
+    let mut c = TcpStream::connect(s.plain.unwrap()).unwrap();
+    c.set_read_timeout(Some(DEADLINE)).unwrap();
+    c.write_all(b"GET /page?n=1&css=1&think=5ms HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    c.read_to_end(&mut buf).unwrap();
+    let r = String::from_utf8_lossy(&buf);
+    let hints = "HTTP/1.1 103 Early Hints\r\nlink: </asset/1/1-";
+    assert!(r.starts_with(hints), "{r}");
+    assert!(
+        r.contains(".css>; rel=preload; as=style\r\n\r\nHTTP/1.1 200 OK\r\n"),
+        "{r}"
+    );
+    s.signal("-TERM");
+    assert_eq!(s.wait_exit(), Some(0));
+}
