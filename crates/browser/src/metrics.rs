@@ -82,6 +82,8 @@ pub struct PageLoad {
     pub fcp_ms: Option<f64>,
     /// The fetch workload: time until all `fetch()` calls resolved (ms).
     pub fetch_all_ms: Option<f64>,
+    /// The fetch workload: when the fetches started (ms from the navigation's start).
+    pub fetch_start_ms: Option<f64>,
     /// The document's own `nextHopProtocol`.
     pub document_protocol: String,
     /// Every resource's timing entry.
@@ -110,8 +112,16 @@ impl PageLoad {
 
     /// When the last response ended (ms): the latest `responseEnd` of the document and its
     /// resources — the network's share of the page time, without the browser's decoding,
-    /// layout and paint after it (the simulated fetcher's page time ends there too).
+    /// layout and paint after it (the simulated fetcher's page time ends there too). For the
+    /// fetch workload: the latest fetch's `responseEnd` from the fetches' start.
     pub fn last_response_ms(&self) -> f64 {
+        if let Some(start) = self.fetch_start_ms {
+            return self
+                .resources
+                .iter()
+                .map(|r| r.response_end_ms - start)
+                .fold(0.0, f64::max);
+        }
         self.resources
             .iter()
             .map(|r| r.response_end_ms)
@@ -154,6 +164,7 @@ pub fn apply_page(load: &mut PageLoad, json: &Value) {
 pub fn apply_fetches(load: &mut PageLoad, json: &Value) {
     load.fetch_all_ms = json["all"].as_f64();
     let start = json["start"].as_f64().unwrap_or(0.0);
+    load.fetch_start_ms = Some(start);
     load.resources = entries(&json["resources"])
         .into_iter()
         .filter(|r| r.start_ms >= start && r.url.contains("/delay?"))
@@ -208,6 +219,27 @@ mod tests {
             l.off_protocol("http/1.1"),
             vec!["(document)", "https://a/1.png"]
         );
+    }
+
+    #[test]
+    fn the_last_response_is_the_latest_response_end_from_the_right_origin() {
+        let mut l = PageLoad::default();
+        apply_page(
+            &mut l,
+            &json!({"responseEnd": 5.0, "load": 20.0, "navProtocol": "h2",
+                    "resources": [["https://a/1", "h2", 6.0, 12.0], ["https://a/2", "h2", 6.0, 9.0]]}),
+        );
+        assert_eq!(l.last_response_ms(), 12.0);
+        // Fetches: from their start, not from the navigation's.
+        apply_fetches(
+            &mut l,
+            &json!({"all": 2100.0, "start": 300.0,
+                    "resources": [["https://a/x", "h2", 10.0, 20.0],
+                                  ["https://a/delay?ms=2000&i=0", "h2", 301.0, 2350.0]]}),
+        );
+        assert_eq!(l.resources.len(), 1);
+        assert_eq!(l.page_ms(), 2100.0);
+        assert_eq!(l.last_response_ms(), 2050.0);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub use h2lab_browser::find_browser;
 use h2lab_browser::{load, BrowserSpec, LoadOptions, PageLoad as BrowserLoad, Protocol, Workload};
 use h2lab_server::{RunningServer, ServerConfig};
 
+use super::{PageConfig, PageReport, ProtoPage, SlowConfig};
 use crate::env::{pin_servers, LabEnv, PinGuard, Pinning};
 use crate::error::LabError;
 use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
@@ -276,6 +277,65 @@ impl ExtraArms for BrowserArms {
             a.rounds.resize_with(round + 1, || None);
         }
         a.rounds[round] = r.ok();
+    }
+}
+
+/// The browser arms `cfg` asks for (`None` without `--browser`) for `protos` over `link`.
+pub fn arms_for(
+    env: &mut LabEnv,
+    cfg: &PageConfig,
+    link: LinkProfile,
+    protos: &[LabProtocol],
+    workload: Workload,
+) -> Result<Option<BrowserArms>, LabError> {
+    cfg.browser
+        .as_ref()
+        .map(|b| {
+            BrowserArms::setup(
+                env,
+                b,
+                link,
+                protos,
+                workload,
+                cfg.server_threads,
+                cfg.timeout,
+            )
+        })
+        .transpose()
+}
+
+/// `--slow`'s browser workload: the page `/ping`, then the parallel `fetch()` calls.
+pub fn fetches(s: &SlowConfig) -> Workload {
+    Workload::Fetches {
+        path: "/ping".into(),
+        n: s.requests,
+        delay_ms: u64::try_from(s.delay.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// The arms as [`ExtraArms`] for a round loop.
+pub fn as_extra(b: &mut Option<BrowserArms>) -> Option<&mut dyn ExtraArms> {
+    b.as_mut().map(|b| b as &mut dyn ExtraArms)
+}
+
+/// Adds the summary of `b` (if any) against the simulated arms `sims` on `link` to
+/// `report`, with its notes.
+pub fn finish(
+    b: Option<BrowserArms>,
+    sims: &[ProtoPage],
+    link: &str,
+    equivalence: f64,
+    report: &mut PageReport,
+) {
+    if let Some(b) = b {
+        report.browser.push(super::browser_report::summarise(
+            &b,
+            sims,
+            link,
+            b.only,
+            equivalence,
+        ));
+        report.notes.extend(b.notes);
     }
 }
 

@@ -446,30 +446,12 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     };
     let only = cfg.browser.as_ref().is_some_and(|b| b.only);
     if let Some(s) = &cfg.slow {
-        let mut barms = match &cfg.browser {
-            Some(b) => {
-                let w = h2lab_browser::Workload::Fetches {
-                    path: "/ping".into(),
-                    n: s.requests,
-                    delay_ms: s.delay.as_millis() as u64,
-                };
-                Some(browser_arms(&mut env, cfg, b, first_link, &protos, w)?)
-            }
-            None => None,
-        };
-        let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+        let w = browser::fetches(s);
+        let mut barms = browser::arms_for(&mut env, cfg, first_link, &protos, w)?;
+        let extra = browser::as_extra(&mut barms);
         let slow = slow::run(&pools, s, cfg.repeat, cfg.equivalence, extra, log);
-        if let Some(b) = barms {
-            let link = report.link.clone();
-            report.browser.push(browser_report::summarise(
-                &b,
-                &slow.results,
-                &link,
-                only,
-                cfg.equivalence,
-            ));
-            report.notes.extend(b.notes);
-        }
+        let link = report.link.clone();
+        browser::finish(barms, &slow.results, &link, cfg.equivalence, &mut report);
         report.slow = Some(slow);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
@@ -507,20 +489,11 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
             let level_pools = self::pools(&mut env, cfg, level, &protos)?;
             let link = describe_profile(level);
             log(&format!("link {link}"));
-            let mut barms = match &cfg.browser {
-                Some(b) => Some(browser_arms(
-                    &mut env,
-                    cfg,
-                    b,
-                    level,
-                    &protos,
-                    workload.clone(),
-                )?),
-                None => None,
-            };
+            let w = workload.clone();
+            let mut barms = browser::arms_for(&mut env, cfg, level, &protos, w)?;
             let env = &env;
             let mut counts = || link_loss(env, &protos, level);
-            let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+            let extra = browser::as_extra(&mut barms);
             let lv = loss::run_level(
                 level,
                 link.clone(),
@@ -532,16 +505,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 extra,
                 log,
             );
-            if let Some(b) = barms {
-                report.browser.push(browser_report::summarise(
-                    &b,
-                    &lv.protocols,
-                    &link,
-                    only,
-                    cfg.equivalence,
-                ));
-                report.notes.extend(b.notes);
-            }
+            browser::finish(barms, &lv.protocols, &link, cfg.equivalence, &mut report);
             report.loss.push(lv);
         }
         if let Some(first) = report.loss.first() {
@@ -551,17 +515,12 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
-    let mut barms = match &cfg.browser {
-        Some(b) => Some(browser_arms(
-            &mut env, cfg, b, first_link, &protos, workload,
-        )?),
-        None => None,
-    };
+    let mut barms = browser::arms_for(&mut env, cfg, first_link, &protos, workload)?;
     // loads[j][i]: protocol j's load of round i (`None`: it failed).
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     for i in 0..cfg.repeat.max(1) as usize {
-        let extra = barms.as_mut().map(|b| b as &mut dyn browser::ExtraArms);
+        let extra = browser::as_extra(&mut barms);
         let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match load::load_page(&pools[j], &paths)
         {
             Ok(l) => {
@@ -590,42 +549,13 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         }
     }
     report.decide(cfg.equivalence);
-    if let Some(b) = barms {
-        let link = report.link.clone();
-        report.browser.push(browser_report::summarise(
-            &b,
-            &report.protocols,
-            &link,
-            only,
-            cfg.equivalence,
-        ));
-        report.notes.extend(b.notes);
-    }
+    let (sims, link) = (report.protocols.clone(), report.link.clone());
+    browser::finish(barms, &sims, &link, cfg.equivalence, &mut report);
     if let Some(lt) = &cfg.load_test {
         report.load_test = Some(users::run_rounds(&pools, &paths, lt, cfg.equivalence, log));
     }
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
-}
-
-/// Sets up the browser arms of `protos` over `link` (see [`browser`]).
-fn browser_arms(
-    env: &mut LabEnv,
-    cfg: &PageConfig,
-    b: &browser::BrowserConfig,
-    link: LinkProfile,
-    protos: &[LabProtocol],
-    workload: h2lab_browser::Workload,
-) -> Result<browser::BrowserArms, LabError> {
-    browser::BrowserArms::setup(
-        env,
-        b,
-        link,
-        protos,
-        workload,
-        cfg.server_threads,
-        cfg.timeout,
-    )
 }
 
 /// The loss counters of the links `protos` cross on `profile` (each link counted once).
