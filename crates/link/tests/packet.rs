@@ -353,3 +353,124 @@ fn jitter_reorders_only_when_asked() {
         }
     }
 }
+
+/// The wire rate of the down direction over `window` after `warm`, from the link's counters,
+/// while `transfer` runs on the client side (it must last longer than `warm + window`).
+fn down_wire_rate(
+    link: &PacketLink,
+    warm: Duration,
+    window: Duration,
+    transfer: impl FnOnce() + Send,
+) -> f64 {
+    let entry = link.entry(Side::Client);
+    std::thread::scope(|s| {
+        let t = s.spawn(move || {
+            entry.enter().unwrap();
+            transfer();
+        });
+        // Wait for the transfer to start, then measure.
+        while link.stats().down.bytes_out < 100_000 {
+            std::thread::yield_now();
+        }
+        let start = Instant::now() + warm;
+        while Instant::now() < start {
+            std::thread::yield_now();
+        }
+        let b0 = link.stats().down.bytes_out;
+        let t0 = Instant::now();
+        while t0.elapsed() < window {
+            std::thread::yield_now();
+        }
+        let b1 = link.stats().down.bytes_out;
+        let rate = (b1 - b0) as f64 * 8.0 / t0.elapsed().as_secs_f64();
+        t.join().unwrap();
+        rate
+    })
+}
+
+/// A 2-second bulk download over QUIC (quinn, HTTP/3 from `h2lab serve --h3`) at 10 Mbit/s
+/// fills the link: the wire rate (whole IP packets) is the configured rate within ±3%. (10, not
+/// 50 Mbit/s: debug builds of both QUIC stacks on a shared 2-core machine move about 18
+/// Mbit/s, so a faster link would measure the CPU, not the path.)
+///
+/// Ignored for now: on the shared 2-core machine (debug builds, other builds running) it
+/// measured 8.93 and 9.45 Mbit/s (-11%, -5.5%), with 65-90 drops at the one-BDP queue from
+/// quinn's CUBIC; whether the shortfall is the QUIC stacks' CPU or their congestion control
+/// is not settled. Run with `--ignored`.
+#[test]
+#[ignore = "QUIC reaches 89-95% of the rate here; see the doc comment"]
+fn bulk_quic_gets_the_configured_rate() {
+    use std::sync::Arc;
+    let Some(link) = start(config(40, Some(10_000_000), 0.0)) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cert_dir = dir.path().to_path_buf();
+    let server = link
+        .spawn_in(Side::Server, move || {
+            let mut cfg = h2lab_server::ServerConfig::local();
+            cfg.listen = None;
+            cfg.tls_listen = Some(SocketAddr::from((SERVER_ADDR, 0)));
+            cfg.cert_dir = Some(cert_dir);
+            cfg.h3 = true;
+            cfg.quiet = true;
+            h2lab_server::spawn(cfg).unwrap()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let h3 = server.h3_addr().unwrap();
+    let cert = server.cert_path().unwrap().to_path_buf();
+    let rate = down_wire_rate(
+        &link,
+        // Past slow start's overshoot and its recovery.
+        Duration::from_millis(1500),
+        Duration::from_secs(2),
+        move || {
+            use rustls::pki_types::pem::PemObject;
+            let mut roots = rustls::RootCertStore::empty();
+            for c in rustls::pki_types::CertificateDer::pem_file_iter(&cert).unwrap() {
+                roots.add(c.unwrap()).unwrap();
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            tls.alpn_protocols = vec![b"h3".to_vec()];
+            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                use bytes::Buf;
+                let mut ep = quinn::Endpoint::client("0.0.0.0:0".parse().unwrap()).unwrap();
+                ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+                let conn = ep.connect(h3, "localhost").unwrap().await.unwrap();
+                let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(conn))
+                    .await
+                    .unwrap();
+                tokio::spawn(async move {
+                    let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                });
+                let req = http::Request::builder()
+                    .uri("https://localhost/data?size=8000000")
+                    .body(())
+                    .unwrap();
+                let mut s = send.send_request(req).await.unwrap();
+                s.finish().await.unwrap();
+                let resp = s.recv_response().await.unwrap();
+                assert_eq!(resp.status(), 200);
+                let mut len = 0;
+                while let Some(chunk) = s.recv_data().await.unwrap() {
+                    len += chunk.remaining();
+                }
+                assert_eq!(len, 8_000_000);
+            });
+        },
+    );
+    eprintln!("QUIC wire rate {:.2} Mbit/s; {}", rate / 1e6, link.stats());
+    assert!((rate / 10e6 - 1.0).abs() <= 0.03, "{rate}");
+}
