@@ -93,7 +93,7 @@ pub(super) struct Pump {
 impl Pump {
     /// Runs until `stop` is set (and the wake descriptor signalled).
     pub(super) fn run(self) -> io::Result<()> {
-        sys::tight_timers();
+        let _ = sys::tight_timers();
         let Pump {
             devices,
             wake,
