@@ -30,7 +30,12 @@ const PREFIX: &str = "h2lab link: error:";
     default cubic: initial window 10 segments, slow start, window x0.7 per loss, once per \
     window; reno: x0.5); --tcp-model none relays at loopback TCP's pace (loss only delays).\nRates: bit, kbit, mbit, gbit (decimal, per second) or unlimited. Durations: \
     ns, us, ms, s.\nExample: h2lab link --listen 127.0.0.1:8443 --upstream 127.0.0.1:443 \
-    --rtt 20ms --down 90mbit --up 12mbit --loss 0.5%"
+    --rtt 20ms --down 90mbit --up 12mbit --loss 0.5%\nPacket mode (--packet): the kernels' own TCP \
+    and QUIC across the path, in two network namespaces (client 198.18.0.1, server 198.18.0.2) \
+    joined by TUN devices; IP packets are delayed, queued (drop-tail) and dropped. Without \
+    --packet the relay above models TCP (outputs say modelled TCP).\nExample: h2lab link \
+    --packet --rtt 40ms --down 50mbit --loss 1% -- curl -s $H2LAB_URL (quote $H2LAB_URL for \
+    the command's shell: sh -c 'curl -s \"$H2LAB_URL\"')"
 )]
 pub struct LinkArgs {
     /// Address to accept client connections on.

@@ -73,7 +73,9 @@ fn loss_slows_a_long_transfer_down_to_what_tcp_would_do() {
     let upstream = serve(source);
     // 3% loss over 20 ms RTT, 100 Mbit/s. Mathis: 1448 B / 20 ms x 1.22 / sqrt(0.03) = 510 kB/s,
     // so 600 kB take about 1.2 s; the loopback TCP alone would need ~0.1 s plus a few
-    // retransmission round trips. Lower bound: a third of the Mathis time.
+    // retransmission round trips. Lower bound: a quarter of the Mathis time (414 segments are
+    // mostly slow start, which Mathis's steady state leaves out: 352-354 ms measured with the
+    // loss drawn per segment; the old per-chunk draw lost about twice as much and took longer).
     let n = 600_000;
     let mut c = LinkConfig::new(any(), upstream);
     c.rtt = Duration::from_millis(20);
@@ -96,7 +98,7 @@ fn loss_slows_a_long_transfer_down_to_what_tcp_would_do() {
         "{stats:?}"
     );
     assert!(
-        modelled.as_secs_f64() >= mathis / 3.0,
+        modelled.as_secs_f64() >= mathis / 4.0,
         "{modelled:?} vs Mathis {mathis:.2} s"
     );
 
@@ -105,7 +107,7 @@ fn loss_slows_a_long_transfer_down_to_what_tcp_would_do() {
     let reno = download(link.addr(), n);
     println!("reno {reno:?}");
     assert_eq!(link.stats().tcp_model, Some(TcpModelKind::Reno));
-    assert!(reno.as_secs_f64() >= mathis / 3.0, "{reno:?}");
+    assert!(reno.as_secs_f64() >= mathis / 4.0, "{reno:?}");
 }
 
 #[test]

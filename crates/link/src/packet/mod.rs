@@ -188,7 +188,7 @@ impl fmt::Display for PacketError {
             PacketError::Namespace(e) => write!(
                 f,
                 "cannot create a network namespace ({e}): packet mode needs root or a user \
-                 namespace (see --mode relay)"
+                 namespace (or use the relay: modelled TCP)"
             ),
             PacketError::Tun(e) => write!(
                 f,
@@ -243,7 +243,7 @@ pub fn prepare_privileges() -> Result<Privilege, PacketError> {
             };
             Err(PacketError::Privileges(format!(
                 "packet mode needs root or an unprivileged user namespace, and creating one \
-                 failed ({e}); run as root, or {hint}, or use --mode relay (modelled TCP)"
+                 failed ({e}); run as root, or {hint}, or use the relay (modelled TCP)"
             )))
         }
     }
