@@ -9,7 +9,7 @@ use crate::args::BenchArgs;
 /// ("unknown" when the build had no git repository; see build.rs).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("H2LAB_GIT_REV"), ")");
 
-/// h2lab: HTTP/2 and HTTP/1.1 load generator (a drop-in for h2load) and protocol lab.
+/// HTTP/1.1, HTTP/2 and HTTP/3 load generator (a drop-in for h2load), test server and protocol lab.
 #[derive(Debug, Parser)]
 #[command(name = "h2lab", version = VERSION, about, propagate_version = true)]
 pub struct Cli {

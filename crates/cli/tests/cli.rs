@@ -137,10 +137,17 @@ fn cpu_flags_help_says_what_each_command_pins() {
         let out = h2lab().args([cmd, "--help"]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{cmd} --help");
         let help = stdout_of(&out);
-        help.lines()
-            .find(|l| l.trim_start().starts_with(flag))
-            .unwrap_or_else(|| panic!("{cmd} --help lacks {flag}:\n{help}"))
-            .to_owned()
+        // The flag's entry: its line and the help text under it, up to the next option.
+        let lines: Vec<&str> = help.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(flag))
+            .unwrap_or_else(|| panic!("{cmd} --help lacks {flag}:\n{help}"));
+        let next = lines[at + 1..]
+            .iter()
+            .position(|l| l.trim_start().starts_with('-'))
+            .map_or(lines.len(), |n| at + 1 + n);
+        lines[at..next].join(" ")
     };
     for cmd in ["compare", "page"] {
         let server = flag_line(cmd, "--server-cpus");
