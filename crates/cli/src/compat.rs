@@ -60,6 +60,8 @@ pub struct CompatArgs {
     /// HTTP/3: write a qlog (JSON-SEQ, quinn-proto's events) per connection to
     /// PATH.<thread>.<client>.sqlog (h2load's naming; a reconnection overwrites its client's
     /// file). Only effective with HTTP/3.
+    // This doc comment is --help text: <thread> and <client> are not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long = "qlog-file-base", value_name = "PATH")]
     pub qlog_file_base: Option<PathBuf>,
 

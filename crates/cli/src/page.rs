@@ -45,6 +45,8 @@ pub struct PageArgs {
     /// Connect to HOST[:PORT] instead of the URL's authority (which is still sent); every
     /// address HOST resolves to is tried in order. A comma-separated list tries each entry's
     /// addresses in turn.
+    // This doc comment is --help text: HOST[:PORT] is not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long = "connect-to", value_name = "HOST[:PORT]")]
     pub connect_to: Option<String>,
 

@@ -103,12 +103,25 @@ fn compare_quick_prints_a_decision_table_and_writes_a_report() {
             .unwrap();
     let cells = json["cells"].as_array().unwrap();
     assert_eq!(cells.len(), 30);
+    // This test checks what the command prints and writes, not what the machine could
+    // measure: on a machine loaded on both cores (other builds and tests) some windows
+    // complete nothing, those runs are left out, and a cell whose runs were all left out has
+    // no figures. The notes must then say so.
     let measured = cells.iter().filter(|c| !c["rps"].is_null()).count();
-    assert_eq!(measured, 30, "{}", json["notes"]);
-    // Per decision and metric: outcome, winner, ratio and CI.
+    assert!(measured > 0, "{}", json["notes"]);
+    if measured < cells.len() {
+        let notes = json["notes"].to_string();
+        assert!(
+            notes.contains("completed no request"),
+            "{measured} measured: {notes}"
+        );
+    }
+    // Per decision and metric: outcome, winner, ratio and CI (the ratio where both arms
+    // were measured).
     let d = &json["decisions"][0]["comparisons"][0]["decisions"][0];
     assert!(["win", "slight", "parity", "undecided"].contains(&d["outcome"].as_str().unwrap()));
-    assert!(d.get("winner").is_some() && d["ratio"]["lo"].is_number());
+    assert!(d.get("winner").is_some(), "{d}");
+    assert!(d["ratio"].is_null() || d["ratio"]["lo"].is_number(), "{d}");
     assert!(json["isolation"]["note"].is_string());
     let csv = std::fs::read_to_string(report.join("results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 31);

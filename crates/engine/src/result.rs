@@ -381,7 +381,7 @@ impl RunResult {
 /// the kind every duration histogram in [`RunResult`] is. Larger values are
 /// saturated when recorded.
 pub fn new_duration_histogram() -> Histogram<u64> {
-    #[allow(clippy::expect_used)] // constant, valid bounds: cannot fail
+    // Constant, valid bounds: cannot fail.
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds")
 }
 

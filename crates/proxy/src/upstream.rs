@@ -201,7 +201,7 @@ impl Up {
 
     /// Processes buffered input (`eof`: the upstream closed). Returns false when the
     /// connection is finished (to be closed after `out` is written). `keep`: HTTP/1.1 keep-alive.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the worker's hot loop: disjoint borrows of its fields
     pub fn process(
         &mut self,
         eof: bool,

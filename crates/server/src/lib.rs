@@ -179,7 +179,7 @@ impl Listener {
     /// another thread's QUIC endpoint, which drops them as unknown (an HTTP/3 transfer
     /// started in that window stalled until its idle timeout).
     pub fn with_h3(mut self, threads: usize) -> std::io::Result<Self> {
-        let first = http3::bind(self.inner.local_addr()?)?;
+        let first = http3::bind(self.inner.local_addr()?, threads > 1)?;
         let more = http3::bind_more(&first, threads)?;
         self.udp = std::iter::once(first).chain(more).collect();
         Ok(self)
@@ -368,7 +368,8 @@ fn spawn_h3(
         let addr = l.local_addr().map_err(io_err("local_addr"))?;
         let group = if l.udp.is_empty() {
             // Bound before any thread reads (see `Listener::with_h3`).
-            let first = http3::bind(addr).map_err(|source| ServerError::Listen { addr, source })?;
+            let first = http3::bind(addr, config.threads > 1)
+                .map_err(|source| ServerError::Listen { addr, source })?;
             let more = http3::bind_more(&first, config.threads)
                 .map_err(|source| ServerError::Listen { addr, source })?;
             std::iter::once(first).chain(more).collect()

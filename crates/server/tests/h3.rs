@@ -145,6 +145,25 @@ fn every_http3_socket_is_bound_before_the_address_is_published() {
     assert_eq!(h2lab_testkit::held_sockets(&me, Bound::Udp, port).len(), 3);
 }
 
+/// With one HTTP/3 thread the UDP socket is bound alone (no SO_REUSEPORT): another socket
+/// (this process's here, standing for any program of the same user) cannot join the port
+/// and take a share of the clients' connections, whose requests it would answer as it
+/// pleases (a `/data?size=4m` once came back with a 4-byte body and a 127-byte head).
+#[test]
+fn a_single_http3_socket_cannot_be_joined() {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let (server, _dir) = start_h3(|c| c.threads = 1);
+    let addr = server.h3_addr().unwrap();
+    let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    s.set_reuse_port(true).unwrap();
+    let joined = s.bind(&addr.into());
+    assert_eq!(
+        joined.map_err(|e| e.kind()),
+        Err(std::io::ErrorKind::AddrInUse),
+        "another socket joined the HTTP/3 port"
+    );
+}
+
 #[test]
 fn many_concurrent_streams_beyond_max_streams() {
     // 3x the stream limit at once on one connection: QUIC's MAX_STREAMS makes the client

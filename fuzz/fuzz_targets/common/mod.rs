@@ -1,6 +1,6 @@
 //! Shared by the end-to-end fuzz targets: an oracle for the bytes an endpoint writes, and the
 //! way fuzzed input is cut into reads.
-#![allow(dead_code)]
+#![allow(dead_code)] // each fuzz target uses a different subset of these helpers
 
 use h2lab_wire::frame::{Decoded, Frame, FrameDecoder, PREFACE};
 use h2lab_wire::hpack::Decoder;

@@ -382,7 +382,6 @@ fn h3_template(prep: &Prepared, config: EncoderConfig) -> RequestTemplate {
         .unwrap_or_else(|_| unreachable_template())
 }
 
-#[allow(clippy::panic)]
 fn unreachable_template() -> RequestTemplate {
     panic!("a template with one path and no fields is always valid")
 }

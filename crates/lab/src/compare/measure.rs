@@ -618,7 +618,7 @@ fn slowdown(started: Instant, spent_planned: Duration) -> f64 {
     }
 }
 
-/// Whether [`run_plan`] interleaves the first rounds of some conditions ([`blocks`]).
+/// Whether [`run_plan`] interleaves the first rounds of some conditions (`blocks`).
 pub fn interleaves(plan: &MatrixPlan, fresh: bool) -> bool {
     blocks(plan, &condition_cells(plan), fresh)
         .iter()
@@ -632,7 +632,7 @@ pub fn interleaves(plan: &MatrixPlan, fresh: bool) -> bool {
 /// stop leaves the rest unmeasured (with an error).
 ///
 /// The first rounds are *interleaved* within blocks of conditions whose arms can all stand
-/// at once ([`blocks`]; the whole `--quick` matrix is one block): round 0 of every condition
+/// at once (`blocks`; the whole `--quick` matrix is one block): round 0 of every condition
 /// of the block, then round 1 of every condition, and so on. Each condition's rounds are
 /// then spread over the block's whole time, so that a slow spell of the machine lasting
 /// seconds touches a few rounds of every condition rather than every round of one

@@ -1,7 +1,7 @@
 //! Test helpers: in-process `h2lab serve` backends, a proxy in front of them, and a blocking
 //! HTTP/1.1 client that parses responses with h2lab's own parser.
 
-#![allow(dead_code)]
+#![allow(dead_code)] // each test binary uses a different subset of these helpers
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

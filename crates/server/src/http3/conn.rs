@@ -50,7 +50,7 @@ pub struct H3Conn {
     reqs: StreamMap<Box<Req>>,
     /// Finished request streams whose buffers are reused (boxed as in `reqs`: they move
     /// between the two).
-    #[allow(clippy::vec_box)]
+    #[allow(clippy::vec_box)] // a box moves between `reqs` and here without reallocating
     pool: Vec<Box<Req>>,
     /// `/delay` responses waiting: (when, stream).
     delayed: Vec<(Instant, StreamId)>,

@@ -84,21 +84,26 @@ pub fn quic_server_config(
     Ok(Arc::new(sc))
 }
 
-/// Binds the HTTP/3 UDP socket on `addr` (the TLS listener's address). On Linux it is
-/// bound with SO_REUSEPORT, so that [`bind_more`] can add sockets on the same address for
-/// more HTTP/3 threads (the kernel requires every socket of the group to have it, and the
-/// same user).
-pub fn bind(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+/// Binds the HTTP/3 UDP socket on `addr` (the TLS listener's address). With `group` (more
+/// than one HTTP/3 thread) it is bound with SO_REUSEPORT on Linux, so that [`bind_more`] can
+/// add sockets on the same address (the kernel requires every socket of the group to have
+/// it, and the same user). Without, it is bound alone: no other socket, of this process or
+/// another program of the same user, can join the port and take some of its clients'
+/// datagrams (their connections would then be served by whatever listens there).
+pub fn bind(addr: SocketAddr, group: bool) -> io::Result<std::net::UdpSocket> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         use socket2::{Domain, Protocol, Socket, Type};
         let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-        s.set_reuse_port(true)?;
+        s.set_reuse_port(group)?;
         s.bind(&addr.into())?;
         Ok(s.into())
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    std::net::UdpSocket::bind(addr)
+    {
+        let _ = group;
+        std::net::UdpSocket::bind(addr)
+    }
 }
 
 /// `n - 1` more sockets on `first`'s address (SO_REUSEPORT, Linux), one per extra HTTP/3
@@ -110,7 +115,7 @@ pub fn bind_more(first: &std::net::UdpSocket, n: usize) -> io::Result<Vec<std::n
     if cfg!(any(target_os = "linux", target_os = "android")) {
         let addr = first.local_addr()?;
         for _ in 1..n {
-            more.push(bind(addr)?);
+            more.push(bind(addr, true)?);
         }
     }
     Ok(more)
