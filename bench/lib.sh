@@ -24,6 +24,22 @@ WORK=""
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# peak_rss FILE CMD...: runs CMD (its stdout and stderr as given) and writes its peak resident
+# set size in MB to FILE (GNU time's %M; "?" without /usr/bin/time). Returns CMD's status.
+peak_rss() {
+  local file=$1
+  shift
+  if [ -x /usr/bin/time ]; then
+    local status=0
+    /usr/bin/time -f "%M" -o "$file.kb" "$@" || status=$?
+    echo $(( $(tail -1 "$file.kb") / 1024 )) >"$file"
+    rm -f "$file.kb"
+    return $status
+  fi
+  echo "?" >"$file"
+  "$@"
+}
+
 # bench_init: create $WORK (mode 0755: Apache/nginx workers may drop privileges) and the
 # cleanup trap. Call once, early.
 bench_init() {

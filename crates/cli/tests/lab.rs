@@ -274,6 +274,44 @@ fn link_relays_with_the_added_rtt_until_signalled() {
 }
 
 #[test]
+fn compare_results_follow_their_schema_and_fit_the_terminal() {
+    let dir = fresh_dir("compare-schema");
+    let json_path = dir.join("r.json");
+    let out = h2lab()
+        .current_dir(&dir)
+        .args([
+            "compare",
+            "--tiny",
+            "--protocols",
+            "h1,h2c,h2c",
+            "--no-report",
+            "--json",
+        ])
+        .arg(&json_path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\n{stdout}");
+    assert_fits("compare --tiny stdout", &stdout);
+    assert_fits("compare --tiny stderr", &stderr);
+    assert!(stdout.contains("A/A controls"), "{stdout}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(h2lab_lab::compare::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(doc["schema_version"], 1);
+    // The schema rejects what a control must never be.
+    let mut bad = doc.clone();
+    let d = &mut bad["decisions"][0]["comparisons"][1]["decisions"][0];
+    assert_eq!(d["control"], true, "{d}");
+    d["winner"] = serde_json::json!({"proto": "h2c", "arm": 1});
+    assert!(!validator.is_valid(&bad), "a control with a winner");
+}
+
+#[test]
 fn bad_lab_flags_are_one_line_errors() {
     for (args, want) in [
         (&["compare", "--protocols", "h4"][..], "unknown protocol"),

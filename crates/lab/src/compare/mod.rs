@@ -253,9 +253,18 @@ impl Machine {
     }
 }
 
-/// Everything a compare run produced (serialised as `results.json`).
+/// The version of `schemas/compare-result.v1.json` that `results.json` follows.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// `schemas/compare-result.v1.json`: the JSON Schema of `results.json`.
+pub const SCHEMA: &str = include_str!("../../../../schemas/compare-result.v1.json");
+
+/// Everything a compare run produced (serialised as `results.json`, described by
+/// `schemas/compare-result.v1.json`).
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
     /// `h2lab compare`.
     pub tool: &'static str,
     /// h2lab version.
@@ -481,6 +490,7 @@ pub fn run(
         .map(|&p| crate::link::LinkRecord::of(p))
         .collect();
     Ok(CompareReport {
+        schema_version: SCHEMA_VERSION,
         tool: "h2lab compare",
         version: env!("CARGO_PKG_VERSION"),
         started_unix,

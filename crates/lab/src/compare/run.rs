@@ -8,7 +8,7 @@ use h2lab_engine::{BenchConfig, ProtocolChoice, RunResult};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use super::matrix::{CellKey, MatrixPlan};
+use super::matrix::CellKey;
 use crate::env::Origin;
 use crate::error::LabError;
 use crate::host::MachineLoad;
@@ -621,12 +621,6 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
 /// Per-run cost beyond the warm-up and the measured period on standing connections (the
 /// command to the worker, the window's statistics, load probes).
 pub const WINDOW_OVERHEAD: Duration = Duration::from_millis(8);
-
-/// Estimated wall time of a plan's first rounds on standing connections (whole runs for the
-/// arms a standing run cannot measure): [`super::plan::estimate`].
-pub fn estimate(plan: &MatrixPlan, t: &Timing) -> Duration {
-    super::plan::estimate(plan, t, false)
-}
 
 /// Seconds since the Unix epoch (for result metadata).
 pub fn unix_now() -> u64 {
