@@ -125,14 +125,25 @@ fn tcp_round_trip_is_the_configured_rtt() {
         let mut buf = [0u8; 4];
         s.write_all(b"warm").unwrap();
         s.read_exact(&mut buf).unwrap();
-        (0..20)
-            .map(|_| {
-                let t = Instant::now();
-                s.write_all(b"ping").unwrap();
-                s.read_exact(&mut buf).unwrap();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect::<Vec<f64>>()
+        // Up to three batches of 20: a batch whose fastest round trip a busy machine delayed
+        // past the band is followed by another (none may ever be early).
+        let mut all = Vec::new();
+        for _ in 0..3 {
+            let batch: Vec<f64> = (0..20)
+                .map(|_| {
+                    let t = Instant::now();
+                    s.write_all(b"ping").unwrap();
+                    s.read_exact(&mut buf).unwrap();
+                    t.elapsed().as_secs_f64() * 1e3
+                })
+                .collect();
+            let fastest = batch.iter().copied().fold(f64::MAX, f64::min);
+            all.extend(batch);
+            if fastest <= 20.5 {
+                break;
+            }
+        }
+        all
     });
     let m = median(samples.clone());
     let fastest = samples.iter().copied().fold(f64::MAX, f64::min);
@@ -175,7 +186,11 @@ fn icmp_echo_is_the_configured_rtt() {
         s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut out = Vec::new();
         let mut b = [0u8; 256];
-        for seq in 0..20u16 {
+        // Up to three batches of 20, as above.
+        for seq in 0..60u16 {
+            if seq % 20 == 0 && seq > 0 && out.iter().copied().fold(f64::MAX, f64::min) <= 10.5 {
+                break;
+            }
             let t = Instant::now();
             s.send_to(&icmp_echo(seq), (SERVER_ADDR, 0)).unwrap();
             loop {
@@ -240,23 +255,31 @@ fn bulk_goodput(link: &PacketLink, warm: f64, secs: f64) -> f64 {
 
 /// A 2-second bulk download over kernel TCP at 50 Mbit/s (RTT 10 ms) gets the rate within
 /// ±3%: goodput is the rate times 1448/1500 (TCP payload with timestamps per 1500-byte packet).
+/// The link can never carry more than its rate, but a machine busy on both cores can hold the
+/// link thread back and cost the transfer a few percent: a transfer below the band is measured
+/// again (three at most), and one of them must land in the band; none may exceed it.
 #[test]
 fn bulk_tcp_gets_the_configured_rate() {
     let Some(link) = start(config(10, Some(50_000_000), 0.0)) else {
         return;
     };
-    let goodput = bulk_goodput(&link, 0.5, 2.5);
     let expected = 50e6 * 1448.0 / 1500.0;
-    eprintln!(
-        "TCP goodput {:.2} Mbit/s, expected {:.2}; {}",
-        goodput / 1e6,
-        expected / 1e6,
-        link.stats()
-    );
-    assert!(
-        (goodput / expected - 1.0).abs() <= 0.03,
-        "{goodput} vs {expected}"
-    );
+    let mut measured = Vec::new();
+    for _ in 0..3 {
+        let goodput = bulk_goodput(&link, 0.5, 2.5);
+        eprintln!(
+            "TCP goodput {:.2} Mbit/s, expected {:.2}; {}",
+            goodput / 1e6,
+            expected / 1e6,
+            link.stats()
+        );
+        assert!(goodput / expected - 1.0 <= 0.03, "{goodput} vs {expected}");
+        measured.push(goodput);
+        if (goodput / expected - 1.0).abs() <= 0.03 {
+            return;
+        }
+    }
+    panic!("no transfer within 3% of {expected}: {measured:?}");
 }
 
 /// Mathis et al.: Reno's throughput is MSS / RTT × sqrt(3/2) / sqrt(p). A long download at 1%
