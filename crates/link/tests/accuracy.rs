@@ -1,5 +1,5 @@
-//! Accuracy of the link emulator, end to end over loopback (issue 6: "added RTT within 10% of the
-//! target for 5-200 ms, throughput within 5% of the configured rate for 1-1000 Mbit/s").
+//! Accuracy of the link emulator, end to end over loopback: added RTT within 10% of the target
+//! for 5-200 ms, throughput within 5% of the configured rate for 1-1000 Mbit/s.
 //!
 //! A busy machine only ever delays an exchange or a transfer, so the tests assert hard bounds
 //! on every sample (never earlier than the RTT, never faster than the rate) and the accuracy

@@ -1,4 +1,4 @@
-//! HTTP/3 crosses the link (issue 16): `h2lab serve --h3` reached through the link's UDP relay
+//! HTTP/3 crosses the link: `h2lab serve --h3` reached through the link's UDP relay
 //! by an independent HTTP/3 client (`h3` + `h3-quinn` + `quinn`, the server tests' oracle), with
 //! the added round trip visible in the handshake and in every request, and QUIC recovering
 //! from the datagrams the link drops.

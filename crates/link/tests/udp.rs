@@ -1,4 +1,4 @@
-//! The UDP half of the link (issue 16): echo through the link, the accuracy checks of
+//! The UDP half of the link: echo through the link, the accuracy checks of
 //! `accuracy.rs` for datagrams (added RTT, rate, loss), many flows, idle expiry and the
 //! port choice. All on 127.0.0.1, port 0, bounded in count and time; the bounds are generous
 //! because the link, the client and the echo server share a busy 2-core machine.
