@@ -242,7 +242,8 @@ pub fn render_text_with(r: &CompareReport, wide: bool) -> String {
         },
         match r.budget_secs {
             Some(b) => format!(
-                " (+{} rounds on conditions with CIs wider than {:.0}%, budget {b:.0} s)",
+                " (+{} budget rounds: undecided conditions nearest to deciding first, then CIs \
+                 wider than {:.0}%; budget {b:.0} s)",
                 r.sequential_rounds,
                 100.0 * r.target_width
             ),
