@@ -45,7 +45,7 @@ pub const EMPTY_RETRY_WARM_UP: u32 = 4;
 
 /// Least measured period of that retry: a run that completed nothing says only that the
 /// arm's closed loop needs longer than its window (a slow server, a debug build's TLS); the
-/// retry measures at least as long as windows did before session 12, so that it completes
+/// retry measures at least as long as the lab's earlier 100 ms windows, so that it completes
 /// something and its rate sizes the next windows ([`cycle_floor`]).
 pub const EMPTY_RETRY_PERIOD: Duration = Duration::from_millis(100);
 
@@ -203,7 +203,7 @@ pub fn round_position(k: usize, round: u32, n: usize) -> usize {
 /// cells for which `last` holds — HTTP/1.0, which opens and closes a connection per request —
 /// at the end of the round, the others in the order of [`round_position`] among themselves.
 /// The run right after an HTTP/1.0 window is slower (most likely the teardown of the few
-/// hundred connections HTTP/1.0 opened and closed): in the kept runs of session 12 the arm
+/// hundred connections HTTP/1.0 opened and closed): in the kept runs of a quiet machine's repro pairs the arm
 /// following HTTP/1.0 had a p99 4–25% above its A/A twin's. Rotated with the others,
 /// HTTP/1.0 was always followed by one of its two neighbours in the order (`h2c#2` in
 /// backward rounds, `h1-tls` in forward ones), which biased their decisions, and an A/A

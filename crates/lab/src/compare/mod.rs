@@ -209,8 +209,8 @@ impl CompareConfig {
 /// The measured period of a run in the default and `--quick` matrices (stretched on slow
 /// links). Short: the 2-core VM's speed moves over hundreds of milliseconds, so two arms'
 /// windows close together in time share more of it, and the budget turns the time saved
-/// into rounds. `bench/lab-repro.sh` on the same quiet machine, alternated (session 12,
-/// docs/lab.md "Session 12"): the median CI width of the req/s and server-cost
+/// into rounds. `bench/lab-repro.sh` on the same quiet machine, alternated (docs/methods.md,
+/// "Why it works this way"): the median CI width of the req/s and server-cost
 /// decisions fell from 31% and 28% with 100 ms windows to 5% and 4% with 15 ms ones.
 pub const WINDOW: Duration = Duration::from_millis(15);
 

@@ -254,9 +254,9 @@ pub const RESUME_WARM_UP: Duration = Duration::from_millis(20);
 
 /// The same on loopback, where the arm measured before has already drained (its window
 /// waited for its requests in flight, [`drain_cap`]) and the pipeline refills within a few
-/// request times (well under a millisecond at the lab's concurrencies). Session 12 measured
-/// how the window length trades against the number of rounds on the 2-core VM
-/// (docs/lab.md, "Session 12"): the machine's noise moves over hundreds of
+/// request times (well under a millisecond at the lab's concurrencies). How the window length
+/// trades against the number of rounds on the 2-core VM was measured (docs/methods.md, "Why it
+/// works this way"): the machine's noise moves over hundreds of
 /// milliseconds, so the closer two arms' windows are, the more of it their ratio cancels,
 /// and the 20 ms refill was 45% of a 25 ms window's cost.
 pub const LOOPBACK_RESUME_WARM_UP: Duration = Duration::from_millis(5);
@@ -270,7 +270,7 @@ pub const DRAIN_CAP: Duration = Duration::from_millis(200);
 /// Extra warm-up of a window on loopback that follows an HTTP/1.0 window (of any condition):
 /// HTTP/1.0 opens and closes a connection per request, and the sockets it leaves are torn
 /// down after its window has drained. 25 ms halved the p99 penalty of the following arm in
-/// session 12's runs; with HTTP/1.0 last in every round
+/// the repro pairs; with HTTP/1.0 last in every round
 /// ([`super::measure::round_order`]) the rest is spread over every arm.
 pub const SETTLE_AFTER_CLOSE: Duration = Duration::from_millis(20);
 

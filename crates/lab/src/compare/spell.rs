@@ -5,7 +5,7 @@
 //! no other process, no load): `h2lab bench` against `h2lab serve` on 100 KB responses ran at
 //! 16–18 k req/s in such spells against 39–44 k otherwise, with the same TCP segments and page
 //! allocations per request, while the kernel's copy into socket buffers took three times
-//! as long per request (perf, session 11). Every arm measured in a spell costs about twice its
+//! as long per request (perf). Every arm measured in a spell costs about twice its
 //! usual CPU per request, but not by the same factor (HTTP/1.1 2.7×, h2c 2.0× on 100 KB), so a
 //! spell does not cancel in the per-round ratio: one `--quick` run measured its 100 KB
 //! condition in a spell and called h2c the winner on throughput by 11%, the next run outside

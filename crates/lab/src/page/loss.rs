@@ -10,7 +10,7 @@
 //! cannot drop bytes from — a lost chunk is held back for a retransmission round trip,
 //! stalling the connection behind it as the kernel's retransmission would.
 //!
-//! Statistics as in `compare` (issue 14): each protocol's median page time with its 95% CI
+//! Statistics as in `compare`: each protocol's median page time with its 95% CI
 //! ([`ci::median_ci`]), and per level the like-for-like decisions — HTTP/2 against
 //! HTTP/1.1 (`h2` / `h1-tls`, `h2c` / `h1`) and HTTP/3 against HTTP/2 (`h3` / `h2`) — from
 //! the per-round ratios of page times (load `i` of every protocol is round `i`: measured
