@@ -100,10 +100,29 @@ impl H2 {
                 .app
                 .slot(StreamId::new(id))
                 .map_or(ExtPriority::DEFAULT, |s| s.prio);
-            if self.send_frame(k, out) == Step::Blocked {
-                return;
+            // A non-incremental pick stays the pick until it finishes or blocks: within one
+            // pump the candidates only leave (windows open and requests arrive with input),
+            // so its frames go out back to back without asking the scheduler again (one pass
+            // over every sending stream per DATA frame was the cost of priorities on large
+            // responses). Incremental streams take turns frame by frame.
+            let mut first = true;
+            loop {
+                match self.send_frame(k, out) {
+                    Step::Blocked if first => return,
+                    Step::Blocked => break,
+                    step => {
+                        self.sched.served(id, prio);
+                        if step != Step::Sent
+                            || prio.incremental
+                            || out.is_full()
+                            || out.len() >= self.budget
+                        {
+                            break;
+                        }
+                    }
+                }
+                first = false;
             }
-            self.sched.served(id, prio);
         }
     }
 
