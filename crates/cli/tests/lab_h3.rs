@@ -37,9 +37,9 @@ fn compare_with_h3_prints_the_http3_vs_http2_table() {
         ]),
         &[
             "HTTP/2 vs HTTP/1.1, like for like",
-            "h2 / http/1.1+tls",
+            "h2/h1-tls",
             "HTTP/3 vs HTTP/2, like for like",
-            "h3 / h2",
+            "h3/h2",
             "UDP: HTTP/3 over QUIC",
         ],
     );
@@ -64,8 +64,8 @@ fn page_loss_experiment_compares_three_protocols_per_level() {
             "Page load under loss",
             "link wan: rtt 40ms",
             "link lossy3: rtt 40ms, down 50mbit, up 50mbit, loss 3%",
-            "h2 / http/1.1+tls",
-            "h3 / h2",
+            "h2/h1-tls",
+            "h3/h2",
             "HTTP/3 (QUIC)",
         ],
     );
