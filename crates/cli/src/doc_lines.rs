@@ -131,7 +131,7 @@ fn is_concrete(span: &str) -> bool {
 
 /// Inline code spans of the prose (outside fenced blocks), with the line each starts on; a span
 /// may run over a line break (joined with a space); a blank line ends an unclosed one.
-fn inline_spans(text: &str) -> Vec<(usize, String)> {
+pub(crate) fn inline_spans(text: &str) -> Vec<(usize, String)> {
     let mut spans = Vec::new();
     let mut in_fence = false;
     let mut open: Option<(usize, String)> = None;
@@ -222,9 +222,14 @@ fn command_lines(name: &str, text: &str) -> Vec<Found> {
     found
 }
 
+/// The repository's root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// README.md and every docs/*.md of the repository.
-fn documents() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+pub(crate) fn documents() -> Vec<PathBuf> {
+    let root = root();
     let mut docs = vec![root.join("README.md")];
     let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
         .expect("docs/ exists")

@@ -13,6 +13,8 @@ mod compat;
 mod deploy;
 #[cfg(test)]
 mod doc_lines;
+#[cfg(test)]
+mod doc_paths;
 mod docgen;
 mod link;
 mod link_packet;

@@ -1,27 +1,19 @@
 //! The docs name only files that exist: every repository path in backticks and every relative
 //! link in README.md, CHANGELOG.md and docs/*.md must resolve.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::doc_lines::{inline_spans, root};
 
+/// README.md, CHANGELOG.md and every docs/*.md.
 fn documents() -> Vec<PathBuf> {
-    let root = root();
-    let mut docs = vec![root.join("README.md"), root.join("CHANGELOG.md")];
-    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    pages.sort();
-    docs.extend(pages);
+    let mut docs = crate::doc_lines::documents();
+    docs.insert(1, root().join("CHANGELOG.md"));
     docs
 }
 
 /// Top-level directories whose paths the docs name in backticks.
-const TOP: [&str; 10] = [
+const TOP: [&str; 9] = [
     "crates/",
     "bench/",
     "scripts/",
@@ -31,7 +23,6 @@ const TOP: [&str; 10] = [
     "fuzz/",
     "deploy/",
     ".ci/",
-    "changes/",
 ];
 
 /// A backticked span that names a repository path (no placeholders, no globs).
@@ -66,41 +57,6 @@ fn links(line: &str) -> Vec<&str> {
         rest = &rest[end..];
     }
     out
-}
-
-/// Inline code spans of the prose (outside fenced blocks), with the line each starts on; a span
-/// may run over a line break (joined with a space); a blank line ends an unclosed one.
-fn inline_spans(text: &str) -> Vec<(usize, String)> {
-    let mut spans = Vec::new();
-    let mut in_fence = false;
-    let mut open: Option<(usize, String)> = None;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            in_fence = !in_fence;
-            open = None;
-            continue;
-        }
-        if in_fence || line.trim().is_empty() {
-            open = None;
-            continue;
-        }
-        if let Some((_, span)) = open.as_mut() {
-            span.push(' ');
-        }
-        for (k, piece) in line.split('`').enumerate() {
-            if k > 0 {
-                // A backtick: close the open span, or open one.
-                match open.take() {
-                    Some(done) => spans.push(done),
-                    None => open = Some((i + 1, String::new())),
-                }
-            }
-            if let Some((_, span)) = open.as_mut() {
-                span.push_str(piece);
-            }
-        }
-    }
-    spans
 }
 
 #[test]
