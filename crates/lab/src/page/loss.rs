@@ -127,7 +127,7 @@ pub fn decide(
 /// behind the link of `profile`), alternating the protocol order round by round, and
 /// summarises them. `counts` reads the link's loss counters before and after. `extra` arms
 /// (the browser's, on the same link) take their turns in every round.
-#[allow(clippy::too_many_arguments)] // a loss level: link, pools, page, rounds, band, counters, arms, log
+#[allow(clippy::too_many_arguments)] // one loss level: its link, pools, rounds and sinks
 pub fn run_level(
     profile: LinkProfile,
     link: String,
