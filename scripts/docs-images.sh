@@ -47,24 +47,27 @@ cp "$work/stdout.txt" "$images/compare-quick.txt"
 [[ -s "$images/compare-report.png" ]] || { echo "docs-images: no screenshot written" >&2; exit 1; }
 fi
 
-# 3. The README's screen, between its markers: the run's summary line (wrapped at 120
-#    columns) and the like-for-like table without its p99 column (realigned, so that it fits
-#    120 columns; the whole output is docs/images/compare-quick.txt).
+# 3. The README's screen, between its markers: the run's summary (up to its server line), the
+#    start of the like-for-like section (its first condition) and the outcome counts;
+#    the whole output is docs/images/compare-quick.txt.
 python3 - "$images/compare-quick.txt" README.md <<'PY'
-import re, sys, textwrap
+import sys
 lines = open(sys.argv[1]).read().splitlines()
+summary = lines[: next(i for i, l in enumerate(lines) if l.startswith("server:"))]
 start = next(i for i, l in enumerate(lines) if l.startswith("HTTP/2 vs HTTP/1.1"))
 end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
-title, header, rows = lines[start], lines[start + 1], lines[start + 3:end]
-split = lambda l: re.split(r"\s{2,}", l.strip())
-table = [split(header)] + [split(r) for r in rows]
-keep = [i for i, name in enumerate(table[0]) if name != "p99"]
-table = [[row[i] for i in keep if i < len(row)] for row in table]
-widths = [max(len(row[i]) for row in table if i < len(row)) for i in range(len(keep))]
-fmt = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()
-out = textwrap.wrap(lines[0], 120, subsequent_indent="  ") + ["", title, fmt(table[0])]
-out.append("-" * len(out[-1]))
-out += [fmt(r) for r in table[1:]]
+section = lines[start:end]
+# The first condition: a condition's block ends where a line without ':' follows a
+# decision line, twice per condition (one block per pair).
+blocks, cut = 0, len(section)
+for i in range(2, len(section)):
+    if ":" not in section[i] and ":" in section[i - 1]:
+        blocks += 1
+        if blocks == 2:
+            cut = i
+            break
+outcomes = [l for l in lines if l.startswith("Outcomes:")]
+out = summary + [""] + section[:cut] + ["…"] + outcomes[:1]
 text = "\n".join(out)
 readme_path = sys.argv[2]
 readme = open(readme_path).read()
