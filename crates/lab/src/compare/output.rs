@@ -76,7 +76,7 @@ pub fn progress_line(p: &Progress<'_>) -> String {
 
 /// The cell table that fits a terminal: per condition (named once, on its first row) each
 /// protocol's req/s with its 95% CI, p99, server CPU per request with its CI, and the busy
-/// marks ([`busy_column`]); [`cells_table`] has every column (`--wide`).
+/// marks (`busy_column`); [`cells_table`] has every column (`--wide`).
 pub fn cells_table_narrow(cells: &[CellResult]) -> String {
     let mut t: Vec<Vec<String>> = vec![vec![
         "condition".into(),
