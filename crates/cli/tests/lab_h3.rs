@@ -64,8 +64,8 @@ fn page_loss_experiment_compares_three_protocols_per_level() {
             "Page load under loss",
             "link wan: rtt 40ms",
             "link lossy3: rtt 40ms, down 50mbit, up 50mbit, loss 3%",
-            "h2/h1-tls",
-            "h3/h2",
+            "h2 / http/1.1+tls",
+            "h3 / h2",
             "HTTP/3 (QUIC)",
         ],
     );
