@@ -228,11 +228,57 @@ pub enum DatagramFate {
 #[derive(Debug, Clone)]
 pub struct Shaper {
     params: DirectionParams,
-    /// The instant the serializer finishes the last scheduled chunk (whole nanoseconds)...
+    serializer: Serializer,
+    rng: Rng,
+}
+
+/// The bottleneck's serializer clock, shared by the relay's and the packet path's shapers: when
+/// the bytes scheduled so far finish leaving, exact to a fraction of a nanosecond.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Serializer {
+    /// The instant the serializer finishes the last scheduled bytes (whole nanoseconds)...
     busy_until: Nanos,
     /// ...plus `frac / bps` of a nanosecond, so that rounding never accumulates.
     frac: u128,
-    rng: Rng,
+}
+
+impl Serializer {
+    /// The instant the last scheduled bytes finish, in whole nanoseconds (rounded down).
+    pub(crate) fn busy_until(&self) -> Nanos {
+        self.busy_until
+    }
+
+    /// `busy_until` rounded up to a whole nanosecond.
+    pub(crate) fn busy_end(&self) -> Nanos {
+        self.busy_until
+            .saturating_add(if self.frac > 0 { 1 } else { 0 })
+    }
+
+    /// Bytes not yet fully serialized at `now` at `bps`.
+    pub(crate) fn queued(&self, now: Nanos, bps: u64) -> usize {
+        if self.busy_until <= now {
+            return 0;
+        }
+        let busy = u128::from(self.busy_until - now);
+        let bytes = (busy * u128::from(bps)).div_ceil(8 * NANOS_PER_SEC);
+        usize::try_from(bytes).unwrap_or(usize::MAX)
+    }
+
+    /// Schedules `n` bytes arriving at `now` at `bps` and returns the instant their last bit
+    /// leaves (rounded up to the nanosecond).
+    pub(crate) fn serialize(&mut self, now: Nanos, bps: u64, n: usize) -> Nanos {
+        if now >= self.busy_end() {
+            // The link was idle: its clock restarts at the arrival.
+            self.busy_until = now;
+            self.frac = 0;
+        }
+        let total = self.frac + (n as u128) * 8 * NANOS_PER_SEC;
+        let bps = u128::from(bps);
+        let whole = Nanos::try_from(total / bps).unwrap_or(Nanos::MAX);
+        self.busy_until = self.busy_until.saturating_add(whole);
+        self.frac = total % bps;
+        self.busy_end()
+    }
 }
 
 impl Shaper {
@@ -240,8 +286,7 @@ impl Shaper {
     pub fn new(params: DirectionParams, seed: u64) -> Self {
         Shaper {
             params,
-            busy_until: 0,
-            frac: 0,
+            serializer: Serializer::default(),
             rng: Rng::new(seed),
         }
     }
@@ -254,12 +299,8 @@ impl Shaper {
     /// Bytes in the bottleneck queue at `now`: arrived, not yet fully serialized.
     pub fn queued(&self, now: Nanos) -> usize {
         match self.params.bps {
-            Some(bps) if self.busy_until > now => {
-                let busy = u128::from(self.busy_until - now);
-                let bytes = (busy * u128::from(bps)).div_ceil(8 * NANOS_PER_SEC);
-                usize::try_from(bytes).unwrap_or(usize::MAX)
-            }
-            _ => 0,
+            Some(bps) => self.serializer.queued(now, bps),
+            None => 0,
         }
     }
 
@@ -282,7 +323,7 @@ impl Shaper {
         // queued(t) <= allowed  <=>  (busy_until - t) * bps / 8e9 <= allowed
         let slack = allowed * 8 * NANOS_PER_SEC / u128::from(bps);
         let slack = Nanos::try_from(slack).unwrap_or(Nanos::MAX);
-        self.busy_until.saturating_sub(slack).max(now)
+        self.serializer.busy_until().saturating_sub(slack).max(now)
     }
 
     /// Schedules `len` bytes that the relay read at `now` onto `line`, split into chunks of at most
@@ -345,7 +386,7 @@ impl Shaper {
     /// travels behind every byte queued before it and takes no serialization time.
     pub fn push_fin(&mut self, now: Nanos, line: &mut DelayLine, reset: bool) {
         let sent = match self.params.bps {
-            Some(_) => now.max(self.busy_end()),
+            Some(_) => now.max(self.serializer.busy_end()),
             None => now,
         };
         line.push_fin(sent.saturating_add(self.params.one_way), reset);
@@ -354,26 +395,10 @@ impl Shaper {
     /// Occupies the serializer with `n` bytes arriving at `now`; returns the instant the last bit
     /// leaves (rounded up to the nanosecond). Unlimited links serialize instantly.
     fn serialize(&mut self, now: Nanos, n: usize) -> Nanos {
-        let Some(bps) = self.params.bps else {
-            return now;
-        };
-        if now >= self.busy_end() {
-            // The link was idle: its clock restarts at the arrival.
-            self.busy_until = now;
-            self.frac = 0;
+        match self.params.bps {
+            Some(bps) => self.serializer.serialize(now, bps, n),
+            None => now,
         }
-        let total = self.frac + (n as u128) * 8 * NANOS_PER_SEC;
-        let bps = u128::from(bps);
-        let whole = Nanos::try_from(total / bps).unwrap_or(Nanos::MAX);
-        self.busy_until = self.busy_until.saturating_add(whole);
-        self.frac = total % bps;
-        self.busy_end()
-    }
-
-    /// `busy_until` rounded up to a whole nanosecond.
-    fn busy_end(&self) -> Nanos {
-        self.busy_until
-            .saturating_add(if self.frac > 0 { 1 } else { 0 })
     }
 
     /// The one-way delay of the next chunk: `one_way` plus a jitter offset, never negative.

@@ -26,7 +26,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::shaper::{serialization_nanos, Nanos, Rng};
+use crate::shaper::{serialization_nanos, Nanos, Rng, Serializer};
 
 /// How packets are lost on the wire.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -102,22 +102,18 @@ pub enum Fate {
 #[derive(Debug, Clone)]
 pub struct PacketShaper {
     params: PacketParams,
-    busy_until: Nanos,
-    frac: u128,
+    serializer: Serializer,
     last_arrival: Nanos,
     bad: bool,
     rng: Rng,
 }
-
-const NANOS_PER_SEC: u128 = 1_000_000_000;
 
 impl PacketShaper {
     /// A shaper for one direction, its random draws seeded by `seed`.
     pub fn new(params: PacketParams, seed: u64) -> Self {
         PacketShaper {
             params,
-            busy_until: 0,
-            frac: 0,
+            serializer: Serializer::default(),
             last_arrival: 0,
             bad: false,
             rng: Rng::new(seed),
@@ -132,12 +128,8 @@ impl PacketShaper {
     /// Bytes waiting in the bottleneck queue at `now`.
     pub fn queued(&self, now: Nanos) -> usize {
         match self.params.bps {
-            Some(bps) if self.busy_until > now => {
-                let busy = u128::from(self.busy_until - now);
-                let bytes = (busy * u128::from(bps)).div_ceil(8 * NANOS_PER_SEC);
-                usize::try_from(bytes).unwrap_or(usize::MAX)
-            }
-            _ => 0,
+            Some(bps) => self.serializer.queued(now, bps),
+            None => 0,
         }
     }
 
@@ -150,7 +142,7 @@ impl PacketShaper {
                 if self.queued(now) + len > self.params.queue_bytes.max(len) {
                     return Fate::QueueDrop;
                 }
-                self.serialize(now, bps, len)
+                self.serializer.serialize(now, bps, len)
             }
             None => now,
         };
@@ -163,25 +155,6 @@ impl PacketShaper {
         }
         self.last_arrival = self.last_arrival.max(arrive);
         Fate::Deliver(arrive)
-    }
-
-    fn serialize(&mut self, now: Nanos, bps: u64, len: usize) -> Nanos {
-        let end = self.busy_end();
-        if now >= end {
-            self.busy_until = now;
-            self.frac = 0;
-        }
-        let total = self.frac + (len as u128) * 8 * NANOS_PER_SEC;
-        let bps = u128::from(bps);
-        let whole = Nanos::try_from(total / bps).unwrap_or(Nanos::MAX);
-        self.busy_until = self.busy_until.saturating_add(whole);
-        self.frac = total % bps;
-        self.busy_end()
-    }
-
-    fn busy_end(&self) -> Nanos {
-        self.busy_until
-            .saturating_add(if self.frac > 0 { 1 } else { 0 })
     }
 
     fn one_way_sample(&mut self) -> Nanos {
