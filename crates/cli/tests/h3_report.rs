@@ -201,8 +201,8 @@ fn qlog_file_per_connection() {
 
 /// A server that stops in the middle of a run: the client's reconnections meet a closed UDP
 /// port, which the kernel reports (ICMP port unreachable → ECONNREFUSED on the connected
-/// socket) at once; the run ends with the failures counted instead of waiting out QUIC's
-/// idle timeout on every connection.
+/// socket) at once, or a draining server that refuses them; the run ends with the failures
+/// counted instead of waiting out QUIC's idle timeout on every connection.
 #[test]
 fn a_stopped_server_ends_the_run_with_failed_connections() {
     use std::process::Command;
@@ -256,9 +256,13 @@ fn a_stopped_server_ends_the_run_with_failed_connections() {
     // for, the ones never sent failed.
     assert_eq!(n[3] + n[4], 100_000_000, "{requests}");
     assert!(n[4] > 0 && n[5] > 0, "{requests}");
-    // Ended by the ICMP error (the reconnections' connects refused), not by a timeout.
+    // Ended by a refusal, not by a timeout: either the kernel's ICMP error (the server's
+    // socket already closed) or, when a reconnection reaches the server while it is still
+    // draining after its GOAWAY, the server closing the new connection's handshake. Which
+    // of the two a run meets depends on the scheduler; both end the run at once.
     assert!(
-        out.contains("connection refused (ICMP port unreachable)"),
+        out.contains("connection refused (ICMP port unreachable)")
+            || out.contains("QUIC handshake failed (connection closed)"),
         "{out}{errors}"
     );
     assert!(!out.contains("timed out"), "{out}{errors}");
