@@ -31,7 +31,7 @@ pub struct ListenArgs {
     #[arg(long = "key", value_name = "PATH", requires = "cert")]
     pub key: Option<PathBuf>,
 
-    /// Where the self-signed certificate is kept (cert.pem, key.pem) [default: $TMPDIR/h2lab].
+    /// Where the self-signed certificate is kept (cert.pem, key.pem) [default: $TMPDIR/h2lab, or h2lab-UID when not root].
     #[arg(long = "cert-dir", value_name = "DIR")]
     pub cert_dir: Option<PathBuf>,
 }

@@ -116,3 +116,64 @@ fn sigterm_leaves_nothing_behind() {
     }
     assert!(!inodes.iter().any(|i| held(i)), "a namespace is still held");
 }
+
+/// Without root: `h2lab link --packet` enters a user namespace that maps the user (as
+/// `unshare -r` does) and runs the same path there. Started as `nobody` from a root test
+/// (CI runs as root); needs `/dev/net/tun` usable by every user, as most distributions ship
+/// it (`.ci/run` sets that mode). The client command is `h2lab bench` itself, over TLS.
+#[test]
+fn without_root_the_path_runs_in_a_user_namespace() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let skip = |why: &str| {
+        assert!(!ci, "the unprivileged packet path cannot run in CI: {why}");
+        eprintln!("SKIP: {why}");
+    };
+    if effective_uid() != 0 {
+        return skip("not root: cannot start a process as another user");
+    }
+    let tun_mode = std::fs::metadata("/dev/net/tun").map_or(0, |m| m.permissions().mode());
+    if tun_mode & 0o006 != 0o006 {
+        return skip("/dev/net/tun is not usable by other users (chmod 0666 /dev/net/tun)");
+    }
+    // A copy of the binary that `nobody` can execute (the target directory may be private).
+    let dir = std::env::temp_dir().join(format!("h2lab-userns-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.join("h2lab");
+    std::fs::copy(assert_cmd::cargo::cargo_bin!("h2lab"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = "exec \"$0\" bench -n 20 -c 2 \"$H2LAB_TLS_URL\"";
+    let out = Command::new(&bin)
+        .args([
+            "link", "--packet", "--rtt", "10ms", "--", "sh", "-c", script,
+        ])
+        .arg(&bin)
+        .current_dir(&dir)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("creating one failed") {
+        return skip(&format!("user namespaces are not allowed here: {stderr}"));
+    }
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("h2lab link: path packet"), "{stdout}");
+    assert!(stdout.contains("requests: 20 total"), "{stdout}\n{stderr}");
+    assert!(stdout.contains("20 succeeded"), "{stdout}\n{stderr}");
+}
+
+/// The effective user id, from `/proc/self/status` (no libc in this test).
+fn effective_uid() -> u32 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|u| u.parse().ok())
+        .unwrap()
+}

@@ -20,7 +20,7 @@ pub struct ServerConfig {
     /// Private key (PEM, PKCS#8, PKCS#1 or SEC1).
     pub key: Option<PathBuf>,
     /// Where a generated certificate is written (`cert.pem`, `key.pem`).
-    /// `None`: `$TMPDIR/h2lab/`.
+    /// `None`: `$TMPDIR/h2lab/` for root, `$TMPDIR/h2lab-UID/` for other users.
     pub cert_dir: Option<PathBuf>,
     /// ALPN protocols offered on the TLS port, in preference order (`h2`, `http/1.1`).
     pub alpn: Vec<Vec<u8>>,

@@ -26,9 +26,35 @@ pub struct CertPaths {
     pub generated: bool,
 }
 
-/// The default directory for a generated certificate: `$TMPDIR/h2lab`.
+/// The default directory for a generated certificate: `$TMPDIR/h2lab` for root,
+/// `$TMPDIR/h2lab-UID` for any other user (a directory another user created in a shared
+/// `/tmp` is not writable, and their private key is not ours to use). The user is the one
+/// outside any user namespace this process entered (`h2lab link --packet` without root runs
+/// as the namespace's root, which must not mean the host's root's directory).
 pub fn default_cert_dir() -> PathBuf {
-    std::env::temp_dir().join("h2lab")
+    match host_uid() {
+        0 => std::env::temp_dir().join("h2lab"),
+        uid => std::env::temp_dir().join(format!("h2lab-{uid}")),
+    }
+}
+
+/// The real user id as the initial user namespace sees it: `/proc/self/uid_map` maps the
+/// namespace's ids to the parent's (`0 0 4294967295` outside any user namespace).
+fn host_uid() -> u32 {
+    let uid = rustix::process::getuid().as_raw();
+    let map = fs::read_to_string("/proc/self/uid_map").unwrap_or_default();
+    for line in map.lines() {
+        let f: Vec<u32> = line
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if let [inside, outside, count] = f[..] {
+            if uid >= inside && uid - inside < count {
+                return outside + (uid - inside);
+            }
+        }
+    }
+    uid
 }
 
 /// Returns the configured certificate, or a self-signed one in `cert_dir`

@@ -190,6 +190,12 @@ impl fmt::Display for PacketError {
                 "cannot create a network namespace ({e}): packet mode needs root or a user \
                  namespace (or use the relay: modelled TCP)"
             ),
+            PacketError::Tun(e) if e.kind() == io::ErrorKind::PermissionDenied => write!(
+                f,
+                "cannot create a TUN device ({e}): /dev/net/tun is not readable and writable \
+                 by this user (most distributions make it mode 0666: chmod 0666 \
+                 /dev/net/tun), or run as root, or use the relay (modelled TCP)"
+            ),
             PacketError::Tun(e) => write!(
                 f,
                 "cannot create a TUN device ({e}): packet mode needs /dev/net/tun (modprobe \

@@ -1,5 +1,6 @@
 //! The system calls of packet mode, all in one place: network namespaces held only by open
-//! file descriptors, TUN devices, interface configuration by `ioctl`, per-namespace sysctls.
+//! file descriptors, TUN devices, interface configuration by `ioctl` (and netlink where a user
+//! namespace refuses the ioctl), per-namespace sysctls.
 //!
 //! Nothing here is bound to a path in the file system (no `ip netns add`): a namespace lives
 //! as long as a descriptor of it (or a thread or process inside it) does, so everything
@@ -165,10 +166,7 @@ pub fn configure(
         check(unsafe { libc::ioctl(s, libc::SIOCSIFMTU as _, &mut req) })?;
     }
     if let Some(qlen) = txqueuelen {
-        let mut req = ifreq(name)?;
-        req.ifr_ifru.ifru_metric = qlen as libc::c_int;
-        // SAFETY: SIOCSIFTXQLEN reads the ifreq we pass (ifr_qlen shares ifru_metric's place).
-        check(unsafe { libc::ioctl(s, libc::SIOCSIFTXQLEN as _, &mut req) })?;
+        set_txqueuelen(name, qlen)?;
     }
     let mut req = ifreq(name)?;
     // SAFETY: SIOCGIFFLAGS writes the flags into the ifreq we pass.
@@ -178,6 +176,64 @@ pub fn configure(
     req.ifr_ifru.ifru_flags = flags | (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
     // SAFETY: SIOCSIFFLAGS reads the ifreq we pass.
     check(unsafe { libc::ioctl(s, libc::SIOCSIFFLAGS as _, &mut req) })?;
+    Ok(())
+}
+
+/// Sets interface `name`'s transmit queue length by netlink (`RTM_NEWLINK` with
+/// `IFLA_TXQLEN`), as `ip link set NAME txqueuelen N` does. Not by `SIOCSIFTXQLEN`: inside a
+/// user namespace the kernel refuses that ioctl (EPERM) while it accepts the netlink request
+/// from the namespace's root.
+fn set_txqueuelen(name: &str, qlen: u32) -> io::Result<()> {
+    let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: a NUL-terminated name; no other memory effects.
+    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if index == 0 {
+        return Err(last());
+    }
+    // SAFETY: socket() has no memory effects.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // nlmsghdr (16 bytes) + ifinfomsg (16) + one rtattr carrying a u32 (8), native endian.
+    let mut msg = [0u8; 40];
+    msg[0..4].copy_from_slice(&40u32.to_ne_bytes());
+    msg[4..6].copy_from_slice(&libc::RTM_NEWLINK.to_ne_bytes());
+    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
+    msg[6..8].copy_from_slice(&flags.to_ne_bytes());
+    msg[8..12].copy_from_slice(&1u32.to_ne_bytes()); // sequence number
+    msg[16] = libc::AF_UNSPEC as u8;
+    msg[20..24].copy_from_slice(&(index as i32).to_ne_bytes());
+    msg[32..34].copy_from_slice(&8u16.to_ne_bytes());
+    msg[34..36].copy_from_slice(&libc::IFLA_TXQLEN.to_ne_bytes());
+    msg[36..40].copy_from_slice(&qlen.to_ne_bytes());
+    // SAFETY: sends `msg.len()` bytes from a live buffer to the kernel (no address: netlink's
+    // default destination is the kernel).
+    let sent = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
+    if sent < 0 {
+        return Err(last());
+    }
+    // The acknowledgement: an NLMSG_ERROR message whose first field is 0 or -errno.
+    let mut ack = [0u8; 64];
+    // SAFETY: receives into a live buffer of `ack.len()` bytes.
+    let n = unsafe { libc::recv(sock.as_raw_fd(), ack.as_mut_ptr().cast(), ack.len(), 0) };
+    if n < 0 {
+        return Err(last());
+    }
+    let n = n as usize;
+    let kind = u16::from_ne_bytes([ack[4], ack[5]]);
+    if n < 20 || kind != libc::NLMSG_ERROR as u16 {
+        return Err(io::Error::other("unexpected netlink reply to RTM_NEWLINK"));
+    }
+    let errno = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]);
+    if errno != 0 {
+        return Err(io::Error::from_raw_os_error(-errno));
+    }
     Ok(())
 }
 
