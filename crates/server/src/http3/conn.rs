@@ -422,6 +422,8 @@ impl H3Conn {
                 tls: true,
                 body_len: Some(r.sink.body_len),
                 headers: fields,
+                // A request stream complete before the handshake is: it came in 0-RTT.
+                early: conn.is_handshaking(),
             };
             ctx.router.route(&req, &mut r.dynamic)
         };
