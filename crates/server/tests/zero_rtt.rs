@@ -78,8 +78,7 @@ fn exchange(addr: SocketAddr, cfg: &Arc<ClientConfig>, early: &[u8], late: &[u8]
 
 const INFO: &[u8] = b"GET /info HTTP/1.1\r\nhost: localhost\r\n\r\n";
 const INFO_CLOSE: &[u8] = b"GET /info HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n";
-const POST_KEEP: &[u8] =
-    b"POST /info HTTP/1.1\r\nhost: localhost\r\ncontent-length: 2\r\n\r\nhi";
+const POST_KEEP: &[u8] = b"POST /info HTTP/1.1\r\nhost: localhost\r\ncontent-length: 2\r\n\r\nhi";
 const POST: &[u8] =
     b"POST /info HTTP/1.1\r\nhost: localhost\r\ncontent-length: 2\r\nconnection: close\r\n\r\nhi";
 

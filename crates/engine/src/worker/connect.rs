@@ -30,6 +30,8 @@ impl Worker<'_> {
         client.core.ttfb_done = false;
         client.core.completed_on_conn = 0;
         client.core.read_since_completion = 0;
+        client.core.issued_on_conn = 0;
+        client.core.early_phase = false;
         match self
             .s
             .dialer
@@ -255,8 +257,12 @@ impl Worker<'_> {
         let core = &mut client.core;
         self.stats
             .record_connect(now.saturating_duration_since(core.connect_start));
-        if conn.transport.resumed() {
-            self.stats.tls_resumed += 1;
+        if conn.offered_early() {
+            // The handshake goes on under the session: counted at its end (`early.rs`).
+            self.stats.resume.early_offered += 1;
+            core.early_phase = true;
+        } else {
+            super::early::count_handshake(&mut self.stats, &self.s.dialer, conn, proto);
         }
         if self.stats.app_protocol.is_none() {
             self.stats.app_protocol = Some(proto);
