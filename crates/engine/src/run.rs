@@ -372,6 +372,7 @@ pub(crate) fn worker_dialer(
         zero_rtt: cfg.tls.zero_rtt,
         early_proto: std::cell::Cell::new(None),
         reconnect_every: cfg.reconnect_every.unwrap_or(0),
+        resumes: cfg.tls.resumes(),
         quic,
     }
 }

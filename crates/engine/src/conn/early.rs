@@ -48,6 +48,14 @@ impl Connection {
         ok
     }
 
+    /// A QUIC connection that can start in 0-RTT right away (its Initial is already sent):
+    /// starting now puts the requests in the first flight instead of waiting for the
+    /// server's answer to wake the client.
+    pub(crate) fn quic_early_ready(&self) -> bool {
+        self.early == Early::Wanted
+            && matches!(&self.transport.socket, Socket::Quic(l) if l.conn.as_ref().is_some_and(|c| c.has_0rtt()))
+    }
+
     /// Whether this connection's session started in early data (the outcome may be known).
     pub(crate) fn offered_early(&self) -> bool {
         self.early == Early::Offered

@@ -102,6 +102,8 @@ pub(crate) struct Dialer {
     pub early_proto: std::cell::Cell<Option<AppProtocol>>,
     /// `--reconnect-every N` (0: off): requests per connection before it is replaced.
     pub reconnect_every: u64,
+    /// Sessions resume (`--tls-resume`, `--0rtt`): handshakes are counted.
+    pub resumes: bool,
 }
 
 /// The step a connection is at.

@@ -102,6 +102,7 @@ fn connect_walks_the_address_list() {
         zero_rtt: false,
         early_proto: std::cell::Cell::new(None),
         reconnect_every: 0,
+        resumes: false,
     };
     let poll = mio::Poll::new().unwrap();
     // A non-blocking connect to loopback may only fail later (at `establish`):

@@ -370,6 +370,7 @@ impl Fetcher {
             zero_rtt: false,
             early_proto: std::cell::Cell::new(None),
             reconnect_every: 0,
+            resumes: false,
             quic,
         };
         Ok(Fetcher {

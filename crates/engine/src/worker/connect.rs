@@ -40,7 +40,12 @@ impl Worker<'_> {
             Ok(conn) => {
                 let client = &mut self.clients[idx];
                 client.core.start.get_or_insert(now);
+                let early_now = conn.quic_early_ready();
                 client.conn = Some(conn);
+                if early_now {
+                    // 0-RTT: the requests go right behind the Initial.
+                    self.drive(idx, false);
+                }
             }
             Err(end) => self.failed_before_open(idx, end),
         }

@@ -18,7 +18,7 @@ pub(super) fn count_handshake(
     conn: &Connection,
     proto: AppProtocol,
 ) {
-    if !conn.transport.is_tls() && proto != AppProtocol::H3 {
+    if !dialer.resumes || (!conn.transport.is_tls() && proto != AppProtocol::H3) {
         return;
     }
     stats.resume.handshakes += 1;
