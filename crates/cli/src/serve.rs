@@ -317,6 +317,19 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
     println!("{PREFIX} endpoints: / /ping /json /data?size=N /compute?work=N /info /delay?ms=N /status/N /page?n=N; SIGINT or SIGTERM stops");
 }
 
+/// The 0-RTT setting of the TLS ports: on is printed even with `--quiet` (it changes what
+/// clients may do), off only in the full banner.
+fn print_zero_rtt(on: bool, quiet: bool) {
+    if on {
+        println!(
+            "{PREFIX} 0-RTT: on (TLS 1.3 early data up to {} KiB and QUIC 0-RTT from resumed clients, single-use tickets; GET/HEAD answered early, others 425 Too Early)",
+            h2lab_server::early::MAX_EARLY_DATA / 1024
+        );
+    } else if !quiet {
+        println!("{PREFIX} 0-RTT: off (sessions resume; --0rtt accepts early data)");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -434,18 +447,5 @@ mod tests {
         assert!(build_config(&parse(&["--max-frame-size", "1K"]))
             .validate()
             .is_err());
-    }
-}
-
-/// The 0-RTT setting of the TLS ports: on is printed even with `--quiet` (it changes what
-/// clients may do), off only in the full banner.
-fn print_zero_rtt(on: bool, quiet: bool) {
-    if on {
-        println!(
-            "{PREFIX} 0-RTT: on (TLS 1.3 early data up to {} KiB and QUIC 0-RTT from resumed clients, single-use tickets; GET/HEAD answered early, others 425 Too Early)",
-            h2lab_server::early::MAX_EARLY_DATA / 1024
-        );
-    } else if !quiet {
-        println!("{PREFIX} 0-RTT: off (sessions resume; --0rtt accepts early data)");
     }
 }
