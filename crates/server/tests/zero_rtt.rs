@@ -285,3 +285,94 @@ fn quic_0rtt_get_is_answered_early_and_post_gets_425() {
     let s = server.early_stats().snapshot();
     assert!(s[ANSWERED] >= 1 && s[TOO_EARLY] >= 1, "{s:?}");
 }
+
+// ---- independent clients ----
+
+/// OpenSSL's `s_client` (an independent TLS 1.3 stack): a first visit saves its session
+/// (`-sess_out`), the returning one sends its request as early data (`-sess_in
+/// -early_data`), which is accepted and answered early; the same session used again is a
+/// replay: its early data is rejected.
+#[test]
+fn openssl_s_client_early_data_is_accepted_once() {
+    let Some(openssl) = common::tool(
+        "openssl",
+        &[
+            std::path::PathBuf::from("/usr/bin/openssl"),
+            std::path::PathBuf::from("/usr/local/bin/openssl"),
+        ],
+    ) else {
+        return;
+    };
+    let (server, dir) = common::start_tls(|c| {
+        c.listen = None;
+        c.zero_rtt = true;
+        // The replayed connection's request is lost with its early data: s_client then
+        // waits for the server to close it.
+        c.idle_timeout = Duration::from_secs(2);
+    });
+    let addr = server.tls_addr().unwrap();
+    let sess = dir.path().join("sess.pem");
+    let req = dir.path().join("req.txt");
+    std::fs::write(&req, INFO_CLOSE).unwrap();
+    let s_client = |extra: &[&std::ffi::OsStr], stdin: std::process::Stdio| {
+        let mut c = std::process::Command::new(&openssl);
+        c.arg("s_client")
+            .arg("-connect")
+            .arg(addr.to_string())
+            .args(["-alpn", "http/1.1", "-ign_eof"])
+            .args(extra)
+            .stdin(stdin);
+        let out = c.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let first = s_client(
+        &["-sess_out".as_ref(), sess.as_os_str()],
+        std::fs::File::open(&req).unwrap().into(),
+    );
+    assert!(first.contains("HTTP/1.1 200"), "{first}");
+    assert!(sess.exists(), "the session was saved");
+    let early = [
+        "-sess_in".as_ref(),
+        sess.as_os_str(),
+        "-early_data".as_ref(),
+        req.as_os_str(),
+    ];
+    let second = s_client(&early, std::process::Stdio::null());
+    assert!(second.contains("Reused, TLSv1.3"), "{second}");
+    assert!(second.contains("Early data was accepted"), "{second}");
+    assert!(second.contains("\"early_data\":true"), "{second}");
+    // A replay of the same ticket: refused, the handshake is a full one.
+    let third = s_client(&early, std::process::Stdio::null());
+    assert!(third.contains("Early data was rejected"), "{third}");
+    assert!(!third.contains("\"early_data\":true"), "{third}");
+    assert_eq!(server.early_stats().snapshot()[ANSWERED], 1);
+}
+
+/// quic-go's example client (an independent QUIC stack) against `--h3 --0rtt`: it keeps no
+/// session cache (it has no option for one), so it does full handshakes; they work as before.
+#[test]
+fn quic_go_client_works_against_a_0rtt_server() {
+    let mut c = vec![
+        std::path::PathBuf::from("/usr/local/bin/quic-go-client"),
+        std::path::PathBuf::from("/usr/bin/quic-go-client"),
+    ];
+    if let Some(home) = std::env::var_os("HOME") {
+        c.push(std::path::Path::new(&home).join("go/bin/quic-go-client"));
+    }
+    let Some(client) = common::tool("quic-go-client", &c) else {
+        return;
+    };
+    let (server, _dir) = start_h3(|c| c.zero_rtt = true);
+    let addr = server.h3_addr().unwrap();
+    let out = std::process::Command::new(&client)
+        .arg("-insecure")
+        .arg(format!("https://{addr}/info"))
+        .arg(format!("https://{addr}/info"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(text.matches("\"protocol\":\"HTTP/3\"").count(), 2, "{text}");
+    assert!(!text.contains("early_data"), "{text}");
+}
