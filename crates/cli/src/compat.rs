@@ -191,6 +191,20 @@ mod tests {
         crate::bench::build_config(&args)
     }
 
+    /// `--0rtt` and `--reconnect-every`: off by default; `--0rtt` implies resumption; a
+    /// connection must carry at least one request.
+    #[test]
+    fn zero_rtt_and_reconnect_every() {
+        let cfg = build(&["https://127.0.0.1/"]).unwrap();
+        assert!(!cfg.tls.zero_rtt && !cfg.tls.resumes());
+        assert_eq!(cfg.reconnect_every, None);
+        let cfg = build(&["--0rtt", "--reconnect-every", "3", "https://127.0.0.1/"]).unwrap();
+        assert!(cfg.tls.zero_rtt && cfg.tls.resumes());
+        assert_eq!(cfg.reconnect_every, Some(3));
+        let e = build(&["--reconnect-every", "0", "https://127.0.0.1/"]).unwrap_err();
+        assert!(e.contains("1 or more"), "{e}");
+    }
+
     /// h2load 1.70's `--help` (tests/data, its source named there): the long options.
     fn h2load_long_options() -> Vec<(String, Option<String>)> {
         let help = include_str!("../tests/data/h2load-1.70-help.txt");
