@@ -253,7 +253,8 @@ impl H3Session {
 
     /// Opens our three unidirectional streams once the handshake allows it: when it is
     /// complete, or at once with 0-RTT keys (`--0rtt`; the server's SETTINGS are not known
-    /// yet, so requests use the defaults, RFC 9114 §7.2.4.2, and static QPACK).
+    /// yet, so requests use the defaults, RFC 9114 §7.2.4.2: the static QPACK table until
+    /// the SETTINGS arrive).
     fn start(&mut self, conn: &mut Connection) {
         if self.started || self.closed || (conn.is_handshaking() && !conn.has_0rtt()) {
             return;
@@ -270,13 +271,6 @@ impl H3Session {
         self.control.id = Some(c);
         self.encoder_out.id = Some(e);
         self.decoder_out.id = Some(d);
-        if conn.is_handshaking() {
-            // 0-RTT: no dynamic table either way on this connection (the requests are
-            // encoded before the server's SETTINGS arrive; responses that referenced a table
-            // announced in 0-RTT stalled): a table of 0 is always allowed (RFC 9204 §3.2.3).
-            self.qpack = QpackSettings::STATIC;
-            self.template.set_peer_settings(0, 0);
-        }
         // Our QPACK decoder's limits (0 and 0: the server's sections never wait).
         let settings = Settings {
             qpack_max_table_capacity: u64::from(self.qpack.max_table_capacity),

@@ -135,8 +135,17 @@ impl H3Conn {
             ..Settings::default()
         };
         write_control_stream_start(settings, &mut self.control.buf);
-        UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
-        UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
+        // Requests answered from 0-RTT, before the handshake let these streams open, may have
+        // left QPACK instructions (inserts, acknowledgments) waiting: the stream type goes
+        // first (RFC 9114 §6.2).
+        for (out, kind) in [
+            (&mut self.encoder_out.buf, UniStreamType::QpackEncoder),
+            (&mut self.decoder_out.buf, UniStreamType::QpackDecoder),
+        ] {
+            let waiting = std::mem::take(out);
+            kind.write(out);
+            out.extend_from_slice(&waiting);
+        }
     }
 
     /// Sends GOAWAY once: requests on later streams are refused (stop sending and reset with
