@@ -201,3 +201,77 @@ fn rejected_early_data_is_sent_again_on_the_same_connection() {
     // Each request was answered once: the rejected early copies were never processed.
     assert_eq!(t.join().unwrap(), 6);
 }
+
+/// Counts the requests done, as the run reports its progress.
+#[derive(Default)]
+struct Done(std::sync::atomic::AtomicU64);
+
+impl h2lab_engine::Observer for Done {
+    fn progress(&self, done: u64, _: u64, _: std::time::Duration, _: u64) {
+        self.0.store(done, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn tls_info(&self, _: &h2lab_engine::TlsInfo) {}
+    fn protocol(&self, _: h2lab_engine::AppProtocol) {}
+    fn interval(&self, _: &h2lab_engine::IntervalRow) {}
+    fn phase(&self, _: u32, _: h2lab_engine::TimedRunPhase) {}
+}
+
+/// QUIC 0-RTT rejected: after the first request (a full handshake that brought tickets), the
+/// server is replaced on the same port by one that does not know the tickets; the second
+/// request, due two seconds later on a new connection, goes out in 0-RTT, is rejected and is
+/// sent again on the same connection by a fresh HTTP/3 session.
+#[test]
+fn quic_rejected_0rtt_is_sent_again_on_the_same_connection() {
+    let (first, dir) = server(true, true);
+    let addr = first.h3_addr().unwrap();
+    let mut cfg = BenchConfig::from_uris(&[format!("https://{addr}/json")], None).unwrap();
+    cfg.alpn_list = vec!["h3".to_owned()];
+    cfg.tls.zero_rtt = true;
+    cfg.clients = 1;
+    cfg.requests = 2;
+    cfg.reconnect_every = Some(1);
+    cfg.load.rps = Some(0.5);
+    let done = Arc::new(Done::default());
+    let obs = Arc::clone(&done);
+    let bench =
+        std::thread::spawn(move || h2lab_engine::run(&cfg, &*obs, &StopFlag::new()).unwrap());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while done.0.load(std::sync::atomic::Ordering::Relaxed) == 0
+        || first.early_stats().snapshot()[0] == 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first request never completed"
+        );
+        std::thread::yield_now();
+    }
+    drop(first);
+    let second = h2lab_server::spawn(ServerConfig {
+        listen: None,
+        tls_listen: Some(addr),
+        cert_dir: Some(dir.path().to_path_buf()),
+        zero_rtt: true,
+        h3: true,
+        ..ServerConfig::local()
+    })
+    .unwrap();
+    let r = bench.join().unwrap();
+    let e = r.resume;
+    assert_eq!(r.requests.succeeded, 2, "{:?} {e:?}", r.errors);
+    assert_eq!(
+        (
+            e.early_offered,
+            e.early_accepted,
+            e.early_rejected,
+            e.replayed
+        ),
+        (1, 0, 1, 1),
+        "{e:?}"
+    );
+    let [_, _, refused, answered, _] = second.early_stats().snapshot();
+    assert_eq!(
+        (refused, answered),
+        (1, 0),
+        "the old ticket was unknown there"
+    );
+}
