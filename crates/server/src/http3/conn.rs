@@ -126,8 +126,11 @@ impl H3Conn {
         };
         self.started = true;
         self.control.id = Some(c);
-        self.encoder_out.id = Some(e);
-        self.decoder_out.id = Some(d);
+        // Stream types first (RFC 9114 §6.2): QPACK instructions may be queued already.
+        self.encoder_out
+            .open(e, |b| UniStreamType::QpackEncoder.write(b));
+        self.decoder_out
+            .open(d, |b| UniStreamType::QpackDecoder.write(b));
         let settings = Settings {
             qpack_max_table_capacity: QPACK_TABLE,
             qpack_blocked_streams: QPACK_BLOCKED,
@@ -135,17 +138,6 @@ impl H3Conn {
             ..Settings::default()
         };
         write_control_stream_start(settings, &mut self.control.buf);
-        // Requests answered from 0-RTT, before the handshake let these streams open, may have
-        // left QPACK instructions (inserts, acknowledgments) waiting: the stream type goes
-        // first (RFC 9114 §6.2).
-        for (out, kind) in [
-            (&mut self.encoder_out.buf, UniStreamType::QpackEncoder),
-            (&mut self.decoder_out.buf, UniStreamType::QpackDecoder),
-        ] {
-            let waiting = std::mem::take(out);
-            kind.write(out);
-            out.extend_from_slice(&waiting);
-        }
     }
 
     /// Sends GOAWAY once: requests on later streams are refused (stop sending and reset with
@@ -431,8 +423,7 @@ impl H3Conn {
                 tls: true,
                 body_len: Some(r.sink.body_len),
                 headers: fields,
-                // A request stream complete before the handshake is: it came in 0-RTT.
-                early: conn.is_handshaking(),
+                early: conn.is_handshaking(), // complete before the handshake: 0-RTT
             };
             ctx.router.route(&req, &mut r.dynamic)
         };
