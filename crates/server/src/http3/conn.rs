@@ -126,7 +126,6 @@ impl H3Conn {
         };
         self.started = true;
         self.control.id = Some(c);
-        // Stream types first (RFC 9114 §6.2): QPACK instructions may be queued already.
         self.encoder_out
             .open(e, |b| UniStreamType::QpackEncoder.write(b));
         self.decoder_out
