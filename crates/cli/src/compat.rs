@@ -44,6 +44,19 @@ pub struct CompatArgs {
     #[arg(long = "tls-resume")]
     pub tls_resume: bool,
 
+    /// 0-RTT: resume sessions within the run (as --tls-resume) and send each resumed
+    /// connection's first requests as TLS 1.3 early data (HTTP/1.1 and HTTP/2 over TLS) or
+    /// QUIC 0-RTT (HTTP/3); rejected early data and `425 Too Early` answers are sent again
+    /// after the handshake. h2lab's option; changes what the server sees.
+    #[arg(long = "0rtt")]
+    pub zero_rtt: bool,
+
+    /// Close each connection after N requests and open a new one (which resumes with
+    /// --tls-resume or --0rtt), so that handshakes are part of the measurement. h2lab's
+    /// option [default: connections live as long as the server lets them].
+    #[arg(long = "reconnect-every", value_name = "N", value_parser = parse_reconnect_every)]
+    pub reconnect_every: Option<u64>,
+
     /// Not supported yet: rustls cannot save or load TLS sessions (see --tls-resume).
     #[arg(long = "tls-session-file", value_name = "PATH")]
     pub tls_session_file: Option<PathBuf>,
@@ -88,6 +101,13 @@ fn parse_udp_payload(s: &str) -> Result<u16, String> {
         .ok()
         .filter(|n| (1200..=65527).contains(n))
         .ok_or_else(|| "between 1200 and 65527".into())
+}
+
+fn parse_reconnect_every(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("a number of requests, 1 or more".into()),
+    }
 }
 
 fn parse_frame_size(s: &str) -> Result<u32, String> {
@@ -149,7 +169,9 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
             .map(tls_opts::parse_groups)
             .transpose()?,
         resume: a.tls_resume,
+        zero_rtt: a.zero_rtt,
     };
+    cfg.reconnect_every = a.reconnect_every;
     Ok(())
 }
 
@@ -167,6 +189,20 @@ mod tests {
             return Err("not bench".into());
         };
         crate::bench::build_config(&args)
+    }
+
+    /// `--0rtt` and `--reconnect-every`: off by default; `--0rtt` implies resumption; a
+    /// connection must carry at least one request.
+    #[test]
+    fn zero_rtt_and_reconnect_every() {
+        let cfg = build(&["https://127.0.0.1/"]).unwrap();
+        assert!(!cfg.tls.zero_rtt && !cfg.tls.resumes());
+        assert_eq!(cfg.reconnect_every, None);
+        let cfg = build(&["--0rtt", "--reconnect-every", "3", "https://127.0.0.1/"]).unwrap();
+        assert!(cfg.tls.zero_rtt && cfg.tls.resumes());
+        assert_eq!(cfg.reconnect_every, Some(3));
+        let e = build(&["--reconnect-every", "0", "https://127.0.0.1/"]).unwrap_err();
+        assert!(e.contains("1 or more"), "{e}");
     }
 
     /// h2load 1.70's `--help` (tests/data, its source named there): the long options.

@@ -105,6 +105,11 @@ pub struct ServeArgs {
     /// HTTP/2 and HTTP/3, then its 200 after the page's think time (`/page?think=200ms`)
     #[arg(long = "early-hints")]
     pub early_hints: bool,
+    /// 0-RTT: accept TLS 1.3 early data and QUIC 0-RTT from resumed clients (single-use
+    /// tickets); only GET and HEAD are answered from early data, other requests (and
+    /// `?replay=unsafe` targets) get `425 Too Early` (RFC 8470). Off by default
+    #[arg(long = "0rtt")]
+    pub zero_rtt: bool,
 
     /// TCP_NOTSENT_LOWAT in bytes with --priorities rfc9218 (0: kernel default): keeps unsent
     /// socket data small so priorities act on a slow link.
@@ -207,6 +212,7 @@ pub fn build_config(args: &ServeArgs) -> ServerConfig {
         priorities: args.priorities,
         push: args.push,
         early_hints: args.early_hints,
+        zero_rtt: args.zero_rtt,
         notsent_lowat: args.notsent_lowat,
         notsent_lowat_min_rtt: args.notsent_lowat_min_rtt,
         keep_alive: args.keep_alive && !args.no_keep_alive,
@@ -292,6 +298,9 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
             "{PREFIX} early hints: on (/page answers 103 Early Hints naming its CSS and JS, then its 200 after ?think=)"
         );
     }
+    if server.tls_addr().is_some() {
+        print_zero_rtt(args.zero_rtt, args.quiet);
+    }
     if args.quiet {
         return;
     }
@@ -306,6 +315,19 @@ fn print_banner(server: &RunningServer, args: &ServeArgs) {
         );
     }
     println!("{PREFIX} endpoints: / /ping /json /data?size=N /compute?work=N /info /delay?ms=N /status/N /page?n=N; SIGINT or SIGTERM stops");
+}
+
+/// The 0-RTT setting of the TLS ports: on is printed even with `--quiet` (it changes what
+/// clients may do), off only in the full banner.
+fn print_zero_rtt(on: bool, quiet: bool) {
+    if on {
+        println!(
+            "{PREFIX} 0-RTT: on (TLS 1.3 early data up to {} KiB and QUIC 0-RTT from resumed clients, single-use tickets; GET/HEAD answered early, others 425 Too Early)",
+            h2lab_server::early::MAX_EARLY_DATA / 1024
+        );
+    } else if !quiet {
+        println!("{PREFIX} 0-RTT: off (sessions resume; --0rtt accepts early data)");
+    }
 }
 
 #[cfg(test)]

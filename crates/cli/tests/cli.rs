@@ -121,6 +121,8 @@ fn help_and_version_exit_0() {
         "--tls13-ciphers",
         "--groups",
         "--tls-resume",
+        "--0rtt",
+        "--reconnect-every",
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }

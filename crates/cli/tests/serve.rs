@@ -490,3 +490,42 @@ fn early_hints_are_announced_and_sent_before_the_page() {
     s.signal("-TERM");
     assert_eq!(s.wait_exit(), Some(0));
 }
+
+/// `--0rtt` is printed even with `-q`; without it, the full banner says it is off.
+#[test]
+fn the_0rtt_setting_is_printed() {
+    let dir = scratch_dir("zero-rtt");
+    let cert_dir = dir.join("certs");
+    let args = |extra: &'static [&'static str]| {
+        let mut a = vec![
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-listen",
+            "127.0.0.1:0",
+            "--cert-dir",
+            cert_dir.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        a
+    };
+    for (extra, want) in [
+        (
+            &["--0rtt", "-q"][..],
+            "0-RTT: on (TLS 1.3 early data up to 16 KiB",
+        ),
+        (&[][..], "0-RTT: off (sessions resume"),
+    ] {
+        let s = Served::start(&args(extra));
+        let mut banner = s.stdout.clone();
+        while !banner.iter().any(|l| l.contains(want)) {
+            banner.push(
+                s.lines
+                    .recv_timeout(DEADLINE)
+                    .expect("the setting is printed"),
+            );
+        }
+        s.signal("-TERM");
+        assert_eq!(s.wait_exit(), Some(0));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -165,6 +165,10 @@ pub struct BenchConfig {
     /// HTTP/3: write a qlog (JSON-SEQ) per connection to `BASE.<worker>.<client>.sqlog`
     /// (`--qlog-file-base`, h2load's naming; a reconnection overwrites its client's file).
     pub qlog_file_base: Option<std::path::PathBuf>,
+    /// `--reconnect-every N`: each connection carries N requests, then the client closes it
+    /// and opens a new one (which resumes with `--tls-resume`/`--0rtt`). `None`: connections
+    /// live as long as the server lets them (h2load's behaviour).
+    pub reconnect_every: Option<u64>,
 }
 
 /// The longest hold of request coalescing when `--coalesce` is given without a
@@ -212,6 +216,7 @@ impl BenchConfig {
             accept_push: false,
             tls: crate::tls_opts::TlsOptions::default(),
             no_udp_gso: false,
+            reconnect_every: None,
             max_udp_payload_size: None,
             qlog_file_base: None,
         }

@@ -74,6 +74,7 @@ pub mod plan;
 pub mod priority;
 mod request;
 pub mod result;
+pub mod resume;
 mod run;
 pub mod samples;
 pub mod schedule;

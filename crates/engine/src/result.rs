@@ -332,6 +332,9 @@ pub struct RunResult {
     /// TLS handshakes that resumed a session (`--tls-resume`); connections of
     /// the warm-up included, like the connect times.
     pub tls_resumed: u64,
+    /// Handshakes, resumptions and early data (`--tls-resume`, `--0rtt`); all zero
+    /// without them.
+    pub resume: crate::resume::ResumeStats,
     /// Pushed streams accepted (`--push accept`, [`BenchConfig::accept_push`](crate::BenchConfig::accept_push));
     /// 0 when push is refused. They are never used, so every pushed byte is wasted.
     pub pushed_streams: u64,

@@ -122,7 +122,12 @@ pub fn run(
                 &tls,
                 &alpn,
                 &prep,
-                quic.clone().map(|mut q| {
+                // Resuming: each worker its own session store (a configuration of its own).
+                match quic.is_some() && cfg.tls.resumes() {
+                    true => quic_dial(cfg, &alpn, None)?,
+                    false => quic.clone(),
+                }
+                .map(|mut q| {
                     if let Some(f) = q.qlog.as_mut() {
                         f.worker = i;
                     }
@@ -346,9 +351,17 @@ pub(crate) fn worker_dialer(
     prep: &Prepared,
     quic: Option<QuicDial>,
 ) -> Dialer {
+    let own_store = |c: &rustls::ClientConfig| {
+        let mut c = c.clone();
+        if cfg.tls.resumes() {
+            // The worker's connections share sessions; no other worker sees them.
+            crate::resume::SessionStore::new().apply(&mut c, cfg.tls.zero_rtt);
+        }
+        Arc::new(c)
+    };
     Dialer {
         endpoint: endpoint.clone(),
-        tls: tls.as_ref().map(|(c, n)| (Arc::new(c.clone()), n.clone())),
+        tls: tls.as_ref().map(|(c, n)| (own_store(c), n.clone())),
         alpn: AlpnOffer::of(alpn),
         cleartext: cfg.cleartext_protocol(),
         prep: Arc::new(prep.clone()),
@@ -356,6 +369,10 @@ pub(crate) fn worker_dialer(
         h2: H2Settings::of(cfg),
         qpack: crate::h3::QpackSettings::of(cfg),
         verbose: cfg.verbose,
+        zero_rtt: cfg.tls.zero_rtt,
+        early_proto: std::cell::Cell::new(None),
+        reconnect_every: cfg.reconnect_every.unwrap_or(0),
+        resumes: cfg.tls.resumes(),
         quic,
     }
 }

@@ -53,6 +53,8 @@ pub(crate) struct WorkerStats {
     pub read_waits: u64,
     /// TLS handshakes that resumed a session.
     pub tls_resumed: u64,
+    /// Resumption and early data (`--tls-resume`, `--0rtt`).
+    pub resume: crate::resume::ResumeStats,
     /// Pushed streams accepted (`--push accept`).
     pub pushed_streams: u64,
     /// Pushed response body bytes received.
@@ -100,6 +102,7 @@ impl WorkerStats {
             reconnects: 0,
             read_waits: 0,
             tls_resumed: 0,
+            resume: Default::default(),
             pushed_streams: 0,
             pushed_bytes: 0,
             pushed_frame_bytes: 0,
@@ -266,6 +269,7 @@ pub(crate) fn merge(
     let mut client_rps = Vec::new();
     let mut errors = ErrorCounts::default();
     let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
+    let mut resume = crate::resume::ResumeStats::default();
     let (mut pushed_streams, mut pushed_bytes, mut pushed_frame_bytes) = (0, 0, 0);
     let mut bytes_sent = 0;
     let mut response_bytes = 0;
@@ -317,6 +321,7 @@ pub(crate) fn merge(
         reconnects += w.reconnects;
         read_waits += w.read_waits;
         tls_resumed += w.tls_resumed;
+        resume.merge(&w.resume);
         pushed_streams += w.pushed_streams;
         pushed_bytes += w.pushed_bytes;
         pushed_frame_bytes += w.pushed_frame_bytes;
@@ -365,6 +370,7 @@ pub(crate) fn merge(
         reconnects,
         read_waits,
         tls_resumed,
+        resume,
         pushed_streams,
         pushed_bytes,
         pushed_frame_bytes,

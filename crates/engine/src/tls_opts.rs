@@ -31,6 +31,16 @@ pub struct TlsOptions {
     /// `--tls-resume`: connections resume the sessions of earlier connections of the run
     /// (rustls' in-memory cache). Off by default: every handshake is a full one, as in h2load.
     pub resume: bool,
+    /// `--0rtt`: resume (as `resume`) and send each resumed connection's first requests as
+    /// TLS 1.3 early data or QUIC 0-RTT (RFC 8446 §4.2.10, RFC 9001 §4.6). Off by default.
+    pub zero_rtt: bool,
+}
+
+impl TlsOptions {
+    /// Connections resume sessions of earlier ones (`--tls-resume` or `--0rtt`).
+    pub fn resumes(&self) -> bool {
+        self.resume || self.zero_rtt
+    }
 }
 
 fn split(list: &str) -> impl Iterator<Item = &str> {
@@ -218,6 +228,7 @@ mod tests {
             ciphers: Some(vec![CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384]),
             groups: Some(vec![NamedGroup::secp384r1, NamedGroup::X25519]),
             resume: false,
+            zero_rtt: false,
         };
         apply(&mut p, &o);
         let suites: Vec<CipherSuite> = p.cipher_suites.iter().map(|s| s.suite()).collect();

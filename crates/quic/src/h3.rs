@@ -31,6 +31,16 @@ pub struct OutStream {
 }
 
 impl OutStream {
+    /// Opens the stream as `id`, its first bytes written by `head` (the stream type) ahead of
+    /// whatever was queued before it could open (QPACK instructions of responses sent while
+    /// a 0-RTT handshake was still in progress).
+    pub fn open(&mut self, id: StreamId, head: impl FnOnce(&mut Vec<u8>)) {
+        let queued = std::mem::take(&mut self.buf);
+        head(&mut self.buf);
+        self.buf.extend_from_slice(&queued);
+        self.id = Some(id);
+    }
+
     /// Writes what QUIC's flow control allows; `false` if the stream is gone (stopped or
     /// reset: for these critical streams a connection error, RFC 9114 §6.2.1).
     pub fn flush(&mut self, conn: &mut Connection) -> bool {

@@ -77,6 +77,7 @@ pub fn empty_result() -> RunResult {
         reconnects: 0,
         read_waits: 0,
         tls_resumed: 0,
+        resume: Default::default(),
         informational: Vec::new(),
         pushed_streams: 0,
         pushed_bytes: 0,

@@ -287,7 +287,9 @@ pub fn extra_lines(r: &RunResult) -> String {
         s.push_str(FALLBACK_WARNING);
         s.push('\n');
     }
-    if r.tls_resumed > 0 {
+    if let Some(line) = resumption_line(&r.resume) {
+        s.push_str(&line);
+    } else if r.tls_resumed > 0 {
         let _ = writeln!(
             s,
             "TLS: {} of {} handshakes resumed a session",
@@ -323,6 +325,25 @@ pub fn extra_lines(r: &RunResult) -> String {
         s.push_str("interrupted: the run was stopped by a signal; the numbers above cover the work done until then\n");
     }
     s
+}
+
+/// `TLS handshakes: 100, 99 resumed; early data: 99 offered, 98 accepted, 1 rejected, 2
+/// requests replayed, 0 answered 425 Too Early`: what resumption and 0-RTT did
+/// (`--tls-resume`, `--0rtt`), one informational line; `None` when nothing was counted.
+pub fn resumption_line(r: &h2lab_engine::resume::ResumeStats) -> Option<String> {
+    if r.is_empty() {
+        return None;
+    }
+    let mut s = format!("TLS handshakes: {}, {} resumed", r.handshakes, r.resumed);
+    if r.early_offered > 0 || r.too_early > 0 {
+        let _ = write!(
+            s,
+            "; early data: {} offered, {} accepted, {} rejected, {} requests replayed, {} answered 425 Too Early",
+            r.early_offered, r.early_accepted, r.early_rejected, r.replayed, r.too_early
+        );
+    }
+    s.push('\n');
+    Some(s)
 }
 
 /// `informational responses: 300 103 Early Hints, 2 100 Continue`: the interim (1xx)

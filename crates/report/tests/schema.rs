@@ -372,3 +372,41 @@ fn informational_counts_validate_round_trip_and_merge() {
         .get("informational")
         .is_none());
 }
+
+/// Resumption and early data counts: written as `resumption`, valid within version 1, read
+/// back, added by a merge, printed on one line; absent (and no line) when nothing counted.
+#[test]
+fn resumption_counts_validate_round_trip_and_merge() {
+    let plain = run(true);
+    let value = to_value(&json::to_json(&plain, &options()).unwrap());
+    assert!(value.get("resumption").is_none());
+    assert!(!h2lab_report::text::summary(&plain).contains("TLS handshakes:"));
+
+    let mut r = run(true);
+    r.resume = h2lab_engine::resume::ResumeStats {
+        handshakes: 100,
+        resumed: 99,
+        early_offered: 99,
+        early_accepted: 97,
+        early_rejected: 2,
+        replayed: 4,
+        too_early: 3,
+    };
+    let doc = json::to_json(&r, &options()).unwrap();
+    let value = to_value(&doc);
+    assert_valid(&value);
+    assert_eq!(value["resumption"]["early_data_accepted"], 97);
+    assert_eq!(value["resumption"]["too_early"], 3);
+    let (back, _) = json::from_json(&doc).unwrap();
+    assert_eq!(back.resume, r.resume);
+    let m = json::merge(&doc, &doc, MergeMode::Concurrent).unwrap();
+    assert_eq!(to_value(&m)["resumption"]["handshakes"], 200);
+    let mut bad = value.clone();
+    bad["resumption"]["early"] = serde_json::json!(1);
+    assert!(!validator().is_valid(&bad), "unknown keys are refused");
+    let text = h2lab_report::text::summary(&r);
+    assert!(
+        text.contains("\nTLS handshakes: 100, 99 resumed; early data: 99 offered, 97 accepted, 2 rejected, 4 requests replayed, 3 answered 425 Too Early\n"),
+        "{text}"
+    );
+}

@@ -81,6 +81,13 @@ pub struct ServerConfig {
     /// and JS (`rel=preload`), on HTTP/1.1, HTTP/2 and HTTP/3, sent before the page's
     /// think time (`/page?think=200ms`).
     pub early_hints: bool,
+    /// TLS 1.3 early data and QUIC 0-RTT (`--0rtt`, off by default): resumed clients may
+    /// send requests in their first flight. Only requests that are safe to replay are
+    /// answered from early data (RFC 8470); the others get `425 Too Early`. Session tickets
+    /// are single-use ([`crate::early::SingleUseTickets`]), so early data cannot be replayed.
+    pub zero_rtt: bool,
+    /// Where the early-data counters of `zero_rtt` go (shared by the TLS and QUIC ports).
+    pub early_stats: std::sync::Arc<crate::early::EarlyStats>,
     /// TCP_NOTSENT_LOWAT on accepted connections when `priorities` is on (bytes; 0 leaves
     /// the kernel default): keeps the unsent part of the socket buffer small so that the
     /// scheduler, not the kernel queue, decides what goes out next on a slow link.
@@ -132,6 +139,8 @@ impl Default for ServerConfig {
             priorities: crate::sched::PriorityMode::Rfc9218,
             push: false,
             early_hints: false,
+            zero_rtt: false,
+            early_stats: Default::default(),
             notsent_lowat: 16 * 1024,
             notsent_lowat_min_rtt: Duration::from_millis(10),
             h3: false,

@@ -43,6 +43,8 @@ pub struct Conn {
     /// TLS close_notify to send once the queued output is in rustls (so that a GOAWAY
     /// queued before closing reaches the client ahead of it).
     close_notify: bool,
+    /// TLS 1.3 early data was accepted on this connection (`--0rtt`).
+    early_seen: bool,
     life: Life,
     last_active: Instant,
     /// Unread input and the consumed count when it was first seen not moving (sampled at
@@ -80,6 +82,7 @@ impl Conn {
             read_eof: false,
             write_blocked: false,
             close_notify: false,
+            early_seen: false,
             life: Life::Open,
             last_active: now,
             stall: None,
@@ -190,6 +193,11 @@ impl Conn {
                 }
             }
             Some(tls) => {
+                // Early data comes before anything sent after the handshake.
+                if let Some(n) = read_early(tls, &mut self.inbuf) {
+                    self.early_seen = true;
+                    return Ok(n);
+                }
                 // Plaintext already decrypted but not yet taken comes first.
                 match tls.reader().read(self.inbuf.spare()) {
                     Ok(0) => {
@@ -228,6 +236,10 @@ impl Conn {
                             let _ = tls.write_tls(&mut self.sock);
                             return Err(io::Error::other(format!("TLS: {e}")));
                         }
+                        if let Some(n) = read_early(tls, &mut self.inbuf) {
+                            self.early_seen = true;
+                            return Ok(n);
+                        }
                         // Handshake messages to send.
                         Ok(match tls.reader().read(self.inbuf.spare()) {
                             Ok(0) => {
@@ -260,6 +272,7 @@ impl Conn {
             out: &mut self.out,
             read_eof: self.read_eof,
             tls: self.tls.is_some(),
+            early: self.early_seen && self.tls.as_ref().is_some_and(|t| t.is_handshaking()),
             peer: self.peer,
         };
         (io, &mut self.proto)
@@ -269,7 +282,9 @@ impl Conn {
     fn process(&mut self, ctx: &mut Ctx<'_>) -> Next {
         let handshake = match &self.tls {
             None => Handshake::Cleartext,
-            Some(tls) if tls.is_handshaking() => Handshake::TlsPending,
+            // With early data the ALPN choice is made (the ClientHello was processed): the
+            // protocol starts on the early data, its answers go out as half-RTT data.
+            Some(tls) if tls.is_handshaking() && !self.early_seen => Handshake::TlsPending,
             Some(tls) => Handshake::TlsDone {
                 h2: tls.alpn_protocol() == Some(b"h2"),
             },
@@ -359,7 +374,7 @@ impl Conn {
                 }
             }
             Some(tls) => loop {
-                if !self.out.is_empty() && !tls.is_handshaking() {
+                if !self.out.is_empty() && (!tls.is_handshaking() || self.early_seen) {
                     // rustls encrypts straight from the slices (no plaintext copy of ours);
                     // it takes what fits under its buffer limit.
                     let mut iov = [io::IoSlice::new(&[]); MAX_IOV];
@@ -465,6 +480,18 @@ impl Conn {
 
     fn log_once(&self, args: std::fmt::Arguments<'_>) {
         warn!("{}: {}", self.peer, args);
+    }
+}
+
+/// Moves accepted TLS 1.3 early data into `inbuf`: `Some(n)` when bytes came.
+fn read_early(tls: &mut rustls::ServerConnection, inbuf: &mut crate::ctx::InBuf) -> Option<usize> {
+    let mut early = tls.early_data()?;
+    match early.read(inbuf.spare()) {
+        Ok(n) if n > 0 => {
+            inbuf.commit(n);
+            Some(n)
+        }
+        _ => None,
     }
 }
 

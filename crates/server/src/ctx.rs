@@ -171,6 +171,9 @@ pub struct Io<'a> {
     pub read_eof: bool,
     /// The connection is TLS.
     pub tls: bool,
+    /// The input being processed is TLS 1.3 early data (`--0rtt`, handshake not complete):
+    /// requests parsed now may be replays (RFC 8470).
+    pub early: bool,
     /// Peer address (for logs).
     pub peer: SocketAddr,
 }

@@ -296,6 +296,7 @@ impl H1 {
             tls: io.tls,
             body_len,
             headers: &H1Fields(head.headers),
+            early: io.early,
         };
         let mut resp = ctx.shared.router.route(&request, &mut self.dynamic);
         if http10 {

@@ -34,6 +34,7 @@ pub mod config;
 mod conn;
 mod ctx;
 pub mod date;
+pub mod early;
 pub mod endpoints;
 mod h2head;
 mod head_key;
@@ -412,6 +413,7 @@ pub struct RunningServer {
     thread: Option<JoinHandle<Result<(), ServerError>>>,
     ids: ThreadIds,
     threads: usize,
+    early: Arc<early::EarlyStats>,
 }
 
 impl RunningServer {
@@ -456,6 +458,11 @@ impl RunningServer {
             1
         };
         1 + self.threads + usize::from(self.threads > 1) + usize::from(self.h3_addr.is_some()) * h3
+    }
+
+    /// The early-data counters (`--0rtt`): tickets and requests answered or refused early.
+    pub fn early_stats(&self) -> &early::EarlyStats {
+        &self.early
     }
 
     /// A clone of the stop handle.
@@ -553,6 +560,7 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
     let ids = ThreadIds::default();
     let ids2 = ids.clone();
     let threads = config.threads;
+    let early = Arc::clone(&config.early_stats);
     let thread = std::thread::Builder::new()
         .name("h2lab-server".into())
         .spawn(move || run_with_ids(listeners, config, sd, &ids2))
@@ -567,5 +575,6 @@ pub fn spawn(mut config: ServerConfig) -> Result<RunningServer, ServerError> {
         thread: Some(thread),
         ids,
         threads,
+        early,
     })
 }

@@ -174,6 +174,7 @@ impl MemoryConn {
             out: &mut self.out,
             read_eof: self.read_eof,
             tls: self.handshake != Handshake::Cleartext,
+            early: false,
             peer: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
         };
         let ctx = Ctx {

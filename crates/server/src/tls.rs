@@ -170,6 +170,19 @@ pub fn server_config(
         .with_single_cert(certs, key)
         .map_err(|e| ServerError::Tls(format!("certificate/key: {e}")))?;
     tls.alpn_protocols = config.alpn.clone();
+    // Resumption is on as in most servers: rustls' defaults (stateful, session IDs for TLS
+    // 1.2, two TLS 1.3 tickets per handshake). With `--0rtt`, early data is accepted on
+    // resumed TLS 1.3 handshakes whose tickets are single-use (rustls allows early data only
+    // with stateful tickets), and answers may go out before the client's Finished (half-RTT
+    // data), which is what makes 0-RTT save a round trip.
+    if config.zero_rtt {
+        tls.session_storage = Arc::new(crate::early::SingleUseTickets::new(
+            4096,
+            Arc::clone(&config.early_stats),
+        ));
+        tls.max_early_data_size = crate::early::MAX_EARLY_DATA;
+        tls.send_half_rtt_data = true;
+    }
     Ok(Arc::new(tls))
 }
 

@@ -27,6 +27,7 @@ use crate::session::{Session, SessionError, SessionEvents};
 use crate::transport::{Endpoint, Handshake, ReadEnd, Socket, Transport};
 use h2lab_wire::qpack::{EncoderConfig, RequestTemplate};
 
+mod early;
 mod protocol;
 pub(crate) mod quic;
 #[cfg(test)]
@@ -94,6 +95,15 @@ pub(crate) struct Dialer {
     pub verbose: bool,
     /// HTTP/3: connections are QUIC (ALPN `h3`) instead of TCP.
     pub quic: Option<quic::QuicDial>,
+    /// `--0rtt`: resumed connections start their session in early data / 0-RTT.
+    pub zero_rtt: bool,
+    /// The protocol the last TLS handshake chose: what an early session speaks (the server
+    /// accepts early data only for the ALPN of the resumed session, RFC 8446 §4.2.10).
+    pub early_proto: std::cell::Cell<Option<AppProtocol>>,
+    /// `--reconnect-every N` (0: off): requests per connection before it is replaced.
+    pub reconnect_every: u64,
+    /// Sessions resume (`--tls-resume`, `--0rtt`): handshakes are counted.
+    pub resumes: bool,
 }
 
 /// The step a connection is at.
@@ -227,6 +237,8 @@ pub(crate) struct Connection {
     pub last_activity: Instant,
     /// Index of the endpoint address in use.
     pub addr_idx: usize,
+    /// Early data (0-RTT) is wanted / was offered on this connection (see `early.rs`).
+    early: early::Early,
 }
 
 impl Dialer {
@@ -261,6 +273,7 @@ impl Dialer {
                             session: None,
                             last_activity: now,
                             addr_idx: i,
+                            early: early::Early::wanted(self.zero_rtt),
                         })
                     }
                     Err(e) => last_err = Some((i, e)),
@@ -294,6 +307,7 @@ impl Dialer {
                 session: None,
                 last_activity: now,
                 addr_idx: i,
+                early: early::Early::wanted(self.zero_rtt),
             });
         }
         let (addr_idx, source) = last_err.unwrap_or_else(|| {
@@ -314,6 +328,13 @@ impl Dialer {
         if matches!(conn.transport.socket, Socket::Quic(_)) {
             // quinn-proto fails the handshake unless the server selected `h3`.
             Ok((AppProtocol::H3, false))
+        } else if let Some(p) = conn
+            .transport
+            .in_early_phase()
+            .then(|| self.early_proto.get())
+        {
+            // Early data: the resumed session's protocol (no ALPN answer yet).
+            p.map(|p| (p, false)).ok_or(ProtocolError::NoAlpn)
         } else if conn.transport.is_tls() {
             self.alpn.choose(conn.transport.alpn())
         } else {
@@ -403,6 +424,9 @@ impl Connection {
     /// Drives the connect and the TLS handshake as far as the socket allows.
     pub(crate) fn establish(&mut self) -> Result<Establish, ConnEnd> {
         let addr_idx = self.addr_idx;
+        if self.start_early() {
+            return Ok(Establish::Ready);
+        }
         if let Some(link) = self.quic() {
             return link.handshake(Instant::now()).map_err(|e| match e {
                 // Nobody listens on the server's UDP port: a failed connect, as on TCP.
@@ -424,6 +448,9 @@ impl Connection {
                     }
                     self.state = ConnState::Handshaking;
                     progressed = true;
+                    if self.start_early() {
+                        return Ok(Establish::Ready);
+                    }
                 }
                 Err(source) => {
                     return Err(ConnEnd::Connect {

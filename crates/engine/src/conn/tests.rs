@@ -99,6 +99,10 @@ fn connect_walks_the_address_list() {
         qpack: crate::h3::QpackSettings::STATIC,
         verbose: false,
         quic: None,
+        zero_rtt: false,
+        early_proto: std::cell::Cell::new(None),
+        reconnect_every: 0,
+        resumes: false,
     };
     let poll = mio::Poll::new().unwrap();
     // A non-blocking connect to loopback may only fail later (at `establish`):

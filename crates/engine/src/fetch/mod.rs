@@ -366,6 +366,11 @@ impl Fetcher {
             // A page load keeps the static QPACK shape (its lab figures were measured so).
             qpack: crate::h3::QpackSettings::STATIC,
             verbose: false,
+            // The fetcher does not send early data (its loads handle no rejection).
+            zero_rtt: false,
+            early_proto: std::cell::Cell::new(None),
+            reconnect_every: 0,
+            resumes: false,
             quic,
         };
         Ok(Fetcher {

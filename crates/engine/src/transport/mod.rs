@@ -26,6 +26,7 @@ use rustls::{ClientConfig, ClientConnection};
 use crate::error::TransportError;
 use crate::result::TlsInfo;
 
+mod early;
 mod tls_config;
 pub use crate::tls_opts::openssl_cipher_name;
 pub(crate) use tls_config::{client_config, server_name};
@@ -256,12 +257,18 @@ pub(crate) struct Transport {
     /// The socket (registered with the worker's poll).
     pub(crate) socket: Socket,
     tls: Option<Box<ClientConnection>>,
+    /// Early data was offered and its fate is not known yet ([`Transport::early_outcome`]).
+    early: bool,
 }
 
 impl Transport {
     /// A cleartext transport.
     pub(crate) fn plain(socket: Socket) -> Transport {
-        Transport { socket, tls: None }
+        Transport {
+            socket,
+            tls: None,
+            early: false,
+        }
     }
 
     /// A TLS transport; the handshake starts with [`Transport::handshake`].
@@ -275,6 +282,7 @@ impl Transport {
         Ok(Transport {
             socket,
             tls: Some(Box::new(conn)),
+            early: false,
         })
     }
 
@@ -408,6 +416,9 @@ impl Transport {
                 }
             };
         };
+        if self.early && tls.is_handshaking() {
+            return early::write_early(tls, &mut self.socket, data);
+        }
         let n = tls.writer().write(data)?;
         Self::flush_tls(tls, &mut self.socket)?;
         if n == 0 && !data.is_empty() {

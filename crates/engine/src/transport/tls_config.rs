@@ -137,11 +137,11 @@ pub(crate) fn client_config(
         builder.with_root_certificates(roots).with_no_client_auth()
     };
     cfg.alpn_protocols = alpn.iter().map(|p| p.as_bytes().to_vec()).collect();
-    cfg.resumption = if opts.resume {
-        rustls::client::Resumption::in_memory_sessions(256)
+    if opts.resumes() {
+        crate::resume::SessionStore::new().apply(&mut cfg, opts.zero_rtt);
     } else {
-        rustls::client::Resumption::disabled()
-    };
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
     Ok(cfg)
 }
 

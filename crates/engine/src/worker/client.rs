@@ -29,6 +29,9 @@ pub(super) struct Slot {
     pub(super) measured: bool,
     /// Paced runs: when the request was meant to start (its due time).
     pub(super) intended: Option<Instant>,
+    /// Submitted while the connection was in early data (`--0rtt`): a `425 Too Early`
+    /// answer sends it again instead of counting.
+    pub(super) early: bool,
 }
 
 /// Per-client state that outlives connections (reused across reconnects).
@@ -71,12 +74,23 @@ pub(super) struct Core {
     /// address) when the next one is due rather than at once, so that the new connection is
     /// not itself closed idle before it carries anything.
     pub(super) reconnect_to: Option<usize>,
+    /// Requests submitted on the current connection (`--reconnect-every`).
+    pub(super) issued_on_conn: u64,
+    /// `--reconnect-every N` (0: off): the connection carries N requests, then is replaced.
+    pub(super) reconnect_every: u64,
+    /// The connection's session runs in early data (`--0rtt`, handshake not complete).
+    pub(super) early_phase: bool,
 }
 
 impl Core {
     /// The client has requests to send: work left and not switched off by the gate.
     pub(super) fn wants_requests(&self) -> bool {
         !self.parked && !self.paused && (self.unbounded || self.req_left > 0)
+    }
+
+    /// `--reconnect-every`: the connection carried its share; no more requests on it.
+    pub(super) fn conn_used_up(&self) -> bool {
+        self.reconnect_every > 0 && self.issued_on_conn >= self.reconnect_every
     }
 
     /// [`Core::wants_requests`] and a free slot to put one in.
@@ -114,6 +128,7 @@ impl Client {
                         in_use: false,
                         measured: false,
                         intended: None,
+                        early: false,
                     };
                     m as usize
                 ]
@@ -141,6 +156,9 @@ impl Client {
                 retry: Vec::with_capacity(m as usize),
                 held_since: None,
                 reconnect_to: None,
+                issued_on_conn: 0,
+                reconnect_every: 0,
+                early_phase: false,
             },
         }
     }
@@ -161,7 +179,7 @@ pub(super) fn fill(
 ) -> u32 {
     let nuris = prep.len();
     let mut submitted = 0;
-    while core.wants_requests() && session.can_submit() {
+    while core.wants_requests() && !core.conn_used_up() && session.can_submit() {
         let Some(slot) = core.free.pop() else { break };
         let retried = core.retry.pop();
         let intended = match retried {
@@ -198,8 +216,10 @@ pub(super) fn fill(
                 in_use: true,
                 measured: measuring,
                 intended,
+                early: core.early_phase,
             };
         }
+        core.issued_on_conn += 1;
         core.unstamped.push(slot);
         core.req_inflight += 1;
         if measuring {

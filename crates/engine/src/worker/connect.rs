@@ -30,6 +30,8 @@ impl Worker<'_> {
         client.core.ttfb_done = false;
         client.core.completed_on_conn = 0;
         client.core.read_since_completion = 0;
+        client.core.issued_on_conn = 0;
+        client.core.early_phase = false;
         match self
             .s
             .dialer
@@ -38,7 +40,12 @@ impl Worker<'_> {
             Ok(conn) => {
                 let client = &mut self.clients[idx];
                 client.core.start.get_or_insert(now);
+                let early_now = conn.quic_early_ready();
                 client.conn = Some(conn);
+                if early_now {
+                    // 0-RTT: the requests go right behind the Initial.
+                    self.drive(idx, false);
+                }
             }
             Err(end) => self.failed_before_open(idx, end),
         }
@@ -255,8 +262,12 @@ impl Worker<'_> {
         let core = &mut client.core;
         self.stats
             .record_connect(now.saturating_duration_since(core.connect_start));
-        if conn.transport.resumed() {
-            self.stats.tls_resumed += 1;
+        if conn.offered_early() {
+            // The handshake goes on under the session: counted at its end (`early.rs`).
+            self.stats.resume.early_offered += 1;
+            core.early_phase = true;
+        } else {
+            super::early::count_handshake(&mut self.stats, &self.s.dialer, conn, proto);
         }
         if self.stats.app_protocol.is_none() {
             self.stats.app_protocol = Some(proto);

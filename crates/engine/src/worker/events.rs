@@ -42,6 +42,23 @@ impl Ev<'_> {
         Some(copy)
     }
 
+    /// A request the server did not process (refused stream, `425 Too Early`): put back.
+    fn requeue(&mut self, s: &Slot) {
+        self.core.issued_on_conn = self.core.issued_on_conn.saturating_sub(1);
+        if s.measured && self.measuring {
+            self.st.started = self.st.started.saturating_sub(1);
+        }
+        if let Some(i) = s.intended {
+            if self.core.retry.len() < self.core.retry.capacity() {
+                self.core.retry.push(i);
+            }
+        }
+        if !self.core.unbounded {
+            self.core.req_left += 1;
+            self.core.active_deadline = None;
+        }
+    }
+
     fn log_line(&mut self, s: &Slot, status: Option<u16>) {
         if let Some(l) = self.log.as_mut() {
             let d = self.now.saturating_duration_since(s.start).as_micros();
@@ -62,6 +79,11 @@ impl SessionEvents for Ev<'_> {
             return;
         }
         let count = s.measured && self.measuring;
+        if status == 425 && s.early {
+            // RFC 8470 §5.2: sent again after the handshake; not a response (see `complete`).
+            s.status = status;
+            return;
+        }
         if status < 200 {
             if count {
                 self.st.status[1] += 1;
@@ -97,6 +119,11 @@ impl SessionEvents for Ev<'_> {
         self.st.roll_series(self.now);
         self.ttfb();
         let Some(s) = self.release(slot) else { return };
+        if s.early && s.status == 425 {
+            self.st.resume.too_early += 1;
+            self.requeue(&s);
+            return;
+        }
         self.core.completed_on_conn += 1;
         let read = std::mem::take(&mut self.core.read_since_completion);
         let took = self.now.saturating_duration_since(s.start);
@@ -134,19 +161,7 @@ impl SessionEvents for Ev<'_> {
 
     fn refused(&mut self, slot: u32) {
         let Some(s) = self.release(slot) else { return };
-        // Not processed by the server: put the request back.
-        if s.measured && self.measuring {
-            self.st.started = self.st.started.saturating_sub(1);
-        }
-        if let Some(i) = s.intended {
-            if self.core.retry.len() < self.core.retry.capacity() {
-                self.core.retry.push(i);
-            }
-        }
-        if !self.core.unbounded {
-            self.core.req_left += 1;
-            self.core.active_deadline = None;
-        }
+        self.requeue(&s);
     }
 
     fn goaway(&mut self, _last_stream_id: u32, code: u32) {

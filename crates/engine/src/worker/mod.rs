@@ -40,6 +40,7 @@ use read_wait::ReadWait;
 mod client;
 mod coalesce;
 mod connect;
+mod early;
 mod events;
 mod pace;
 mod phases;
@@ -168,7 +169,9 @@ impl<'o> Worker<'o> {
                     todo += 1;
                     rem -= 1;
                 }
-                Client::new(todo, m, unbounded, now)
+                let mut c = Client::new(todo, m, unbounded, now);
+                c.core.reconnect_every = s.dialer.reconnect_every;
+                c
             })
             .collect();
         let measuring = match s.timing {

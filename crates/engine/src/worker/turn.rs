@@ -19,6 +19,8 @@ pub(super) enum Turn {
     Park,
     /// The connection ended.
     End(ConnEnd),
+    /// `--reconnect-every`: the connection carried its requests; replace it.
+    Reconnect,
 }
 
 impl Worker<'_> {
@@ -34,6 +36,13 @@ impl Worker<'_> {
             Turn::ClientDone => self.client_done(idx, true),
             Turn::Park => self.client_done(idx, false),
             Turn::End(end) => self.conn_ended(idx, end),
+            Turn::Reconnect => {
+                let client = &mut self.clients[idx];
+                if let Some(conn) = client.conn.as_mut() {
+                    conn.goodbye(&mut client.core.out, client.core.out_pos);
+                }
+                self.conn_ended(idx, ConnEnd::ServerClosed);
+            }
         }
     }
 
@@ -103,7 +112,7 @@ impl Worker<'_> {
             conn.last_activity = t;
             read_wait.read();
         }
-        let end = match turn {
+        let mut end = match turn {
             ReadTurn::Drained => None,
             ReadTurn::Ended(e) => Some(e),
             ReadTurn::Eof => {
@@ -118,6 +127,11 @@ impl Worker<'_> {
                 Some(conn.eof(&mut ev))
             }
         };
+
+        // Early data: once the handshake is done, accepted or sent again.
+        if end.is_none() && core.early_phase {
+            end = super::early::settle(conn, core, stats, &s.dialer, measuring);
+        }
 
         // 2. Submit new requests into free slots, unless they are held back
         //    for the connection's other streams (request coalescing).
@@ -151,6 +165,9 @@ impl Worker<'_> {
         }
         if core.parked && core.req_inflight == 0 {
             return Turn::Park;
+        }
+        if core.conn_used_up() && core.req_inflight == 0 && core.wants_requests() {
+            return Turn::Reconnect;
         }
         Turn::Continue
     }

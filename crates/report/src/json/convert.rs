@@ -198,6 +198,7 @@ pub fn to_json(r: &RunResult, options: &RunOptions) -> Result<BenchJson, JsonErr
                 .map(|&(code, n)| (code.to_string(), n))
                 .collect()
         }),
+        resumption: (!r.resume.is_empty()).then(|| (&r.resume).into()),
         thresholds: None,
         shard: None,
         sharded: None,
@@ -335,6 +336,7 @@ pub fn from_json(doc: &BenchJson) -> Result<(RunResult, RunOptions), JsonError> 
         samples: None,
         quic: doc.quic.as_ref().map(quic_from_json),
         tls_resumed: 0,
+        resume: doc.resumption.as_ref().map(Into::into).unwrap_or_default(),
         informational: doc
             .informational
             .iter()

@@ -104,6 +104,11 @@ pub fn merge_results(
         samples: None,
         quic: merge_opt(&a.quic, &b.quic, |p, q| p.merge(q)),
         tls_resumed: 0,
+        resume: {
+            let mut m = a.resume;
+            m.merge(&b.resume);
+            m
+        },
         informational: merge_informational(&a.informational, &b.informational),
         pushed_streams: s(a.pushed_streams, b.pushed_streams),
         pushed_bytes: s(a.pushed_bytes, b.pushed_bytes),

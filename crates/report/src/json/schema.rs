@@ -58,6 +58,10 @@ pub struct BenchJson {
     /// from `status_codes`, whose `1xx` is their sum. Absent in older documents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub informational: Option<std::collections::BTreeMap<String, u64>>,
+    /// Handshakes, resumption and early data (`--tls-resume`, `--0rtt` runs only). Absent in
+    /// older documents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumption: Option<ResumptionJson>,
     /// Open-model request accounting (`--arrival-rate` runs only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_model: Option<OpenModelJson>,
@@ -128,6 +132,54 @@ pub struct PushJson {
     /// results written before it was counted.
     #[serde(default)]
     pub frame_bytes: u64,
+}
+
+/// `resumption` object: what session resumption and early data did (see
+/// [`ResumeStats`](h2lab_engine::resume::ResumeStats)). Not part of h2load's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResumptionJson {
+    /// TLS or QUIC handshakes completed.
+    pub handshakes: u64,
+    /// Of those, resumed ones.
+    pub resumed: u64,
+    /// Connections that sent requests in early data / 0-RTT.
+    pub early_data_offered: u64,
+    /// ... accepted by the server.
+    pub early_data_accepted: u64,
+    /// ... rejected by the server.
+    pub early_data_rejected: u64,
+    /// Requests sent again after their early data was rejected.
+    pub replayed: u64,
+    /// Requests answered `425 Too Early` and sent again after the handshake.
+    pub too_early: u64,
+}
+
+impl From<&h2lab_engine::resume::ResumeStats> for ResumptionJson {
+    fn from(r: &h2lab_engine::resume::ResumeStats) -> Self {
+        ResumptionJson {
+            handshakes: r.handshakes,
+            resumed: r.resumed,
+            early_data_offered: r.early_offered,
+            early_data_accepted: r.early_accepted,
+            early_data_rejected: r.early_rejected,
+            replayed: r.replayed,
+            too_early: r.too_early,
+        }
+    }
+}
+
+impl From<&ResumptionJson> for h2lab_engine::resume::ResumeStats {
+    fn from(r: &ResumptionJson) -> Self {
+        h2lab_engine::resume::ResumeStats {
+            handshakes: r.handshakes,
+            resumed: r.resumed,
+            early_offered: r.early_data_offered,
+            early_accepted: r.early_data_accepted,
+            early_rejected: r.early_data_rejected,
+            replayed: r.replayed,
+            too_early: r.too_early,
+        }
+    }
 }
 
 /// `open_model` object (see [`PacingCounts`](crate::model::PacingCounts)).

@@ -21,6 +21,10 @@ pub(super) fn write_info(req: &Request<'_>, out: &mut Vec<u8>) {
     } else {
         b",\"tls\":false"
     });
+    if req.early {
+        // RFC 8470 §5.1: what a handler behind an intermediary would see as `Early-Data: 1`.
+        out.extend_from_slice(b",\"early_data\":true");
+    }
     if let Some(n) = req.body_len {
         let _ = write!(out, ",\"body_length\":{n}");
     }

@@ -85,6 +85,9 @@ pub struct Request<'a> {
     pub body_len: Option<u64>,
     /// The header fields.
     pub headers: &'a dyn HeaderSource,
+    /// The request arrived in TLS 1.3 early data or QUIC 0-RTT (the server's handshake was
+    /// not complete): it may be a replay. Handlers see it as `Early-Data: 1` (RFC 8470 §5.1).
+    pub early: bool,
 }
 
 /// A small inline string (no allocation) for a `cache-control` value taken from the query.
@@ -196,6 +199,7 @@ fn status_text_body(status: u16) -> &'static [u8] {
         413 => b"413 Content Too Large\n",
         414 => b"414 URI Too Long\n",
         417 => b"417 Expectation Failed\n",
+        425 => b"425 Too Early\n",
         431 => b"431 Request Header Fields Too Large\n",
         500 => b"500 Internal Server Error\n",
         501 => b"501 Not Implemented\n",
@@ -243,6 +247,8 @@ pub struct Router {
     max_delay: Duration,
     max_work: u64,
     early_hints: bool,
+    zero_rtt: bool,
+    early_stats: std::sync::Arc<crate::early::EarlyStats>,
 }
 
 impl Router {
@@ -266,6 +272,8 @@ impl Router {
             max_delay: config.max_delay,
             max_work: config.max_compute_work,
             early_hints: config.early_hints,
+            zero_rtt: config.zero_rtt,
+            early_stats: std::sync::Arc::clone(&config.early_stats),
         })
     }
 
@@ -274,6 +282,16 @@ impl Router {
     pub fn route(&self, req: &Request<'_>, dynamic: &mut Vec<u8>) -> Response {
         dynamic.clear();
         let (path, query) = split_target(req.target);
+        if self.zero_rtt && (req.early || crate::early::has_early_data_field(req)) {
+            // RFC 8470 §5.2: "A server MUST NOT ... process a request that might be
+            // replayed" unsafely; 425 (Too Early) asks the client to retry after the
+            // handshake, when the request can no longer be a replay.
+            let refused = !crate::early::replay_safe(req);
+            crate::early::count(&self.early_stats, refused);
+            if refused {
+                return Response::error(425);
+            }
+        }
         let mut resp = self.route_inner(req, path, query, dynamic);
         if req.method == Method::Head {
             resp.head_only = true;

@@ -15,6 +15,7 @@ fn get(router: &Router, target: &str) -> (Response, Vec<u8>) {
         tls: false,
         body_len: Some(0),
         headers: &NoHeaders,
+        early: false,
     };
     let r = router.route(&req, &mut dynamic);
     (r, dynamic)

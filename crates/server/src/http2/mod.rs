@@ -44,6 +44,8 @@ pub struct H2 {
     scratch: Vec<u8>,
     /// The connection is TLS (for `/info`).
     tls: bool,
+    /// Input is TLS 1.3 early data (the handshake is not complete yet).
+    early: bool,
     /// RFC 9218 scheduling (else round-robin).
     prioritize: bool,
     sched: Scheduler,
@@ -104,6 +106,7 @@ impl H2 {
             failed: false,
             scratch: Vec::new(),
             tls: false,
+            early: false,
             prioritize: ctx.shared.config.priorities == PriorityMode::Rfc9218,
             sched: Scheduler::default(),
             budget: PRIORITY_OUT_LIMIT,
@@ -136,6 +139,7 @@ impl H2 {
     pub fn process(&mut self, io: &mut Io<'_>, ctx: &mut Ctx<'_>) -> Next {
         self.app.peer = Some(io.peer);
         self.tls = io.tls;
+        self.early = io.early;
         if self.failed {
             return Next::CloseAfterFlush;
         }
@@ -290,6 +294,7 @@ impl H2 {
             tls,
             body_len: Some(s.body_len),
             headers: &packed,
+            early: self.early,
         };
         let mut resp = ctx.shared.router.route(&req, &mut s.dynamic);
         if let Some(page) = resp.early_hints.take() {

@@ -126,8 +126,10 @@ impl H3Conn {
         };
         self.started = true;
         self.control.id = Some(c);
-        self.encoder_out.id = Some(e);
-        self.decoder_out.id = Some(d);
+        self.encoder_out
+            .open(e, |b| UniStreamType::QpackEncoder.write(b));
+        self.decoder_out
+            .open(d, |b| UniStreamType::QpackDecoder.write(b));
         let settings = Settings {
             qpack_max_table_capacity: QPACK_TABLE,
             qpack_blocked_streams: QPACK_BLOCKED,
@@ -135,8 +137,6 @@ impl H3Conn {
             ..Settings::default()
         };
         write_control_stream_start(settings, &mut self.control.buf);
-        UniStreamType::QpackEncoder.write(&mut self.encoder_out.buf);
-        UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
     }
 
     /// Sends GOAWAY once: requests on later streams are refused (stop sending and reset with
@@ -422,6 +422,7 @@ impl H3Conn {
                 tls: true,
                 body_len: Some(r.sink.body_len),
                 headers: fields,
+                early: conn.is_handshaking(), // complete before the handshake: 0-RTT
             };
             ctx.router.route(&req, &mut r.dynamic)
         };

@@ -64,7 +64,13 @@ pub fn quic_server_config(
         alpn: vec![ALPN.to_vec()],
         ..config.clone()
     };
-    let rustls = tls::server_config(&paths, &h3)?;
+    let mut rustls = tls::server_config(&paths, &h3)?;
+    if config.zero_rtt {
+        // quinn requires 0 or u32::MAX (QUIC flow control limits 0-RTT, not TLS).
+        if let Some(c) = Arc::get_mut(&mut rustls) {
+            c.max_early_data_size = u32::MAX;
+        }
+    }
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(rustls)
         .map_err(|e| ServerError::Tls(format!("QUIC: {e}")))?;
     let mut sc = quinn_proto::ServerConfig::with_crypto(Arc::new(crypto));

@@ -75,6 +75,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
         417 => "Expectation Failed",
         418 => "I'm a teapot",
         421 => "Misdirected Request",
+        425 => "Too Early",
         426 => "Upgrade Required",
         429 => "Too Many Requests",
         431 => "Request Header Fields Too Large",
