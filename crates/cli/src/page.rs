@@ -169,6 +169,13 @@ pub struct PageArgs {
     #[arg(long, requires = "browser")]
     pub browser_only: bool,
 
+    /// A returning visit: every load is a first view and, right after it, a repeat view on
+    /// new connections that resume the first view's TLS sessions (TLS and QUIC; no 0-RTT),
+    /// with what the server lets a browser cache reused; reports both views per protocol,
+    /// the repeat-vs-first verdict and each view against its round-trip floor.
+    #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss", "browser"])]
+    pub repeat_view: bool,
+
     /// Built-in server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_threads: usize,
@@ -209,6 +216,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         server_threads: a.server_threads.max(1),
         pinning: a.cpus.pinning()?,
         push: a.push,
+        repeat_view: a.repeat_view,
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {
