@@ -170,9 +170,10 @@ pub struct PageArgs {
     pub browser_only: bool,
 
     /// A returning visit: every load is a first view and, right after it, a repeat view on
-    /// new connections that resume the first view's TLS sessions (TLS and QUIC; no 0-RTT),
-    /// with what the server lets a browser cache reused; reports both views per protocol,
-    /// the repeat-vs-first verdict and each view against its round-trip floor.
+    /// new connections that resume the first view's TLS sessions (TLS and QUIC; no 0-RTT);
+    /// the fetcher keeps no HTTP cache (the built-in page's objects are no-store, so a
+    /// browser re-fetches them too). Reports both views per protocol, the repeat-vs-first
+    /// verdict and each view against its round-trip floor.
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss", "browser"])]
     pub repeat_view: bool,
 

@@ -47,8 +47,9 @@ pub struct ProtoViews {
     pub first_median: Option<f64>,
     /// The repeat views.
     pub repeat: ProtoPage,
-    /// Handshakes of the first views (all rounds) that offered a stored session (0 unless
-    /// something is wrong: the store starts empty each round).
+    /// Handshakes of the first views (all rounds) that offered a stored session: the store
+    /// starts empty each round, so the first connection is a full handshake, but HTTP/1.1's
+    /// later connections (opened once the HTML is in) resume it, as a browser's do.
     pub first_offered: u64,
     /// Handshakes of the repeat views that offered a stored session (TLS and QUIC).
     pub repeat_offered: u64,
