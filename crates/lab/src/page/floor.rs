@@ -1,6 +1,6 @@
 //! Round-trip floors of a page load: the least time the link allows, from the round trips
 //! the protocol needs before and after the HTML, the server's think time and the bytes over
-//! the link's down rate. A measured time is read against its floor (`1.31× floor`): what is
+//! the link's down rate. A measured time is read against its floor (`1.31×` the floor): what is
 //! left above it is the protocols' and the implementations' doing, not the link's.
 //!
 //! Round trips before the first byte of the HTML (TLS 1.3, RFC 8446 §2; QUIC, RFC 9001 §4):
@@ -78,10 +78,10 @@ pub fn page_floor(
     }
 }
 
-/// `1.31× floor`, or `-` when the floor is 0 (loopback).
+/// `1.31×` (measured / floor), or `-` when the floor is 0 (loopback).
 pub fn versus(measured_ms: f64, floor_ms: f64) -> String {
     if floor_ms > 0.0 && measured_ms.is_finite() {
-        format!("{:.2}× floor", measured_ms / floor_ms)
+        format!("{:.2}×", measured_ms / floor_ms)
     } else {
         "-".into()
     }
@@ -111,6 +111,6 @@ mod tests {
         let l = page_floor(LinkProfile::Loopback, LabProtocol::H2, false, 0.0, 500_000);
         assert_eq!(l.page_ms, 0.0);
         assert_eq!(versus(10.0, 0.0), "-");
-        assert_eq!(versus(88.0, 44.0), "2.00× floor");
+        assert_eq!(versus(88.0, 44.0), "2.00×");
     }
 }

@@ -18,6 +18,7 @@ pub mod anchor;
 pub mod browser;
 pub mod browser_report;
 pub mod floor;
+pub mod hints;
 pub mod html;
 pub mod load;
 pub mod loss;

@@ -264,9 +264,9 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
     let mut rows = vec![vec![
         "protocol".to_owned(),
         ">first view".into(),
-        ">vs floor".into(),
+        ">×floor".into(),
         ">repeat view".into(),
-        ">vs floor".into(),
+        ">×floor".into(),
         ">resumed".into(),
         ">floor RTTs (0-RTT)".into(),
     ]];
