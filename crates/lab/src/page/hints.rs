@@ -35,6 +35,12 @@ use crate::stats::MedianSpread;
 pub const DEFAULT_HINTS_QUERY: &str =
     "n=30&min=1k&max=8k&seed=1&css=2&css_size=24k&js=2&js_size=64k&think=200ms";
 
+/// How the simulated arms relate to Chromium's handling of 103 (its `docs/early-hints.md`).
+pub const CHROMIUM_NOTE: &str = "Chromium (since 103) acts on a 103's preload and preconnect \
+    links for top-level navigations over HTTP/2 and HTTP/3 only, and only on the first 103; it \
+    ignores 103 over HTTP/1.1, so the HTTP/1.1 arm with hints shows what a client acting on \
+    it would gain, not what Chromium does";
+
 /// What the experiment needs.
 #[derive(Debug, Clone)]
 pub struct HintsConfig {
@@ -456,6 +462,7 @@ pub fn render_text(r: &HintsReport) -> String {
         r.repeat,
         super::loss::fmt_pct(r.equivalence)
     );
+    let _ = writeln!(s, "{CHROMIUM_NOTE}");
     for l in &r.links {
         let _ = writeln!(
             s,
