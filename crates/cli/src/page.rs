@@ -182,8 +182,10 @@ pub struct PageArgs {
     /// new connections that resume the first view's TLS sessions (TLS and QUIC; no 0-RTT);
     /// the fetcher keeps no HTTP cache (the built-in page's objects are no-store, so a
     /// browser re-fetches them too). Reports both views per protocol, the repeat-vs-first
-    /// verdict and each view against its round-trip floor.
-    #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss", "browser"])]
+    /// verdict and each view against its round-trip floor. With --browser, Chromium loads
+    /// both views in one process, its connections closed between them (cache and TLS
+    /// sessions kept).
+    #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss"])]
     pub repeat_view: bool,
 
     /// Built-in server threads.

@@ -561,7 +561,8 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         }
     }
     report.decide(cfg.equivalence);
-    report.repeat_view = views.finish(&pools, &report.protocols, first_link, cfg.equivalence);
+    let (eq, b) = (cfg.equivalence, barms.as_ref());
+    report.repeat_view = views.finish(&pools, &report.protocols, first_link, eq, b);
     let (sims, link) = (report.protocols.clone(), report.link.clone());
     browser::finish(barms, &sims, &link, cfg.equivalence, &mut report);
     if let Some(lt) = &cfg.load_test {

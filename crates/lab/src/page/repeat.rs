@@ -23,6 +23,7 @@ use std::sync::Arc;
 use h2lab_engine::fetch::TlsSessions;
 use serde::Serialize;
 
+use super::browser::BrowserArms;
 use super::floor::{self, Floor};
 use super::load::{self, PageLoad, PoolSpec};
 use super::{proto_page, ProtoPage, Ratio};
@@ -80,11 +81,32 @@ pub struct ViewVerdict {
     pub outcome: Outcome,
 }
 
+/// One browser arm's two views (`--browser`): both in one Chromium process, its socket
+/// pools flushed between them ([`h2lab_browser::load_views`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BrowserViews {
+    /// Protocol.
+    pub proto: LabProtocol,
+    /// First views' load-event times by round (ms; `None`: failed or a protocol fallback).
+    pub first_ms: Vec<Option<f64>>,
+    /// Repeat views' load-event times by round (ms).
+    pub repeat_ms: Vec<Option<f64>>,
+    /// Repeat views whose responses all came over connections the first view did not use.
+    pub new_connections: usize,
+    /// Repeat views measured.
+    pub repeats: usize,
+    /// Repeat view against first view, paired by round.
+    pub verdict: Option<ViewVerdict>,
+}
+
 /// The repeat-view experiment (`PageReport::repeat_view`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RepeatReport {
     /// Per protocol.
     pub protocols: Vec<ProtoViews>,
+    /// The browser arms (`--browser`), per protocol.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub browser: Vec<BrowserViews>,
     /// Across protocols, repeat views (the first views' ratio is `PageReport::ratio`).
     pub ratio: Option<Ratio>,
     /// What the repeat view could reuse.
@@ -170,15 +192,17 @@ impl Views {
         }
     }
 
-    /// The report (`None` when off): `first` are the first views, per pool.
+    /// The report (`None` when off): `first` are the first views, per pool; `browser` the
+    /// browser arms, if any.
     pub fn finish(
         self,
         pools: &[PoolSpec],
         first: &[ProtoPage],
         link: LinkProfile,
         equivalence: f64,
+        browser: Option<&BrowserArms>,
     ) -> Option<RepeatReport> {
-        if !self.on || first.is_empty() {
+        if !self.on {
             return None;
         }
         let mut out = Vec::new();
@@ -215,9 +239,52 @@ impl Views {
         Some(RepeatReport {
             ratio: Ratio::of_pages(&repeats, equivalence, "repeat view"),
             protocols: out,
+            browser: browser.map_or_else(Vec::new, |b| browser_views(b, equivalence)),
             cache: BUILTIN_CACHE_NOTE.into(),
         })
     }
+}
+
+/// The browser arms' two views, paired by round (fallback loads left out).
+fn browser_views(b: &BrowserArms, equivalence: f64) -> Vec<BrowserViews> {
+    let ms = |l: &Option<h2lab_browser::PageLoad>, a: &super::browser::BrowserArm| {
+        l.as_ref()
+            .filter(|l| l.off_protocol(a.protocol().next_hop()).is_empty())
+            .map(|l| l.page_ms())
+    };
+    b.arms
+        .iter()
+        .map(|a| {
+            let first_ms: Vec<Option<f64>> = a.rounds.iter().map(|l| ms(l, a)).collect();
+            let mut repeat_ms: Vec<Option<f64>> = a.repeats.iter().map(|l| ms(l, a)).collect();
+            repeat_ms.resize(first_ms.len().max(repeat_ms.len()), None);
+            let pairs = a.rounds.iter().zip(&a.repeats);
+            let new_connections = pairs
+                .clone()
+                .filter(|(f, r)| match (f, r) {
+                    (Some(f), Some(r)) => {
+                        !r.connection_ids.is_empty()
+                            && f.connection_ids.is_disjoint(&r.connection_ids)
+                    }
+                    _ => false,
+                })
+                .count();
+            let seed = ci::seed_for(&format!("page repeat view browser {}", a.proto.name()));
+            let (ratio, swapped, outcome) = ci::faster_of(&repeat_ms, &first_ms, seed, equivalence);
+            BrowserViews {
+                proto: a.proto,
+                repeats: a.repeats.iter().filter(|r| r.is_some()).count(),
+                new_connections,
+                verdict: Some(ViewVerdict {
+                    faster: if swapped { "first" } else { "repeat" },
+                    ratio,
+                    outcome,
+                }),
+                first_ms,
+                repeat_ms,
+            }
+        })
+        .collect()
 }
 
 /// Page times of `p` by round (`None`: no complete load).
@@ -319,6 +386,7 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
             super::output::ratio_line(ratio, "loads the repeat view")
         );
     }
+    browser_text(&mut s, &r.browser);
     let _ = writeln!(
         s,
         "resumed: repeat-view handshakes that resumed / connections (HTTP/3: that offered a \
@@ -333,4 +401,46 @@ fn vs(m: Option<f64>, f: Option<Floor>) -> String {
         (Some(m), Some(f)) => floor::versus(m, f.page_ms),
         _ => "-".into(),
     }
+}
+
+/// The browser arms' views as a table (nothing without `--browser`).
+fn browser_text(s: &mut String, views: &[BrowserViews]) {
+    use std::fmt::Write as _;
+    if views.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nChromium: both views in one browser process and profile; between them its socket \
+         pools are flushed (chrome://net-internals), its HTTP cache and TLS session cache are \
+         kept; page = load event"
+    );
+    let med = |v: &[Option<f64>]| {
+        let x: Vec<f64> = v.iter().flatten().copied().collect();
+        crate::stats::MedianSpread::of(&x).map_or("-".into(), |m| fmt::ms(m.median))
+    };
+    let mut rows = vec![vec![
+        "protocol".to_owned(),
+        ">first view".into(),
+        ">repeat view".into(),
+        ">new connections".into(),
+        "verdict".into(),
+    ]];
+    for b in views {
+        let verdict = b.verdict.as_ref().map_or("-".into(), |d| {
+            let ci = d
+                .ratio
+                .as_ref()
+                .map_or(String::new(), |e| format!(" {} n={}", ratio_text(e), e.n));
+            format!("{} view faster{ci}: {}", d.faster, d.outcome.name())
+        });
+        rows.push(vec![
+            format!("chromium {}", b.proto.label()),
+            med(&b.first_ms),
+            med(&b.repeat_ms),
+            format!("{}/{}", b.new_connections, b.repeats),
+            verdict,
+        ]);
+    }
+    s.push_str(&fmt::table(&rows));
 }
