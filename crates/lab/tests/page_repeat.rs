@@ -60,3 +60,35 @@ fn the_repeat_view_resumes_tls_on_new_connections_and_refetches_no_store_objects
     let json = output::json(&r);
     assert!(json.contains("\"repeat_view\""));
 }
+
+/// With `--browser`, Chromium makes the returning visit too: both views in one process, the
+/// repeat view over new connections. Needs Chromium (skipped with a recorded line when
+/// missing, a failure when `CI=true`).
+#[test]
+fn the_browser_arms_repeat_view_runs_over_new_connections() {
+    use h2lab_lab::page::browser::{find_browser, BrowserConfig};
+    if !h2lab_testkit::anchors_available(&["chromium"]) {
+        return;
+    }
+    let cfg = PageConfig {
+        repeat: 1,
+        link: LinkProfile::Loopback,
+        page_query: "n=10&min=1k&max=2k&seed=3".into(),
+        protocols: Some(vec![LabProtocol::H2]),
+        repeat_view: true,
+        browser: Some(BrowserConfig {
+            binary: find_browser("chromium").unwrap(),
+            only: true,
+        }),
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let v = r.repeat_view.as_ref().expect("a repeat-view report");
+    assert!(v.protocols.is_empty(), "--browser-only: no simulated views");
+    assert_eq!(v.browser.len(), 1);
+    let b = &v.browser[0];
+    assert_eq!(b.proto, LabProtocol::H2);
+    assert_eq!((b.repeats, b.new_connections), (1, 1), "{b:?}");
+    assert!(b.first_ms[0].is_some() && b.repeat_ms[0].is_some(), "{b:?}");
+    assert!(output::render_text(&r).contains("chromium HTTP/2 (TLS)"));
+}

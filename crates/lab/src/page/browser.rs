@@ -270,17 +270,6 @@ impl ExtraArms for BrowserArms {
             (load(&a.opts), None)
         };
         let name = format!("chromium {}", a.proto.label());
-        if let Some(l) = &repeat {
-            log(&format!(
-                "  repeat view {name:<16} {:>9}  {} connection(s)",
-                crate::fmt::ms(l.page_ms()),
-                l.connections
-            ));
-        }
-        if a.repeats.len() <= round {
-            a.repeats.resize_with(round + 1, || None);
-        }
-        a.repeats[round] = repeat;
         match &r {
             Ok(l) => {
                 let off = l.off_protocol(a.opts.protocol.next_hop());
@@ -307,6 +296,17 @@ impl ExtraArms for BrowserArms {
                 a.error.get_or_insert_with(|| e.to_string());
             }
         }
+        if let Some(l) = &repeat {
+            log(&format!(
+                "  repeat view {name:<16} {:>9}  {} connection(s)",
+                crate::fmt::ms(l.page_ms()),
+                l.connections
+            ));
+        }
+        if a.repeats.len() <= round {
+            a.repeats.resize_with(round + 1, || None);
+        }
+        a.repeats[round] = repeat;
         if a.rounds.len() <= round {
             a.rounds.resize_with(round + 1, || None);
         }
@@ -335,6 +335,13 @@ pub fn arms_for(
                 cfg.timeout,
             )?;
             a.repeat_view = cfg.repeat_view;
+            if cfg.repeat_view {
+                a.notes.push(
+                    "browser: --repeat-view: one browser process and profile per round and \
+                     protocol, shared by its two views (the browser table shows the first views)"
+                        .into(),
+                );
+            }
             Ok(a)
         })
         .transpose()
