@@ -438,7 +438,7 @@ pub fn json(r: &UpstreamReport) -> String {
             "concurrency": cfg.concurrency, "runs": cfg.runs,
             "warm_up_s": cfg.warm_up.as_secs_f64(), "duration_s": cfg.duration.as_secs_f64(),
             "rtt_ms": cfg.rtt.as_secs_f64() * 1000.0, "backends": cfg.backends,
-            "pool": cfg.pool, "streams": cfg.streams,
+            "pool": cfg.pool, "streams": cfg.streams, "early_hints": cfg.early_hints,
             "equivalence": crate::stats::ci::DEFAULT_EQUIVALENCE, "strict": cfg.strict,
         },
         "isolation": r.isolation,
