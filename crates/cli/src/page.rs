@@ -170,8 +170,9 @@ pub struct PageArgs {
     /// puts browser and simulated page times side by side with the per-round ratio
     /// simulated/browser and its 95% CI. A load where a resource came over another protocol
     /// is reported as a protocol fallback and left out. Works with --slow (the page issues
-    /// the parallel fetch() calls) and --loss.
-    #[arg(long, value_name = "chromium|PATH", conflicts_with_all = ["render", "users", "stages"])]
+    /// the parallel fetch() calls), --loss, --repeat-view and --render --early-hints
+    /// (Chromium arms over HTTP/2 and HTTP/3, with and without hints).
+    #[arg(long, value_name = "chromium|PATH", conflicts_with_all = ["users", "stages"])]
     pub browser: Option<String>,
 
     /// With --browser: only the browser arms run (no simulated loads).
@@ -358,6 +359,10 @@ fn main_hints(args: &PageArgs) -> ExitCode {
             }
             cfg.protocols = v;
         }
+        if let Some(b) = &args.browser {
+            let bin = h2lab_lab::page::browser::find_browser(b).map_err(|e| e.to_string())?;
+            cfg.browser = Some(bin);
+        }
         if args.link != "wan" {
             let profile = parse_profile(&args.link).map_err(|e| format!("--link: {e}"))?;
             cfg.links = vec![h2lab_lab::page::render::RenderLink {
@@ -407,6 +412,10 @@ fn main_hints(args: &PageArgs) -> ExitCode {
 fn main_render(args: &PageArgs) -> ExitCode {
     if args.early_hints {
         return main_hints(args);
+    }
+    if args.browser.is_some() {
+        eprintln!("{PREFIX} --browser: with --render only together with --early-hints");
+        return ExitCode::from(EXIT_FAILURE);
     }
     use h2lab_lab::page::render;
     let mut cfg = render::RenderConfig::default();

@@ -62,3 +62,37 @@ fn hints_preload_the_css_and_js_on_every_protocol() {
     assert!(text.contains("early hints experiment"), "{text}");
     assert!(hints::json(&r).contains("\"preloaded\""));
 }
+
+/// `--browser`: Chromium arms over HTTP/2 with and without hints beside the simulated ones,
+/// each with its loads and a verdict. Needs Chromium (skipped with a recorded line when
+/// missing, a failure when `CI=true`).
+#[test]
+fn chromium_arms_load_the_page_from_both_servers() {
+    if !h2lab_testkit::anchors_available(&["chromium"]) {
+        return;
+    }
+    let cfg = HintsConfig {
+        page_query: "n=2&min=1k&max=2k&seed=2&css=1&css_size=4k&js=1&js_size=8k&think=60ms".into(),
+        links: vec![RenderLink {
+            name: "loopback".into(),
+            profile: LinkProfile::Loopback,
+            loss: 0.0,
+        }],
+        protocols: vec![LabProtocol::H2],
+        repeat: 1,
+        timeout: Duration::from_secs(60),
+        browser: Some(h2lab_lab::page::browser::find_browser("chromium").unwrap()),
+        ..HintsConfig::default()
+    };
+    let r = hints::run(&cfg, &mut |_| {}).unwrap();
+    let l = &r.links[0];
+    let chrome: Vec<_> = l.arms.iter().filter(|a| a.browser).collect();
+    assert_eq!(chrome.len(), 2, "with and without hints");
+    for a in chrome {
+        assert!(a.error.is_none(), "{:?}", a.error);
+        let (render, page) = a.loads[0];
+        assert!(render >= 60.0 && page >= render, "{render} {page}");
+    }
+    assert!(l.verdicts.iter().any(|v| v.browser));
+    assert!(hints::render_text(&r).contains("chromium HTTP/2 (TLS)"));
+}

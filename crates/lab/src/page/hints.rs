@@ -30,7 +30,9 @@ use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
 use crate::stats::MedianSpread;
 
+mod chromium;
 mod text;
+use chromium::ChromiumArm;
 pub use text::{json, render_text};
 
 /// The default page: 30 images of 1–8 KiB, 2 stylesheets of ~24 KiB and 2 scripts of
@@ -59,6 +61,8 @@ pub struct HintsConfig {
     pub timeout: Duration,
     /// Equivalence band of the verdicts (a fraction).
     pub equivalence: f64,
+    /// `--browser`: Chromium arms too (HTTP/2 and HTTP/3, with and without hints).
+    pub browser: Option<std::path::PathBuf>,
 }
 
 impl Default for HintsConfig {
@@ -70,6 +74,7 @@ impl Default for HintsConfig {
             repeat: 6,
             timeout: Duration::from_secs(120),
             equivalence: ci::DEFAULT_EQUIVALENCE,
+            browser: None,
         }
     }
 }
@@ -90,6 +95,8 @@ pub struct HintArm {
     pub proto: LabProtocol,
     /// The server sent `103 Early Hints`.
     pub hints: bool,
+    /// Loaded by Chromium (else the simulated fetcher).
+    pub browser: bool,
     /// Render time over the loads (ms).
     pub render_ms: Option<MedianSpread>,
     /// Page time over the loads (ms).
@@ -113,6 +120,8 @@ pub struct HintsVerdict {
     pub proto: LabProtocol,
     /// `render` or `page`.
     pub metric: &'static str,
+    /// Chromium's arms (else the simulated fetcher's).
+    pub browser: bool,
     /// Hints made it faster (by the per-round ratios).
     pub hints_faster: bool,
     /// Per-round ratio slower / faster: median, 95% CI, rounds.
@@ -309,6 +318,24 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
             })
         };
         let (link_off, link_on) = (mk(plain.tls)?, mk(hinting.tls)?);
+        let mut chrome = match &cfg.browser {
+            None => Vec::new(),
+            Some(b) => {
+                let cert = |s: &Server| {
+                    s.server
+                        .cert_path()
+                        .map(std::path::Path::to_path_buf)
+                        .ok_or(LabError::NoAddress("built-in server: no certificate"))
+                };
+                let (c_off, c_on) = (cert(&plain)?, cert(&hinting)?);
+                let servers = [
+                    (false, c_off.as_path(), &link_off),
+                    (true, c_on.as_path(), &link_on),
+                ];
+                let p = format!("/page?{}", cfg.page_query);
+                ChromiumArm::all(b, &cfg.protocols, servers, &p, cfg.timeout)?
+            }
+        };
         let mut arms: Vec<(LabProtocol, bool, PoolSpec)> = Vec::new();
         for &p in &cfg.protocols {
             arms.push((p, false, pool(p, plain.tls, &link_off, cfg.timeout)));
@@ -354,6 +381,9 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                     }
                 }
             }
+            for c in &mut chrome {
+                c.round(i, &rl.name, repeat, log);
+            }
         }
         let (rtt, down) = link_shape(rl.profile);
         let results: Vec<HintArm> = arms
@@ -376,6 +406,7 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                 HintArm {
                     proto: *proto,
                     hints: *hints,
+                    browser: false,
                     render_ms: MedianSpread::of(&pairs.iter().map(|x| x.0).collect::<Vec<_>>()),
                     page_ms: page,
                     load_rounds: ls.iter().map(|x| x.1).collect(),
@@ -389,9 +420,19 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                 }
             })
             .collect();
+        let mut results = results;
+        let browsed: Vec<HintArm> = chrome.into_iter().map(|c| c.result(&results)).collect();
+        results.extend(browsed);
         let mut verdicts = Vec::new();
-        for &p in &cfg.protocols {
-            let find = |h: bool| results.iter().find(|a| a.proto == p && a.hints == h);
+        for (b, &p) in [false, true]
+            .into_iter()
+            .flat_map(|b| cfg.protocols.iter().map(move |p| (b, p)))
+        {
+            let find = |h: bool| {
+                results
+                    .iter()
+                    .find(|a| a.proto == p && a.hints == h && a.browser == b)
+            };
             if let (Some(off), Some(on)) = (find(false), find(true)) {
                 for metric in ["render", "page"] {
                     verdicts.push(verdict(metric, off, on, repeat as usize, cfg.equivalence));
@@ -436,11 +477,12 @@ fn verdict(
     equivalence: f64,
 ) -> HintsVerdict {
     let (a, b) = (by_round(on, metric, rounds), by_round(off, metric, rounds));
-    let seed = ci::seed_for(&format!("page hints {metric} {}", on.proto.name()));
-    let (ratio, swapped, outcome) = ci::faster_of(&a, &b, seed, equivalence);
+    let what = format!("page hints {metric} {} {}", on.proto.name(), on.browser);
+    let (ratio, swapped, outcome) = ci::faster_of(&a, &b, ci::seed_for(&what), equivalence);
     HintsVerdict {
         proto: on.proto,
         metric,
+        browser: on.browser,
         hints_faster: !swapped,
         ratio,
         outcome,

@@ -59,7 +59,7 @@ pub fn render_text(r: &HintsReport) -> String {
             };
             let (fr, fp) = (a.floor.map(|f| f.render_ms), a.floor.map(|f| f.page_ms));
             rows.push(vec![
-                a.proto.label().into(),
+                label(a.proto, a.browser),
                 if a.hints { "103" } else { "none" }.into(),
                 med(a.render_ms),
                 range(a.render_ms),
@@ -77,7 +77,7 @@ pub fn render_text(r: &HintsReport) -> String {
             let _ = writeln!(
                 s,
                 "{} {}: {}",
-                a.proto.label(),
+                label(a.proto, a.browser),
                 if a.hints { "hints" } else { "no hints" },
                 a.error.as_deref().unwrap_or_default()
             );
@@ -91,8 +91,8 @@ pub fn render_text(r: &HintsReport) -> String {
             });
             let _ = writeln!(
                 s,
-                "{:<16} {:<6} {} faster{ci}: {}",
-                v.proto.label(),
+                "{:<25} {:<6} {} faster{ci}: {}",
+                label(v.proto, v.browser),
                 v.metric,
                 if v.hints_faster {
                     "with hints"
@@ -104,4 +104,13 @@ pub fn render_text(r: &HintsReport) -> String {
         }
     }
     s
+}
+
+/// `HTTP/2 (TLS)`, or `chromium HTTP/2 (TLS)` for a browser arm.
+fn label(p: crate::proto::LabProtocol, browser: bool) -> String {
+    if browser {
+        format!("chromium {}", p.label())
+    } else {
+        p.label().to_owned()
+    }
 }
