@@ -40,7 +40,7 @@ fn hints_preload_the_css_and_js_on_every_protocol() {
         assert_eq!(a.loads.len(), 2, "{:?}", a.proto);
         assert_eq!(
             a.preloaded,
-            if a.hints { 3 } else { 0 },
+            Some(if a.hints { 3 } else { 0 }),
             "{:?} {}",
             a.proto,
             a.hints

@@ -105,8 +105,10 @@ pub struct HintArm {
     pub loads: Vec<(f64, f64)>,
     /// The round of each of `loads`.
     pub load_rounds: Vec<u32>,
-    /// Sub-resources requested before the HTML was complete (the preloads), median load.
-    pub preloaded: u32,
+    /// Sub-resources requested before the HTML was complete (the preloads), median load;
+    /// `None` for Chromium, whose Resource Timing does not show it (a resource preloaded on
+    /// a 103 is timed from when the document asked for it, served from the preload).
+    pub preloaded: Option<u32>,
     /// The floor, from the median load's bytes.
     pub floor: Option<HintsFloor>,
     /// First error, if loads failed.
@@ -411,7 +413,7 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                     page_ms: page,
                     load_rounds: ls.iter().map(|x| x.1).collect(),
                     loads: pairs,
-                    preloaded: median.map_or(0, preloaded),
+                    preloaded: Some(median.map_or(0, preloaded)),
                     floor: median.map(|l| {
                         let b = blocking_bytes(l, &paths);
                         arm_floor(*proto, *hints, rtt, down, think, b, l.bytes.read)

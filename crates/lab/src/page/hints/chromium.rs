@@ -25,8 +25,8 @@ pub(super) struct ChromiumArm {
     error: Option<String>,
 }
 
-/// One load's figures: (render ms, page ms, CSS/JS started before the document ended).
-pub(super) type Figures = (f64, f64, u32);
+/// One load's figures: (render ms, page ms).
+pub(super) type Figures = (f64, f64);
 
 impl ChromiumArm {
     /// Arms for the HTTP/2 and HTTP/3 of `protos`, each with and without hints; `servers`:
@@ -107,13 +107,6 @@ impl ChromiumArm {
         let render: Vec<f64> = self.loads.iter().map(|x| x.0 .0).collect();
         let page: Vec<f64> = self.loads.iter().map(|x| x.0 .1).collect();
         let page_ms = MedianSpread::of(&page);
-        let median = page_ms.and_then(|s| {
-            self.loads.iter().min_by(|a, b| {
-                (a.0 .1 - s.median)
-                    .abs()
-                    .total_cmp(&(b.0 .1 - s.median).abs())
-            })
-        });
         HintArm {
             proto: self.proto,
             hints: self.hints,
@@ -122,7 +115,7 @@ impl ChromiumArm {
             page_ms,
             loads: self.loads.iter().map(|x| (x.0 .0, x.0 .1)).collect(),
             load_rounds: self.loads.iter().map(|x| x.1).collect(),
-            preloaded: median.map_or(0, |m| m.0 .2),
+            preloaded: None,
             floor: sims
                 .iter()
                 .find(|a| a.proto == self.proto && a.hints == self.hints)
@@ -144,10 +137,8 @@ impl ChromiumArm {
         };
         let assets = l.resources.iter().filter(|r| blocking(&r.url));
         let render = assets
-            .clone()
             .map(|r| r.response_end_ms)
             .fold(l.response_end_ms, f64::max);
-        let early = assets.filter(|r| r.start_ms < l.response_end_ms).count();
-        Ok((render, l.load_ms, u32::try_from(early).unwrap_or(u32::MAX)))
+        Ok((render, l.load_ms))
     }
 }

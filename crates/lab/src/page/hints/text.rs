@@ -69,7 +69,7 @@ pub fn render_text(r: &HintsReport) -> String {
                 range(a.page_ms),
                 fl(fp),
                 x(a.page_ms, fp),
-                a.preloaded.to_string(),
+                a.preloaded.map_or("-".into(), |n| n.to_string()),
             ]);
         }
         s.push_str(&crate::fmt::table(&rows));
