@@ -1,7 +1,8 @@
 //! `h2lab page --repeat-view` and `h2lab page --render --early-hints` from the command line,
 //! on loopback with small pages: the sections they add to the report, their JSON keys, and
 //! the flags' rules (`--early-hints` needs `--render`; `--early-hints` takes TLS protocols
-//! only; `--repeat-view` does not combine with `--slow`).
+//! only; `--repeat-view` does not combine with `--slow`; `--render` takes `--browser` only
+//! with `--early-hints`).
 
 use assert_cmd::cargo::cargo_bin_cmd;
 
@@ -65,6 +66,7 @@ fn the_new_flags_refuse_what_they_cannot_do() {
         vec!["page", "--early-hints"],
         vec!["page", "--render", "--early-hints", "--protocols", "h2c"],
         vec!["page", "--repeat-view", "--slow"],
+        vec!["page", "--render", "--browser", "/nonexistent/chromium"],
     ] {
         let out = cargo_bin_cmd!("h2lab").args(&args).output().unwrap();
         assert!(!out.status.success(), "{args:?} was accepted");
