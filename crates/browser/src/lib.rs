@@ -22,10 +22,12 @@ pub mod metrics;
 pub mod spki;
 
 mod load;
+mod views;
 
 pub use launch::{find_browser, BrowserSpec};
 pub use load::{load, LoadOptions, Workload};
 pub use metrics::{PageLoad, ResourceEntry};
+pub use views::load_views;
 
 use std::fmt;
 use std::time::Duration;

@@ -89,6 +89,21 @@ impl LoadOptions {
 /// judges [`PageLoad::off_protocol`] (a fallback is a result, not an error).
 pub fn load(o: &LoadOptions) -> Result<PageLoad, BrowserError> {
     let deadline = Instant::now() + o.timeout;
+    let (running, mut cdp, session) = open(o, deadline)?;
+    let result = view(&mut cdp, &session, o, deadline)?;
+    close(cdp, running);
+    Ok(result)
+}
+
+/// A DevTools connection to a started browser.
+pub(crate) type Devtools = Cdp<std::process::ChildStdin>;
+
+/// Starts the browser and attaches to its page with `Page`, `Network` and `Runtime` enabled
+/// and the metrics prelude installed.
+pub(crate) fn open(
+    o: &LoadOptions,
+    deadline: Instant,
+) -> Result<(Running, Devtools, String), BrowserError> {
     let mut running = Running::start(&o.spec, &o.switches())?;
     let (Some(out), Some(input)) = (running.commands.take(), running.messages.take()) else {
         return Err(BrowserError::Closed);
@@ -105,25 +120,59 @@ pub fn load(o: &LoadOptions) -> Result<PageLoad, BrowserError> {
         json!({ "source": metrics::PRELUDE }),
         deadline,
     )?;
-    let path = match &o.workload {
-        Workload::Page(p) | Workload::Fetches { path: p, .. } => p.clone(),
-    };
-    let url = format!("{}{}", o.origin(), path);
-    let nav = cdp.call(s, "Page.navigate", json!({ "url": url }), deadline)?;
+    Ok((running, cdp, session))
+}
+
+/// Navigates the attached page to `url` and waits for its load event.
+pub(crate) fn navigate(
+    cdp: &mut Devtools,
+    session: &str,
+    url: &str,
+    deadline: Instant,
+) -> Result<(), BrowserError> {
+    let nav = cdp.call(
+        Some(session),
+        "Page.navigate",
+        json!({ "url": url }),
+        deadline,
+    )?;
     if let Some(e) = nav.get("errorText").and_then(Value::as_str) {
         return Err(BrowserError::Cdp("Page.navigate".into(), e.to_string()));
     }
     cdp.wait_event("Page.loadEventFired", deadline)?;
+    Ok(())
+}
+
+/// One view of the workload in the open browser: navigate, wait for the load event,
+/// collect the figures (the DevTools events since the last view are taken).
+pub(crate) fn view(
+    cdp: &mut Devtools,
+    session: &str,
+    o: &LoadOptions,
+    deadline: Instant,
+) -> Result<PageLoad, BrowserError> {
+    let s = Some(session);
+    let path = match &o.workload {
+        Workload::Page(p) | Workload::Fetches { path: p, .. } => p.clone(),
+    };
+    let url = format!("{}{}", o.origin(), path);
+    let _ = cdp.take_events();
+    navigate(cdp, session, &url, deadline)?;
     let mut result = PageLoad::default();
-    let page = evaluate(&mut cdp, s, metrics::COLLECT, deadline)?;
+    let page = evaluate(cdp, s, metrics::COLLECT, deadline)?;
     metrics::apply_page(&mut result, &page);
     if let Workload::Fetches { n, delay_ms, .. } = o.workload {
-        let f = evaluate(&mut cdp, s, &metrics::fetches_script(n, delay_ms), deadline)?;
+        let f = evaluate(cdp, s, &metrics::fetches_script(n, delay_ms), deadline)?;
         metrics::apply_fetches(&mut result, &f);
     }
     let events = cdp.take_events();
     metrics::apply_network_events(&mut result, &events, &o.origin());
-    // A polite close first (the profile is written out), the group killed regardless.
+    Ok(result)
+}
+
+/// Closes the browser: a polite close first (the profile is written out), the group killed
+/// regardless.
+pub(crate) fn close(mut cdp: Devtools, mut running: Running) {
     let _ = cdp.call(
         None,
         "Browser.close",
@@ -131,7 +180,6 @@ pub fn load(o: &LoadOptions) -> Result<PageLoad, BrowserError> {
         Instant::now() + Duration::from_secs(2),
     );
     running.wait_exit(Duration::from_secs(2));
-    Ok(result)
 }
 
 /// Attaches (flat mode) to the browser's first page and returns the session id.
@@ -174,7 +222,7 @@ fn attach<W: std::io::Write>(cdp: &mut Cdp<W>, deadline: Instant) -> Result<Stri
 }
 
 /// Evaluates `expr` (a promise of a JSON string) in the page and parses its value.
-fn evaluate<W: std::io::Write>(
+pub(crate) fn evaluate<W: std::io::Write>(
     cdp: &mut Cdp<W>,
     session: Option<&str>,
     expr: &str,

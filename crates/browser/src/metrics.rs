@@ -90,6 +90,8 @@ pub struct PageLoad {
     pub resources: Vec<ResourceEntry>,
     /// Distinct connections the browser's responses came over (DevTools `connectionId`).
     pub connections: usize,
+    /// Their DevTools `connectionId`s (unique within one browser process).
+    pub connection_ids: BTreeSet<u64>,
     /// Protocols DevTools reported for the responses.
     pub devtools_protocols: BTreeSet<String>,
 }
@@ -194,6 +196,7 @@ pub fn apply_network_events(load: &mut PageLoad, events: &[Value], origin: &str)
         }
     }
     load.connections = ids.len();
+    load.connection_ids = ids;
 }
 
 #[cfg(test)]

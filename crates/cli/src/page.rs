@@ -116,6 +116,15 @@ pub struct PageArgs {
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "url"])]
     pub render: bool,
 
+    /// With --render: the Early Hints experiment instead — two built-in servers, one sending
+    /// 103 Early Hints for the page's CSS/JS before its 200 (after the page query's think=),
+    /// one not; per protocol (--protocols, default h1-tls,h2,h3) time until the CSS/JS are
+    /// done and until the page is complete, with and without hints, paired verdicts and the
+    /// floor the link allows; on the wan and a lossy (2%) link, or only --link when it is not
+    /// wan [default page: n=30&min=1k&max=8k&seed=1&css=2&css_size=24k&js=2&js_size=64k&think=200ms].
+    #[arg(long, requires = "render")]
+    pub early_hints: bool,
+
     /// Accept or refuse HTTP/2 server push.
     ///
     /// HTTP/2 server push: accept (the built-in server then pushes each page's CSS and JS,
@@ -161,13 +170,24 @@ pub struct PageArgs {
     /// puts browser and simulated page times side by side with the per-round ratio
     /// simulated/browser and its 95% CI. A load where a resource came over another protocol
     /// is reported as a protocol fallback and left out. Works with --slow (the page issues
-    /// the parallel fetch() calls) and --loss.
-    #[arg(long, value_name = "chromium|PATH", conflicts_with_all = ["render", "users", "stages"])]
+    /// the parallel fetch() calls), --loss, --repeat-view and --render --early-hints
+    /// (Chromium arms over HTTP/2 and HTTP/3, with and without hints).
+    #[arg(long, value_name = "chromium|PATH", conflicts_with_all = ["users", "stages"])]
     pub browser: Option<String>,
 
     /// With --browser: only the browser arms run (no simulated loads).
     #[arg(long, requires = "browser")]
     pub browser_only: bool,
+
+    /// A returning visit: every load is a first view and, right after it, a repeat view on
+    /// new connections that resume the first view's TLS sessions (TLS and QUIC; no 0-RTT);
+    /// the fetcher keeps no HTTP cache (the built-in page's objects are no-store, so a
+    /// browser re-fetches them too). Reports both views per protocol, the repeat-vs-first
+    /// verdict and each view against its round-trip floor. With --browser, Chromium loads
+    /// both views in one process, its connections closed between them (cache and TLS
+    /// sessions kept).
+    #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss"])]
+    pub repeat_view: bool,
 
     /// Built-in server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
@@ -209,6 +229,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         server_threads: a.server_threads.max(1),
         pinning: a.cpus.pinning()?,
         push: a.push,
+        repeat_view: a.repeat_view,
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {
@@ -316,8 +337,86 @@ fn route(a: &PageArgs, c: &mut PageConfig) -> Result<(), String> {
     Ok(())
 }
 
+/// `h2lab page --render --early-hints`.
+fn main_hints(args: &PageArgs) -> ExitCode {
+    use h2lab_lab::page::hints;
+    let mut cfg = hints::HintsConfig::default();
+    let mut setup = || -> Result<(), String> {
+        if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {
+            cfg.page_query = args.page_query.clone();
+        }
+        if let Some(n) = args.repeat {
+            cfg.repeat = n.max(1);
+        }
+        if let Some(e) = &args.equivalence {
+            cfg.equivalence =
+                crate::compare::parse_fraction(e).map_err(|e| format!("--equivalence: {e}"))?;
+        }
+        if let Some(p) = &args.protocols {
+            let v = proto::parse_list(p).map_err(|e| format!("--protocols: {e}"))?;
+            if v.iter().any(|p| !p.tls()) {
+                return Err("--early-hints: TLS protocols only (h1-tls, h2, h3)".into());
+            }
+            cfg.protocols = v;
+        }
+        if let Some(b) = &args.browser {
+            let bin = h2lab_lab::page::browser::find_browser(b).map_err(|e| e.to_string())?;
+            cfg.browser = Some(bin);
+        }
+        if args.link != "wan" {
+            let profile = parse_profile(&args.link).map_err(|e| format!("--link: {e}"))?;
+            cfg.links = vec![h2lab_lab::page::render::RenderLink {
+                name: profile.name().into(),
+                profile,
+                loss: 0.0,
+            }];
+        }
+        Ok(())
+    };
+    if let Err(e) = setup() {
+        eprintln!("{PREFIX} {e}");
+        return ExitCode::from(EXIT_FAILURE);
+    }
+    let r = match hints::run(&cfg, &mut |line| {
+        eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
+    }) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("{PREFIX} {e}");
+            return ExitCode::from(EXIT_FAILURE);
+        }
+    };
+    println!(
+        "{}",
+        h2lab_lab::fmt::wrap_long_lines(&hints::render_text(&r))
+    );
+    let mut status = 0;
+    if let Some(p) = &args.json {
+        if let Err(e) = write_file(p, &hints::json(&r)) {
+            eprintln!("{PREFIX} {e}");
+            status = EXIT_FAILURE;
+        }
+    }
+    if !r
+        .links
+        .iter()
+        .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()))
+    {
+        eprintln!("{PREFIX} no page load succeeded");
+        status = EXIT_FAILURE;
+    }
+    ExitCode::from(status)
+}
+
 /// `h2lab page --render`.
 fn main_render(args: &PageArgs) -> ExitCode {
+    if args.early_hints {
+        return main_hints(args);
+    }
+    if args.browser.is_some() {
+        eprintln!("{PREFIX} --browser: with --render only together with --early-hints");
+        return ExitCode::from(EXIT_FAILURE);
+    }
     use h2lab_lab::page::render;
     let mut cfg = render::RenderConfig::default();
     if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {

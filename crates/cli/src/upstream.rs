@@ -51,6 +51,12 @@ pub struct UpstreamArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// The backends answer /page with 103 Early Hints before its 200 (serve --early-hints),
+    /// and a page payload (/page?n=1&css=1&js=1) is measured besides the others: the report
+    /// counts, per arm and cell, the interim responses the proxy passed on to the client.
+    #[arg(long)]
+    pub early_hints: bool,
+
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
@@ -111,6 +117,10 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
         }
     };
     cfg.strict = args.strict;
+    if args.early_hints {
+        cfg.early_hints = true;
+        cfg.payloads.extend("page=/page?n=1&css=1&js=1".parse());
+    }
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {

@@ -128,6 +128,7 @@ fn arm(arm: UpstreamProtocol, retried: usize, empty: usize, busy: usize) -> ArmR
         retried_runs: retried,
         empty_runs: empty,
         busy_runs: busy,
+        informational: 0,
     }
 }
 

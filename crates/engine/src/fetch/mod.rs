@@ -32,7 +32,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
@@ -41,14 +41,14 @@ use std::time::{Duration, Instant};
 use mio::{Events, Poll};
 
 use crate::config::{AppProtocol, BenchConfig, ProtocolChoice, Scheme, Target};
-use crate::conn::quic::QuicDial;
 use crate::conn::{AlpnOffer, ConnEnd, Dialer, ReadBufs};
 use crate::error::{ProtocolError, TimeoutError, TransportError};
 use crate::h2::H2Settings;
 use crate::request::Prepared;
-use crate::transport::{self, Endpoint};
+use crate::transport;
 use crate::EngineError;
 
+mod dial;
 mod events;
 mod hints;
 mod pool;
@@ -56,6 +56,8 @@ mod push;
 #[cfg(test)]
 mod tests;
 
+use dial::{endpoint, quic_dial};
+pub use dial::{SessionCounts, TlsSessions};
 use events::{BatchState, Job};
 pub use hints::HintStats;
 use pool::PoolConn;
@@ -121,6 +123,9 @@ pub struct FetchConfig {
     /// per-request field is `:path`, so HTTP/3 requests carry none). Default: on, as
     /// browsers do.
     pub priorities: bool,
+    /// TLS session store shared with other fetchers (a returning visit resumes the
+    /// sessions of the first); `None`: every handshake is a full one.
+    pub sessions: Option<Arc<TlsSessions>>,
 }
 
 impl FetchConfig {
@@ -153,6 +158,7 @@ impl FetchConfig {
                 enable_push: false,
             },
             priorities: true,
+            sessions: None,
         }
     }
 }
@@ -231,6 +237,9 @@ pub struct ConnRecord {
     pub protocol: Option<AppProtocol>,
     /// Responses completed on it.
     pub completed: u64,
+    /// Its TLS handshake over TCP resumed a session (always false for QUIC, whose
+    /// resumption attempts [`TlsSessions::counts`] counts).
+    pub resumed: bool,
 }
 
 /// Byte counters of a [`Fetcher`], cumulative since its creation. All counts are
@@ -343,11 +352,10 @@ impl Fetcher {
         };
         let tls = if cfg.origin.scheme == Scheme::Https {
             let alpn = bc.effective_alpn();
-            let c = transport::client_config(&alpn, true, &Default::default())
-                .map_err(EngineError::Tls)?;
+            let c = dial::tls_config(&alpn, cfg.sessions.as_ref()).map_err(EngineError::Tls)?;
             let name = cfg.sni.as_deref().unwrap_or(&cfg.origin.host);
             let name = transport::server_name(name).map_err(EngineError::Tls)?;
-            Some((Arc::new(c), name))
+            Some((c, name))
         } else {
             None
         };
@@ -565,60 +573,4 @@ impl Drop for Fetcher {
     fn drop(&mut self) {
         self.close();
     }
-}
-
-/// How an HTTP/3 fetcher opens QUIC connections: bench's client configuration (no
-/// certificate check, as for TLS), ALPN `h3`, a stream receive window as large as the
-/// HTTP/2 fetcher's (so one connection can carry a page's responses at once).
-fn quic_dial(cfg: &FetchConfig, endpoint: &Endpoint) -> Result<QuicDial, EngineError> {
-    let invalid = |msg: &str| EngineError::Config(crate::ConfigError::Invalid(msg.to_owned()));
-    if cfg.origin.scheme != Scheme::Https {
-        return Err(invalid("h3: HTTP/3 needs an https:// origin"));
-    }
-    if matches!(endpoint, Endpoint::Unix(_)) {
-        return Err(invalid("h3: HTTP/3 runs over UDP, not a UNIX socket"));
-    }
-    let mut config =
-        crate::h3::quic_client_config(true, &Default::default()).map_err(EngineError::Tls)?;
-    let mut tc = h2lab_quic::quinn_proto::TransportConfig::default();
-    tc.max_concurrent_uni_streams(16u32.into());
-    tc.max_concurrent_bidi_streams(0u32.into());
-    let window = 1u32 << cfg.h2.window_bits.min(30);
-    let conn_window = 1u32 << cfg.h2.connection_window_bits.min(30);
-    tc.stream_receive_window(window.into());
-    tc.receive_window(conn_window.into());
-    config.transport_config(Arc::new(tc));
-    Ok(QuicDial {
-        config,
-        server_name: cfg.sni.clone().unwrap_or_else(|| cfg.origin.host.clone()),
-        gso: true,
-        max_udp_payload_size: None,
-        qlog: None,
-    })
-}
-
-/// Where a fetcher's connections go: a UNIX socket, the `connect_to` address, or
-/// every address the origin's host resolves to (tried in order, like bench).
-fn endpoint(cfg: &FetchConfig) -> Result<Endpoint, EngineError> {
-    if let Some(p) = &cfg.unix_socket {
-        return Ok(Endpoint::Unix(p.clone()));
-    }
-    if !cfg.connect_to.is_empty() {
-        return Ok(Endpoint::Tcp(cfg.connect_to.clone()));
-    }
-    let host = cfg.origin.host.as_str();
-    let addrs: Vec<SocketAddr> = (host, cfg.origin.port)
-        .to_socket_addrs()
-        .map_err(|e| EngineError::Resolve {
-            host: host.to_owned(),
-            source: e,
-        })?
-        .collect();
-    if addrs.is_empty() {
-        return Err(EngineError::Resolve {
-            host: host.to_owned(),
-            source: io::Error::new(io::ErrorKind::NotFound, "no address returned"),
-        });
-    }
-    Ok(Endpoint::Tcp(addrs))
 }

@@ -85,6 +85,7 @@ impl Fetcher {
             id: u32::try_from(id).unwrap_or(u32::MAX),
             opened: now,
             ready: None,
+            resumed: false,
             closed: None,
             protocol: None,
             completed: 0,
@@ -177,8 +178,10 @@ impl Fetcher {
         };
         self.dialer
             .start_session(&mut conn.link, proto, &mut conn.out);
+        let resumed = conn.link.transport.resumed();
         if let Some(r) = self.log.get_mut(idx) {
             r.ready = Some(now);
+            r.resumed = resumed;
             r.protocol = Some(proto);
         }
         // Data may already be buffered behind the handshake.

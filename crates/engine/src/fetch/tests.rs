@@ -1,4 +1,5 @@
 use super::*;
+use crate::transport::Endpoint;
 
 fn cfg(url: &str) -> FetchConfig {
     FetchConfig::browser(Target::parse(url).unwrap(), FetchProtocol::Http11)

@@ -16,7 +16,9 @@ use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 pub use h2lab_browser::find_browser;
-use h2lab_browser::{load, BrowserSpec, LoadOptions, PageLoad as BrowserLoad, Protocol, Workload};
+use h2lab_browser::{
+    load, load_views, BrowserSpec, LoadOptions, PageLoad as BrowserLoad, Protocol, Workload,
+};
 use h2lab_server::{RunningServer, ServerConfig};
 
 use super::{PageConfig, PageReport, ProtoPage, SlowConfig};
@@ -51,8 +53,11 @@ pub struct BrowserArm {
     /// The link it crosses.
     pub link: LinkProfile,
     opts: LoadOptions,
-    /// `rounds[i]`: round `i`'s load (`None`: it failed or did not run).
+    /// `rounds[i]`: round `i`'s load (`None`: it failed or did not run); with
+    /// `--repeat-view` its first view.
     pub rounds: Vec<Option<BrowserLoad>>,
+    /// `--repeat-view`: round `i`'s repeat view, in the same browser process.
+    pub repeats: Vec<Option<BrowserLoad>>,
     /// Why the first failed load failed.
     pub error: Option<String>,
 }
@@ -69,6 +74,8 @@ pub struct BrowserArms {
     pub notes: Vec<String>,
     /// `--browser-only`.
     pub only: bool,
+    /// `--repeat-view`: each load is a first and a repeat view ([`load_views`]).
+    pub repeat_view: bool,
     _links: Vec<RunningLink>,
     _h1_server: Option<RunningServer>,
     _pin: PinGuard,
@@ -118,6 +125,13 @@ fn h1_only_server(
     Ok((server, guard, addr))
 }
 
+impl BrowserArm {
+    /// The browser protocol the arm is forced onto.
+    pub fn protocol(&self) -> Protocol {
+        self.opts.protocol
+    }
+}
+
 impl BrowserArms {
     /// One browser arm per TLS protocol of `protos` (HTTP/1.1 over TLS, HTTP/2, HTTP/3;
     /// cleartext protocols have none: browsers speak HTTP/2 and HTTP/3 only over TLS) over
@@ -148,6 +162,7 @@ impl BrowserArms {
             pinned: spec.cpus.is_some(),
             notes: Vec::new(),
             only: cfg.only,
+            repeat_view: false,
             _links: Vec::new(),
             _h1_server: None,
             _pin: PinGuard::default(),
@@ -225,6 +240,7 @@ impl BrowserArms {
                     timeout,
                 },
                 rounds: Vec::new(),
+                repeats: Vec::new(),
                 error: None,
             });
         }
@@ -245,7 +261,14 @@ impl ExtraArms for BrowserArms {
         let Some(a) = self.arms.get_mut(arm) else {
             return;
         };
-        let r = load(&a.opts);
+        let (r, repeat) = if self.repeat_view {
+            match load_views(&a.opts) {
+                Ok((first, again)) => (Ok(first), Some(again)),
+                Err(e) => (Err(e), None),
+            }
+        } else {
+            (load(&a.opts), None)
+        };
         let name = format!("chromium {}", a.proto.label());
         match &r {
             Ok(l) => {
@@ -273,6 +296,17 @@ impl ExtraArms for BrowserArms {
                 a.error.get_or_insert_with(|| e.to_string());
             }
         }
+        if let Some(l) = &repeat {
+            log(&format!(
+                "  repeat view {name:<16} {:>9}  {} connection(s)",
+                crate::fmt::ms(l.page_ms()),
+                l.connections
+            ));
+        }
+        if a.repeats.len() <= round {
+            a.repeats.resize_with(round + 1, || None);
+        }
+        a.repeats[round] = repeat;
         if a.rounds.len() <= round {
             a.rounds.resize_with(round + 1, || None);
         }
@@ -291,7 +325,7 @@ pub fn arms_for(
     cfg.browser
         .as_ref()
         .map(|b| {
-            BrowserArms::setup(
+            let mut a = BrowserArms::setup(
                 env,
                 b,
                 link,
@@ -299,7 +333,16 @@ pub fn arms_for(
                 workload,
                 cfg.server_threads,
                 cfg.timeout,
-            )
+            )?;
+            a.repeat_view = cfg.repeat_view;
+            if cfg.repeat_view {
+                a.notes.push(
+                    "browser: --repeat-view: one browser process and profile per round and \
+                     protocol, shared by its two views (the browser table shows the first views)"
+                        .into(),
+                );
+            }
+            Ok(a)
         })
         .transpose()
 }

@@ -115,6 +115,9 @@ pub struct ConnTiming {
     pub closed_ms: Option<f64>,
     /// Responses it carried.
     pub completed: u64,
+    /// Its TLS handshake (over TCP) resumed a session of an earlier visit.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
 }
 
 /// Bytes on the wire (application bytes, inside TLS), split into headers and bodies.
@@ -218,6 +221,7 @@ fn conn_timing(c: &ConnRecord) -> ConnTiming {
         ready_ms: c.ready.map(ms),
         closed_ms: c.closed.map(ms),
         completed: c.completed,
+        resumed: c.resumed,
     }
 }
 
@@ -256,8 +260,18 @@ pub fn discover(pool: &PoolSpec, html_path: &str) -> Result<html::Resources, Pag
 /// One cold page load: `paths[0]` is the HTML, the rest its sub-resources (fetched once the
 /// HTML is complete, all queued at once in document order).
 pub fn load_page(pool: &PoolSpec, paths: &[String]) -> Result<PageLoad, PageError> {
+    load_page_with(pool, pool.fetch_config(), paths)
+}
+
+/// [`load_page`] with the fetcher configured by `cfg` (made from `pool`'s, e.g. with a TLS
+/// session store kept between two visits).
+pub fn load_page_with(
+    pool: &PoolSpec,
+    cfg: FetchConfig,
+    paths: &[String],
+) -> Result<PageLoad, PageError> {
     let fail = pool.fail();
-    let mut f = Fetcher::new(pool.fetch_config(), paths).map_err(fail)?;
+    let mut f = Fetcher::new(cfg, paths).map_err(fail)?;
     let html = f.fetch(&[0], false).map_err(fail)?;
     let rest: Vec<usize> = (1..paths.len()).collect();
     let mut batches = vec![html];

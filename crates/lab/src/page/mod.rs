@@ -17,12 +17,15 @@
 pub mod anchor;
 pub mod browser;
 pub mod browser_report;
+pub mod floor;
+pub mod hints;
 pub mod html;
 pub mod load;
 pub mod loss;
 pub mod output;
 pub mod ratio;
 pub mod render;
+pub mod repeat;
 pub mod slow;
 pub mod users;
 
@@ -115,6 +118,8 @@ pub struct PageConfig {
     /// `--browser`: every round also loads the page with headless Chromium per protocol
     /// ([`browser`]); `None`: off.
     pub browser: Option<browser::BrowserConfig>,
+    /// `--repeat-view`: each load is a first visit and a returning visit ([`repeat`]).
+    pub repeat_view: bool,
 }
 
 impl Default for PageConfig {
@@ -138,6 +143,7 @@ impl Default for PageConfig {
             route: None,
             loss_levels: Vec::new(),
             browser: None,
+            repeat_view: false,
         }
     }
 }
@@ -250,6 +256,9 @@ pub struct PageReport {
     /// their figures and the simulated / browser ratios.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub browser: Vec<browser_report::BrowserReport>,
+    /// The returning visits (`--repeat-view`); `protocols` then holds the first views.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_view: Option<repeat::RepeatReport>,
     /// Things worth knowing.
     pub notes: Vec<String>,
 }
@@ -442,6 +451,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         load_test: None,
         loss: Vec::new(),
         browser: Vec::new(),
+        repeat_view: None,
         notes,
     };
     let only = cfg.browser.as_ref().is_some_and(|b| b.only);
@@ -519,28 +529,30 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     // loads[j][i]: protocol j's load of round i (`None`: it failed).
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let mut views = repeat::Views::new(cfg.repeat_view, pools.len());
     for i in 0..cfg.repeat.max(1) as usize {
         let extra = browser::as_extra(&mut barms);
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match load::load_page(&pools[j], &paths)
-        {
-            Ok(l) => {
-                log(&format!(
-                    "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    i + 1,
-                    cfg.repeat.max(1),
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
-            }
-        };
+        let mut sim =
+            |j: usize, log: &mut dyn FnMut(&str)| match views.load(j, &pools[j], &paths, log) {
+                Ok(l) => {
+                    log(&format!(
+                        "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                        i + 1,
+                        cfg.repeat.max(1),
+                        pools[j].proto.label(),
+                        crate::fmt::ms(l.page_ms),
+                        l.connections,
+                        l.requests
+                    ));
+                    loads[j].push(Some(l));
+                }
+                Err(e) => {
+                    log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
+                    errors[j].get_or_insert(e.to_string());
+                    loads[j].push(None);
+                    views.skip(j);
+                }
+            };
         browser::run_round(i, pools.len(), extra, &mut sim, log);
     }
     if !only {
@@ -549,6 +561,8 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         }
     }
     report.decide(cfg.equivalence);
+    let (eq, b) = (cfg.equivalence, barms.as_ref());
+    report.repeat_view = views.finish(&pools, &report.protocols, first_link, eq, b);
     let (sims, link) = (report.protocols.clone(), report.link.clone());
     browser::finish(barms, &sims, &link, cfg.equivalence, &mut report);
     if let Some(lt) = &cfg.load_test {

@@ -290,6 +290,9 @@ pub fn render_text(r: &PageReport) -> String {
             None => {}
         }
     }
+    if let Some(v) = &r.repeat_view {
+        out.push_str(&super::repeat::render_text(v, &r.link));
+    }
     for b in &r.browser {
         out.push_str(&super::browser_report::render_text(b));
     }

@@ -94,7 +94,7 @@ impl RenderLink {
         ]
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let base = crate::env::describe_profile_shape(self.profile);
         let shape = if self.loss > 0.0 {
             format!("{base}, {}% loss", self.loss * 100.0)

@@ -29,6 +29,9 @@ pub struct RunOut {
     pub load: Option<MachineLoad>,
     /// The machine was busy ([`MachineLoad::busy`]).
     pub busy: bool,
+    /// Interim (1xx) responses the client received through the proxy, e.g. `103 Early
+    /// Hints` forwarded from the backends (both attempts).
+    pub informational: u64,
 }
 
 /// Runs `bc` once; if it completes nothing (the client's connections were still being set
@@ -43,12 +46,14 @@ pub fn run_arm(
     let probe = LoadProbe::start();
     let mut r = h2lab_engine::run(bc, &NoopObserver, stop)?;
     let mut failed = r.requests.failed;
+    let mut informational: u64 = r.informational.iter().map(|x| x.1).sum();
     let retried = r.requests.completed == 0 && !stop.is_stopped();
     if retried {
         let mut again = bc.clone();
         again.warm_up = Some(warm_up * EMPTY_RETRY_WARM_UP);
         r = h2lab_engine::run(&again, &NoopObserver, stop)?;
         failed += r.requests.failed;
+        informational += r.informational.iter().map(|x| x.1).sum::<u64>();
     }
     let load = probe.finish();
     let h = &r.request_time;
@@ -62,6 +67,7 @@ pub fn run_arm(
         retried,
         busy: load.is_some_and(|l| l.busy()),
         load,
+        informational,
     })
 }
 
@@ -74,6 +80,7 @@ pub struct ArmRuns {
     retried: usize,
     empty: usize,
     busy: usize,
+    informational: u64,
 }
 
 impl ArmRuns {
@@ -98,6 +105,7 @@ impl ArmRuns {
         self.retried += usize::from(o.retried);
         self.empty += usize::from(o.completed == 0);
         self.busy += usize::from(o.busy);
+        self.informational += o.informational;
     }
 
     /// The arm's result at the cell (CIs and ratios are filled by [`verdict::decide_cell`]).
@@ -116,6 +124,7 @@ impl ArmRuns {
             retried_runs: self.retried,
             empty_runs: self.empty,
             busy_runs: self.busy,
+            informational: self.informational,
         }
     }
 }
@@ -149,4 +158,34 @@ pub fn empty_runs(r: &UpstreamReport) -> Vec<String> {
         }
     }
     v
+}
+
+/// One line per cell where interim responses (`103 Early Hints`) reached the client through
+/// the proxy, with each arm's count (all runs): which proxies pass them on.
+pub fn informational(r: &UpstreamReport) -> Vec<String> {
+    let any = r.config.early_hints
+        || r.cells
+            .iter()
+            .any(|c| c.arms.iter().any(|a| a.informational > 0));
+    if !any {
+        return Vec::new();
+    }
+    r.cells
+        .iter()
+        .filter(|c| c.payload.name == "page" || c.arms.iter().any(|a| a.informational > 0))
+        .map(|c| {
+            let arms: Vec<String> = c
+                .arms
+                .iter()
+                .filter(|a| a.skipped.is_none())
+                .map(|a| format!("{} {}", a.arm.name(), a.informational))
+                .collect();
+            format!(
+                "1xx through the proxy, {} c={}: {}",
+                c.payload.label(),
+                c.concurrency,
+                arms.join(", ")
+            )
+        })
+        .collect()
 }

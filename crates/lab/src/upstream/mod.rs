@@ -107,6 +107,10 @@ pub struct UpstreamConfig {
     /// Measure a round again (at most [`STRICT_RETRIES`] times) when the machine was busy
     /// during one of its runs.
     pub strict: bool,
+    /// The backends answer `/page` with `103 Early Hints` first (`serve --early-hints`), and
+    /// a `page` payload (`/page?n=1&css=1&js=1`) is measured too: the report counts the
+    /// interim responses each proxy passed on.
+    pub early_hints: bool,
 }
 
 impl UpstreamConfig {
@@ -139,6 +143,7 @@ impl UpstreamConfig {
             client_threads: 2,
             pinning: Pinning::Auto,
             strict: false,
+            early_hints: false,
         }
     }
 
@@ -190,6 +195,9 @@ pub struct ArmResult {
     pub empty_runs: usize,
     /// Runs measured while the machine was busy ([`crate::host::MachineLoad::busy`]).
     pub busy_runs: usize,
+    /// Interim (1xx) responses the client received, all runs (`103 Early Hints` the proxy
+    /// passed on from the backends).
+    pub informational: u64,
 }
 
 /// One payload × concurrency cell.
@@ -268,6 +276,7 @@ fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
                 // The proxy's cancels and pooled streams must not look like an attack.
                 max_rapid_resets: u32::MAX,
                 max_concurrent_streams: cfg.streams.max(100),
+                early_hints: cfg.early_hints,
                 ..ServerConfig::local()
             })
             .map_err(|source| LabError::Server {

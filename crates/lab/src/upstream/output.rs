@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use h2lab_proxy::UpstreamProtocol;
 use serde_json::json;
 
-use super::measure::{empty_runs, marks};
+use super::measure::{empty_runs, informational, marks};
 use super::verdict::Ratio;
 use super::{Cell, UpstreamReport};
 use crate::compare::axes::Payload;
@@ -244,8 +244,12 @@ pub fn render(r: &UpstreamReport) -> String {
              even when run again with a 4x warm-up: left out of the medians and ratios\n",
         );
     }
-    for line in &empty {
-        let _ = writeln!(out, "  * {line}");
+    for line in empty
+        .iter()
+        .map(|l| format!("* {l}"))
+        .chain(informational(r))
+    {
+        let _ = writeln!(out, "  {line}");
     }
     let base = baseline(r);
     let _ = writeln!(
@@ -397,7 +401,7 @@ pub fn json(r: &UpstreamReport) -> String {
                         "rps_runs": a.rps_runs, "p99_ms_runs": a.p99_runs,
                         "rps": a.rps_ci, "p99_ms": a.p99_ci, "versus_baseline": a.versus,
                         "retried_runs": a.retried_runs, "empty_runs": a.empty_runs,
-                        "busy_runs": a.busy_runs,
+                        "busy_runs": a.busy_runs, "informational": a.informational,
                     })
                 })
                 .collect();
@@ -434,7 +438,7 @@ pub fn json(r: &UpstreamReport) -> String {
             "concurrency": cfg.concurrency, "runs": cfg.runs,
             "warm_up_s": cfg.warm_up.as_secs_f64(), "duration_s": cfg.duration.as_secs_f64(),
             "rtt_ms": cfg.rtt.as_secs_f64() * 1000.0, "backends": cfg.backends,
-            "pool": cfg.pool, "streams": cfg.streams,
+            "pool": cfg.pool, "streams": cfg.streams, "early_hints": cfg.early_hints,
             "equivalence": crate::stats::ci::DEFAULT_EQUIVALENCE, "strict": cfg.strict,
         },
         "isolation": r.isolation,

@@ -140,6 +140,7 @@ mod tests {
             retried: completed == 0,
             load: None,
             busy: false,
+            informational: 0,
         }
     }
 

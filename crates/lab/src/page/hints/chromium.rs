@@ -1,0 +1,144 @@
+//! Chromium arms of the Early Hints experiment (`--browser`): the same page from the same
+//! two servers through the same links, loaded by headless Chromium (a fresh profile per
+//! load, [`h2lab_browser::load`]) over HTTP/2 and HTTP/3 — the protocols on which Chromium
+//! acts on a 103 — alternated with the simulated arms. Render is when the document and its
+//! CSS/JS had all ended (Resource Timing `responseEnd`), page the load event; a load where
+//! a resource came over another protocol is left out.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use h2lab_browser::{load, BrowserSpec, LoadOptions, Protocol, Workload};
+
+use super::HintArm;
+use crate::error::LabError;
+use crate::link::RunningLink;
+use crate::proto::LabProtocol;
+use crate::stats::MedianSpread;
+
+/// One Chromium arm: a protocol, with or without hints, and its loads.
+pub(super) struct ChromiumArm {
+    proto: LabProtocol,
+    hints: bool,
+    opts: LoadOptions,
+    loads: Vec<(Figures, u32)>,
+    error: Option<String>,
+}
+
+/// One load's figures: (render ms, page ms).
+pub(super) type Figures = (f64, f64);
+
+impl ChromiumArm {
+    /// Arms for the HTTP/2 and HTTP/3 of `protos`, each with and without hints; `servers`:
+    /// (hints, certificate, link) of the two servers.
+    pub(super) fn all(
+        binary: &Path,
+        protos: &[LabProtocol],
+        servers: [(bool, &Path, &RunningLink); 2],
+        path: &str,
+        timeout: Duration,
+    ) -> Result<Vec<ChromiumArm>, LabError> {
+        let spec = BrowserSpec {
+            binary: PathBuf::from(binary),
+            cpus: None,
+            extra_args: Vec::new(),
+        };
+        let mut out = Vec::new();
+        for &p in protos {
+            let protocol = match p {
+                LabProtocol::H2 => Protocol::H2,
+                LabProtocol::H3 => Protocol::H3,
+                _ => continue,
+            };
+            for (hints, cert, link) in servers {
+                let addr = if p.is_h3() {
+                    link.udp_addr()
+                        .ok_or(LabError::NoAddress("the link relays no UDP"))?
+                } else {
+                    link.addr()
+                };
+                let pin = h2lab_browser::spki::pin_of_pem_file(cert).map_err(LabError::Browser)?;
+                out.push(ChromiumArm {
+                    proto: p,
+                    hints,
+                    opts: LoadOptions {
+                        spec: spec.clone(),
+                        protocol,
+                        host: "localhost".into(),
+                        addr,
+                        spki_pin: pin,
+                        workload: Workload::Page(path.to_owned()),
+                        timeout,
+                    },
+                    loads: Vec::new(),
+                    error: None,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Round `round`'s load, logged and kept (or its error).
+    pub(super) fn round(&mut self, round: usize, link: &str, of: u32, log: &mut dyn FnMut(&str)) {
+        let what = format!(
+            "chromium {} {}",
+            self.proto.label(),
+            if self.hints { "hints" } else { "no hints" }
+        );
+        match self.run() {
+            Ok(f) => {
+                log(&format!(
+                    "  {link} load {}/{of} {what:<34} render {:>9}  page {:>9}",
+                    round + 1,
+                    crate::fmt::ms(f.0),
+                    crate::fmt::ms(f.1)
+                ));
+                self.loads.push((f, round as u32));
+            }
+            Err(e) => {
+                log(&format!("  {link} {what}: {e}"));
+                self.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// The arm's result; its floor is the simulated arm's of the same protocol and server.
+    pub(super) fn result(self, sims: &[HintArm]) -> HintArm {
+        let render: Vec<f64> = self.loads.iter().map(|x| x.0 .0).collect();
+        let page: Vec<f64> = self.loads.iter().map(|x| x.0 .1).collect();
+        let page_ms = MedianSpread::of(&page);
+        HintArm {
+            proto: self.proto,
+            hints: self.hints,
+            browser: true,
+            render_ms: MedianSpread::of(&render),
+            page_ms,
+            loads: self.loads.iter().map(|x| (x.0 .0, x.0 .1)).collect(),
+            load_rounds: self.loads.iter().map(|x| x.1).collect(),
+            preloaded: None,
+            floor: sims
+                .iter()
+                .find(|a| a.proto == self.proto && a.hints == self.hints)
+                .and_then(|a| a.floor),
+            error: self.error,
+        }
+    }
+
+    /// One load; `Err` names why it is left out.
+    fn run(&self) -> Result<Figures, String> {
+        let l = load(&self.opts).map_err(|e| e.to_string())?;
+        let off = l.off_protocol(self.opts.protocol.next_hop());
+        if !off.is_empty() {
+            return Err(format!("protocol fallback: {} resource(s)", off.len()));
+        }
+        let blocking = |u: &str| {
+            let p = u.split('?').next().unwrap_or(u);
+            p.ends_with(".css") || p.ends_with(".js")
+        };
+        let assets = l.resources.iter().filter(|r| blocking(&r.url));
+        let render = assets
+            .map(|r| r.response_end_ms)
+            .fold(l.response_end_ms, f64::max);
+        Ok((render, l.load_ms))
+    }
+}
