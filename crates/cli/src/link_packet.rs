@@ -77,6 +77,15 @@ fn builtin_server(link: &PacketLink) -> Result<RunningServer, String> {
     joined.map_err(|e| e.to_string())
 }
 
+/// Before a lab command starts any thread: in packet mode, enters a user namespace when not
+/// root (packet mode then works unprivileged). A failure is reported later, once, by the lab's
+/// fallback to the relay.
+pub fn privileges_for(mode: h2lab_lab::netpath::PathMode) {
+    if mode == h2lab_lab::netpath::PathMode::Packet {
+        let _ = prepare_privileges();
+    }
+}
+
 /// Runs `h2lab link --packet` and returns the exit status.
 pub fn main(a: LinkArgs) -> ExitCode {
     // Before any thread starts: a user namespace can only be entered by a single thread.
