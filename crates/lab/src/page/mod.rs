@@ -21,7 +21,7 @@ pub mod html;
 pub mod load;
 pub mod loss;
 pub mod output;
-mod paths;
+pub(crate) mod paths;
 pub mod ratio;
 pub mod render;
 pub mod slow;
