@@ -374,6 +374,23 @@ impl PathCounters {
         }
     }
 
+    /// Both directions in brief: `9 lost, 0 queue drops of 1458 packets` (the relay: `3 of
+    /// 500 TCP chunks lost; 1 lost, 0 queue drops of 80 datagrams`).
+    pub fn brief(&self) -> String {
+        let (u, d) = (&self.up, &self.down);
+        let lost = u.lost + d.lost;
+        let drops = u.queue_drops + d.queue_drops;
+        let seen = u.packets + d.packets + lost + drops;
+        match self.path {
+            PathKind::Relay => format!(
+                "{} of {} TCP chunks lost; {lost} lost, {drops} queue drops of {seen} datagrams",
+                u.tcp_chunks_lost + d.tcp_chunks_lost,
+                u.tcp_chunks + d.tcp_chunks
+            ),
+            _ => format!("{lost} lost, {drops} queue drops of {seen} packets"),
+        }
+    }
+
     /// One line: `packet link: up 812 packets, 0 queue drops, 9 lost; down ...` (the relay
     /// adds its TCP chunks).
     pub fn describe(&self) -> String {

@@ -53,6 +53,24 @@ impl PathRecord {
     }
 }
 
+impl PathRecord {
+    /// `packet link (kernel TCP); wan: TCP congestion control bbr (client), bbr (server)`,
+    /// with the fallback warning if any.
+    pub fn describe(&self) -> String {
+        let mut s = self.choice.label.to_owned();
+        for (l, sd) in &self.sides {
+            s.push_str(&format!(
+                "; {l}: TCP congestion control {} (client), {} (server)",
+                sd.client_tcp_cc, sd.server_tcp_cc
+            ));
+        }
+        if let Some(w) = &self.choice.fallback {
+            s.push_str(&format!(" ({w})"));
+        }
+        s
+    }
+}
+
 /// The start lines of a run's path (`path: packet link (kernel TCP)` and any warning), each
 /// preceded by a newline.
 pub fn start_lines(c: &ModeChoice) -> String {

@@ -357,22 +357,8 @@ pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
         x.ratio
             .map_or_else(|| "-".into(), |r| crate::compare::verdicts::ratio_text(&r)),
         decision_text(x),
-        match l
-            .link_counts
-            .path
-            .filter(|c| c.path == crate::link::PathKind::Packet)
-        {
-            Some(c) => format!(
-                "{} lost, {} queue drops of {} packets",
-                c.up.lost + c.down.lost,
-                c.up.queue_drops + c.down.queue_drops,
-                c.up.packets
-                    + c.down.packets
-                    + c.up.lost
-                    + c.down.lost
-                    + c.up.queue_drops
-                    + c.down.queue_drops
-            ),
+        match &l.link_counts.path {
+            Some(c) => c.brief(),
             None => format!(
                 "{} of {} TCP chunks / {} of {} UDP datagrams",
                 l.link_counts.tcp_chunks_lost,
