@@ -21,7 +21,7 @@ pub fn record(profile: LinkProfile, mode: PathMode) -> LinkRecord {
 }
 
 /// One line describing `profile` as crossed in `mode` (`wan: rtt 40ms, ...; packet link
-/// (kernel TCP)`).
+/// (kernel TCP)`, or `...; modelled TCP: TCP model cubic (...)` on the relay).
 pub fn describe(profile: LinkProfile, mode: PathMode) -> String {
     match (profile, mode) {
         (LinkProfile::Loopback, _) => describe_profile(profile),
@@ -30,9 +30,8 @@ pub fn describe(profile: LinkProfile, mode: PathMode) -> String {
             describe_profile_shape(profile),
             PathMode::Packet.label()
         ),
-        (_, PathMode::Relay) => {
-            format!("{}; {}", describe_profile(profile), PathMode::Relay.label())
-        }
+        // Already ends `modelled TCP: TCP model cubic (...)`.
+        (_, PathMode::Relay) => describe_profile(profile),
     }
 }
 
