@@ -51,6 +51,13 @@ pub struct UpstreamArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// How the proxy -> backends hop is emulated: packet (the kernel's own TCP in network
+    /// namespaces joined by TUN devices: backends on the server side, proxy and client on the
+    /// client side; needs root or a user namespace, else the relay with a warning) or relay
+    /// (user-space relay, TCP modelled).
+    #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
+    pub mode: h2lab_lab::netpath::PathMode,
+
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
@@ -111,6 +118,9 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
         }
     };
     cfg.strict = args.strict;
+    cfg.mode = args.mode;
+    // Before any thread starts (a user namespace is entered by a single-threaded process).
+    crate::link_packet::privileges_for(cfg.mode);
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {

@@ -14,6 +14,9 @@ use h2lab_lab::link::{LinkProfile, PathKind};
 use h2lab_lab::netpath::{ModeChoice, PathMode};
 use h2lab_lab::page::{self, PageConfig};
 use h2lab_lab::proto::LabProtocol;
+use h2lab_lab::upstream;
+use h2lab_proxy::UpstreamProtocol;
+use std::time::Duration;
 
 /// Whether packet mode works here; otherwise records why and skips (fails under `CI=true`).
 fn packet_available(test: &str) -> bool {
@@ -213,6 +216,48 @@ fn compare_shaped_conditions_run_over_the_packet_link() {
     assert_eq!(json["link_models"][1]["tcp"], "kernel TCP");
     let text = compare::output::render_text(&r);
     assert!(text.contains("path: packet link (kernel TCP)"), "{text}");
+    drop(r);
+    assert_namespaces_gone(&ns);
+}
+
+#[test]
+fn upstream_hop_runs_over_the_packet_link() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !packet_available("upstream_hop_runs_over_the_packet_link") {
+        return;
+    }
+    let ns = own_namespace();
+    let mut cfg = upstream::UpstreamConfig::quick();
+    cfg.payloads = vec!["1k".parse().unwrap()];
+    cfg.concurrency = vec![4];
+    cfg.runs = 1;
+    cfg.backends = 2;
+    cfg.arms = vec![UpstreamProtocol::H1, UpstreamProtocol::H2cMux];
+    cfg.warm_up = Duration::from_millis(100);
+    cfg.duration = Duration::from_millis(300);
+    assert_eq!(cfg.mode, PathMode::Packet);
+    let r = upstream::run(&cfg, &StopFlag::new(), &mut |_| {}).unwrap();
+    assert_eq!(r.path.mode, PathMode::Packet);
+    assert!(r.path_sides.is_some());
+    for a in &r.cells[0].arms {
+        assert!(a.skipped.is_none(), "{:?}", a.skipped);
+        assert!(a.rps.is_some_and(|x| x.median > 0.0), "{:?}", a.arm);
+        let p = a.path.expect("the arm's path counters");
+        assert_eq!(p.path, PathKind::Packet);
+        assert!(p.up.packets > 0 && p.down.packets > 0, "{p:?}");
+    }
+    // The proxy counted its upstream connections (no relay to count them).
+    assert!(r.connections.iter().all(|c| c.1.is_some_and(|n| n > 0)));
+    let text = upstream::render(&r);
+    assert!(text.contains("path: packet link (kernel TCP)"), "{text}");
+    assert!(
+        text.contains("What the proxy -> backends path counted"),
+        "{text}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&upstream::json(&r)).unwrap();
+    assert_eq!(json["path"]["mode"], "packet");
+    assert!(json["cells"][0]["arms"][0]["path"]["up"]["packets"].is_u64());
+    assert!(upstream::html(&r).contains("packet link (kernel TCP)"));
     drop(r);
     assert_namespaces_gone(&ns);
 }

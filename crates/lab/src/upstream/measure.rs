@@ -116,6 +116,7 @@ impl ArmRuns {
             retried_runs: self.retried,
             empty_runs: self.empty,
             busy_runs: self.busy,
+            path: None,
         }
     }
 }
