@@ -263,6 +263,43 @@ fn upstream_hop_runs_over_the_packet_link() {
 }
 
 #[test]
+fn browser_arms_run_inside_the_client_namespace() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !packet_available("browser_arms_run_inside_the_client_namespace")
+        || !h2lab_testkit::anchors_available(&["chromium"])
+    {
+        return;
+    }
+    let ns = own_namespace();
+    let cfg = PageConfig {
+        repeat: 1,
+        page_query: "n=10&min=1k&max=2k&seed=1".into(),
+        browser: Some(page::browser::BrowserConfig {
+            binary: page::browser::find_browser("chromium").unwrap(),
+            only: false,
+        }),
+        ..PageConfig::default()
+    };
+    let r = page::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.path.mode, PathMode::Packet);
+    let br = &r.browser[0];
+    // HTTP/1.1 (its own http/1.1-only listener on the server side), HTTP/2 and HTTP/3.
+    assert_eq!(br.arms.len(), 3);
+    for a in &br.arms {
+        assert!(
+            a.page.error.is_none(),
+            "{:?}: {:?}",
+            a.page.proto,
+            a.page.error
+        );
+        assert_eq!(a.fallbacks, 0, "{:?}", a.page.proto);
+        assert_eq!(a.resources, Some(10.0), "{:?}", a.page.proto);
+    }
+    drop(r);
+    assert_namespaces_gone(&ns);
+}
+
+#[test]
 fn relay_mode_is_used_when_asked_and_says_tcp_is_modelled() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cfg = PageConfig {

@@ -150,4 +150,16 @@ impl LabEnv {
             unix_socket: None,
         }))
     }
+
+    /// `profile`'s packet path's server side, if its conditions cross one that runs: a
+    /// server started by a thread that entered it listens there (on 198.18.0.2).
+    pub fn server_side(&self, profile: LinkProfile) -> Option<h2lab_link::packet::SideEntry> {
+        if !self.packet(profile) {
+            return None;
+        }
+        self.paths
+            .iter()
+            .find(|p| p.profile == profile)
+            .map(|p| p.link.entry(h2lab_link::packet::Side::Server))
+    }
 }
