@@ -428,7 +428,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let shaped = links_used.iter().any(|l| *l != LinkProfile::Loopback);
     let path = match shaped {
         true => env.set_mode(cfg.mode).clone(),
-        false => env.mode().clone(),
+        false => crate::netpath::ModeChoice::fixed(cfg.mode),
     };
     if let Some(w) = &path.fallback {
         log(w);
