@@ -473,7 +473,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
         }
     };
     // Before any thread starts (a user namespace is entered by a single-threaded process).
-    crate::link_packet::privileges_for(cfg.mode);
+    crate::link_packet::privileges_for(cfg.mode, cfg.targets.is_none());
     let stop = StopFlag::new();
     if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");

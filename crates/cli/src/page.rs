@@ -386,7 +386,7 @@ pub fn main(args: PageArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    crate::link_packet::privileges_for(cfg.mode);
+    crate::link_packet::privileges_for(cfg.mode, cfg.url.is_none());
     let r = match h2lab_lab::page::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
     }) {

@@ -120,7 +120,7 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     cfg.strict = args.strict;
     cfg.mode = args.mode;
     // Before any thread starts (a user namespace is entered by a single-threaded process).
-    crate::link_packet::privileges_for(cfg.mode);
+    crate::link_packet::privileges_for(cfg.mode, true);
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {

@@ -249,6 +249,18 @@ pub fn prepare_privileges() -> Result<Privilege, PacketError> {
     }
 }
 
+/// Moves the calling thread, and the threads it starts from now on, into a private network
+/// namespace with loopback up. In a user namespace of its own (see [`prepare_privileges`]) a
+/// thread that entered a path's side cannot return to the host's network namespace (owned by
+/// the host's user namespace); a lab run that keeps its loopback conditions and its own
+/// servers in a private home can. Call it while the process is single-threaded, and only when
+/// nothing outside the machine's loopback of this process is needed (the host's other
+/// addresses are unreachable from there).
+pub fn private_home() -> Result<(), PacketError> {
+    let _home = sys::unshare_net().map_err(PacketError::Namespace)?;
+    sys::configure("lo", None, None, None).map_err(|e| PacketError::Configure("lo", e))
+}
+
 /// What a side of a running path is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SideInfo {
@@ -288,8 +300,14 @@ fn make_side(addr: Ipv4Addr, config: &PacketConfig) -> Result<Namespace, PacketE
             let tun = sys::open_tun(DEVICE).map_err(PacketError::Tun)?;
             // A long device queue: the emulated bottleneck is the link's queue, so the kernel's
             // queue in front of the link thread must not drop when the thread is late.
-            sys::configure(DEVICE, Some((addr, PREFIX)), Some(mtu), Some(DEVICE_QUEUE))
-                .map_err(|e| PacketError::Configure("the TUN device", e))?;
+            let dev = |queue| sys::configure(DEVICE, Some((addr, PREFIX)), Some(mtu), queue);
+            match dev(Some(DEVICE_QUEUE)) {
+                // Setting the queue length (SIOCSIFTXQLEN) needs CAP_NET_ADMIN in the host's
+                // user namespace: in a user namespace of our own the kernel's 500 packets stay.
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => dev(None),
+                r => r,
+            }
+            .map_err(|e| PacketError::Configure("the TUN device", e))?;
             // IPv6 is not routed over the path; keep its chatter off the devices.
             let _ = sys::write_sysctl("net/ipv6/conf/all/disable_ipv6", "1");
             if let Some(cc) = &cc {
