@@ -205,6 +205,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
     pub mode: h2lab_lab::netpath::PathMode,
 
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+
     /// Print every column of the cell table (wider than a terminal); by default it has the
     /// protocol, req/s with its CI, p99, server µs/req and the busy marks.
     #[arg(long)]
@@ -424,6 +431,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     cfg.fresh_connections = args.fresh_connections;
     cfg.keep_slow_spells = args.keep_slow_spells;
     cfg.mode = args.mode;
+    cfg.tcp_cc = args.cc.clone();
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }

@@ -72,6 +72,13 @@ pub struct PageArgs {
     #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
     pub mode: h2lab_lab::netpath::PathMode,
 
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+
     /// The loss experiment: load the page over the WAN link (40 ms, 50 Mbit/s) at each of
     /// these loss percentages, from 0, 1 and 3 (TCP and UDP relayed with the same loss
     /// probability), HTTP/1.1 x6 vs HTTP/2 vs HTTP/3 by default, with page-time CIs and
@@ -216,6 +223,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         pinning: a.cpus.pinning()?,
         push: a.push,
         mode: a.mode,
+        tcp_cc: a.cc.clone(),
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {

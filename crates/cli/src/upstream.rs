@@ -58,6 +58,13 @@ pub struct UpstreamArgs {
     #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
     pub mode: h2lab_lab::netpath::PathMode,
 
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
     pub report: Option<PathBuf>,
@@ -119,6 +126,7 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
     };
     cfg.strict = args.strict;
     cfg.mode = args.mode;
+    cfg.tcp_cc = args.cc.clone();
     // Before any thread starts (a user namespace is entered by a single-threaded process).
     crate::link_packet::privileges_for(cfg.mode, true);
     cfg.proxy = if args.proxy == "nginx" {

@@ -188,6 +188,9 @@ pub struct BuiltinOptions {
     /// also adds `alt-svc: h3=":PORT"` to the TLS port's responses, as a real server
     /// offering HTTP/3 does, so it is on only when `h3` is measured.
     pub h3: bool,
+    /// The default TCP congestion control of the packet paths' namespaces (`--cc`); `None`:
+    /// the namespaces' default.
+    pub tcp_cc: Option<String>,
 }
 
 impl Default for BuiltinOptions {
@@ -197,6 +200,7 @@ impl Default for BuiltinOptions {
             pinning: Pinning::Auto,
             push: false,
             h3: false,
+            tcp_cc: None,
         }
     }
 }

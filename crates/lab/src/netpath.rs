@@ -164,13 +164,16 @@ pub(crate) struct PathServer<'a> {
     pub(crate) h3: bool,
     pub(crate) cert_dir: Option<PathBuf>,
     pub(crate) cpus: &'a [usize],
+    /// The namespaces' default TCP congestion control (`None`: theirs).
+    pub(crate) cc: Option<String>,
 }
 
 /// Starts the packet path of `profile` and the built-in server inside its server namespace
 /// (listening on 198.18.0.2, ports chosen there).
 pub(crate) fn start_path(profile: LinkProfile, s: PathServer<'_>) -> Result<PacketPath, LabError> {
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
-    let config = PacketConfig::from_link(&LinkConfig::profile(profile, any, any));
+    let mut config = PacketConfig::from_link(&LinkConfig::profile(profile, any, any));
+    config.congestion_control = s.cc.clone();
     let link = PacketLink::start(config).map_err(|e| LabError::Link {
         name: Some(profile.to_string()),
         source: std::io::Error::other(e.to_string()),

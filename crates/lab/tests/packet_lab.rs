@@ -154,9 +154,9 @@ fn page_loss_levels_run_over_the_packet_link() {
 }
 
 #[test]
-fn page_on_one_link_counts_each_protocols_packets() {
+fn page_on_one_link_counts_each_protocols_packets_with_the_chosen_tcp() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !packet_available("page_on_one_link_counts_each_protocols_packets") {
+    if !packet_available("page_on_one_link_counts_each_protocols_packets_with_the_chosen_tcp") {
         return;
     }
     let ns = own_namespace();
@@ -164,10 +164,17 @@ fn page_on_one_link_counts_each_protocols_packets() {
         repeat: 1,
         page_query: "n=10&min=1000&max=2000".into(),
         protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2]),
+        // Reno: always allowed as a namespace default (the kernel's built-in).
+        tcp_cc: Some("reno".into()),
         ..PageConfig::default()
     };
     let r = page::run(&cfg, &mut |_| {}).unwrap();
     assert_eq!(r.path.mode, PathMode::Packet);
+    let (_, sides) = &r.path_sides[0];
+    assert_eq!(
+        (sides.client_tcp_cc.as_str(), sides.server_tcp_cc.as_str()),
+        ("reno", "reno")
+    );
     assert_eq!(r.path_counts.len(), 2, "{:?}", r.path_counts);
     assert!(r.path_counts.iter().all(|p| p.counters.up.packets > 0));
     assert!(r

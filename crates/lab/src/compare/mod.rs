@@ -104,6 +104,8 @@ pub struct CompareConfig {
     pub keep_slow_spells: bool,
     /// Which path shaped links cross (packet link by default, or the relay).
     pub mode: crate::netpath::PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
 }
 
 impl CompareConfig {
@@ -206,6 +208,7 @@ impl CompareConfig {
             fresh_connections: false,
             keep_slow_spells: false,
             mode: crate::netpath::PathMode::Packet,
+            tcp_cc: None,
         }
     }
 }
@@ -376,6 +379,7 @@ pub fn run(
             pinning: cfg.pinning.clone(),
             // HTTP/3 (a UDP socket, a thread and `alt-svc` on TLS responses) only when measured.
             h3: cfg.axes.protocols.contains(&LabProtocol::H3),
+            tcp_cc: cfg.tcp_cc.clone(),
             ..BuiltinOptions::default()
         })?,
         Some(t) => LabEnv::external(t.clone()),

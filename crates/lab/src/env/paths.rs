@@ -55,6 +55,7 @@ impl LabEnv {
                         h3: o.h3,
                         cert_dir: self.cert_dir.clone(),
                         cpus: &self.isolation.server_cpus,
+                        cc: o.tcp_cc.clone(),
                     },
                 )?;
                 self.paths.push(path);

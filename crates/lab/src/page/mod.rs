@@ -110,6 +110,8 @@ pub struct PageConfig {
     pub push: bool,
     /// Which path shaped links cross: the packet link (kernel TCP, the default) or the relay.
     pub mode: PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
     /// Where connections to the page's URL go instead of its host (`-B unix:PATH`,
     /// `--connect-to`); `None`: the URL's host.
     pub route: Option<Route>,
@@ -141,6 +143,7 @@ impl Default for PageConfig {
             push: false,
             route: None,
             mode: PathMode::Packet,
+            tcp_cc: None,
             loss_levels: Vec::new(),
             browser: None,
         }
@@ -227,8 +230,7 @@ pub struct PageReport {
     pub link: String,
     /// The links used (the one link, or one per loss level): shape and TCP model.
     pub link_models: Vec<crate::link::LinkRecord>,
-    /// The path shaped links crossed (`packet link (kernel TCP)` or `relay (modelled
-    /// TCP)`), and why the relay when packet mode was asked for.
+    /// The path shaped links crossed (packet link or relay), and why the relay if not asked.
     pub path: crate::netpath::ModeChoice,
     /// Each packet path's TCP congestion control per side, by link profile.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -372,6 +374,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                     Some(v) => v.contains(&LabProtocol::H3),
                     None => h3_by_default(cfg),
                 },
+                tcp_cc: cfg.tcp_cc.clone(),
             })?,
             format!("/page?{}", cfg.page_query),
         ),
@@ -430,9 +433,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         true => env.set_mode(cfg.mode).clone(),
         false => crate::netpath::ModeChoice::fixed(cfg.mode),
     };
-    if let Some(w) = &path.fallback {
-        log(w);
-    }
+    path.fallback.iter().for_each(|w| log(w));
     if protos.contains(&LabProtocol::H3) && shaped && path.mode == PathMode::Relay {
         notes.push(crate::proto::H3_LINK_CAVEAT.into());
     }
@@ -470,7 +471,6 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         notes,
     };
     let only = cfg.browser.as_ref().is_some_and(|b| b.only);
-    // The client's threads (and a browser started meanwhile) on the first link's client side.
     let side = env.client_side(first_link)?;
     if let Some(s) = &cfg.slow {
         let w = browser::fetches(s);

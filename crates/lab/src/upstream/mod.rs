@@ -113,6 +113,8 @@ pub struct UpstreamConfig {
     /// Which path the proxy → backends hop crosses: the packet link (kernel TCP, default) or
     /// the relay.
     pub mode: PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
 }
 
 impl UpstreamConfig {
@@ -146,6 +148,7 @@ impl UpstreamConfig {
             pinning: Pinning::Auto,
             strict: false,
             mode: PathMode::Packet,
+            tcp_cc: None,
         }
     }
 

@@ -24,7 +24,9 @@ impl UpstreamPath {
         let any = SocketAddr::from(([127, 0, 0, 1], 0));
         let mut lc = LinkConfig::new(any, any);
         lc.rtt = cfg.rtt;
-        let link = PacketLink::start(PacketConfig::from_link(&lc)).map_err(|e| LabError::Link {
+        let mut pc = PacketConfig::from_link(&lc);
+        pc.congestion_control = cfg.tcp_cc.clone();
+        let link = PacketLink::start(pc).map_err(|e| LabError::Link {
             name: Some("upstream".into()),
             source: std::io::Error::other(e.to_string()),
         })?;
