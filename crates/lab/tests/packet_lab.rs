@@ -177,6 +177,12 @@ fn page_on_one_link_counts_each_protocols_packets_with_the_chosen_tcp() {
     );
     assert_eq!(r.path_counts.len(), 2, "{:?}", r.path_counts);
     assert!(r.path_counts.iter().all(|p| p.counters.up.packets > 0));
+    let text = page::output::render_text(&r);
+    assert!(
+        text.contains("path during HTTP/2 (TLS) loads: packet link (kernel TCP): up"),
+        "{text}"
+    );
+    assert!(h2lab_lab::html::page::render(&r).contains("What the path counted"));
     assert!(r
         .protocols
         .iter()

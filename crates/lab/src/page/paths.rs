@@ -79,3 +79,17 @@ pub fn link_loss(env: &LabEnv, protos: &[LabProtocol], profile: LinkProfile) -> 
     c.path = env.path_counters(protos, profile);
     c
 }
+
+/// One line per protocol of what the path counted during its page loads (without `--loss`).
+pub fn count_lines(r: &PageReport) -> Vec<String> {
+    r.path_counts
+        .iter()
+        .map(|p| {
+            format!(
+                "path during {} loads: {}",
+                p.proto.label(),
+                p.counters.describe()
+            )
+        })
+        .collect()
+}
