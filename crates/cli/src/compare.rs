@@ -199,6 +199,19 @@ pub struct CompareArgs {
     #[arg(long)]
     pub keep_slow_spells: bool,
 
+    /// How shaped links are emulated: packet (the kernel's own TCP and QUIC in network
+    /// namespaces joined by TUN devices; needs root or a user namespace, else the relay with a
+    /// warning) or relay (user-space relay, TCP modelled).
+    #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
+    pub mode: h2lab_lab::netpath::PathMode,
+
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+
     /// Print every column of the cell table (wider than a terminal); by default it has the
     /// protocol, req/s with its CI, p99, server µs/req and the busy marks.
     #[arg(long)]
@@ -417,6 +430,8 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     cfg.strict = args.strict;
     cfg.fresh_connections = args.fresh_connections;
     cfg.keep_slow_spells = args.keep_slow_spells;
+    cfg.mode = args.mode;
+    cfg.tcp_cc = args.cc.clone();
     if let Some(d) = &args.until_decided {
         cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
     }
@@ -465,6 +480,8 @@ pub fn main(args: CompareArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    // Before any thread starts (a user namespace is entered by a single-threaded process).
+    crate::link_packet::privileges_for(cfg.mode, cfg.targets.is_none());
     let stop = StopFlag::new();
     if let Err(e) = crate::signals::stop_on_signals(&stop) {
         eprintln!("{PREFIX} cannot install signal handlers: {e}");

@@ -77,6 +77,24 @@ fn builtin_server(link: &PacketLink) -> Result<RunningServer, String> {
     joined.map_err(|e| e.to_string())
 }
 
+/// Before a lab command starts any thread: in packet mode, enters a user namespace when not
+/// root (packet mode then works unprivileged) and, there, a private network namespace the
+/// lab's threads can return to from a path's client side (only with the built-in servers:
+/// `builtin`; an external target needs the host's network and gets the relay). A failure is
+/// reported later, once, by the lab's fallback to the relay.
+pub fn privileges_for(mode: h2lab_lab::netpath::PathMode, builtin: bool) {
+    if mode != h2lab_lab::netpath::PathMode::Packet {
+        return;
+    }
+    if matches!(
+        prepare_privileges(),
+        Ok(h2lab_link::packet::Privilege::UserNamespace)
+    ) && builtin
+    {
+        let _ = h2lab_link::packet::private_home();
+    }
+}
+
 /// Runs `h2lab link --packet` and returns the exit status.
 pub fn main(a: LinkArgs) -> ExitCode {
     // Before any thread starts: a user namespace can only be entered by a single thread.

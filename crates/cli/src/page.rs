@@ -66,6 +66,19 @@ pub struct PageArgs {
     #[arg(long, value_name = "PROFILE", default_value = "wan")]
     pub link: String,
 
+    /// How shaped links are emulated: packet (the kernel's own TCP and QUIC in network
+    /// namespaces joined by TUN devices; needs root or a user namespace, else the relay with a
+    /// warning) or relay (user-space relay, TCP modelled).
+    #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
+    pub mode: h2lab_lab::netpath::PathMode,
+
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+
     /// The loss experiment: load the page over the WAN link (40 ms, 50 Mbit/s) at each of
     /// these loss percentages, from 0, 1 and 3 (TCP and UDP relayed with the same loss
     /// probability), HTTP/1.1 x6 vs HTTP/2 vs HTTP/3 by default, with page-time CIs and
@@ -230,6 +243,8 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         pinning: a.cpus.pinning()?,
         push: a.push,
         repeat_view: a.repeat_view,
+        mode: a.mode,
+        tcp_cc: a.cc.clone(),
         ..PageConfig::default()
     };
     if a.h1_connections == 0 || a.h2_connections == 0 || a.h2_streams == 0 {
@@ -478,6 +493,7 @@ pub fn main(args: PageArgs) -> ExitCode {
             return ExitCode::from(EXIT_FAILURE);
         }
     };
+    crate::link_packet::privileges_for(cfg.mode, cfg.url.is_none());
     let r = match h2lab_lab::page::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
     }) {

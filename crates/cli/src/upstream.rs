@@ -56,6 +56,19 @@ pub struct UpstreamArgs {
     /// counts, per arm and cell, the interim responses the proxy passed on to the client.
     #[arg(long)]
     pub early_hints: bool,
+    /// How the proxy -> backends hop is emulated: packet (the kernel's own TCP in network
+    /// namespaces joined by TUN devices: backends on the server side, proxy and client on the
+    /// client side; needs root or a user namespace, else the relay with a warning) or relay
+    /// (user-space relay, TCP modelled).
+    #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
+    pub mode: h2lab_lab::netpath::PathMode,
+
+    /// TCP congestion control of both network namespaces of the packet link (their default for
+    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
+    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Recorded per side in results.json.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
 
     /// Also write the report here: index.html (self-contained), results.json, results.csv.
     #[arg(long = "report", value_name = "DIR")]
@@ -121,6 +134,10 @@ pub fn main(args: UpstreamArgs) -> ExitCode {
         cfg.early_hints = true;
         cfg.payloads.extend("page=/page?n=1&css=1&js=1".parse());
     }
+    cfg.mode = args.mode;
+    cfg.tcp_cc = args.cc.clone();
+    // Before any thread starts (a user namespace is entered by a single-threaded process).
+    crate::link_packet::privileges_for(cfg.mode, true);
     cfg.proxy = if args.proxy == "nginx" {
         ProxyKind::Nginx
     } else {

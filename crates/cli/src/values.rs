@@ -13,6 +13,13 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     syntax::parse_duration(s, BareNumber::Seconds)
 }
 
+/// Parses the lab's `--mode`: `packet` (kernel TCP over the packet link) or `relay` (modelled
+/// TCP).
+pub fn path_mode(s: &str) -> Result<h2lab_lab::netpath::PathMode, String> {
+    h2lab_lab::netpath::PathMode::parse(s)
+        .ok_or_else(|| format!("invalid mode {s:?}: expected packet or relay"))
+}
+
 /// Parses h2load's `<SIZE>`: an integer with an optional unit `K`, `M` or `G` (powers of 1024,
 /// either case).
 pub fn parse_size(s: &str) -> Result<u64, String> {

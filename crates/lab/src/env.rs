@@ -19,7 +19,13 @@ use crate::host;
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
+use crate::netpath::{ModeChoice, PacketPath, PathMode};
+
+mod describe;
+mod paths;
+
 use crate::proto::LabProtocol;
+pub use describe::{describe_profile, describe_profile_shape};
 
 /// Where one protocol's requests go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,6 +188,9 @@ pub struct BuiltinOptions {
     /// also adds `alt-svc: h3=":PORT"` to the TLS port's responses, as a real server
     /// offering HTTP/3 does, so it is on only when `h3` is measured.
     pub h3: bool,
+    /// The default TCP congestion control of the packet paths' namespaces (`--cc`); `None`:
+    /// the namespaces' default.
+    pub tcp_cc: Option<String>,
 }
 
 impl Default for BuiltinOptions {
@@ -191,6 +200,7 @@ impl Default for BuiltinOptions {
             pinning: Pinning::Auto,
             push: false,
             h3: false,
+            tcp_cc: None,
         }
     }
 }
@@ -322,6 +332,12 @@ pub struct LabEnv {
     _pin: PinGuard,
     /// Where connections go instead of the targets' hosts.
     route: Option<Route>,
+    /// Which path shaped conditions cross.
+    mode: ModeChoice,
+    /// The packet paths started (packet mode), one per link profile.
+    paths: Vec<PacketPath>,
+    /// The built-in server's settings, for its copies on packet paths.
+    opts: Option<BuiltinOptions>,
 }
 
 impl std::fmt::Debug for LabEnv {
@@ -393,6 +409,9 @@ impl LabEnv {
             isolation,
             _pin: pin,
             route: None,
+            mode: ModeChoice::fixed(PathMode::Relay),
+            paths: Vec::new(),
+            opts: Some(opts.clone()),
             description: format!(
                 "built-in h2lab server ({} thread{}) on {addr} (cleartext: HTTP/1.1, h2c) and \
                  {tls} (TLS: h2, http/1.1){}",
@@ -425,6 +444,9 @@ impl LabEnv {
             },
             _pin: PinGuard::default(),
             route: None,
+            mode: ModeChoice::fixed(PathMode::Relay),
+            paths: Vec::new(),
+            opts: None,
         }
     }
 
@@ -487,6 +509,9 @@ impl LabEnv {
             return Err(LabError::NoAddress(
                 "HTTP/3 runs over UDP: it cannot use a UNIX domain socket",
             ));
+        }
+        if let Some(o) = self.packet_origin(proto, profile)? {
+            return Ok(o);
         }
         if profile == LinkProfile::Loopback {
             let (connect_to, unix_socket) = match &self.route {
@@ -560,6 +585,7 @@ impl LabEnv {
 impl Drop for LabEnv {
     fn drop(&mut self) {
         self.links.clear();
+        self.paths.clear();
         if let Some(s) = self.server.take() {
             s.shutdown();
             let _ = s.join();
@@ -583,23 +609,4 @@ fn resolve_first(t: &Target) -> Result<SocketAddr, LabError> {
             host: t.host.clone(),
             source: None,
         })
-}
-
-/// One line describing a link profile and the model of TCP its relay applies (`wan: rtt
-/// 40ms, down 50mbit, up 50mbit; TCP model cubic (beta 0.7, IW 10 segments)`).
-pub fn describe_profile(p: LinkProfile) -> String {
-    let shape = describe_profile_shape(p);
-    match crate::link::LinkRecord::of(p).model_text() {
-        Some(model) => format!("{shape}; {model}"),
-        None => shape,
-    }
-}
-
-/// One line describing a link profile's shape (`wan: rtt 40ms, down 50mbit, up 50mbit`).
-pub fn describe_profile_shape(p: LinkProfile) -> String {
-    if p == LinkProfile::Loopback {
-        return "loopback: direct connection, no added delay".into();
-    }
-    let any = SocketAddr::from(([127, 0, 0, 1], 0));
-    format!("{p}: {}", LinkConfig::profile(p, any, any).describe())
 }

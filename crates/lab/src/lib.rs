@@ -11,6 +11,7 @@
 //! - [`html`]: the self-contained HTML reports with SVG charts drawn here (the `h2lab-report`
 //!   crate formats `bench` results: text, JSON, CSV).
 //! - [`env`](mod@env): the in-process lab environment (built-in server and links) both commands use.
+//! - [`netpath`]: which path shaped conditions cross (`--mode packet|relay`) and its counters.
 //! - [`host`]: CPU pinning, per-thread CPU clocks and machine load from `/proc`.
 //! - [`stats`]: medians, bootstrap confidence intervals and the win/parity/undecided rule.
 
@@ -21,6 +22,7 @@ pub mod fmt;
 pub mod host;
 pub mod html;
 pub use h2lab_link as link;
+pub mod netpath;
 pub mod os;
 pub mod page;
 pub mod proto;

@@ -372,11 +372,14 @@ fn arms_keep_their_connections_between_rounds_and_say_where_the_time_went() {
 
 #[test]
 fn results_record_each_links_shape_and_tcp_model() {
-    // One payload over loopback (no relay, no model) and the LAN (relayed, CUBIC's model).
+    // One payload over loopback (no relay, no model) and the LAN (relayed, CUBIC's model),
+    // in relay mode.
     let mut cfg = tiny();
     cfg.axes.payloads = vec!["ping".parse().unwrap()];
     cfg.axes.sweep_payloads = cfg.axes.payloads.clone();
     cfg.axes.links = vec![LinkProfile::Loopback, LinkProfile::Lan];
+    // The relay's model of TCP (the packet link's TCP is the kernel's: tests/packet_lab.rs).
+    cfg.mode = h2lab_lab::netpath::PathMode::Relay;
     let r = run(&cfg, &StopFlag::new(), &mut |_, _, _| {}, &mut |_| {}).unwrap();
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
     let models = json["link_models"].as_array().unwrap();

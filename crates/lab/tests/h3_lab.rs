@@ -150,6 +150,8 @@ fn the_loss_experiment_loads_over_a_lossy_link_and_the_link_counts_the_loss() {
         protocols: Some(vec![LabProtocol::H2, LabProtocol::H3]),
         loss_levels: vec![LinkProfile::Lossy3],
         repeat: 1,
+        // The relay's counters (TCP chunks, UDP datagrams); the packet link's: packet_lab.rs.
+        mode: h2lab_lab::netpath::PathMode::Relay,
         ..PageConfig::default()
     };
     let r = run(&cfg, &mut |_| {}).unwrap();

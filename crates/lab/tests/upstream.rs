@@ -129,6 +129,7 @@ fn arm(arm: UpstreamProtocol, retried: usize, empty: usize, busy: usize) -> ArmR
         empty_runs: empty,
         busy_runs: busy,
         informational: 0,
+        path: None,
     }
 }
 
@@ -149,6 +150,8 @@ fn csv_has_the_retried_empty_and_busy_columns_at_the_end() {
         isolation: Isolation::default(),
         busy_runs: (4, 6),
         remeasured: 0,
+        path: h2lab_lab::netpath::ModeChoice::fixed(h2lab_lab::netpath::PathMode::Relay),
+        path_sides: None,
     };
     let csv = upstream::csv(&r);
     let lines: Vec<&str> = csv.lines().collect();

@@ -224,7 +224,6 @@ pub struct Measurer<'a> {
     timing: Timing,
     strict: bool,
     stop: StopFlag,
-    server_tids: Vec<u32>,
     /// Standing connections per cell (unused with `fresh`).
     arms: Arms,
     /// A whole engine run (connect, warm up, measure, close) per run, as before standing
@@ -243,13 +242,11 @@ pub struct Measurer<'a> {
 impl<'a> Measurer<'a> {
     /// A measurer of runs timed by `timing` in `env`; `strict` re-measures busy rounds.
     pub fn new(env: &'a mut LabEnv, timing: &Timing, strict: bool, stop: &StopFlag) -> Self {
-        let server_tids = env.server_tids();
         Measurer {
             env,
             timing: timing.clone(),
             strict,
             stop: stop.clone(),
-            server_tids,
             arms: Arms::default(),
             fresh: false,
             current: Vec::new(),
@@ -363,7 +360,8 @@ impl<'a> Measurer<'a> {
                 return None;
             }
         };
-        let obs = Arc::new(CellObserver::new(self.server_tids.clone(), cfg.threads));
+        let tids = self.env.server_tids_for(key.cond.link);
+        let obs = Arc::new(CellObserver::new(tids, cfg.threads));
         let (first_warm_up, planned) = cell_timing(&key, &timing);
         let loopback = key.cond.link.shape().0.is_zero();
         let rate = cell.median_rps();
@@ -381,6 +379,15 @@ impl<'a> Measurer<'a> {
         }
         cfg.duration = Some(d);
         let mut w = first_warm_up;
+        // Packet mode: the client's threads (and the arm's, started now) on the client side.
+        let side = match self.env.client_side(key.cond.link) {
+            Ok(s) => s,
+            Err(e) => {
+                cell.error.get_or_insert(e.to_string());
+                return None;
+            }
+        };
+        let counted = self.env.path_counters(&[key.proto], key.cond.link);
         let call = Instant::now();
         // An arm a standing run cannot measure is measured on fresh connections.
         let r = if self.fresh || !h2lab_engine::StandingRun::supports(&cfg) {
@@ -418,6 +425,8 @@ impl<'a> Measurer<'a> {
                 Err(e) => Err(e),
             }
         };
+        drop(side);
+        super::paths::count(self.env, &key, counted, cell);
         self.last = Some(key.proto);
         let edges = obs.edges.lock().map(|e| *e).unwrap_or_default();
         self.wall.add_run(call, Instant::now(), edges, w + d);

@@ -19,6 +19,7 @@ pub mod matrix;
 pub mod measure;
 pub mod order;
 pub mod output;
+pub mod paths;
 pub mod plan;
 pub mod run;
 pub mod sequential;
@@ -31,7 +32,7 @@ use std::time::Duration;
 use h2lab_engine::StopFlag;
 use serde::Serialize;
 
-use crate::env::{describe_profile, BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
+use crate::env::{BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
 use crate::error::LabError;
 use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
@@ -101,6 +102,10 @@ pub struct CompareConfig {
     /// Keep runs measured in a slow spell in the statistics ([`spell`]; by default they are
     /// left out).
     pub keep_slow_spells: bool,
+    /// Which path shaped links cross (packet link by default, or the relay).
+    pub mode: crate::netpath::PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
 }
 
 impl CompareConfig {
@@ -202,6 +207,8 @@ impl CompareConfig {
             target_width: DEFAULT_TARGET_WIDTH,
             fresh_connections: false,
             keep_slow_spells: false,
+            mode: crate::netpath::PathMode::Packet,
+            tcp_cc: None,
         }
     }
 }
@@ -320,6 +327,9 @@ pub struct CompareReport {
     pub spell_runs: (usize, usize),
     /// Runs measured in a slow spell stayed in the statistics.
     pub keep_slow_spells: bool,
+    /// The path shaped links crossed (`packet link (kernel TCP)` or `relay (modelled TCP)`)
+    /// and each packet path's TCP congestion control per side.
+    pub path: paths::PathRecord,
 }
 
 impl CompareReport {
@@ -369,6 +379,7 @@ pub fn run(
             pinning: cfg.pinning.clone(),
             // HTTP/3 (a UDP socket, a thread and `alt-svc` on TLS responses) only when measured.
             h3: cfg.axes.protocols.contains(&LabProtocol::H3),
+            tcp_cc: cfg.tcp_cc.clone(),
             ..BuiltinOptions::default()
         })?,
         Some(t) => LabEnv::external(t.clone()),
@@ -402,8 +413,10 @@ pub fn run(
                 .into(),
         );
     }
+    let path = paths::choose(&mut env, &axes.links, cfg.mode);
     if axes.protocols.contains(&LabProtocol::H3)
         && axes.links.iter().any(|l| *l != LinkProfile::Loopback)
+        && path.mode == crate::netpath::PathMode::Relay
     {
         notes.push(crate::proto::H3_LINK_CAVEAT.into());
     }
@@ -412,7 +425,12 @@ pub fn run(
     on_start(
         &plan,
         plan::estimate(&plan, &cfg.timing, cfg.fresh_connections),
-        &format!("{}\ncpus: {}", env.describe(), isolation.note),
+        &format!(
+            "{}\ncpus: {}{}",
+            env.describe(),
+            isolation.note,
+            paths::start_lines(&path)
+        ),
     );
     let env_secs = start.elapsed();
     let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop)
@@ -483,12 +501,8 @@ pub fn run(
             ));
         }
     }
-    let links = axes.links.iter().map(|&p| describe_profile(p)).collect();
-    let link_models = axes
-        .links
-        .iter()
-        .map(|&p| crate::link::LinkRecord::of(p))
-        .collect();
+    let (links, link_models) = paths::records(&axes.links, path.mode);
+    let path = paths::PathRecord::of(&env, &axes.links, path);
     Ok(CompareReport {
         schema_version: SCHEMA_VERSION,
         tool: "h2lab compare",
@@ -517,6 +531,7 @@ pub fn run(
         fresh_connections: cfg.fresh_connections,
         interleaved,
         spell_runs,
+        path,
         keep_slow_spells: cfg.keep_slow_spells,
     })
 }

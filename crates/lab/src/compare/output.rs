@@ -131,7 +131,9 @@ pub fn cells_table(cells: &[CellResult]) -> String {
         ">failed".into(),
         "busy".into(),
     ]];
-    let link_cells = cells.iter().any(|c| c.link_use.is_some());
+    let link_cells = cells
+        .iter()
+        .any(|c| c.link_use.is_some() || c.path.is_some());
     if link_cells {
         t[0].push(">link use".into());
     }
@@ -165,13 +167,17 @@ pub fn cells_table(cells: &[CellResult]) -> String {
             busy_column(c),
         ];
         if link_cells {
-            row.push(c.link_use.map_or_else(String::new, |l| {
+            let mut u = c.link_use.map_or_else(String::new, |l| {
                 format!(
                     "{:.0}% of bw, p50 +{} over floor",
                     l.goodput_pct,
                     fmt::ms(l.p50_above_floor_ms.max(0.0))
                 )
-            }));
+            });
+            if let Some(p) = &c.path {
+                u.push_str(&format!("; path {}", p.brief()));
+            }
+            row.push(u);
         }
         t.push(row);
     }
@@ -261,6 +267,9 @@ pub fn render_text_with(r: &CompareReport, wide: bool) -> String {
     let _ = writeln!(out, "machine: {}", busy_line(r));
     for l in &r.links {
         let _ = writeln!(out, "link {l}");
+    }
+    if r.link_models.iter().any(|l| l.relayed) {
+        let _ = writeln!(out, "path: {}", r.path.describe());
     }
     out.push('\n');
     out = fmt::wrap_long_lines(&out);

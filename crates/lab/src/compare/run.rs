@@ -163,6 +163,10 @@ pub struct CellResult {
     pub remeasured: usize,
     /// On a shaped link: what the link allows and how close the cell came.
     pub link_use: Option<LinkUse>,
+    /// What the path counted over this cell's runs (shaped links): packets relayed, dropped
+    /// at the queue and lost per direction (the relay: its TCP chunks and UDP datagrams).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<crate::netpath::PathCounters>,
     /// Latency percentile curve of all runs merged: `(percentile, ms)`.
     pub percentiles: Vec<(f64, f64)>,
     /// Completed requests per second over time in the median run: `(seconds since the
@@ -491,6 +495,7 @@ impl CellResult {
             spell_runs: 0,
             remeasured: 0,
             link_use: None,
+            path: None,
             percentiles: Vec::new(),
             timeline: Vec::new(),
             error: None,

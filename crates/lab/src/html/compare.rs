@@ -141,7 +141,7 @@ fn cells_table(r: &CompareReport) -> String {
         ">MB/s".into(),
         ">failed".into(),
         "busy runs".into(),
-        "link use".into(),
+        "link use; what the path counted".into(),
     ]];
     for c in &r.cells {
         let k = &c.key;
@@ -197,14 +197,17 @@ fn cells_table(r: &CompareReport) -> String {
             } else {
                 "0".into()
             },
-            c.link_use.map_or_else(String::new, |l| {
-                esc(&format!(
+            esc(&format!(
+                "{}{}",
+                c.link_use.map_or_else(String::new, |l| format!(
                     "goodput {:.0}% of the link, p50 {} above the floor of {}",
                     l.goodput_pct,
                     fmt::ms(l.p50_above_floor_ms.max(0.0)),
                     fmt::ms(l.floor_ms)
-                ))
-            }),
+                )),
+                c.path
+                    .map_or_else(String::new, |p| format!("; {}", p.describe()))
+            )),
         ]);
     }
     table(&t, "cells")
@@ -254,6 +257,7 @@ pub fn render(r: &CompareReport) -> String {
     for l in &r.links {
         kv.push(vec!["link".into(), esc(l)]);
     }
+    kv.push(vec!["path".into(), esc(&r.path.describe())]);
     kv.push(vec![
         "base conditions".into(),
         esc(&format!(

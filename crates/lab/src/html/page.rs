@@ -567,6 +567,18 @@ pub fn render(r: &PageReport) -> String {
             &super::browser::render(&r.browser),
         ));
     }
+    let counted = crate::page::paths::count_lines(r);
+    if !counted.is_empty() {
+        let li: String = counted
+            .iter()
+            .map(|l| format!("<li>{}</li>", esc(l)))
+            .collect();
+        body.push_str(&section(
+            "path",
+            "What the path counted",
+            &format!("<ul>{li}</ul>"),
+        ));
+    }
     if !r.notes.is_empty() {
         let mut n = String::from("<ul>");
         for x in &r.notes {

@@ -64,7 +64,7 @@ pub fn page_loss_section(levels: &[LossLevel]) -> String {
         "pair".into(),
         "page time ratio (95% CI)".into(),
         "verdict".into(),
-        "lost by the link: TCP chunks / UDP datagrams".into(),
+        "lost by the path".into(),
     ]];
     for l in levels {
         for d in &l.decisions {
@@ -80,6 +80,14 @@ pub fn page_loss_section(levels: &[LossLevel]) -> String {
     }
     if t.len() > 1 {
         out.push_str(&table(&t, "decision"));
+    }
+    let lines = crate::page::loss::path_lines(levels);
+    if !lines.is_empty() {
+        out.push_str("<p>What the path counted:</p><ul>");
+        for l in lines {
+            out.push_str(&format!("<li>{}</li>", esc(&l)));
+        }
+        out.push_str("</ul>");
     }
     out
 }

@@ -91,11 +91,14 @@ fn browser_protocol(p: LabProtocol) -> Option<Protocol> {
 }
 
 /// The built-in server again, on a TLS port offering only `http/1.1` (same certificate,
-/// same threads and CPUs as the first).
+/// same threads and CPUs as the first), on the server side of `profile`'s packet path if its
+/// conditions cross one.
 fn h1_only_server(
     env: &LabEnv,
     threads: usize,
+    profile: LinkProfile,
 ) -> Result<(RunningServer, PinGuard, SocketAddr), LabError> {
+    let side = env.server_side(profile);
     let iso = env.isolation();
     let pinning = if iso.server_cpus.is_empty() {
         Pinning::Off
@@ -107,14 +110,32 @@ fn h1_only_server(
     };
     let cfg = ServerConfig {
         listen: None,
-        tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        tls_listen: Some(match side {
+            Some(_) => SocketAddr::from((h2lab_link::packet::SERVER_ADDR, 0)),
+            None => SocketAddr::from(([127, 0, 0, 1], 0)),
+        }),
         cert_dir: env.cert_dir().map(PathBuf::from),
         alpn: vec![b"http/1.1".to_vec()],
         threads: threads.max(1),
         quiet: true,
         ..ServerConfig::local()
     };
-    let (server, _, guard) = pin_servers(&pinning, || h2lab_server::spawn(cfg));
+    let (server, _, guard) = pin_servers(&pinning, || match side {
+        // Its threads start in the server namespace (and inherit the server CPUs).
+        Some(e) => std::thread::scope(|sc| {
+            let io = |source| h2lab_server::ServerError::Io {
+                context: "entering the packet path's server side".into(),
+                source,
+            };
+            sc.spawn(move || {
+                e.enter().map_err(io)?;
+                h2lab_server::spawn(cfg)
+            })
+            .join()
+            .unwrap_or_else(|_| Err(io(std::io::Error::other("the start thread panicked"))))
+        }),
+        None => h2lab_server::spawn(cfg),
+    });
     let server = server.map_err(|source| LabError::Server {
         role: "built-in HTTP/1.1-only server",
         source,
@@ -185,10 +206,11 @@ impl BrowserArms {
             let origin = env.origin(p, profile)?;
             let mut extra = Vec::new();
             let addr = if bp == Protocol::H1 && env.is_builtin() {
-                let (server, guard, upstream) = h1_only_server(env, threads)?;
+                let (server, guard, upstream) = h1_only_server(env, threads, profile)?;
                 out._h1_server = Some(server);
                 out._pin = guard;
-                if profile == LinkProfile::Loopback {
+                // On a packet path the server is already behind it.
+                if profile == LinkProfile::Loopback || env.server_side(profile).is_some() {
                     upstream
                 } else {
                     let l = link::spawn(LinkConfig::profile(

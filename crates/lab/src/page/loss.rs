@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::{load, proto_page, PageLoad, PoolSpec, ProtoPage};
 use crate::compare::decision::PAIRS;
 use crate::link::LinkProfile;
+use crate::netpath::PathCounters;
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
 
@@ -65,6 +66,19 @@ pub struct LinkLoss {
     pub udp_datagrams_lost: u64,
     /// UDP datagrams received by the link (both directions).
     pub udp_datagrams: u64,
+    /// What the path counted per direction (packets relayed, dropped at the queue, lost; the
+    /// relay's TCP chunks), for the packet link and the relay alike.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathCounters>,
+}
+
+/// What the path counted during one protocol's loads at one level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ProtoPath {
+    /// The protocol.
+    pub proto: LabProtocol,
+    /// The path's counters over its loads (browser arms not included).
+    pub counters: PathCounters,
 }
 
 /// The page loads at one loss level.
@@ -85,6 +99,8 @@ pub struct LossLevel {
     pub decisions: Vec<PageDecision>,
     /// What the link counted (loss included) during this level's loads.
     pub link_counts: LinkLoss,
+    /// What the path counted during each protocol's loads.
+    pub path_by_protocol: Vec<ProtoPath>,
 }
 
 /// Median page time with its CI of `p`'s loads.
@@ -144,9 +160,13 @@ pub fn run_level(
     // loads[j][i]: protocol j's load of round i.
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::with_capacity(rounds); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let mut per: Vec<Option<PathCounters>> = vec![None; pools.len()];
     for i in 0..rounds {
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match load::load_page(&pools[j], paths)
-        {
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match path_of_load(
+            &mut *counts,
+            &mut per[j],
+            || load::load_page(&pools[j], paths),
+        ) {
             Ok(l) => {
                 log(&format!(
                     "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
@@ -215,8 +235,58 @@ pub fn run_level(
             tcp_chunks: after.tcp_chunks - before.tcp_chunks,
             udp_datagrams_lost: after.udp_datagrams_lost - before.udp_datagrams_lost,
             udp_datagrams: after.udp_datagrams - before.udp_datagrams,
+            path: after.path.zip(before.path).map(|(a, b)| a.since(&b)),
         },
+        path_by_protocol: pools
+            .iter()
+            .zip(per)
+            .filter_map(|(p, c)| {
+                c.map(|counters| ProtoPath {
+                    proto: p.proto,
+                    counters,
+                })
+            })
+            .collect(),
     }
+}
+
+/// Runs one load and adds what the path counted meanwhile to `sum`.
+pub(super) fn path_of_load<T>(
+    counts: &mut dyn FnMut() -> LinkLoss,
+    sum: &mut Option<PathCounters>,
+    load: impl FnOnce() -> T,
+) -> T {
+    let before = counts().path;
+    let out = load();
+    if let (Some(b), Some(a)) = (before, counts().path) {
+        let d = a.since(&b);
+        *sum = Some(sum.map_or(d, |s| s.plus(&d)));
+    }
+    out
+}
+
+/// Lines of what the path counted at each level, in total and per protocol (the verbose
+/// text and the HTML report).
+pub fn path_lines(levels: &[LossLevel]) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in levels {
+        if let Some(c) = &l.link_counts.path {
+            out.push(format!(
+                "loss {}: {}",
+                fmt_pct(l.loss_pct / 100.0),
+                c.describe()
+            ));
+        }
+        for p in &l.path_by_protocol {
+            out.push(format!(
+                "loss {} {}: {}",
+                fmt_pct(l.loss_pct / 100.0),
+                p.proto.label(),
+                p.counters.describe()
+            ));
+        }
+    }
+    out
 }
 
 /// `0%`, `1%`, `3%`.
@@ -259,7 +329,7 @@ pub fn render(levels: &[LossLevel]) -> String {
         "pair".into(),
         "page time ratio (95% CI)".into(),
         "verdict".into(),
-        "link: TCP chunks / UDP datagrams lost".into(),
+        "lost by the path".into(),
     ]];
     for l in levels {
         for x in &l.decisions {
@@ -269,6 +339,10 @@ pub fn render(levels: &[LossLevel]) -> String {
     if d.len() > 1 {
         out.push('\n');
         out.push_str(&fmt::table(&d));
+    }
+    for line in path_lines(levels) {
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }
@@ -283,13 +357,16 @@ pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
         x.ratio
             .map_or_else(|| "-".into(), |r| crate::compare::verdicts::ratio_text(&r)),
         decision_text(x),
-        format!(
-            "{} of {} / {} of {}",
-            l.link_counts.tcp_chunks_lost,
-            l.link_counts.tcp_chunks,
-            l.link_counts.udp_datagrams_lost,
-            l.link_counts.udp_datagrams
-        ),
+        match &l.link_counts.path {
+            Some(c) => c.brief(),
+            None => format!(
+                "{} of {} TCP chunks / {} of {} UDP datagrams",
+                l.link_counts.tcp_chunks_lost,
+                l.link_counts.tcp_chunks,
+                l.link_counts.udp_datagrams_lost,
+                l.link_counts.udp_datagrams
+            ),
+        },
     ]
 }
 

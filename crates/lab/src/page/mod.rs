@@ -23,6 +23,7 @@ pub mod html;
 pub mod load;
 pub mod loss;
 pub mod output;
+pub(crate) mod paths;
 pub mod ratio;
 pub mod render;
 pub mod repeat;
@@ -36,9 +37,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::compare::Machine;
-use crate::env::{describe_profile, BuiltinOptions, LabEnv, Route, Targets};
+use crate::env::{BuiltinOptions, LabEnv, Route, Targets};
 use crate::error::LabError;
 use crate::link::LinkProfile;
+use crate::netpath::PathMode;
 use crate::proto::LabProtocol;
 use crate::stats::{quantile, MedianSpread};
 use load::{PageLoad, PoolSpec};
@@ -109,6 +111,10 @@ pub struct PageConfig {
     /// Accept HTTP/2 server push (`--push accept`; the built-in server then pushes each
     /// page's CSS and JS); default refuse, as browsers do.
     pub push: bool,
+    /// Which path shaped links cross: the packet link (kernel TCP, the default) or the relay.
+    pub mode: PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
     /// Where connections to the page's URL go instead of its host (`-B unix:PATH`,
     /// `--connect-to`); `None`: the URL's host.
     pub route: Option<Route>,
@@ -141,6 +147,8 @@ impl Default for PageConfig {
             timeout: Duration::from_secs(120),
             push: false,
             route: None,
+            mode: PathMode::Packet,
+            tcp_cc: None,
             loss_levels: Vec::new(),
             browser: None,
             repeat_view: false,
@@ -228,6 +236,14 @@ pub struct PageReport {
     pub link: String,
     /// The links used (the one link, or one per loss level): shape and TCP model.
     pub link_models: Vec<crate::link::LinkRecord>,
+    /// The path shaped links crossed (packet link or relay), and why the relay if not asked.
+    pub path: crate::netpath::ModeChoice,
+    /// Each packet path's TCP congestion control per side, by link profile.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_sides: Vec<(String, crate::netpath::PathSides)>,
+    /// What the path counted during each protocol's loads (`--loss` levels: their own).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub path_counts: Vec<loss::ProtoPath>,
     /// The machine.
     pub machine: Machine,
     /// The page (page loads only).
@@ -367,6 +383,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                     Some(v) => v.contains(&LabProtocol::H3),
                     None => h3_by_default(cfg),
                 },
+                tcp_cc: cfg.tcp_cc.clone(),
             })?,
             format!("/page?{}", cfg.page_query),
         ),
@@ -420,11 +437,17 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     } else {
         cfg.loss_levels.clone()
     };
-    if protos.contains(&LabProtocol::H3) && links_used.iter().any(|l| *l != LinkProfile::Loopback) {
+    let shaped = links_used.iter().any(|l| *l != LinkProfile::Loopback);
+    let path = match shaped {
+        true => env.set_mode(cfg.mode).clone(),
+        false => crate::netpath::ModeChoice::fixed(cfg.mode),
+    };
+    path.fallback.iter().for_each(|w| log(w));
+    if protos.contains(&LabProtocol::H3) && shaped && path.mode == PathMode::Relay {
         notes.push(crate::proto::H3_LINK_CAVEAT.into());
     }
     let pools = pools(&mut env, cfg, first_link, &protos)?;
-    let link = describe_profile(first_link);
+    let link = paths::describe(first_link, path.mode);
     log(&format!("server: {}", env.describe()));
     log(&format!("cpus: {}", env.isolation().note));
     log(&format!("link {link}"));
@@ -438,8 +461,11 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         link,
         link_models: links_used
             .iter()
-            .map(|&p| crate::link::LinkRecord::of(p))
+            .map(|&p| paths::record(p, path.mode))
             .collect(),
+        path,
+        path_sides: Vec::new(),
+        path_counts: Vec::new(),
         machine,
         page: None,
         repeat: cfg.repeat,
@@ -455,6 +481,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         notes,
     };
     let only = cfg.browser.as_ref().is_some_and(|b| b.only);
+    let side = env.client_side(first_link)?;
     if let Some(s) = &cfg.slow {
         let w = browser::fetches(s);
         let mut barms = browser::arms_for(&mut env, cfg, first_link, &protos, w)?;
@@ -463,6 +490,8 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         let link = report.link.clone();
         browser::finish(barms, &slow.results, &link, cfg.equivalence, &mut report);
         report.slow = Some(slow);
+        drop(side);
+        paths::finish(&env, &links_used, &mut report);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
     }
@@ -495,14 +524,16 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let mut paths = vec![html_path];
     paths.extend(found.paths);
     if !cfg.loss_levels.is_empty() {
+        drop(side);
         for &level in &cfg.loss_levels {
             let level_pools = self::pools(&mut env, cfg, level, &protos)?;
-            let link = describe_profile(level);
+            let _side = env.client_side(level)?;
+            let link = paths::describe(level, report.path.mode);
             log(&format!("link {link}"));
             let w = workload.clone();
             let mut barms = browser::arms_for(&mut env, cfg, level, &protos, w)?;
             let env = &env;
-            let mut counts = || link_loss(env, &protos, level);
+            let mut counts = || paths::link_loss(env, &protos, level);
             let extra = browser::as_extra(&mut barms);
             let lv = loss::run_level(
                 level,
@@ -521,6 +552,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         if let Some(first) = report.loss.first() {
             report.protocols = first.protocols.clone();
         }
+        paths::finish(&env, &links_used, &mut report);
         report.decide(cfg.equivalence);
         report.elapsed_secs = start.elapsed().as_secs_f64();
         return Ok(report);
@@ -530,29 +562,34 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
     let mut views = repeat::Views::new(cfg.repeat_view, pools.len());
+    let mut per = vec![None; pools.len()];
+    let mut counts = || paths::link_loss(&env, &protos, first_link);
     for i in 0..cfg.repeat.max(1) as usize {
         let extra = browser::as_extra(&mut barms);
-        let mut sim =
-            |j: usize, log: &mut dyn FnMut(&str)| match views.load(j, &pools[j], &paths, log) {
-                Ok(l) => {
-                    log(&format!(
-                        "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                        i + 1,
-                        cfg.repeat.max(1),
-                        pools[j].proto.label(),
-                        crate::fmt::ms(l.page_ms),
-                        l.connections,
-                        l.requests
-                    ));
-                    loads[j].push(Some(l));
-                }
-                Err(e) => {
-                    log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                    errors[j].get_or_insert(e.to_string());
-                    loads[j].push(None);
-                    views.skip(j);
-                }
-            };
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match loss::path_of_load(
+            &mut counts,
+            &mut per[j],
+            || views.load(j, &pools[j], &paths, log),
+        ) {
+            Ok(l) => {
+                log(&format!(
+                    "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
+                    i + 1,
+                    cfg.repeat.max(1),
+                    pools[j].proto.label(),
+                    crate::fmt::ms(l.page_ms),
+                    l.connections,
+                    l.requests
+                ));
+                loads[j].push(Some(l));
+            }
+            Err(e) => {
+                log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
+                errors[j].get_or_insert(e.to_string());
+                loads[j].push(None);
+                views.skip(j);
+            }
+        };
         browser::run_round(i, pools.len(), extra, &mut sim, log);
     }
     if !only {
@@ -568,27 +605,9 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     if let Some(lt) = &cfg.load_test {
         report.load_test = Some(users::run_rounds(&pools, &paths, lt, cfg.equivalence, log));
     }
+    drop(side);
+    report.path_counts = paths::per_protocol(&pools, per);
+    paths::finish(&env, &links_used, &mut report);
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
-}
-
-/// The loss counters of the links `protos` cross on `profile` (each link counted once).
-fn link_loss(env: &LabEnv, protos: &[LabProtocol], profile: LinkProfile) -> loss::LinkLoss {
-    let mut seen = Vec::new();
-    let mut c = loss::LinkLoss::default();
-    for &p in protos {
-        let Some(l) = env.link(p, profile) else {
-            continue;
-        };
-        if seen.contains(&l.addr()) {
-            continue;
-        }
-        seen.push(l.addr());
-        let s = l.stats();
-        c.tcp_chunks_lost += s.up.lost_chunks + s.down.lost_chunks;
-        c.tcp_chunks += s.up.chunks + s.down.chunks;
-        c.udp_datagrams_lost += s.udp.up.lost + s.udp.down.lost;
-        c.udp_datagrams += s.udp.up.datagrams_in + s.udp.down.datagrams_in;
-    }
-    c
 }

@@ -157,6 +157,9 @@ pub fn render_text(r: &PageReport) -> String {
                 let _ = writeln!(out, "{}: {e}", p.proto.label());
             }
         }
+        for l in super::paths::count_lines(r) {
+            let _ = writeln!(out, "{l}");
+        }
     }
     if !r.loss.is_empty() {
         let _ = writeln!(

@@ -125,6 +125,7 @@ impl ArmRuns {
             empty_runs: self.empty,
             busy_runs: self.busy,
             informational: self.informational,
+            path: None,
         }
     }
 }

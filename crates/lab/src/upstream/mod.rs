@@ -35,6 +35,8 @@
 pub mod measure;
 pub mod nginx;
 pub mod output;
+mod packet;
+mod paths_out;
 pub mod verdict;
 
 pub use output::{band, csv, html, json, render, BANDS};
@@ -52,6 +54,7 @@ use crate::compare::measure::STRICT_RETRIES;
 use crate::env::{Isolation, Pinning};
 use crate::error::LabError;
 use crate::link::{LinkConfig, RunningLink};
+use crate::netpath::{ModeChoice, PathCounters, PathMode, PathSides};
 use crate::stats::ci::Estimate;
 use crate::stats::MedianSpread;
 
@@ -111,6 +114,11 @@ pub struct UpstreamConfig {
     /// a `page` payload (`/page?n=1&css=1&js=1`) is measured too: the report counts the
     /// interim responses each proxy passed on.
     pub early_hints: bool,
+    /// Which path the proxy → backends hop crosses: the packet link (kernel TCP, default) or
+    /// the relay.
+    pub mode: PathMode,
+    /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
+    pub tcp_cc: Option<String>,
 }
 
 impl UpstreamConfig {
@@ -144,6 +152,8 @@ impl UpstreamConfig {
             pinning: Pinning::Auto,
             strict: false,
             early_hints: false,
+            mode: PathMode::Packet,
+            tcp_cc: None,
         }
     }
 
@@ -198,6 +208,8 @@ pub struct ArmResult {
     /// Interim (1xx) responses the client received, all runs (`103 Early Hints` the proxy
     /// passed on from the backends).
     pub informational: u64,
+    /// What the proxy → backends path counted during this arm's runs of the cell.
+    pub path: Option<PathCounters>,
 }
 
 /// One payload × concurrency cell.
@@ -229,6 +241,11 @@ pub struct UpstreamReport {
     pub busy_runs: (usize, usize),
     /// Rounds measured again because the machine was busy (`strict`).
     pub remeasured: usize,
+    /// The path the proxy → backends hop crossed, and why the relay if packet mode was
+    /// asked for.
+    pub path: ModeChoice,
+    /// The packet path's TCP congestion control per side (packet mode).
+    pub path_sides: Option<PathSides>,
 }
 
 /// A running arm: its links and its proxy.
@@ -255,7 +272,26 @@ impl ArmEnv {
     }
 
     fn connections(&self) -> u64 {
-        self.links.iter().map(|l| l.stats().connections).sum()
+        match &self.proxy {
+            // Packet mode: no relay counts them; the proxy does.
+            Some(ArmProxy::H2lab(p)) if self.links.is_empty() => {
+                p.stats()
+                    .snapshot(Duration::from_millis(200))
+                    .upstream_connections_opened
+            }
+            _ => self.links.iter().map(|l| l.stats().connections).sum(),
+        }
+    }
+
+    /// What this arm's path has counted so far: the shared packet path, or its relays.
+    fn counters(&self, path: Option<&packet::UpstreamPath>) -> Option<PathCounters> {
+        if let Some(p) = path {
+            return Some(p.counters());
+        }
+        self.links
+            .iter()
+            .map(|l| PathCounters::of_relay(&l.stats()))
+            .reduce(|a, b| a.plus(&b))
     }
 }
 
@@ -265,32 +301,43 @@ struct Started {
     arms: Vec<ArmEnv>,
     _nginx: Option<nginx::Nginx>,
     proxy_name: String,
+    /// The packet path (packet mode), dropped after everything inside it.
+    path: Option<packet::UpstreamPath>,
 }
 
 /// Starts the backends, each arm's links and proxy, and nginx if asked for.
-fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
+fn start(cfg: &UpstreamConfig, mode: PathMode) -> Result<Started, LabError> {
+    let path = match mode {
+        PathMode::Packet => Some(packet::UpstreamPath::start(cfg)?),
+        PathMode::Relay => None,
+    };
     let backends: Vec<RunningServer> = (0..cfg.backends.max(1))
         .map(|_| {
-            h2lab_server::spawn(ServerConfig {
+            let sc = ServerConfig {
                 quiet: true,
                 // The proxy's cancels and pooled streams must not look like an attack.
                 max_rapid_resets: u32::MAX,
                 max_concurrent_streams: cfg.streams.max(100),
                 early_hints: cfg.early_hints,
                 ..ServerConfig::local()
-            })
-            .map_err(|source| LabError::Server {
-                role: "backend",
-                source,
-            })
+            };
+            match &path {
+                Some(p) => p.backend(sc),
+                None => h2lab_server::spawn(sc).map_err(|source| LabError::Server {
+                    role: "backend",
+                    source,
+                }),
+            }
         })
         .collect::<Result<_, _>>()?;
     let mut nginx_proc = None;
     let mut nginx_arms = Vec::new();
     let mut arms = Vec::new();
     for &arm in &cfg.arms {
+        // Packet mode: the proxy connects to the backends across the path, no relay.
         let links = backends
             .iter()
+            .filter(|_| path.is_none())
             .map(|b| {
                 let up = b
                     .addr()
@@ -300,7 +347,14 @@ fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
                 crate::link::spawn(lc).map_err(|source| LabError::Link { name: None, source })
             })
             .collect::<Result<Vec<_>, LabError>>()?;
-        let ups: Vec<UpstreamAddr> = links.iter().map(|l| UpstreamAddr::Tcp(l.addr())).collect();
+        let ups: Vec<UpstreamAddr> = match &path {
+            None => links.iter().map(|l| UpstreamAddr::Tcp(l.addr())).collect(),
+            Some(_) => backends
+                .iter()
+                .filter_map(RunningServer::addr)
+                .map(UpstreamAddr::Tcp)
+                .collect(),
+        };
         let mut env = ArmEnv {
             arm,
             links,
@@ -317,13 +371,20 @@ fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
                     cfg.pool
                 };
                 pc.streams = cfg.streams;
-                match h2lab_proxy::spawn(pc) {
+                let spawned = match &path {
+                    Some(p) => p.on_client(move || h2lab_proxy::spawn(pc))?,
+                    None => h2lab_proxy::spawn(pc),
+                };
+                match spawned {
                     Ok(p) => env.proxy = Some(ArmProxy::H2lab(p)),
                     Err(e) => env.skipped = Some(format!("proxy: {e}")),
                 }
             }
             ProxyKind::Nginx => {
-                let addrs: Vec<SocketAddr> = env.links.iter().map(RunningLink::addr).collect();
+                let addrs: Vec<SocketAddr> = match &path {
+                    None => env.links.iter().map(RunningLink::addr).collect(),
+                    Some(_) => backends.iter().filter_map(RunningServer::addr).collect(),
+                };
                 match nginx::arm_block(arm, &addrs, cfg.pool) {
                     Ok(block) => {
                         let n = nginx_proc.get_or_insert_with(nginx::Config::default);
@@ -338,6 +399,8 @@ fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
     }
     let _nginx = match nginx_proc {
         Some(c) => {
+            // nginx (a child process) starts in the client namespace in packet mode.
+            let _side = path.as_ref().map(|p| p.client_side()).transpose()?;
             let n = c
                 .start()
                 .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
@@ -357,6 +420,7 @@ fn start(cfg: &UpstreamConfig) -> Result<Started, LabError> {
         arms,
         _nginx,
         proxy_name,
+        path,
     })
 }
 
@@ -368,19 +432,29 @@ pub fn run(
 ) -> Result<UpstreamReport, LabError> {
     // The backends, links and proxies start on the server CPUs; the client's threads, started
     // later by this thread, inherit the client CPUs. `_pin` is dropped last.
-    let (started, isolation, _pin) = crate::env::pin_servers(&cfg.pinning, || start(cfg));
+    let choice = ModeChoice::resolve(cfg.mode);
+    if let Some(w) = &choice.fallback {
+        progress(w);
+    }
+    let (started, isolation, _pin) =
+        crate::env::pin_servers(&cfg.pinning, || start(cfg, choice.mode));
     let Started {
         _backends,
         mut arms,
         _nginx,
         proxy_name,
+        path,
     } = started?;
+    // The client measures from the client side (the proxy listens there).
+    let side = path.as_ref().map(|p| p.client_side()).transpose()?;
+    let path_sides = path.as_ref().map(packet::UpstreamPath::sides);
     let (mut busy, mut kept, mut remeasured) = (0usize, 0usize, 0usize);
     let mut cells = Vec::new();
     for payload in &cfg.payloads {
         for &c in &cfg.concurrency {
             let runs = cfg.runs.max(1) as usize;
             let mut samples = vec![measure::ArmRuns::new(runs); arms.len()];
+            let mut counted: Vec<Option<PathCounters>> = vec![None; arms.len()];
             for run in 0..runs {
                 let mut attempt = 0;
                 loop {
@@ -392,11 +466,15 @@ pub fn run(
                         let a = (k + run) % arms.len();
                         let Some(addr) = arms[a].addr() else { continue };
                         let bc = bench_config(addr, payload, c, cfg)?;
-                        let out = measure::run_arm(&bc, cfg.warm_up, stop).map_err(|source| {
-                            LabError::Run {
-                                what: arms[a].arm.name().to_string(),
-                                source,
-                            }
+                        let before = arms[a].counters(path.as_ref());
+                        let out = measure::run_arm(&bc, cfg.warm_up, stop);
+                        if let (Some(b), Some(n)) = (before, arms[a].counters(path.as_ref())) {
+                            let d = n.since(&b);
+                            counted[a] = Some(counted[a].map_or(d, |c| c.plus(&d)));
+                        }
+                        let out = out.map_err(|source| LabError::Run {
+                            what: arms[a].arm.name().to_string(),
+                            source,
                         })?;
                         outs.push((a, out));
                     }
@@ -421,7 +499,11 @@ pub fn run(
                 arms: arms
                     .iter()
                     .zip(samples)
-                    .map(|(e, s)| s.into_result(e.arm, e.skipped.clone()))
+                    .zip(counted)
+                    .map(|((e, s), p)| ArmResult {
+                        path: p,
+                        ..s.into_result(e.arm, e.skipped.clone())
+                    })
                     .collect(),
             };
             verdict::decide_cell(&mut cell);
@@ -439,6 +521,7 @@ pub fn run(
             )
         })
         .collect();
+    drop(side);
     Ok(UpstreamReport {
         config: cfg.clone(),
         proxy: proxy_name,
@@ -447,6 +530,8 @@ pub fn run(
         isolation,
         busy_runs: (busy, kept),
         remeasured,
+        path: choice,
+        path_sides,
     })
 }
 

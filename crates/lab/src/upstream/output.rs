@@ -198,7 +198,8 @@ pub fn render(r: &UpstreamReport) -> String {
         cfg.runs,
         cfg.duration.as_secs_f64()
     );
-    let _ = writeln!(out, "cpus: {}", r.isolation.note);
+    out.push_str(&super::paths_out::path_line(r));
+    let _ = writeln!(out, "\ncpus: {}", r.isolation.note);
     let _ = writeln!(out, "machine: {}", busy_text(r.busy_runs, cfg.strict));
     if r.remeasured > 0 {
         let _ = writeln!(
@@ -309,7 +310,7 @@ pub fn render(r: &UpstreamReport) -> String {
             connections_line(r, *arm, *conns, *completed)
         );
     }
-    out
+    out + &super::paths_out::counters_text(r)
 }
 
 fn e(x: &Option<Estimate>, f: fn(&Estimate) -> f64) -> f64 {
@@ -401,7 +402,7 @@ pub fn json(r: &UpstreamReport) -> String {
                         "rps_runs": a.rps_runs, "p99_ms_runs": a.p99_runs,
                         "rps": a.rps_ci, "p99_ms": a.p99_ci, "versus_baseline": a.versus,
                         "retried_runs": a.retried_runs, "empty_runs": a.empty_runs,
-                        "busy_runs": a.busy_runs, "informational": a.informational,
+                        "busy_runs": a.busy_runs, "informational": a.informational, "path": a.path,
                     })
                 })
                 .collect();
@@ -441,7 +442,7 @@ pub fn json(r: &UpstreamReport) -> String {
             "pool": cfg.pool, "streams": cfg.streams, "early_hints": cfg.early_hints,
             "equivalence": crate::stats::ci::DEFAULT_EQUIVALENCE, "strict": cfg.strict,
         },
-        "isolation": r.isolation,
+        "isolation": r.isolation, "path": r.path, "path_sides": r.path_sides,
         "machine": {
             "busy_runs": r.busy_runs.0, "runs": r.busy_runs.1,
             "remeasured_rounds": r.remeasured,
@@ -492,9 +493,11 @@ pub fn html(r: &UpstreamReport) -> String {
         rows.push(row);
     }
     let mut notes = format!(
-        "<p>cpus: {}<br>machine: {}</p>",
+        "<p>{}<br>cpus: {}<br>machine: {}</p><ul>{}</ul>",
+        esc(&super::paths_out::path_line(r)),
         esc(&r.isolation.note),
-        esc(&busy_text(r.busy_runs, cfg.strict))
+        esc(&busy_text(r.busy_runs, cfg.strict)),
+        super::paths_out::counters_html(r, esc)
     );
     let empty = empty_runs(r);
     if !empty.is_empty() {

@@ -255,6 +255,18 @@ pub fn prepare_privileges() -> Result<Privilege, PacketError> {
     }
 }
 
+/// Moves the calling thread, and the threads it starts from now on, into a private network
+/// namespace with loopback up. In a user namespace of its own (see [`prepare_privileges`]) a
+/// thread that entered a path's side cannot return to the host's network namespace (owned by
+/// the host's user namespace); a lab run that keeps its loopback conditions and its own
+/// servers in a private home can. Call it while the process is single-threaded, and only when
+/// nothing outside the machine's loopback of this process is needed (the host's other
+/// addresses are unreachable from there).
+pub fn private_home() -> Result<(), PacketError> {
+    let _home = sys::unshare_net().map_err(PacketError::Namespace)?;
+    sys::configure("lo", None, None, None).map_err(|e| PacketError::Configure("lo", e))
+}
+
 /// What a side of a running path is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SideInfo {
@@ -294,6 +306,7 @@ fn make_side(addr: Ipv4Addr, config: &PacketConfig) -> Result<Namespace, PacketE
             let tun = sys::open_tun(DEVICE).map_err(PacketError::Tun)?;
             // A long device queue: the emulated bottleneck is the link's queue, so the kernel's
             // queue in front of the link thread must not drop when the thread is late.
+            // (Set by netlink, which a user namespace of our own allows, unlike the ioctl.)
             sys::configure(DEVICE, Some((addr, PREFIX)), Some(mtu), Some(DEVICE_QUEUE))
                 .map_err(|e| PacketError::Configure("the TUN device", e))?;
             // IPv6 is not routed over the path; keep its chatter off the devices.
