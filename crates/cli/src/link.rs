@@ -57,9 +57,9 @@ pub struct LinkArgs {
     #[arg(long, value_name = "CMD", requires = "packet")]
     pub server_cmd: Option<String>,
 
-    /// Packet mode: default TCP congestion control of both namespaces (the kernel lets a new
-    /// namespace default only to an allowed one: see
-    /// /proc/sys/net/ipv4/tcp_allowed_congestion_control).
+    /// Packet mode: TCP congestion control of both ends of every connection across the path
+    /// (set on the route: any of /proc/sys/net/ipv4/tcp_available_congestion_control, e.g.
+    /// cubic, reno, bbr) [default: the host's default].
     #[arg(long, value_name = "NAME", requires = "packet")]
     pub cc: Option<String>,
 

@@ -124,6 +124,8 @@ pub fn main(a: LinkArgs) -> ExitCode {
         Some(cmd) => {
             let mut c = Command::new("sh");
             c.arg("-c").arg(cmd);
+            // Its own process group: ending it ends what the shell started too.
+            std::os::unix::process::CommandExt::process_group(&mut c, 0);
             link.command(Side::Server, &mut c);
             match c.spawn() {
                 Ok(child) => (None, Some(child)),
@@ -161,7 +163,7 @@ pub fn main(a: LinkArgs) -> ExitCode {
     }
     let status = wait(&stop, child.as_mut());
     if let Some(c) = server_child.as_mut() {
-        end(c);
+        h2lab_link::packet::end_process_group(c);
     }
     drop(server);
     let stats = link.stats();

@@ -72,10 +72,9 @@ pub struct PageArgs {
     #[arg(long, value_name = "MODE", default_value = "packet", value_parser = crate::values::path_mode)]
     pub mode: h2lab_lab::netpath::PathMode,
 
-    /// TCP congestion control of both network namespaces of the packet link (their default for
-    /// new sockets; default: the namespaces' own, bbr or the host's). A namespace may only
-    /// default to one the host allows (/proc/sys/net/ipv4/tcp_allowed_congestion_control).
-    /// Recorded per side in results.json.
+    /// TCP congestion control on the packet link, both ends of every connection (set on the
+    /// route across the path: any of /proc/sys/net/ipv4/tcp_available_congestion_control,
+    /// e.g. cubic, reno, bbr; default: the host's default). Recorded per side in results.json.
     #[arg(long = "cc", value_name = "NAME")]
     pub cc: Option<String>,
 

@@ -177,3 +177,46 @@ fn effective_uid() -> u32 {
         .and_then(|u| u.parse().ok())
         .unwrap()
 }
+
+/// `--server-cmd` runs through `sh -c`; what the shell starts (here a `sleep` in the
+/// background) ends with the path too, not only the shell.
+#[test]
+fn a_server_command_ends_with_everything_it_started() {
+    let dir = std::env::temp_dir().join(format!("h2lab-server-cmd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let server = format!("sleep 1000 & echo $! > {}; wait", pid_file.display());
+    // The client side waits until the server side has started its child, then exits.
+    let client = format!("while [ ! -s {} ]; do sleep 0.02; done", pid_file.display());
+    let out = Command::new(assert_cmd::cargo::cargo_bin!("h2lab"))
+        .args([
+            "link",
+            "--packet",
+            "--rtt",
+            "2ms",
+            "--server-cmd",
+            &server,
+            "--",
+        ])
+        .args(["sh", "-c", &client])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if unavailable(&stderr) {
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // Killed by h2lab before it exited; its new parent reaps it soon after.
+    let stat = format!("/proc/{}/stat", pid.trim());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&stat).is_ok_and(|s| !s.contains(") Z ")) {
+        assert!(
+            Instant::now() < deadline,
+            "the server command's child still runs"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

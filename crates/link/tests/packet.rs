@@ -549,3 +549,54 @@ fn bulk_quic_gets_the_configured_rate() {
     eprintln!("QUIC wire rate {:.2} Mbit/s; {}", rate / 1e6, link.stats());
     assert!((rate / 10e6 - 1.0).abs() <= 0.03, "{rate}");
 }
+
+/// The congestion control of a TCP socket (`TCP_CONGESTION`).
+#[allow(unsafe_code)] // getsockopt(TCP_CONGESTION) has no safe wrapper in std
+fn congestion_control_of(s: &impl std::os::fd::AsRawFd) -> String {
+    let mut name = [0u8; 16];
+    let mut len = name.len() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the live buffer `name`.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    assert_eq!(r, 0, "{}", std::io::Error::last_os_error());
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    String::from_utf8_lossy(&name[..end]).into_owned()
+}
+
+/// `--cc cubic` where the host allows only `reno bbr` as a namespace's default: the algorithm
+/// is set on the route across the path, and both the connecting and the accepting socket use
+/// it (and the path reports it per side).
+#[test]
+fn the_chosen_congestion_control_is_on_both_ends_of_a_connection() {
+    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .unwrap_or_default();
+    let Some(cc) = ["cubic", "reno"]
+        .into_iter()
+        .find(|c| available.split_whitespace().any(|a| a == *c))
+    else {
+        eprintln!("SKIP: neither cubic nor reno in {available:?}");
+        return;
+    };
+    let mut c = config(2, None, 0.0);
+    c.congestion_control = Some(cc.into());
+    let Some(link) = start(c) else {
+        return;
+    };
+    assert_eq!(link.info().client.congestion_control, cc);
+    assert_eq!(link.info().server.congestion_control, cc);
+    let l = listen(&link);
+    let port = l.local_addr().unwrap().port();
+    let client = in_client(&link, move || {
+        TcpStream::connect(SocketAddr::from((SERVER_ADDR, port))).unwrap()
+    });
+    let (server, _) = l.accept().unwrap();
+    assert_eq!(congestion_control_of(&client), cc);
+    assert_eq!(congestion_control_of(&server), cc);
+}

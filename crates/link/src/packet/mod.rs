@@ -16,6 +16,7 @@
 //! children inside), so they vanish with the process on any exit, SIGKILL and panic included;
 //! children get SIGKILL when the link's owner thread dies.
 
+mod netlink;
 mod pump;
 pub mod shaper;
 mod sys;
@@ -267,6 +268,15 @@ pub fn private_home() -> Result<(), PacketError> {
     sys::configure("lo", None, None, None).map_err(|e| PacketError::Configure("lo", e))
 }
 
+/// Ends a command started in its own process group (`CommandExt::process_group(0)`, as for
+/// `--server-cmd`, which runs through `sh -c`): SIGKILL to the whole group, so that what the
+/// shell started goes too, then reaps the child.
+pub fn end_process_group(child: &mut std::process::Child) {
+    sys::kill_group(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// What a side of a running path is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SideInfo {
@@ -311,12 +321,27 @@ fn make_side(addr: Ipv4Addr, config: &PacketConfig) -> Result<Namespace, PacketE
                 .map_err(|e| PacketError::Configure("the TUN device", e))?;
             // IPv6 is not routed over the path; keep its chatter off the devices.
             let _ = sys::write_sysctl("net/ipv6/conf/all/disable_ipv6", "1");
-            if let Some(cc) = &cc {
-                sys::write_sysctl("net/ipv4/tcp_congestion_control", cc)
-                    .map_err(|e| PacketError::Configure("tcp_congestion_control", e))?;
-            }
-            let congestion_control = sys::read_sysctl("net/ipv4/tcp_congestion_control")
-                .map_err(|e| PacketError::Configure("tcp_congestion_control", e))?;
+            let congestion_control = match &cc {
+                // On the route across the path, not as the namespace's default: a route may
+                // name any algorithm the kernel has (cubic too), a namespace's default only
+                // one the host allows (`tcp_allowed_congestion_control`, often `reno bbr`).
+                Some(cc) => {
+                    let mask = u32::MAX.checked_shl(32 - u32::from(PREFIX)).unwrap_or(0);
+                    let net = Ipv4Addr::from(u32::from(addr) & mask);
+                    netlink::set_route_congestion_control(DEVICE, net, PREFIX, addr, cc).map_err(
+                        |e| {
+                            PacketError::Configure(
+                                "the route's TCP congestion control (one of \
+                                 /proc/sys/net/ipv4/tcp_available_congestion_control)",
+                                e,
+                            )
+                        },
+                    )?;
+                    cc.clone()
+                }
+                None => sys::read_sysctl("net/ipv4/tcp_congestion_control")
+                    .map_err(|e| PacketError::Configure("tcp_congestion_control", e))?,
+            };
             let netns_inode = sys::ns_inode(&ns).map_err(PacketError::Namespace)?;
             Ok(Namespace {
                 ns,

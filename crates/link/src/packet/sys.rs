@@ -166,7 +166,9 @@ pub fn configure(
         check(unsafe { libc::ioctl(s, libc::SIOCSIFMTU as _, &mut req) })?;
     }
     if let Some(qlen) = txqueuelen {
-        set_txqueuelen(name, qlen)?;
+        // By netlink, not SIOCSIFTXQLEN: inside a user namespace the kernel refuses that
+        // ioctl (EPERM) while it accepts the netlink request from the namespace's root.
+        super::netlink::set_txqueuelen(name, qlen)?;
     }
     let mut req = ifreq(name)?;
     // SAFETY: SIOCGIFFLAGS writes the flags into the ifreq we pass.
@@ -179,62 +181,18 @@ pub fn configure(
     Ok(())
 }
 
-/// Sets interface `name`'s transmit queue length by netlink (`RTM_NEWLINK` with
-/// `IFLA_TXQLEN`), as `ip link set NAME txqueuelen N` does. Not by `SIOCSIFTXQLEN`: inside a
-/// user namespace the kernel refuses that ioctl (EPERM) while it accepts the netlink request
-/// from the namespace's root.
-fn set_txqueuelen(name: &str, qlen: u32) -> io::Result<()> {
-    let cname = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: a NUL-terminated name; no other memory effects.
-    let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-    if index == 0 {
-        return Err(last());
+/// Sends SIGKILL to the process group `pgid` (a group this process created for a child it
+/// started, with `CommandExt::process_group(0)`: the child's pid).
+pub fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid > 1 {
+        // SAFETY: kill() has no memory effects; a negative pid names a process group.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
     }
-    // SAFETY: socket() has no memory effects.
-    let fd = check(unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    })?;
-    // SAFETY: `fd` was just created and is owned by nothing else.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    // nlmsghdr (16 bytes) + ifinfomsg (16) + one rtattr carrying a u32 (8), native endian.
-    let mut msg = [0u8; 40];
-    msg[0..4].copy_from_slice(&40u32.to_ne_bytes());
-    msg[4..6].copy_from_slice(&libc::RTM_NEWLINK.to_ne_bytes());
-    let flags = (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16;
-    msg[6..8].copy_from_slice(&flags.to_ne_bytes());
-    msg[8..12].copy_from_slice(&1u32.to_ne_bytes()); // sequence number
-    msg[16] = libc::AF_UNSPEC as u8;
-    msg[20..24].copy_from_slice(&(index as i32).to_ne_bytes());
-    msg[32..34].copy_from_slice(&8u16.to_ne_bytes());
-    msg[34..36].copy_from_slice(&libc::IFLA_TXQLEN.to_ne_bytes());
-    msg[36..40].copy_from_slice(&qlen.to_ne_bytes());
-    // SAFETY: sends `msg.len()` bytes from a live buffer to the kernel (no address: netlink's
-    // default destination is the kernel).
-    let sent = unsafe { libc::send(sock.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    if sent < 0 {
-        return Err(last());
-    }
-    // The acknowledgement: an NLMSG_ERROR message whose first field is 0 or -errno.
-    let mut ack = [0u8; 64];
-    // SAFETY: receives into a live buffer of `ack.len()` bytes.
-    let n = unsafe { libc::recv(sock.as_raw_fd(), ack.as_mut_ptr().cast(), ack.len(), 0) };
-    if n < 0 {
-        return Err(last());
-    }
-    let n = n as usize;
-    let kind = u16::from_ne_bytes([ack[4], ack[5]]);
-    if n < 20 || kind != libc::NLMSG_ERROR as u16 {
-        return Err(io::Error::other("unexpected netlink reply to RTM_NEWLINK"));
-    }
-    let errno = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]);
-    if errno != 0 {
-        return Err(io::Error::from_raw_os_error(-errno));
-    }
-    Ok(())
 }
 
 /// Reads a sysctl of the calling thread's network namespace (`net/ipv4/...`).
