@@ -83,8 +83,8 @@ struct Pending {
     bytes: Vec<u8>,
 }
 
-/// The buffers one receive call fills: [`SLOTS`] slots of [`SLOT`] bytes and their
-/// metadata.
+/// The buffers one receive call fills: eight slots (fewer where `quinn-udp` batches
+/// fewer) of 64 KiB and their metadata.
 pub struct RecvSlots {
     bufs: Vec<u8>,
     metas: [RecvMeta; SLOTS],
