@@ -16,6 +16,7 @@ mod doc_lines;
 #[cfg(test)]
 mod doc_paths;
 mod docgen;
+mod heap;
 mod link;
 mod link_packet;
 mod listen;
@@ -51,14 +52,23 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Bench(args) => bench::main(args),
-        Command::Compare(args) => compare::main(args),
-        Command::Page(args) => page::main(args),
+        Command::Compare(args) => {
+            heap::bound_for_lab();
+            compare::main(args)
+        }
+        Command::Page(args) => {
+            heap::bound_for_lab();
+            page::main(args)
+        }
         Command::Link(args) => link::main(args),
         Command::Serve(args) => serve::main(args),
         Command::Merge(args) => merge::main(args),
         Command::Deploy(args) => deploy::main(args),
         Command::Proxy(args) => proxy::main(args),
-        Command::Upstream(args) => upstream::main(args),
+        Command::Upstream(args) => {
+            heap::bound_for_lab();
+            upstream::main(args)
+        }
         Command::Completions(args) => docgen::completions(&args),
         Command::Man(args) => docgen::man(&args),
     }

@@ -6,12 +6,21 @@
 //! The connections are counted from outside the client: each QUIC connection has a UDP
 //! socket of its own, connected to the server, so the set of local ports connected to the
 //! server's port (`/proc/net/udp`) is the set of connections — a reconnect would show as a
-//! new port. Timing: the assertions are counts; the one sleep makes a pause longer than
-//! the server's idle timeout (the condition under test, not a wait for something).
+//! new port. Timing: the assertions are counts. The pause longer than the server's idle
+//! timeout is not a sleep of a guessed length: it lasts until a witness — a QUIC connection
+//! to the same server opened after the pause began, which then sends nothing — has been
+//! closed by that idle timeout (see [`idle_witness`]).
 
+use std::cell::RefCell;
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use h2lab_engine::h3::quic_client_config;
+use h2lab_quic::quinn_proto::{Connection, ConnectionError, Event};
+use h2lab_quic::{ConnApp, Shell, UdpIo};
+use mio::{Events, Interest, Poll, Token};
 
 use h2lab_engine::{AppProtocol, BenchConfig, NoopObserver, ProtocolChoice, StandingRun, StopFlag};
 use h2lab_server::{RunningServer, ServerConfig};
@@ -159,9 +168,10 @@ fn h3_windows_keep_one_quic_connection_per_client() {
 
 #[test]
 fn h3_connections_outlive_a_pause_longer_than_the_idle_timeout() {
-    // The server closes a QUIC connection after 2 s without a packet; the pause below is
-    // longer, so only the client's keep-alive PINGs (answered by the server's ACKs, which
-    // the paused worker reads) keep the connections open.
+    // The server closes a QUIC connection after 2 s without a packet; the pause below lasts
+    // until a connection that sends nothing has been closed by that timeout, so only the
+    // client's keep-alive PINGs (answered by the server's ACKs, which the paused worker
+    // reads) keep the standing connections open.
     let idle = Duration::from_secs(2);
     let srv = server(idle);
     let addr = srv.h3_addr().unwrap();
@@ -170,11 +180,76 @@ fn h3_connections_outlive_a_pause_longer_than_the_idle_timeout() {
     settle(&mut run);
     window(&mut run, 2 * 3);
     let before = quic_ports(addr);
-    std::thread::sleep(idle + Duration::from_millis(800));
+    // Paused from here until a connection opened now has sat idle for the idle timeout:
+    // the standing connections have been paused longer.
+    let lost = idle_witness(addr);
+    assert!(matches!(lost, ConnectionError::TimedOut), "{lost:?}");
     window(&mut run, 2 * 3);
     if let Some(before) = before {
         assert_eq!(before.len(), 2, "{before:?}");
         assert_eq!(quic_ports(addr), Some(before), "the same connections");
     }
     drop(run);
+}
+
+/// A QUIC application that completes the handshake, then sends nothing (no keep-alive) and
+/// notes how its connection ended (the shell drops a drained connection with its state).
+#[derive(Default)]
+struct Quiet {
+    lost: Rc<RefCell<Option<ConnectionError>>>,
+}
+
+impl ConnApp for Quiet {
+    type Ctx = ();
+    fn drive(&mut self, conn: &mut Connection, _: &mut (), _: Instant) {
+        while let Some(ev) = conn.poll() {
+            if let Event::ConnectionLost { reason } = ev {
+                *self.lost.borrow_mut() = Some(reason);
+            }
+        }
+    }
+    fn deadline(&self) -> Option<Instant> {
+        None
+    }
+    fn on_shutdown(&mut self, _: &mut Connection, _: Instant) {}
+}
+
+/// Opens a QUIC connection to `server`, lets it sit idle and returns how it ended: with
+/// the server's idle timeout (the smaller of the two ends' timeouts, RFC 9000 §10.1)
+/// `ConnectionError::TimedOut`, once neither end has heard from the other for that long.
+/// Bounded by a 60 s deadline.
+fn idle_witness(server: SocketAddr) -> ConnectionError {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.connect(server).unwrap();
+    let mut shell: Shell<Quiet> = Shell::new(UdpIo::new(sock, false).unwrap(), None, 1);
+    let mut poll = Poll::new().unwrap();
+    poll.registry()
+        .register(shell.io().socket(), Token(0), Interest::READABLE)
+        .unwrap();
+    let cfg = quic_client_config(true, &Default::default()).unwrap();
+    let witness = Quiet::default();
+    let lost = Rc::clone(&witness.lost);
+    let ch = shell
+        .connect(cfg, server, "localhost", Instant::now(), witness)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut events = Events::with_capacity(8);
+    loop {
+        let now = Instant::now();
+        shell.drive(now, &mut ());
+        if let Some(e) = lost.borrow_mut().take() {
+            return e;
+        }
+        assert!(
+            shell.get_mut(ch).is_some(),
+            "the witness connection went away without saying why"
+        );
+        assert!(now < deadline, "the witness is still open after 60 s");
+        let wait = shell
+            .next_deadline()
+            .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
+        poll.poll(&mut events, Some(wait.min(Duration::from_secs(1))))
+            .unwrap();
+        shell.read(Instant::now(), |_| Quiet::default()).unwrap();
+    }
 }

@@ -12,7 +12,6 @@ use h2lab_wire::h2::{
 
 use crate::buf::Buf;
 use crate::fields::trailer_fields;
-use crate::front::{FState, Front};
 
 /// What the connection reported, owned (handled after `recv` returns).
 pub enum FEv {
@@ -211,15 +210,24 @@ fn hop_by_hop(name: &[u8]) -> bool {
     .any(|n| n.eq_ignore_ascii_case(name))
 }
 
-/// The virtual connection's exchange is over (its response complete or cut): nothing more
-/// will be queued.
-fn exchange_over(c: &Front) -> bool {
-    c.resp.done || c.state == FState::Closing
+/// What [`pump`] takes from a stream's virtual connection (the worker builds it from the
+/// `Front`: this module does not depend on that one, which holds an [`H2Front`]).
+pub struct Child<'a> {
+    /// The HTTP/1.1 response bytes it queued (consumed as they are translated).
+    pub out: &'a mut Buf,
+    /// Its response's trailer lines (taken when the stream ends).
+    pub trailers: &'a mut Vec<u8>,
+    /// Its exchange is over (the response complete or cut): nothing more will be queued.
+    pub over: bool,
+}
+
+fn exchange_over(c: &Child<'_>) -> bool {
+    c.over
 }
 
 /// Translates what the virtual connection queued (`child`, `None` once it is gone) into
 /// frames for stream `s`, as far as flow control allows.
-pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection, out: &mut Buf) {
+pub fn pump(s: &mut Stream, mut child: Option<Child<'_>>, conn: &mut Connection, out: &mut Buf) {
     let id = StreamId::new(s.id);
     while !s.done {
         if !s.spill.is_empty() {
@@ -232,12 +240,12 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection
             }
         }
         if s.ended {
-            if child.as_deref().is_some_and(|c| !exchange_over(c)) {
+            if child.as_ref().is_some_and(|c| !exchange_over(c)) {
                 return; // trailers may still come
             }
             if s.trailers.is_empty() {
-                if let Some(c) = child.as_deref_mut() {
-                    s.trailers = trailer_fields(&c.trailers);
+                if let Some(c) = child.as_mut() {
+                    s.trailers = trailer_fields(c.trailers.as_slice());
                     c.trailers.clear();
                 }
             }
@@ -256,8 +264,8 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection
         }
         let gone = child.is_none();
         // The exchange ended (or was cut) with nothing more to come.
-        let cut = child.as_deref().is_some_and(exchange_over);
-        let data: &[u8] = child.as_deref().map_or(&[][..], |c| c.out.data());
+        let cut = child.as_ref().is_some_and(exchange_over);
+        let data: &[u8] = child.as_ref().map_or(&[][..], |c| c.out.data());
         let limit = if s.head_sent {
             data.len().min(conn.send_capacity(id) + 64)
         } else {
@@ -345,7 +353,7 @@ pub fn pump(s: &mut Stream, mut child: Option<&mut Front>, conn: &mut Connection
                 s.done = true;
             }
         }
-        if let Some(c) = child.as_deref_mut() {
+        if let Some(c) = child.as_mut() {
             c.out.consume(n);
         }
         if stop {

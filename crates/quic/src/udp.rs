@@ -4,7 +4,16 @@
 //! A send that would block keeps its datagrams ([`UdpIo::has_pending`]) until the socket is
 //! writable again; meanwhile the shell stops asking connections for more, so QUIC's own
 //! pacing and congestion control see the back-pressure instead of losses.
+//!
+//! The receive slots (eight 64 KiB buffers for one `recvmmsg`) are only used during a
+//! receive call, whose callers copy or hand on what they need before it returns. A server
+//! socket owns its slots ([`UdpIo::new`]); a client has one socket per connection, all
+//! driven by one event loop per thread, so its sockets use the slots of their thread
+//! ([`UdpIo::client`]): a worker with 1,000 QUIC connections holds one set of slots, not
+//! 1,000 (half a gigabyte), and they go when the thread ends. The same holds for the
+//! buffer transmits are built in ([`with_thread_send_buf`]).
 
+use std::cell::Cell;
 use std::io::{self, IoSliceMut};
 use std::net::{IpAddr, SocketAddr};
 
@@ -14,6 +23,8 @@ use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState, BATCH_SIZE};
 
 /// Receive buffer per batch slot: the largest GRO super-datagram Linux builds (64 KiB).
 const SLOT: usize = 64 * 1024;
+/// Slots per receive call (`recvmmsg` batch).
+const SLOTS: usize = if BATCH_SIZE < 8 { BATCH_SIZE } else { 8 };
 /// Socket buffers asked for (the kernel may cap them): a 10 MB response in flight on a fast
 /// path must not be dropped by a full send queue.
 const SOCKET_BUFFER: usize = 4 * 1024 * 1024;
@@ -72,12 +83,66 @@ struct Pending {
     bytes: Vec<u8>,
 }
 
+/// The buffers one receive call fills: eight slots (fewer where `quinn-udp` batches
+/// fewer) of 64 KiB and their metadata.
+pub struct RecvSlots {
+    bufs: Vec<u8>,
+    metas: [RecvMeta; SLOTS],
+}
+
+impl RecvSlots {
+    fn new() -> Box<RecvSlots> {
+        Box::new(RecvSlots {
+            bufs: vec![0; SLOT * SLOTS],
+            metas: [RecvMeta::default(); SLOTS],
+        })
+    }
+
+    /// The bytes the slots hold (their capacity).
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
+    }
+}
+
+thread_local! {
+    /// The receive slots of this thread's client sockets ([`UdpIo::client`]): made at the
+    /// first receive, freed with the thread.
+    static THREAD_SLOTS: Cell<Option<Box<RecvSlots>>> = const { Cell::new(None) };
+}
+
+thread_local! {
+    /// The transmit buffer of this thread's client connections ([`with_thread_send_buf`]).
+    static THREAD_SEND_BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's transmit buffer, for the client connections the thread
+/// drives: quinn-proto reserves room for a whole GSO batch (up to 64 KiB) in the buffer
+/// it is given at every `poll_transmit`, so a buffer per connection would hold that much
+/// per connection. Whatever `f` puts in it must be sent (or copied, as
+/// [`UdpIo::send`] does when the socket is full) before `f` returns.
+pub fn with_thread_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut buf = THREAD_SEND_BUF.with(Cell::take);
+    let r = f(&mut buf);
+    THREAD_SEND_BUF.with(|c| c.set(buf));
+    r
+}
+
+/// Whether this thread has made its client sockets' receive slots ([`UdpIo::client`]).
+pub fn thread_has_recv_slots() -> bool {
+    THREAD_SLOTS.with(|c| {
+        let s = c.take();
+        let has = s.is_some();
+        c.set(s);
+        has
+    })
+}
+
 /// The socket, its `quinn-udp` state, the receive batch buffers and counters.
 pub struct UdpIo {
     socket: UdpSocket,
     state: UdpSocketState,
-    bufs: Vec<u8>,
-    metas: [RecvMeta; BATCH_SIZE],
+    /// Its own receive slots, or `None`: the thread's ([`UdpIo::client`]).
+    slots: Option<Box<RecvSlots>>,
     pending: Option<Pending>,
     gso: bool,
     /// Datagrams received (GRO batches split).
@@ -98,19 +163,33 @@ pub struct UdpIo {
 }
 
 impl UdpIo {
-    /// Wraps a bound socket (made non-blocking here). `gso`: batch sends with UDP GSO when
-    /// the kernel supports it.
+    /// Wraps a bound socket (made non-blocking here), with receive slots of its own. `gso`:
+    /// batch sends with UDP GSO when the kernel supports it.
     pub fn new(socket: std::net::UdpSocket, gso: bool) -> io::Result<UdpIo> {
+        UdpIo::with_slots(socket, gso, Some(RecvSlots::new()))
+    }
+
+    /// As [`UdpIo::new`], for one of many sockets the same thread drives (a client's, one
+    /// per connection): it receives into the thread's slots, made at the thread's first
+    /// receive and shared by all its client sockets. Receive only on the thread that drives
+    /// the socket.
+    pub fn client(socket: std::net::UdpSocket, gso: bool) -> io::Result<UdpIo> {
+        UdpIo::with_slots(socket, gso, None)
+    }
+
+    fn with_slots(
+        socket: std::net::UdpSocket,
+        gso: bool,
+        slots: Option<Box<RecvSlots>>,
+    ) -> io::Result<UdpIo> {
         socket.set_nonblocking(true)?;
         let state = UdpSocketState::new(UdpSockRef::from(&socket))?;
         let _ = state.set_send_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
         let _ = state.set_recv_buffer_size(UdpSockRef::from(&socket), SOCKET_BUFFER);
-        let slots = BATCH_SIZE.min(8);
         Ok(UdpIo {
             socket: UdpSocket::from_std(socket),
             state,
-            bufs: vec![0; SLOT * slots],
-            metas: [RecvMeta::default(); BATCH_SIZE],
+            slots,
             pending: None,
             gso,
             datagrams_in: 0,
@@ -120,6 +199,12 @@ impl UdpIo {
             failed_sends: 0,
             refused: false,
         })
+    }
+
+    /// Bytes of receive slots this socket holds itself: none for a client socket
+    /// ([`UdpIo::client`]), whose thread holds them.
+    pub fn own_slot_bytes(&self) -> usize {
+        self.slots.as_ref().map_or(0, |s| s.capacity())
     }
 
     /// Sets the socket's send and receive buffer sizes (the kernel doubles and caps them),
@@ -158,8 +243,8 @@ impl UdpIo {
     /// when the socket has nothing more: it would block, or the batch was not full (see
     /// [`UdpIo::recv_batch_owned`]).
     pub fn recv_batch(&mut self, mut on_datagram: impl FnMut(Received, &[u8])) -> io::Result<bool> {
-        self.recv_with(|io, n| {
-            for (meta, slot) in io.metas.iter().zip(io.bufs.chunks(SLOT)).take(n) {
+        self.recv_with(|io, slots, n| {
+            for (meta, slot) in slots.metas.iter().zip(slots.bufs.chunks(SLOT)).take(n) {
                 let mut info = received(meta);
                 let data = slot.get(..meta.len).unwrap_or_default();
                 for (i, d) in data.chunks(info.stride).enumerate() {
@@ -184,8 +269,8 @@ impl UdpIo {
         &mut self,
         mut on_datagram: impl FnMut(Received, BytesMut),
     ) -> io::Result<bool> {
-        self.recv_with(|io, n| {
-            for (meta, slot) in io.metas.iter().zip(io.bufs.chunks(SLOT)).take(n) {
+        self.recv_with(|io, slots, n| {
+            for (meta, slot) in slots.metas.iter().zip(slots.bufs.chunks(SLOT)).take(n) {
                 let mut info = received(meta);
                 let mut data = BytesMut::from(slot.get(..meta.len).unwrap_or_default());
                 while !data.is_empty() {
@@ -198,18 +283,38 @@ impl UdpIo {
         })
     }
 
-    /// One `recvmmsg` into the slots; `handle(self, n)` sees the `n` filled ones.
-    fn recv_with(&mut self, handle: impl FnOnce(&mut UdpIo, usize)) -> io::Result<bool> {
-        let slots = self.bufs.len() / SLOT;
-        let mut iovs: [IoSliceMut<'_>; 8] = {
-            let mut chunks = self.bufs.chunks_mut(SLOT);
+    /// One `recvmmsg` into the slots (the socket's own or its thread's); `handle(self,
+    /// slots, n)` sees the `n` filled ones.
+    fn recv_with(
+        &mut self,
+        handle: impl FnOnce(&mut UdpIo, &RecvSlots, usize),
+    ) -> io::Result<bool> {
+        if let Some(mut own) = self.slots.take() {
+            let r = self.recv_into(&mut own, handle);
+            self.slots = Some(own);
+            return r;
+        }
+        // Taken out of the thread's cell for the call (a receive inside `handle`, which no
+        // caller does, would make a set of its own rather than alias this one).
+        let mut slots = THREAD_SLOTS.with(Cell::take).unwrap_or_else(RecvSlots::new);
+        let r = self.recv_into(&mut slots, handle);
+        THREAD_SLOTS.with(|c| c.set(Some(slots)));
+        r
+    }
+
+    fn recv_into(
+        &mut self,
+        slots: &mut RecvSlots,
+        handle: impl FnOnce(&mut UdpIo, &RecvSlots, usize),
+    ) -> io::Result<bool> {
+        let mut iovs: [IoSliceMut<'_>; SLOTS] = {
+            let mut chunks = slots.bufs.chunks_mut(SLOT);
             std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()))
         };
-        let n = match self.state.recv(
-            UdpSockRef::from(&self.socket),
-            &mut iovs[..slots],
-            &mut self.metas[..slots],
-        ) {
+        let n = match self
+            .state
+            .recv(UdpSockRef::from(&self.socket), &mut iovs, &mut slots.metas)
+        {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(true),
@@ -221,10 +326,10 @@ impl UdpIo {
             Err(e) => return Err(e),
         };
         self.reads += 1;
-        handle(self, n);
-        // Fewer than `slots`: recvmmsg stopped because the queue was empty (Linux; elsewhere
+        handle(self, slots, n);
+        // Fewer than `SLOTS`: recvmmsg stopped because the queue was empty (Linux; elsewhere
         // quinn-udp may read one datagram per call).
-        Ok(n == slots || !cfg!(any(target_os = "linux", target_os = "android")))
+        Ok(n == SLOTS || !cfg!(any(target_os = "linux", target_os = "android")))
     }
 
     /// The blocked and failed sends so far.
@@ -314,6 +419,49 @@ pub fn gso_segments(kernel_max: usize, segment_size: u16) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_sockets_share_their_threads_receive_slots() {
+        // A server socket owns its slots.
+        let own = UdpIo::new(std::net::UdpSocket::bind("127.0.0.1:0").unwrap(), false).unwrap();
+        assert_eq!(own.own_slot_bytes(), SLOT * SLOTS);
+        // A thread's client sockets hold none: the thread makes one set at its first
+        // receive, and every socket receives into it.
+        std::thread::spawn(|| {
+            let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let mut clients: Vec<UdpIo> = (0..64)
+                .map(|_| {
+                    let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+                    s.connect(peer.local_addr().unwrap()).unwrap();
+                    UdpIo::client(s, false).unwrap()
+                })
+                .collect();
+            assert!(!thread_has_recv_slots());
+            for (i, c) in clients.iter().enumerate() {
+                let to = c.local_addr().unwrap();
+                peer.send_to(format!("to {i}").as_bytes(), to).unwrap();
+            }
+            for (i, c) in clients.iter_mut().enumerate() {
+                let mut got = Vec::new();
+                // Loopback queues a datagram before `send_to` returns; the bound is for a
+                // kernel that does not.
+                for _ in 0..1000 {
+                    c.recv_batch(|_, d| got.push(d.to_vec())).unwrap();
+                    if !got.is_empty() {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
+                assert_eq!(got, vec![format!("to {i}").into_bytes()]);
+                assert_eq!(c.own_slot_bytes(), 0);
+            }
+            assert!(thread_has_recv_slots());
+        })
+        .join()
+        .unwrap();
+        // Another thread has made none.
+        assert!(!thread_has_recv_slots());
+    }
 
     #[test]
     fn a_gso_batch_fits_in_one_datagram_send() {

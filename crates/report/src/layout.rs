@@ -169,6 +169,8 @@ pub fn stream_default(v: f64) -> String {
 
 /// Draws the latency table of `format` (1.69 or 1.70; the 1.52 table is
 /// [`crate::text::latency_table`]), with the histogram under each row when `histogram` is set.
+/// An HTTP/3 run's QUIC rows follow it ([`crate::text::summary_as`] adds them: the QUIC
+/// module draws its rows with this one's helpers, so this one does not call it).
 pub fn latency_table(r: &RunResult, format: OutputFormat, histogram: bool) -> String {
     let mut s = String::with_capacity(512);
     s.push_str(if format == OutputFormat::H2load169 {
@@ -205,9 +207,6 @@ pub fn latency_table(r: &RunResult, format: OutputFormat, histogram: bool) -> St
         let quirk = format == OutputFormat::H2load169;
         let fmt: &dyn Fn(f64) -> String = if quirk { &stream_default } else { &dtos };
         plot_samples(&mut s, &r.client_rps, fmt, quirk);
-    }
-    if let Some(q) = &r.quic {
-        s.push_str(&crate::quic::rows(q, format, histogram));
     }
     s
 }

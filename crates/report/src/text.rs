@@ -146,7 +146,13 @@ pub fn summary_as(r: &RunResult, format: OutputFormat, histogram: bool) -> Strin
     }
     s.push_str(&match format {
         OutputFormat::H2load152 => latency_table_with(r, histogram),
-        _ => crate::layout::latency_table(r, format, histogram),
+        _ => {
+            let mut t = crate::layout::latency_table(r, format, histogram);
+            if let Some(q) = &r.quic {
+                t.push_str(&crate::quic::rows(q, format, histogram));
+            }
+            t
+        }
     });
     let extra = extra_lines(r);
     if format == OutputFormat::H2load152 {

@@ -558,8 +558,9 @@ fn thousands_of_idle_connections() {
             }
             // Held by the server while the good client ran (minus the good client's).
             let held = server_held(addr.port()).saturating_sub(1);
-            // Then reaped after the idle timeout.
-            let deadline = ramp_done + idle + Duration::from_secs(5);
+            // Then reaped after the idle timeout: waited for, with a deadline far beyond it
+            // (how soon a loaded machine gets round to it is not what is tested).
+            let deadline = ramp_done + idle + Duration::from_secs(30);
             for r in conns.iter_mut() {
                 if r.wait_close(deadline.saturating_duration_since(Instant::now())) {
                     tally.closed.fetch_add(1, Ordering::Relaxed);
@@ -627,7 +628,9 @@ fn zero_window_that_never_opens() {
             // in /proc/net/tcp: only the good client's connection may remain.
             let t = Instant::now();
             let mut held_now = server_held(addr.port());
-            while held_now > 1 && t.elapsed() < Duration::from_secs(6) {
+            // Waited for, with a deadline far beyond the idle timeout (a loaded machine may
+            // get round to it late; that is not what is tested).
+            while held_now > 1 && t.elapsed() < Duration::from_secs(30) {
                 std::thread::sleep(Duration::from_millis(50));
                 held_now = server_held(addr.port());
             }

@@ -49,7 +49,7 @@ mod wrk;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-pub use alloc::{allocations, thread_allocations, CountingAlloc};
+pub use alloc::{allocations, live_bytes, thread_allocations, CountingAlloc};
 pub use caddy::{Caddy, CaddyBuilder};
 pub use cert::{self_signed, CertFiles, CertPair};
 pub use error::Error;

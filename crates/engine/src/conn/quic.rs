@@ -180,7 +180,6 @@ pub(crate) struct QuicLink {
     timer: crate::timer::DeadlineTimer,
     /// The deadline the timer is armed for (re-armed only for an earlier one).
     timer_at: Option<Instant>,
-    send_buf: Vec<u8>,
     resp_buf: Vec<u8>,
     /// Receive calls by datagrams returned (h2load's "GRO packets").
     gro: LinkCounters,
@@ -214,7 +213,9 @@ impl QuicLink {
         let path_max = dial
             .max_udp_payload_size
             .and_then(|_| path_max_payload(&sock, addr.is_ipv4()));
-        let mut io = UdpIo::new(sock, dial.gso)?;
+        // The worker's thread drives all its connections' sockets: they share its receive
+        // slots instead of holding half a megabyte each.
+        let mut io = UdpIo::client(sock, dial.gso)?;
         // Readable only on Linux: there every datagram sent raises a writable edge (the
         // skb's memory returns to the socket), which would cost the worker a turn per send.
         // A send that would block is retried by the timerfd instead ([`SEND_RETRY`]).
@@ -239,7 +240,6 @@ impl QuicLink {
             conn: None,
             timer,
             timer_at: None,
-            send_buf: Vec::with_capacity(64 * 1024),
             resp_buf: Vec::new(),
             gro: LinkCounters::default(),
         };
@@ -337,19 +337,24 @@ impl QuicLink {
             }
         }
         if !self.io.has_pending() || self.io.retry() {
-            while !self.io.has_pending() {
-                self.send_buf.clear();
-                let Some(t) = conn.poll_transmit(
-                    now,
-                    self.io.max_segments(conn.current_mtu()),
-                    &mut self.send_buf,
-                ) else {
-                    break;
-                };
-                self.io
-                    .send(&t, self.send_buf.get(..t.size).unwrap_or_default());
-                sent += t.size;
-            }
+            // The thread's transmit buffer, not one per connection (quinn-proto reserves a
+            // whole GSO batch in it): every transmit is sent, or copied when the socket is
+            // full, before the next one is built.
+            let io = &mut self.io;
+            sent += h2lab_quic::udp::with_thread_send_buf(|send_buf| {
+                let mut sent = 0;
+                while !io.has_pending() {
+                    send_buf.clear();
+                    let Some(t) =
+                        conn.poll_transmit(now, io.max_segments(conn.current_mtu()), send_buf)
+                    else {
+                        break;
+                    };
+                    io.send(&t, send_buf.get(..t.size).unwrap_or_default());
+                    sent += t.size;
+                }
+                sent
+            });
         }
         // quinn-proto's deadline moves at nearly every packet (idle, loss detection and ACK
         // timers restart): re-arming the timerfd for each would cost a system call per turn.

@@ -34,8 +34,8 @@ use crate::zero_poll::ZeroPoll;
 use crate::{Observer, StopFlag, TimedRunPhase as RunPhase};
 use client::{fill, Client};
 use coalesce::Holds;
-use phases::{Schedule, Step};
 use read_wait::ReadWait;
+use windows::Standing;
 
 mod client;
 mod coalesce;
@@ -49,6 +49,32 @@ mod turn;
 mod windows;
 
 pub(crate) use windows::{WindowCmd, WAKE};
+
+/// The phases a worker loop runs through.
+enum Schedule {
+    /// `-n`: until every client is finished.
+    Count,
+    /// `-D`: warm-up until `warm_end`, measured until `main_end`, then over.
+    Timed {
+        /// End of the warm-up (start of the measured period).
+        warm_end: Instant,
+        /// End of the measured period.
+        main_end: Instant,
+    },
+    /// A standing run's worker: paused, or measuring a window.
+    Standing(Standing),
+}
+
+/// What the loop does after `Worker::advance` (in `phases`).
+enum Step {
+    /// Poll and serve the connections.
+    Go,
+    /// Start the turn again (a window just ended: look for the next command first).
+    Again,
+    /// The loop is over.
+    Stop,
+}
+
 /// Consecutive connections closed by the server before any response
 /// completed, after which a client gives up.
 const MAX_FAILS_WITHOUT_PROGRESS: u32 = 3;
@@ -120,6 +146,23 @@ pub(crate) struct WorkerOutcome {
     pub interrupted: bool,
 }
 
+/// What a [`WorkerOutcome`] carries besides the statistics, gathered while the worker runs
+/// (apart from them: an outcome's statistics hold four latency histograms, which a
+/// placeholder outcome would hold for nothing in every worker).
+#[derive(Debug, Default)]
+pub(crate) struct Ends {
+    /// See [`WorkerOutcome::fatal`].
+    pub fatal: Option<crate::EngineError>,
+    /// See [`WorkerOutcome::first_connect_error`].
+    pub first_connect_error: Option<(String, io::Error)>,
+    /// See [`WorkerOutcome::first_tls_error`].
+    pub first_tls_error: Option<TransportError>,
+    /// See [`WorkerOutcome::first_protocol_error`].
+    pub first_protocol_error: Option<ProtocolError>,
+    /// See [`WorkerOutcome::connected`].
+    pub connected: bool,
+}
+
 pub(crate) struct Worker<'o> {
     s: WorkerSetup<'o>,
     poll: Poll,
@@ -132,7 +175,7 @@ pub(crate) struct Worker<'o> {
     measuring: bool,
     log: Option<BufWriter<File>>,
     reported: bool,
-    out: WorkerOutcome,
+    out: Ends,
     /// Precise wake-ups for paced requests.
     timer: DeadlineTimer,
     /// Pacing, gating or a time series is in use (the loop then reads the clock after polls).
@@ -219,7 +262,7 @@ impl<'o> Worker<'o> {
             read_wait,
             deferred: 0,
             timer_step,
-            out: WorkerOutcome::empty(),
+            out: Ends::default(),
         })
     }
 
@@ -467,10 +510,16 @@ impl<'o> Worker<'o> {
         self.publish_progress();
         // Closes this worker's side of the time-series channel.
         self.stats.series = None;
-        let mut out = self.out;
-        out.stats = self.stats;
-        out.interrupted = interrupted;
-        out
+        let out = self.out;
+        WorkerOutcome {
+            stats: self.stats,
+            fatal: out.fatal,
+            first_connect_error: out.first_connect_error,
+            first_tls_error: out.first_tls_error,
+            first_protocol_error: out.first_protocol_error,
+            connected: out.connected,
+            interrupted,
+        }
     }
 
     /// The poller failed: the worker's run ends with that error, every connection

@@ -3,40 +3,16 @@
 //! worker (paused between windows, or measuring window N: a warm-up and a measured
 //! period, as its commands say — see `windows`).
 //!
-//! The loop ([`Worker::run_phases`](super::Worker)) asks the schedule, once per turn,
+//! The schedule's data ([`Schedule`], [`Step`]) is the worker's (`worker/mod.rs`), so that
+//! this module and `windows` (a standing worker's step) each depend on it and not on each
+//! other. The loop ([`Worker::run_phases`](super::Worker)) asks the schedule, once per turn,
 //! to advance to the phase the clock is in ([`Worker::advance`]), for the next deadline
 //! it has to wake for ([`Schedule::deadline`]), and whether it is paused.
 
 use std::time::Instant;
 
-use super::windows::Standing;
-use super::Worker;
+use super::{Schedule, Step, Worker};
 use crate::TimedRunPhase as RunPhase;
-
-/// The phases a worker loop runs through.
-pub(super) enum Schedule {
-    /// `-n`: until every client is finished.
-    Count,
-    /// `-D`: warm-up until `warm_end`, measured until `main_end`, then over.
-    Timed {
-        /// End of the warm-up (start of the measured period).
-        warm_end: Instant,
-        /// End of the measured period.
-        main_end: Instant,
-    },
-    /// A standing run's worker: paused, or measuring a window.
-    Standing(Standing),
-}
-
-/// What the loop does after [`Worker::advance`].
-pub(super) enum Step {
-    /// Poll and serve the connections.
-    Go,
-    /// Start the turn again (a window just ended: look for the next command first).
-    Again,
-    /// The loop is over.
-    Stop,
-}
 
 impl Schedule {
     /// The next phase change the loop has to wake for (`measuring`: the worker is past

@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 
 use mio::Token;
 
-use super::phases::{Schedule, Step};
-use super::{Worker, WorkerOutcome};
+use super::{Schedule, Step, Worker, WorkerOutcome};
 use crate::samples::WorkerSamples;
 use crate::stats::WorkerStats;
 use crate::{Observer, TimedRunPhase};

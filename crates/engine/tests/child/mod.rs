@@ -13,6 +13,8 @@ use rustix::process::{kill_process, Pid, Signal};
 
 /// Set in the child's environment.
 const ENV: &str = "H2LAB_TEST_CHILD_SERVER";
+/// The directory an HTTP/3 child makes its certificate in (the parent's, removed by it).
+const CERTS: &str = "H2LAB_TEST_CHILD_CERTS";
 /// The line the child prints with its address.
 const ADDR_LINE: &str = "H2LAB-CHILD-ADDR ";
 
@@ -22,8 +24,23 @@ fn child_server_entry() {
     if std::env::var_os(ENV).is_none() {
         return;
     }
-    let srv = h2lab_server::spawn(h2lab_server::ServerConfig::local()).unwrap();
-    println!("{ADDR_LINE}{}", srv.addr().unwrap());
+    // "h3": `serve --h3` (TLS with a certificate made in a temporary directory), its UDP
+    // address printed; otherwise cleartext HTTP/1.1 and h2c.
+    let h3 = std::env::var_os(ENV).is_some_and(|v| v == "h3");
+    let dir = std::env::var_os(CERTS).map(std::path::PathBuf::from);
+    let srv = h2lab_server::spawn(if h3 {
+        h2lab_server::ServerConfig {
+            tls_listen: Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+            cert_dir: dir,
+            h3: true,
+            ..h2lab_server::ServerConfig::local()
+        }
+    } else {
+        h2lab_server::ServerConfig::local()
+    })
+    .unwrap();
+    let addr = if h3 { srv.h3_addr() } else { srv.addr() };
+    println!("{ADDR_LINE}{}", addr.unwrap());
     let _ = std::io::stdout().flush();
     let _ = std::io::stdin().read_to_end(&mut Vec::new());
     std::process::exit(0);
@@ -32,6 +49,8 @@ fn child_server_entry() {
 /// A running child server; stopped, continued and killed by pid.
 pub struct ChildServer {
     child: Child,
+    /// The HTTP/3 child's certificate directory (removed when the child is gone).
+    _certs: tempfile::TempDir,
     /// Where it listens (HTTP/1.1 and h2c).
     pub addr: SocketAddr,
     stopped: AtomicBool,
@@ -40,6 +59,16 @@ pub struct ChildServer {
 impl ChildServer {
     /// Starts the child and waits for its address.
     pub fn start() -> ChildServer {
+        ChildServer::start_as("1")
+    }
+
+    /// Starts a child serving HTTP/3 (`serve --h3`); `addr` is its UDP address.
+    pub fn start_h3() -> ChildServer {
+        ChildServer::start_as("h3")
+    }
+
+    fn start_as(kind: &str) -> ChildServer {
+        let certs = tempfile::tempdir().unwrap();
         let exe = std::env::current_exe().unwrap();
         let mut child = Command::new(exe)
             .args([
@@ -49,7 +78,8 @@ impl ChildServer {
                 "--test-threads",
                 "1",
             ])
-            .env(ENV, "1")
+            .env(ENV, kind)
+            .env(CERTS, certs.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -69,6 +99,7 @@ impl ChildServer {
         };
         ChildServer {
             child,
+            _certs: certs,
             addr,
             stopped: AtomicBool::new(false),
         }

@@ -3,7 +3,7 @@
 
 use super::{Worker, HIGH};
 use crate::front::{FState, Front};
-use crate::front_h2::{pump, synth_request, FEv, Stream as H2Stream, BACKLOG};
+use crate::front_h2::{pump, synth_request, Child as H2Child, FEv, Stream as H2Stream, BACKLOG};
 use crate::io::FrontIo;
 
 impl Worker {
@@ -99,6 +99,11 @@ impl Worker {
             let (was_high, link) = child
                 .as_ref()
                 .map_or((false, None), |c| (c.out.len() > HIGH, c.link));
+            let child = child.map(|c| H2Child {
+                over: c.resp.done || c.state == FState::Closing,
+                out: &mut c.out,
+                trailers: &mut c.trailers,
+            });
             pump(st, child, &mut h2.conn, &mut out);
             if let Some(l) = link {
                 let low = self
