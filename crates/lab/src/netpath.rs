@@ -174,6 +174,12 @@ pub(crate) fn start_path(profile: LinkProfile, s: PathServer<'_>) -> Result<Pack
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
     let mut config = PacketConfig::from_link(&LinkConfig::profile(profile, any, any));
     config.congestion_control = s.cc.clone();
+    if !s.cpus.is_empty() {
+        // The lab divides the cores between server and client threads; a link thread
+        // polling before each packet would take its core from one of them (on 2 cores it
+        // doubled HTTP/2's page time on wan).
+        config.spin_ns = 0;
+    }
     let link = PacketLink::start(config).map_err(|e| LabError::Link {
         name: Some(profile.to_string()),
         source: std::io::Error::other(e.to_string()),

@@ -34,6 +34,7 @@ fn config(rtt_ms: u64, bps: Option<u64>, loss: f64) -> PacketConfig {
         seed: 7,
         mtu: 1500,
         congestion_control: None,
+        spin_ns: h2lab_link::packet::DEFAULT_SPIN_NS,
     }
 }
 

@@ -35,6 +35,7 @@ fn child_body() {
         seed: 1,
         mtu: 1500,
         congestion_control: None,
+        spin_ns: h2lab_link::packet::DEFAULT_SPIN_NS,
     }) {
         Ok(l) => l,
         Err(e) => {

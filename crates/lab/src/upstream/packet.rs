@@ -26,6 +26,9 @@ impl UpstreamPath {
         lc.rtt = cfg.rtt;
         let mut pc = PacketConfig::from_link(&lc);
         pc.congestion_control = cfg.tcp_cc.clone();
+        // Backends, proxy and client share the machine's cores: a link thread polling before
+        // each packet would take a core from one of them.
+        pc.spin_ns = 0;
         let link = PacketLink::start(pc).map_err(|e| LabError::Link {
             name: Some("upstream".into()),
             source: std::io::Error::other(e.to_string()),

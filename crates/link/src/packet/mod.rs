@@ -68,10 +68,20 @@ pub struct PacketConfig {
     pub seed: u64,
     /// MTU of both devices.
     pub mtu: u32,
-    /// Default TCP congestion control to set in both namespaces (`reno` or `bbr` here; a new
-    /// namespace may only default to one the host allows); `None` keeps the namespace's default.
+    /// TCP congestion control of every connection across the path (set on the route between
+    /// the namespaces: any algorithm the kernel has); `None` keeps the namespace's default.
     pub congestion_control: Option<String>,
+    /// How long before a packet is due the link thread stops sleeping and polls, in ns
+    /// ([`DEFAULT_SPIN_NS`]): delays within tens of microseconds, but under a steady stream
+    /// of packets the (real-time) link thread then keeps a core busy. 0 sleeps until each
+    /// packet is due (the kernel's timer wake-up latency, tens of microseconds more) and
+    /// leaves the CPU to others: for a machine whose cores are all pinned to servers and
+    /// clients, where a spinning link thread would take its core from one of them.
+    pub spin_ns: u64,
 }
+
+/// The link thread's default poll before a packet is due: 300 µs.
+pub const DEFAULT_SPIN_NS: u64 = 300_000;
 
 /// The default drop-tail queue: one bandwidth-delay product, at least two full packets.
 pub fn default_queue_bytes(bps: u64, rtt: Nanos, mtu: u32) -> usize {
@@ -104,6 +114,7 @@ impl PacketConfig {
             seed: c.seed,
             mtu,
             congestion_control: None,
+            spin_ns: DEFAULT_SPIN_NS,
         }
     }
 }
@@ -388,6 +399,7 @@ impl PacketLink {
                 PacketShaper::new(config.down.clone(), config.seed.wrapping_add(1)),
             ],
             counters: Arc::clone(&counters),
+            spin_ns: config.spin_ns,
         };
         let thread = std::thread::Builder::new()
             .name("h2lab-link-packet".into())

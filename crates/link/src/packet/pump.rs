@@ -18,9 +18,6 @@ const SLOT: usize = 9216;
 /// Packets read from one device per turn before the other gets its turn.
 const BATCH: usize = 64;
 
-/// How long before a packet is due the link thread stops sleeping and polls (ns).
-const SPIN: u64 = 300_000;
-
 /// The counters of one direction, shared with readers on other threads.
 #[derive(Debug, Default)]
 pub(super) struct DirCounters {
@@ -91,6 +88,8 @@ pub(super) struct Pump {
     pub(super) stop: Arc<AtomicBool>,
     pub(super) shapers: [PacketShaper; 2],
     pub(super) counters: Arc<Counters>,
+    /// How long before a packet is due the thread stops sleeping and polls (ns).
+    pub(super) spin_ns: u64,
 }
 
 impl Pump {
@@ -103,6 +102,7 @@ impl Pump {
             stop,
             mut shapers,
             counters,
+            spin_ns,
         } = self;
         let fds = [
             devices[0].as_raw_fd(),
@@ -177,8 +177,8 @@ impl Pump {
                 Some(0) => ready = [true, true, false],
                 // The last stretch before a packet is due is polled without sleeping: waking
                 // from a timer on this VM cost ~250 µs more than the delay asked for.
-                Some(t) if t <= SPIN => sys::poll(&fds, Some(0), &mut ready)?,
-                Some(t) => sys::poll(&fds, Some(t - SPIN), &mut ready)?,
+                Some(t) if t <= spin_ns => sys::poll(&fds, Some(0), &mut ready)?,
+                Some(t) => sys::poll(&fds, Some(t - spin_ns), &mut ready)?,
                 None => sys::poll(&fds, None, &mut ready)?,
             }
         }
