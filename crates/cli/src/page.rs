@@ -391,31 +391,43 @@ fn main_hints(args: &PageArgs) -> ExitCode {
         eprintln!("{PREFIX} {e}");
         return ExitCode::from(EXIT_FAILURE);
     }
-    let r = match hints::run(&cfg, &mut |line| {
+    let r = hints::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
-    }) {
+    });
+    report_experiment(
+        args,
+        r.map(|r| {
+            let any = r
+                .links
+                .iter()
+                .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()));
+            (hints::render_text(&r), hints::json(&r), any)
+        }),
+    )
+}
+
+/// Prints an experiment's text report, writes its JSON (`--json`) and returns the exit
+/// status: failure when the run failed, the JSON could not be written or no load succeeded.
+fn report_experiment(
+    args: &PageArgs,
+    run: Result<(String, String, bool), h2lab_lab::error::LabError>,
+) -> ExitCode {
+    let (text, json, any_load) = match run {
         Ok(r) => r,
         Err(e) => {
             eprintln!("{PREFIX} {e}");
             return ExitCode::from(EXIT_FAILURE);
         }
     };
-    println!(
-        "{}",
-        h2lab_lab::fmt::wrap_long_lines(&hints::render_text(&r))
-    );
+    println!("{}", h2lab_lab::fmt::wrap_long_lines(&text));
     let mut status = 0;
     if let Some(p) = &args.json {
-        if let Err(e) = write_file(p, &hints::json(&r)) {
+        if let Err(e) = write_file(p, &json) {
             eprintln!("{PREFIX} {e}");
             status = EXIT_FAILURE;
         }
     }
-    if !r
-        .links
-        .iter()
-        .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()))
-    {
+    if !any_load {
         eprintln!("{PREFIX} no page load succeeded");
         status = EXIT_FAILURE;
     }
@@ -448,36 +460,19 @@ fn main_render(args: &PageArgs) -> ExitCode {
             }
         }
     }
-    let r = match render::run(&cfg, &mut |line| {
+    let r = render::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
-    }) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("{PREFIX} {e}");
-            return ExitCode::from(EXIT_FAILURE);
-        }
-    };
-    println!(
-        "{}",
-        h2lab_lab::fmt::wrap_long_lines(&render::render_text(&r))
-    );
-    let mut status = 0;
-    if let Some(p) = &args.json {
-        let json = render::json(&r);
-        if let Err(e) = write_file(p, &json) {
-            eprintln!("{PREFIX} {e}");
-            status = EXIT_FAILURE;
-        }
-    }
-    if !r
-        .links
-        .iter()
-        .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()))
-    {
-        eprintln!("{PREFIX} no page load succeeded");
-        status = EXIT_FAILURE;
-    }
-    ExitCode::from(status)
+    });
+    report_experiment(
+        args,
+        r.map(|r| {
+            let any = r
+                .links
+                .iter()
+                .any(|l| l.arms.iter().any(|a| a.page_ms.is_some()));
+            (render::render_text(&r), render::json(&r), any)
+        }),
+    )
 }
 
 /// Runs `h2lab page` and returns the exit status.

@@ -376,14 +376,7 @@ impl LabEnv {
             role: "built-in server",
             source,
         })?;
-        // Wait (bounded) until every server thread has registered its id, so that their
-        // CPU clocks can be read.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        while server.thread_ids().len() < server.expected_threads()
-            && std::time::Instant::now() < deadline
-        {
-            std::thread::yield_now();
-        }
+        wait_for_thread_ids(&server);
         let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
             return Err(LabError::NoAddress("built-in server: no listening address"));
         };
@@ -609,4 +602,15 @@ fn resolve_first(t: &Target) -> Result<SocketAddr, LabError> {
             host: t.host.clone(),
             source: None,
         })
+}
+
+/// Waits (bounded: 2 s) until every thread of `server` has registered its id, so that their
+/// CPU clocks can be read.
+pub(crate) fn wait_for_thread_ids(server: &h2lab_server::RunningServer) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while server.thread_ids().len() < server.expected_threads()
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::yield_now();
+    }
 }

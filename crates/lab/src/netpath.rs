@@ -213,12 +213,7 @@ pub(crate) fn start_path(profile: LinkProfile, s: PathServer<'_>) -> Result<Pack
             role: "built-in server (packet path)",
             source,
         })?;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-    while server.thread_ids().len() < server.expected_threads()
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::yield_now();
-    }
+    crate::env::wait_for_thread_ids(&server);
     let (Some(addr), Some(tls)) = (server.addr(), server.tls_addr()) else {
         return Err(LabError::NoAddress(
             "packet path server: no listening address",

@@ -237,16 +237,7 @@ pub fn run_level(
             udp_datagrams: after.udp_datagrams - before.udp_datagrams,
             path: after.path.zip(before.path).map(|(a, b)| a.since(&b)),
         },
-        path_by_protocol: pools
-            .iter()
-            .zip(per)
-            .filter_map(|(p, c)| {
-                c.map(|counters| ProtoPath {
-                    proto: p.proto,
-                    counters,
-                })
-            })
-            .collect(),
+        path_by_protocol: super::paths::per_protocol(pools, per),
     }
 }
 
