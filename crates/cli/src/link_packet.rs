@@ -109,6 +109,11 @@ pub fn main(a: LinkArgs) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(e),
     };
+    // Before anything is printed: whoever reads the path's lines may signal at once.
+    let stop = StopFlag::new();
+    if let Err(e) = crate::signals::stop_on_signals(&stop) {
+        return fail(format!("cannot install signal handlers: {e}"));
+    }
     let info = link.info().clone();
     println!(
         "h2lab link: path {}",
@@ -143,10 +148,6 @@ pub fn main(a: LinkArgs) -> ExitCode {
         println!(
             "h2lab link: server {url} (h2c, HTTP/1.1), {tls_url} (h2, HTTP/1.1, h3; self-signed)"
         );
-    }
-    let stop = StopFlag::new();
-    if let Err(e) = crate::signals::stop_on_signals(&stop) {
-        return fail(format!("cannot install signal handlers: {e}"));
     }
     let mut child = None;
     if let Some((prog, args)) = a.command.split_first() {
