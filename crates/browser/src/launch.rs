@@ -183,6 +183,11 @@ impl Running {
         self.child.id()
     }
 
+    /// CPU time the browser's processes used so far ([`group_cpu`] of its process group).
+    pub fn cpu(&self) -> Option<std::time::Duration> {
+        group_cpu(self.pid())
+    }
+
     /// Waits up to `grace` for the browser to exit by itself (after `Browser.close`).
     pub fn wait_exit(&mut self, grace: std::time::Duration) -> bool {
         let until = std::time::Instant::now() + grace;
@@ -196,6 +201,59 @@ impl Running {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
     }
+}
+
+/// CPU time (user + system, including reaped children's) of every live process whose
+/// process group is `pgid`, from `/proc/PID/stat`; `None` when `/proc` cannot be read.
+/// Processes that left the group (Chromium's crash handler starts its own session) are not
+/// counted.
+pub fn group_cpu(pgid: u32) -> Option<std::time::Duration> {
+    let ticks = clock_ticks()?;
+    let mut total: u64 = 0;
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = e.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue; // it exited meanwhile
+        };
+        if let Some((group, cpu)) = parse_stat(&stat) {
+            if group == pgid {
+                total = total.saturating_add(cpu);
+            }
+        }
+    }
+    Some(std::time::Duration::from_secs_f64(
+        total as f64 / ticks as f64,
+    ))
+}
+
+/// `/proc/PID/stat`'s process group (field 5) and utime + stime + cutime + cstime
+/// (fields 14-17, clock ticks); the command name (field 2) may hold spaces and parentheses,
+/// so fields are counted after its last `)`.
+fn parse_stat(stat: &str) -> Option<(u32, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_ascii_whitespace().collect();
+    // rest starts at field 3 (state): field n is f[n - 3].
+    let group = f.get(2)?.parse().ok()?;
+    let cpu = f
+        .get(11..15)?
+        .iter()
+        .map(|x| x.parse::<i64>().ok().map(|v| v.max(0) as u64))
+        .sum::<Option<u64>>()?;
+    Some((group, cpu))
+}
+
+/// Clock ticks per second of `/proc`'s CPU times (`sysconf(_SC_CLK_TCK)`).
+#[allow(unsafe_code)] // sysconf(3) has no safe wrapper in std
+pub fn clock_ticks() -> Option<u64> {
+    // SAFETY: sysconf takes an integer name and returns an integer; no memory is shared.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t).ok().filter(|&t| t > 0)
 }
 
 #[allow(unsafe_code)] // kill(2) of our own child's process group has no safe wrapper in std
@@ -246,5 +304,17 @@ mod tests {
         assert!(!m.contains('\n'), "one line: {m}");
         let e = find_browser("h2lab-no-such-browser").unwrap_err();
         assert!(matches!(e, BrowserError::NotFound(_)));
+    }
+
+    #[test]
+    fn stat_lines_give_the_group_and_the_cpu_ticks_past_a_tricky_name() {
+        let line = "4242 (chromium (x) y) S 1 4000 4000 0 -1 4194560 100 0 0 0 \
+                    70 30 5 -5 20 0 9 0 500 100000 200 18446744073709551615";
+        assert_eq!(parse_stat(line), Some((4000, 105)));
+        assert_eq!(parse_stat("garbage"), None);
+        // This process's own group is readable and counted.
+        let me = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let (group, _) = parse_stat(&me).unwrap();
+        assert!(group_cpu(group).is_some());
     }
 }

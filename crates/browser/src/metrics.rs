@@ -29,7 +29,7 @@ pub const COLLECT: &str = r#"new Promise(resolve => {
       fcp: fcp ? fcp.startTime : null,
       navProtocol: n.nextHopProtocol,
       resources: performance.getEntriesByType('resource').map(e =>
-        [e.name, e.nextHopProtocol, e.startTime, e.responseEnd]),
+        [e.name, e.nextHopProtocol, e.startTime, e.responseEnd, e.requestStart, e.responseStart]),
     }));
   };
   done();
@@ -50,7 +50,7 @@ pub fn fetches_script(n: u32, delay_ms: u64) -> String {
     all,
     start: t0,
     resources: performance.getEntriesByType('resource').map(e =>
-      [e.name, e.nextHopProtocol, e.startTime, e.responseEnd]),
+      [e.name, e.nextHopProtocol, e.startTime, e.responseEnd, e.requestStart, e.responseStart]),
   }});
 }})()"#
     )
@@ -67,6 +67,12 @@ pub struct ResourceEntry {
     pub start_ms: f64,
     /// When its response ended (ms).
     pub response_end_ms: f64,
+    /// When the browser sent its request (ms; `requestStart`): after `start_ms` by the time
+    /// it queued in the browser (scheduler, connection or stream limits) and, on a new
+    /// connection, its handshake. 0 when the browser withheld it.
+    pub request_start_ms: f64,
+    /// When its response's first octet arrived (ms; `responseStart`). 0 when withheld.
+    pub response_start_ms: f64,
 }
 
 /// One browser page load's figures.
@@ -88,12 +94,26 @@ pub struct PageLoad {
     pub document_protocol: String,
     /// Every resource's timing entry.
     pub resources: Vec<ResourceEntry>,
-    /// Distinct connections the browser's responses came over (DevTools `connectionId`).
+    /// Distinct connections the browser's responses came over (DevTools `connectionId`);
+    /// 0 when the load did not count them ([`crate::LoadOptions::count_connections`]).
     pub connections: usize,
+    /// DevTools `Network` events received during the load (0 when the domain was off).
+    pub network_events: usize,
     /// Their DevTools `connectionId`s (unique within one browser process).
     pub connection_ids: BTreeSet<u64>,
     /// Protocols DevTools reported for the responses.
     pub devtools_protocols: BTreeSet<String>,
+    /// CPU time (user + system) every browser process used from the navigation until the
+    /// figures were collected (ms): the browser's own cost of this load. `None` when
+    /// `/proc` could not be read.
+    pub cpu_ms: Option<f64>,
+    /// CPU time the browser's processes used from their start until the figures were
+    /// collected (ms): [`PageLoad::cpu_ms`] plus the start-up (and, for a repeat view, the
+    /// first view).
+    pub process_cpu_ms: Option<f64>,
+    /// Wall time from the navigation until the figures were collected (ms), over which
+    /// [`PageLoad::cpu_ms`] was spent: their ratio is how many cores the browser kept busy.
+    pub window_ms: f64,
 }
 
 impl PageLoad {
@@ -130,6 +150,18 @@ impl PageLoad {
             .fold(self.response_end_ms, f64::max)
     }
 
+    /// When the browser sent its last request (ms): the latest `requestStart` of the
+    /// resources (for the fetch workload from the fetches' start). Requests found early but
+    /// sent late waited inside the browser (its scheduler, or a busy CPU), not for the
+    /// network.
+    pub fn last_request_ms(&self) -> f64 {
+        let from = self.fetch_start_ms.unwrap_or(0.0);
+        self.resources
+            .iter()
+            .map(|r| r.request_start_ms - from)
+            .fold(0.0, f64::max)
+    }
+
     /// The page time compared with the simulated fetcher's: the fetch workload's time when
     /// it ran, else the load event.
     pub fn page_ms(&self) -> f64 {
@@ -146,6 +178,8 @@ fn entries(v: &Value) -> Vec<ResourceEntry> {
                     protocol: e[1].as_str().unwrap_or_default().to_string(),
                     start_ms: e[2].as_f64().unwrap_or(0.0),
                     response_end_ms: e[3].as_f64().unwrap_or(0.0),
+                    request_start_ms: e[4].as_f64().unwrap_or(0.0),
+                    response_start_ms: e[5].as_f64().unwrap_or(0.0),
                 })
                 .collect()
         })
@@ -177,6 +211,14 @@ pub fn apply_fetches(load: &mut PageLoad, json: &Value) {
 /// `response.connectionId`, for `origin`'s URLs) and notes their protocols.
 pub fn apply_network_events(load: &mut PageLoad, events: &[Value], origin: &str) {
     let mut ids = BTreeSet::new();
+    load.network_events = events
+        .iter()
+        .filter(|e| {
+            e["method"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("Network."))
+        })
+        .count();
     for e in events
         .iter()
         .filter(|e| e["method"] == "Network.responseReceived")

@@ -30,9 +30,9 @@ const FLUSH: &str = "new Promise(r => { \
 pub fn load_views(o: &LoadOptions) -> Result<(PageLoad, PageLoad), BrowserError> {
     let deadline = Instant::now() + o.timeout * 2 + Duration::from_secs(5);
     let (running, mut cdp, session) = open(o, deadline)?;
-    let first = view(&mut cdp, &session, o, deadline)?;
+    let first = view(&running, &mut cdp, &session, o, deadline)?;
     close_connections(&mut cdp, &session, deadline)?;
-    let repeat = view(&mut cdp, &session, o, deadline)?;
+    let repeat = view(&running, &mut cdp, &session, o, deadline)?;
     close(cdp, running);
     Ok((first, repeat))
 }

@@ -50,6 +50,7 @@ fn options(spec: &BrowserSpec, s: &RunningServer, p: Protocol, w: Workload) -> L
         spki_pin: h2lab_browser::spki::pin_of_pem_file(s.cert_path().unwrap()).unwrap(),
         workload: w,
         timeout: Duration::from_secs(60),
+        count_connections: true,
     }
 }
 
@@ -95,6 +96,39 @@ fn a_page_loads_over_each_protocol_with_the_arms_protocol_and_connections() {
     let l3 = load(&options(&spec, &h23, Protocol::H3, page)).unwrap();
     check_page(&l3, Protocol::H3, 60);
     assert_eq!(l3.connections, 1, "HTTP/3: one QUIC connection");
+}
+
+/// A measured load leaves DevTools' `Network` domain off (its events cost the browser a
+/// third of its CPU on a page of 300 images): no `Network` event reaches us, the protocol
+/// check still holds (Resource Timing), and the browser's own CPU for the load is reported
+/// with the wall time it was spent over.
+#[test]
+fn a_load_without_connection_counting_gets_no_network_events_and_reports_its_cpu() {
+    let Some(spec) = browser() else { return };
+    let (h23, _d) = server(&[b"h2", b"http/1.1"], true);
+    let mut o = options(
+        &spec,
+        &h23,
+        Protocol::H2,
+        Workload::Page("/page?n=30".into()),
+    );
+    o.count_connections = false;
+    let quiet = load(&o).unwrap();
+    check_page(&quiet, Protocol::H2, 30);
+    assert_eq!((quiet.network_events, quiet.connections), (0, 0));
+    let cpu = quiet.cpu_ms.expect("the browser's CPU from /proc");
+    assert!(cpu > 0.0, "a page load costs the browser CPU");
+    assert!(quiet.process_cpu_ms.unwrap() >= cpu);
+    assert!(quiet.window_ms > 0.0);
+    // Every resource says when it was sent and when its first octet came.
+    for r in &quiet.resources {
+        assert!(r.request_start_ms >= r.start_ms, "{r:?}");
+        assert!(r.response_start_ms >= r.request_start_ms, "{r:?}");
+        assert!(r.response_end_ms >= r.response_start_ms, "{r:?}");
+    }
+    o.count_connections = true;
+    let counted = load(&o).unwrap();
+    assert!(counted.network_events > 0 && counted.connections == 1);
 }
 
 #[test]

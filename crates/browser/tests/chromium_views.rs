@@ -47,6 +47,7 @@ fn the_repeat_view_completes_over_a_new_connection() {
             spki_pin: h2lab_browser::spki::pin_of_pem_file(s.cert_path().unwrap()).unwrap(),
             workload: Workload::Page("/page?n=10".into()),
             timeout: Duration::from_secs(60),
+            count_connections: true,
         };
         let (first, repeat) = load_views(&o).unwrap();
         for v in [&first, &repeat] {

@@ -24,6 +24,7 @@ use h2lab_server::{RunningServer, ServerConfig};
 use super::{PageConfig, PageReport, ProtoPage, SlowConfig};
 use crate::env::{pin_servers, LabEnv, PinGuard, Pinning};
 use crate::error::LabError;
+use crate::host::{loadavg, CpuCounters, MachineLoad};
 use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
 use crate::proto::LabProtocol;
 
@@ -58,6 +59,14 @@ pub struct BrowserArm {
     pub rounds: Vec<Option<BrowserLoad>>,
     /// `--repeat-view`: round `i`'s repeat view, in the same browser process.
     pub repeats: Vec<Option<BrowserLoad>>,
+    /// The check load run before the arm's first round with DevTools' `Network` domain on,
+    /// which counts the connections (measured loads leave it off: [`LoadOptions`]'s
+    /// `count_connections`). `None` when the measured loads count them (`--repeat-view`) or
+    /// it failed.
+    pub check: Option<BrowserLoad>,
+    /// `machine[i]`: what the rest of the machine did during round `i`'s load (the
+    /// browser's own processes not counted as others).
+    pub machine: Vec<Option<MachineLoad>>,
     /// Why the first failed load failed.
     pub error: Option<String>,
 }
@@ -260,9 +269,12 @@ impl BrowserArms {
                     spki_pin: pin.clone().unwrap_or_default(),
                     workload: workload.clone(),
                     timeout,
+                    count_connections: false,
                 },
                 rounds: Vec::new(),
                 repeats: Vec::new(),
+                check: None,
+                machine: Vec::new(),
                 error: None,
             });
         }
@@ -283,6 +295,25 @@ impl ExtraArms for BrowserArms {
         let Some(a) = self.arms.get_mut(arm) else {
             return;
         };
+        let name = format!("chromium {}", a.proto.label());
+        if round == 0 && !a.opts.count_connections {
+            let mut o = a.opts.clone();
+            o.count_connections = true;
+            match load(&o) {
+                Ok(l) => {
+                    log(&format!(
+                        "check {name:<16} {} connection(s) (DevTools Network events on; not \
+                         measured)",
+                        l.connections
+                    ));
+                    a.check = Some(l);
+                }
+                Err(e) => log(&format!("check {name}: {e}")),
+            }
+        }
+        let before = CpuCounters::now();
+        let load_avg = loadavg();
+        let t0 = std::time::Instant::now();
         let (r, repeat) = if self.repeat_view {
             match load_views(&a.opts) {
                 Ok((first, again)) => (Ok(first), Some(again)),
@@ -291,17 +322,42 @@ impl ExtraArms for BrowserArms {
         } else {
             (load(&a.opts), None)
         };
-        let name = format!("chromium {}", a.proto.label());
+        let elapsed = t0.elapsed();
+        let machine = match (&before, CpuCounters::now()) {
+            (Some(b), Some(e)) => {
+                let browser = r
+                    .as_ref()
+                    .ok()
+                    .and_then(|l| repeat.as_ref().or(Some(l)).and_then(|l| l.process_cpu_ms));
+                Some(machine_load(b, &e, load_avg, browser))
+            }
+            _ => None,
+        };
+        if a.machine.len() <= round {
+            a.machine.resize_with(round + 1, || None);
+        }
+        a.machine[round] = machine;
         match &r {
             Ok(l) => {
                 let off = l.off_protocol(a.opts.protocol.next_hop());
+                let conns = if a.opts.count_connections {
+                    format!("{} connection(s), ", l.connections)
+                } else {
+                    String::new()
+                };
                 log(&format!(
-                    "load {} {:<16} {:>9}  {} connection(s), {} resources{}",
+                    "load {} {:<16} {:>9}  {conns}{} resources, browser CPU {} in {}{}{}",
                     round + 1,
                     name,
                     crate::fmt::ms(l.page_ms()),
-                    l.connections,
                     l.resources.len(),
+                    l.cpu_ms.map_or_else(|| "-".into(), crate::fmt::ms),
+                    crate::fmt::ms(elapsed.as_secs_f64() * 1e3),
+                    if machine.is_some_and(|m| m.busy()) {
+                        "  ! busy machine"
+                    } else {
+                        ""
+                    },
                     if off.is_empty() {
                         String::new()
                     } else {
@@ -336,6 +392,27 @@ impl ExtraArms for BrowserArms {
     }
 }
 
+/// What the rest of the machine did between `a` and `b` (the one-minute load average
+/// `loadavg` at the start), with the browser's own CPU time (`browser_ms`, its processes
+/// from their start) counted as ours, not as another process's: as for the simulated arms,
+/// only what neither the lab nor its browser did can make a round busy.
+pub fn machine_load(
+    a: &CpuCounters,
+    b: &CpuCounters,
+    loadavg: f64,
+    browser_ms: Option<f64>,
+) -> MachineLoad {
+    let mut m = MachineLoad::between(a, b, loadavg);
+    let total = b.total.saturating_sub(a.total);
+    if let (Some(ms), Some(hz)) = (browser_ms, h2lab_browser::launch::clock_ticks()) {
+        if total > 0 {
+            let ticks = ms / 1e3 * hz as f64;
+            m.other_cpu = (m.other_cpu - ticks / total as f64).max(0.0);
+        }
+    }
+    m
+}
+
 /// The browser arms `cfg` asks for (`None` without `--browser`) for `protos` over `link`.
 pub fn arms_for(
     env: &mut LabEnv,
@@ -358,6 +435,10 @@ pub fn arms_for(
             )?;
             a.repeat_view = cfg.repeat_view;
             if cfg.repeat_view {
+                // The repeat view's new connections are its point: both views count them.
+                for arm in &mut a.arms {
+                    arm.opts.count_connections = true;
+                }
                 a.notes.push(
                     "browser: --repeat-view: one browser process and profile per round and \
                      protocol, shared by its two views (the browser table shows the first views)"

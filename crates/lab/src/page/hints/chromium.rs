@@ -69,6 +69,7 @@ impl ChromiumArm {
                         spki_pin: pin,
                         workload: Workload::Page(path.to_owned()),
                         timeout,
+                        count_connections: true,
                     },
                     loads: Vec::new(),
                     error: None,
