@@ -49,15 +49,39 @@ fn browser_arms_load_over_each_protocol_beside_the_simulated_ones() {
         assert!(a.page.page_ms.is_some());
         assert_eq!(a.resources, Some(30.0));
         assert_eq!(a.connections, Some(conns), "{:?}", a.page.proto);
+        // Counted on the check load; the measured load left DevTools' Network domain off.
+        assert!(a.connections_from_check, "{:?}", a.page.proto);
+        // The browser's own cost and the machine's load are reported for every load.
+        assert!(a.cpu_ms.is_some_and(|c| c.median > 0.0), "{:?}", a.cpu_ms);
+        assert!(a.process_cpu_ms.unwrap().median >= a.cpu_ms.unwrap().median);
+        assert!(a.cores.is_some() && a.last_request_ms.is_some());
+        assert_eq!(a.machine.len(), 1);
+        let m = a.machine[0].expect("/proc/stat read");
+        assert!((0.0..=1.0).contains(&m.other_cpu), "{m:?}");
+        assert_eq!(a.busy_loads, u32::from(m.busy()));
     }
     assert_eq!(br.versus.len(), 3, "simulated / browser per protocol");
     assert!(br.versus.iter().all(|v| v.ratio.is_some_and(|e| e.n == 1)));
     let text = output::render_text(&r);
     assert!(text.contains("simulated vs browser"), "{text}");
+    assert!(
+        text.contains("browser cost") && text.contains("CPU/load"),
+        "{text}"
+    );
+    assert!(text.contains("of 3 browser loads measured while"), "{text}");
     let json = output::json(&r);
     assert!(json.contains("\"versus\""));
+    for key in [
+        "\"cpu_ms\"",
+        "\"busy_loads\"",
+        "\"machine\"",
+        "\"other_cpu\"",
+    ] {
+        assert!(json.contains(key), "{key} in the JSON");
+    }
     let html = h2lab_lab::html::page::render(&r);
     assert!(html.contains("id=\"browser\""));
+    assert!(html.contains("browser CPU per load") && html.contains("browser loads measured"));
 }
 
 #[test]

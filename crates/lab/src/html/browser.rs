@@ -16,6 +16,45 @@ fn med(m: &Option<MedianSpread>) -> Option<f64> {
     m.map(|m| m.median)
 }
 
+/// The browser's own cost per protocol and the machine's load during its loads.
+fn cost(r: &BrowserReport) -> String {
+    let mut rows = vec![vec![
+        "protocol".to_string(),
+        ">last request sent".into(),
+        ">browser CPU per load".into(),
+        ">with its start-up".into(),
+        ">cores busy".into(),
+        ">busy-machine loads".into(),
+    ]];
+    for a in &r.arms {
+        rows.push(vec![
+            esc(a.page.proto.label()),
+            ms(med(&a.last_request_ms)),
+            ms(med(&a.cpu_ms)),
+            ms(med(&a.process_cpu_ms)),
+            a.cores.map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+            format!("{}/{}", a.busy_loads, a.machine.iter().flatten().count()),
+        ]);
+    }
+    let (busy, all) = crate::page::browser_report::busy_loads(r);
+    format!(
+        "{}<p>Browser CPU: every Chromium process, from the navigation until the figures were \
+         collected. Machine: {busy} of {all} browser loads measured while other processes used \
+         more than {:.0}% of the CPUs or the hypervisor stole more than {:.0}% (the browser's \
+         own processes not counted); load average {}.{}</p>",
+        table(&rows, "page"),
+        crate::host::BUSY_OTHER_CPU * 100.0,
+        crate::host::BUSY_STEAL * 100.0,
+        esc(&crate::page::browser_report::loadavg_range(r)),
+        if r.arms.iter().any(|a| a.connections_from_check) {
+            " Connections: counted on a check load before the rounds (DevTools' Network \
+             domain, off during the measured loads for its CPU cost)."
+        } else {
+            ""
+        }
+    )
+}
+
 /// The section's inner HTML for `reports` (one per link).
 pub fn render(reports: &[BrowserReport]) -> String {
     let mut out = String::new();
@@ -59,6 +98,7 @@ pub fn render(reports: &[BrowserReport]) -> String {
             ]);
         }
         out.push_str(&table(&rows, "page"));
+        out.push_str(&cost(r));
         if !r.versus.is_empty() {
             let mut rows = vec![vec![
                 "protocol".to_string(),

@@ -160,6 +160,11 @@ impl BrowserArm {
     pub fn protocol(&self) -> Protocol {
         self.opts.protocol
     }
+
+    /// Whether the measured loads count connections (DevTools' `Network` domain on).
+    pub fn opts_count_connections(&self) -> bool {
+        self.opts.count_connections
+    }
 }
 
 impl BrowserArms {
@@ -511,5 +516,44 @@ pub fn run_round(
         } else if let Some(e) = extra.as_deref_mut() {
             e.run(j - sims, round, log);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The browser's processes are not "other processes": a round whose only other CPU user
+    /// was its own browser is not judged busy (the machine's busy judgement of the simulated
+    /// arms counts the lab's own threads as ours in the same way).
+    #[test]
+    fn the_browsers_own_cpu_does_not_make_its_round_busy() {
+        let hz = h2lab_browser::launch::clock_ticks().unwrap() as f64;
+        let a = CpuCounters {
+            total: 10_000,
+            idle: 5_000,
+            steal: 0,
+            own: 100,
+        };
+        // 1,000 ticks of all CPUs passed: 600 idle, 50 ours, 350 busy elsewhere.
+        let b = CpuCounters {
+            total: 11_000,
+            idle: 5_600,
+            steal: 0,
+            own: 150,
+        };
+        let without = machine_load(&a, &b, 1.5, None);
+        assert!((without.other_cpu - 0.35).abs() < 1e-9 && without.busy());
+        // 300 of those 350 ticks were the browser's: 5% others, not busy.
+        let browser_ms = 300.0 / hz * 1e3;
+        let with = machine_load(&a, &b, 1.5, Some(browser_ms));
+        assert!((with.other_cpu - 0.05).abs() < 1e-9, "{with:?}");
+        assert!(!with.busy());
+        assert_eq!(with.loadavg, 1.5);
+        // More browser CPU than the machine measured (clock skew): never negative.
+        assert_eq!(
+            machine_load(&a, &b, 1.5, Some(browser_ms * 10.0)).other_cpu,
+            0.0
+        );
     }
 }

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use super::browser::BrowserArms;
 use super::{LoadBrief, ProtoPage, Ratio};
+use crate::host::MachineLoad;
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome, Rng};
 use crate::stats::{quantile, MedianSpread};
@@ -39,8 +40,27 @@ pub struct BrowserArmReport {
     /// The last response's end (ms): the latest responseEnd of the document and every
     /// resource (with `--slow`, of the fetches).
     pub last_response_ms: Option<MedianSpread>,
-    /// Connections the browser opened, median over the measured loads.
+    /// Connections the browser opened: on the check load before the rounds (DevTools'
+    /// `Network` domain on, off during the measured loads for its cost), or the median over
+    /// the measured loads when they counted them (`--repeat-view`).
     pub connections: Option<f64>,
+    /// Whether [`BrowserArmReport::connections`] comes from the check load.
+    pub connections_from_check: bool,
+    /// When the browser sent its last request (ms; the latest `requestStart`): requests
+    /// found early and sent late waited inside the browser, not on the network.
+    pub last_request_ms: Option<MedianSpread>,
+    /// CPU time of all the browser's processes from the navigation until the figures were
+    /// collected (ms), over the measured loads: the browser's own cost of a load.
+    pub cpu_ms: Option<MedianSpread>,
+    /// The same from the browser's start (its start-up included).
+    pub process_cpu_ms: Option<MedianSpread>,
+    /// Cores the browser kept busy during the load (its CPU time over the wall time), median.
+    pub cores: Option<f64>,
+    /// What the rest of the machine did per load (the browser's own processes not counted),
+    /// by round; `None` where it could not be read.
+    pub machine: Vec<Option<MachineLoad>>,
+    /// Loads measured while the machine was busy ([`MachineLoad::busy`]), of `machine`'s.
+    pub busy_loads: u32,
     /// Resources with a timing entry, median over the measured loads.
     pub resources: Option<f64>,
 }
@@ -121,6 +141,7 @@ pub fn summarise(
         let (mut times, mut dcl, mut fcp, mut resp, mut conns, mut res) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         let mut last = Vec::new();
+        let (mut sent, mut cpu, mut pcpu, mut cores) = (vec![], vec![], vec![], vec![]);
         for (round, l) in a.rounds.iter().enumerate() {
             let Some(l) = l else { continue };
             let off = l.off_protocol(expected);
@@ -145,12 +166,18 @@ pub fn summarise(
                 fcp.extend(l.fcp_ms);
                 resp.push(l.response_end_ms);
                 last.push(l.last_response_ms());
+                sent.push(l.last_request_ms());
+                cpu.extend(l.cpu_ms);
+                pcpu.extend(l.process_cpu_ms);
+                if let Some(c) = l.cpu_ms.filter(|_| l.window_ms > 0.0) {
+                    cores.push(c / l.window_ms);
+                }
                 conns.push(l.connections as f64);
                 res.push(l.resources.len() as f64);
             }
             loads.push(LoadBrief {
                 page_ms: l.page_ms(),
-                connections: l.connections as u32,
+                connections: a.check.as_ref().unwrap_or(l).connections as u32,
                 requests: l.resources.len() as u32 + 1,
                 failed: u32::from(fallback),
                 round: round as u32,
@@ -175,7 +202,18 @@ pub fn summarise(
             fcp_ms: MedianSpread::of(&fcp),
             response_end_ms: MedianSpread::of(&resp),
             last_response_ms: MedianSpread::of(&last),
-            connections: median(&conns),
+            connections: match &a.check {
+                Some(c) => Some(c.connections as f64),
+                None if a.opts_count_connections() => median(&conns),
+                None => None,
+            },
+            connections_from_check: a.check.is_some(),
+            last_request_ms: MedianSpread::of(&sent),
+            cpu_ms: MedianSpread::of(&cpu),
+            process_cpu_ms: MedianSpread::of(&pcpu),
+            cores: median(&cores),
+            busy_loads: a.machine.iter().flatten().filter(|m| m.busy()).count() as u32,
+            machine: a.machine.clone(),
             resources: median(&res),
         });
     }
@@ -249,6 +287,71 @@ fn ms(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), crate::fmt::ms)
 }
 
+/// The load average range (`min–max`) over the browser loads, `-` when unknown.
+pub fn loadavg_range(r: &BrowserReport) -> String {
+    let v: Vec<f64> = r
+        .arms
+        .iter()
+        .flat_map(|a| a.machine.iter().flatten().map(|m| m.loadavg))
+        .filter(|l| l.is_finite())
+        .collect();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if v.is_empty() {
+        "-".into()
+    } else {
+        format!("{lo:.1}–{hi:.1}")
+    }
+}
+
+/// Browser loads measured while the machine was busy, of those whose load was read.
+pub fn busy_loads(r: &BrowserReport) -> (u32, usize) {
+    let busy = r.arms.iter().map(|a| a.busy_loads).sum();
+    let all = r
+        .arms
+        .iter()
+        .map(|a| a.machine.iter().flatten().count())
+        .sum();
+    (busy, all)
+}
+
+/// The browser's own cost per protocol (when it sent its last request, its CPU per load,
+/// the cores it kept busy) and the machine's load during its loads.
+fn cost_text(r: &BrowserReport) -> String {
+    let mut s = format!(
+        "  {:<16} {:>10} {:>12} {:>12} {:>6} {:>6}\n",
+        "browser cost", "last sent", "CPU/load", "+ start-up", "cores", "busy"
+    );
+    for a in &r.arms {
+        let med = |m: &Option<MedianSpread>| m.map(|m| m.median);
+        s.push_str(&format!(
+            "  {:<16} {:>10} {:>12} {:>12} {:>6} {:>6}\n",
+            a.page.proto.label(),
+            ms(med(&a.last_request_ms)),
+            ms(med(&a.cpu_ms)),
+            ms(med(&a.process_cpu_ms)),
+            a.cores.map_or_else(|| "-".into(), |c| format!("{c:.2}")),
+            format!("{}/{}", a.busy_loads, a.machine.iter().flatten().count()),
+        ));
+    }
+    let (busy, all) = busy_loads(r);
+    s.push_str(&format!(
+        "  machine: {busy} of {all} browser loads measured while other processes used more \
+         than {:.0}% of the CPUs or the hypervisor stole more than {:.0}% (the browser's own \
+         processes not counted); load average {}\n",
+        crate::host::BUSY_OTHER_CPU * 100.0,
+        crate::host::BUSY_STEAL * 100.0,
+        loadavg_range(r)
+    ));
+    if r.arms.iter().any(|a| a.connections_from_check) {
+        s.push_str(
+            "  conns: counted on a check load before the rounds (DevTools Network domain on; \
+             off during the measured loads, for its CPU cost)\n",
+        );
+    }
+    s
+}
+
 /// The browser section of the text output.
 pub fn render_text(r: &BrowserReport) -> String {
     let mut s = String::new();
@@ -285,6 +388,7 @@ pub fn render_text(r: &BrowserReport) -> String {
             s.push_str(&format!("    error: {e}\n"));
         }
     }
+    s.push_str(&cost_text(r));
     if let Some(ratio) = &r.ratio {
         s.push_str(&format!(
             "  browser: {} / {} = {:.2}x, {}\n",
