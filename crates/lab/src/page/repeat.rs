@@ -80,6 +80,10 @@ pub struct ProtoViews {
     /// Median time to the HTML's first byte in the repeat views (ms): with `--0rtt` read
     /// against `zero_rtt_floor.first_byte_ms`, else against `repeat_floor.first_byte_ms`.
     pub repeat_html_first_byte_ms: Option<f64>,
+    /// The HTML's first byte, repeat view against first view, paired by round: what
+    /// resumption (and with `--0rtt` early data) changed before the first byte, where a
+    /// round trip saved shows without the rest of the page's noise.
+    pub first_byte_verdict: Option<ViewVerdict>,
     /// Repeat view against first view: per-round ratio first / repeat (above 1: the repeat
     /// view was faster), its CI and outcome; which one was faster.
     pub verdict: Option<ViewVerdict>,
@@ -280,6 +284,7 @@ impl Views {
                 repeat_connections: c[3],
                 repeat_early_offered: c[4],
                 repeat_early_accepted: c[5],
+                first_byte_verdict: first_byte_verdict(pool.proto, &fb1, &fb2, equivalence),
                 first_html_first_byte_ms: median(&fb1),
                 repeat_html_first_byte_ms: median(&fb2),
             });
@@ -301,6 +306,27 @@ fn html_first_byte(load: &PageLoad) -> Option<f64> {
         .iter()
         .find(|t| t.path == 0)
         .map(|t| t.first_byte_ms)
+}
+
+/// The repeat views' HTML first byte against the first views' (`first[i]`, `repeat[i]`:
+/// round `i`'s pair).
+fn first_byte_verdict(
+    proto: LabProtocol,
+    first: &[f64],
+    repeat: &[f64],
+    equivalence: f64,
+) -> Option<ViewVerdict> {
+    if first.is_empty() {
+        return None;
+    }
+    let opt = |v: &[f64]| v.iter().copied().map(Some).collect::<Vec<_>>();
+    let seed = ci::seed_for(&format!("page repeat view first byte {}", proto.name()));
+    let (ratio, swapped, outcome) = ci::faster_of(&opt(repeat), &opt(first), seed, equivalence);
+    Some(ViewVerdict {
+        faster: if swapped { "first" } else { "repeat" },
+        ratio,
+        outcome,
+    })
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -459,18 +485,23 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
     }
     s.push_str(&fmt::table(&rows));
     for v in &r.protocols {
-        let Some(d) = &v.verdict else { continue };
-        let ci = d
-            .ratio
-            .as_ref()
-            .map_or(String::new(), |e| format!(" {} n={}", ratio_text(e), e.n));
-        let _ = writeln!(
-            s,
-            "{}: {} view faster{ci}: {}",
-            v.proto.label(),
-            d.faster,
-            d.outcome.name()
-        );
+        for (what, d) in [
+            ("", &v.verdict),
+            ("HTML first byte: ", &v.first_byte_verdict),
+        ] {
+            let Some(d) = d else { continue };
+            let ci = d
+                .ratio
+                .as_ref()
+                .map_or(String::new(), |e| format!(" {} n={}", ratio_text(e), e.n));
+            let _ = writeln!(
+                s,
+                "{}: {what}{} view faster{ci}: {}",
+                v.proto.label(),
+                d.faster,
+                d.outcome.name()
+            );
+        }
     }
     if let Some(ratio) = &r.ratio {
         let _ = writeln!(
