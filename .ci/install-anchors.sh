@@ -150,7 +150,11 @@ if [ "${SKIP_AIOQUIC:-0}" != 1 ]; then
   else
     command -v "$PYTHON" >/dev/null 2>&1 || { echo "$PYTHON not found (set H2LAB_PYTHON)" >&2; exit 1; }
     log "$PYTHON -m pip install aioquic==$AIOQUIC_VERSION"
-    "$PYTHON" -m pip install -q --disable-pip-version-check "aioquic==$AIOQUIC_VERSION"
+    # A distribution's own Python refuses pip installs (PEP 668, EXTERNALLY-MANAGED):
+    # then into its site-packages all the same (a wheel with no Debian package behind it).
+    "$PYTHON" -m pip install -q --disable-pip-version-check "aioquic==$AIOQUIC_VERSION" ||
+      "$PYTHON" -m pip install -q --disable-pip-version-check --break-system-packages \
+        "aioquic==$AIOQUIC_VERSION"
   fi
   echo "aioquic: $("$PYTHON" -c 'import aioquic; print(aioquic.__version__)')"
 fi
