@@ -17,7 +17,8 @@
 //! CSS/JS all answer `cache-control: no-store` with no validator (`etag`,
 //! `last-modified`), which forbids a browser to reuse them — so the repeat view fetches
 //! every object again, exactly as Chromium's does for this page. What it can save is the
-//! full handshake's cost (certificate, signature), not bytes or round trips.
+//! full handshake's cost (certificate, signature), not bytes; a round trip per connection
+//! only with `--0rtt`.
 //!
 //! Verdicts: per protocol, the repeat view against the first view on the per-round ratio
 //! of page times (the two loads of a round ran back to back), and across protocols within
