@@ -10,6 +10,8 @@
 #   SKIP_H2SPEC=1   do not build h2spec
 #   QUIC_GO_VERSION quic-go version of the HTTP/3 example client (default v0.65.0),
 #   QUIC_GO_CLIENT_BIN where to put it (default /usr/local/bin/quic-go-client), SKIP_QUIC_GO=1 skips
+#   AIOQUIC_VERSION aioquic (PyPI; the server's HTTP/3 0-RTT interop tests) version (default 1.7.2),
+#   H2LAB_PYTHON    the Python it is installed for (default python3), SKIP_AIOQUIC=1 skips
 #   INSTALL_OHA_H3=1  also build oha with HTTP/3 (slow; only the benchmark uses it)
 set -euo pipefail
 
@@ -136,6 +138,25 @@ if [ "${SKIP_QUIC_GO:-0}" != 1 ]; then
     rm -rf "$gobin"
   fi
   echo "quic-go client: $QUIC_GO_CLIENT_BIN"
+fi
+
+# aioquic (an independent QUIC + HTTP/3 stack with session tickets and 0-RTT), for
+# crates/server/tests/zero_rtt_aioquic.rs (its client script is tests/aioquic/zero_rtt.py).
+AIOQUIC_VERSION=${AIOQUIC_VERSION:-1.7.2}
+PYTHON=${H2LAB_PYTHON:-python3}
+if [ "${SKIP_AIOQUIC:-0}" != 1 ]; then
+  if "$PYTHON" -c "import aioquic, sys; sys.exit(aioquic.__version__ != '$AIOQUIC_VERSION')" 2>/dev/null; then
+    log "aioquic $AIOQUIC_VERSION already installed for $PYTHON"
+  else
+    command -v "$PYTHON" >/dev/null 2>&1 || { echo "$PYTHON not found (set H2LAB_PYTHON)" >&2; exit 1; }
+    log "$PYTHON -m pip install aioquic==$AIOQUIC_VERSION"
+    # A distribution's own Python refuses pip installs (PEP 668, EXTERNALLY-MANAGED):
+    # then into its site-packages all the same (a wheel with no Debian package behind it).
+    "$PYTHON" -m pip install -q --disable-pip-version-check "aioquic==$AIOQUIC_VERSION" ||
+      "$PYTHON" -m pip install -q --disable-pip-version-check --break-system-packages \
+        "aioquic==$AIOQUIC_VERSION"
+  fi
+  echo "aioquic: $("$PYTHON" -c 'import aioquic; print(aioquic.__version__)')"
 fi
 
 # Optional, slow (about 20 minutes to build): oha with HTTP/3, for bench/h3-vs-caddy.sh.

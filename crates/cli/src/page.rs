@@ -201,6 +201,15 @@ pub struct PageArgs {
     #[arg(long, conflicts_with_all = ["slow", "users", "stages", "render", "loss"])]
     pub repeat_view: bool,
 
+    /// With --repeat-view: the repeat view sends its first requests on each resumed
+    /// connection as TLS 1.3 early data (HTTP/1.1, HTTP/2) or QUIC 0-RTT (HTTP/3), and the
+    /// built-in server accepts them (`serve --0rtt`: safe methods, single-use tickets);
+    /// rejected early data is sent again after the handshake. The first view sends none.
+    /// Reports per protocol the connections whose 0-RTT was accepted and the repeat view
+    /// against its 0-RTT floor. Off by default: it changes what the server sees.
+    #[arg(long = "0rtt", requires = "repeat_view")]
+    pub zero_rtt: bool,
+
     /// Built-in server threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub server_threads: usize,
@@ -242,6 +251,7 @@ fn build(a: &PageArgs) -> Result<PageConfig, String> {
         pinning: a.cpus.pinning()?,
         push: a.push,
         repeat_view: a.repeat_view,
+        zero_rtt: a.zero_rtt,
         mode: a.mode,
         tcp_cc: a.cc.clone(),
         ..PageConfig::default()

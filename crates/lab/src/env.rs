@@ -191,6 +191,9 @@ pub struct BuiltinOptions {
     /// The default TCP congestion control of the packet paths' namespaces (`--cc`); `None`:
     /// the namespaces' default.
     pub tcp_cc: Option<String>,
+    /// Accept TLS 1.3 early data and QUIC 0-RTT for safe methods (`h2lab serve --0rtt`,
+    /// single-use tickets); off: sessions resume without early data.
+    pub zero_rtt: bool,
 }
 
 impl Default for BuiltinOptions {
@@ -201,6 +204,7 @@ impl Default for BuiltinOptions {
             push: false,
             h3: false,
             tcp_cc: None,
+            zero_rtt: false,
         }
     }
 }
@@ -368,6 +372,7 @@ impl LabEnv {
             threads: opts.threads.max(1),
             push: opts.push,
             h3: opts.h3,
+            zero_rtt: opts.zero_rtt,
             ..ServerConfig::local()
         };
         // The server's threads inherit the set of the thread that starts them.

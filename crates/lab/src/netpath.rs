@@ -166,6 +166,8 @@ pub(crate) struct PathServer<'a> {
     pub(crate) cpus: &'a [usize],
     /// The namespaces' default TCP congestion control (`None`: theirs).
     pub(crate) cc: Option<String>,
+    /// Accept early data / 0-RTT (`serve --0rtt`), as the loopback server does.
+    pub(crate) zero_rtt: bool,
 }
 
 /// Starts the packet path of `profile` and the built-in server inside its server namespace
@@ -191,6 +193,7 @@ pub(crate) fn start_path(profile: LinkProfile, s: PathServer<'_>) -> Result<Pack
         threads: s.threads.max(1),
         push: s.push,
         h3: s.h3,
+        zero_rtt: s.zero_rtt,
         quiet: true,
         ..ServerConfig::default()
     };

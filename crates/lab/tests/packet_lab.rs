@@ -191,6 +191,46 @@ fn page_on_one_link_counts_each_protocols_packets_with_the_chosen_tcp() {
     assert_namespaces_gone(&ns);
 }
 
+/// `--repeat-view --0rtt` over the packet link: the server inside the server namespace
+/// accepts early data too (it is a server of its own, started with the same options), so
+/// every repeat-view connection's 0-RTT is accepted.
+#[test]
+fn page_repeat_view_0rtt_is_accepted_over_the_packet_link() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !packet_available("page_repeat_view_0rtt_is_accepted_over_the_packet_link") {
+        return;
+    }
+    let ns = own_namespace();
+    let cfg = PageConfig {
+        repeat: 1,
+        page_query: "n=4&min=1000&max=2000".into(),
+        protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]),
+        repeat_view: true,
+        zero_rtt: true,
+        ..PageConfig::default()
+    };
+    let r = page::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.path.mode, PathMode::Packet);
+    let v = r.repeat_view.as_ref().expect("a repeat-view report");
+    assert_eq!(v.protocols.len(), 3);
+    for p in &v.protocols {
+        assert!(
+            p.repeat_connections > 0,
+            "{:?}: {:?}",
+            p.proto,
+            p.repeat.error
+        );
+        assert_eq!(
+            (p.repeat_early_accepted, p.repeat_early_offered),
+            (p.repeat_connections, p.repeat_connections),
+            "{:?}",
+            p.proto
+        );
+    }
+    drop(r);
+    assert_namespaces_gone(&ns);
+}
+
 #[test]
 fn compare_shaped_conditions_run_over_the_packet_link() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -92,3 +92,112 @@ fn the_browser_arms_repeat_view_runs_over_new_connections() {
     assert!(b.first_ms[0].is_some() && b.repeat_ms[0].is_some(), "{b:?}");
     assert!(output::render_text(&r).contains("chromium HTTP/2 (TLS)"));
 }
+
+/// `--repeat-view --0rtt` on the built-in server (which then accepts early data): every
+/// protocol's repeat view sends its first requests in TLS 1.3 early data or QUIC 0-RTT on
+/// every connection, the server accepts all of it, and the first view sends none.
+#[test]
+fn with_0rtt_every_repeat_view_connection_sends_early_data_and_it_is_accepted() {
+    let cfg = PageConfig {
+        repeat: 2,
+        link: LinkProfile::Loopback,
+        page_query: "n=8&min=1k&max=2k&seed=3&css=1&js=1".into(),
+        protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]),
+        repeat_view: true,
+        zero_rtt: true,
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let v = r.repeat_view.as_ref().expect("a repeat-view report");
+    assert!(v.zero_rtt);
+    assert_eq!(v.protocols.len(), 3);
+    for p in &v.protocols {
+        assert_eq!(p.repeat.loads.len(), 2, "{:?}", p.repeat.error);
+        assert!(
+            p.repeat.loads.iter().all(|l| l.failed == 0),
+            "{:?}",
+            p.proto
+        );
+        let conns = p.repeat_connections;
+        assert!(conns >= 2, "{:?}", p.proto);
+        assert_eq!(
+            p.repeat_early_offered, conns,
+            "{:?}: 0-RTT on each",
+            p.proto
+        );
+        assert_eq!(
+            p.repeat_early_accepted, conns,
+            "{:?}: all accepted",
+            p.proto
+        );
+        assert_eq!(p.repeat_resumed, conns, "{:?}", p.proto);
+        let first = r.protocols.iter().find(|f| f.proto == p.proto).unwrap();
+        let early_in_first = first
+            .median_load
+            .as_ref()
+            .unwrap()
+            .conns
+            .iter()
+            .filter(|c| c.early_data.is_some())
+            .count();
+        assert_eq!(
+            early_in_first, 0,
+            "{:?}: the first view sends none",
+            p.proto
+        );
+        assert!(p.repeat_html_first_byte_ms.is_some());
+    }
+    let text = output::render_text(&r);
+    assert!(text.contains("0-RTT: accepted / sent"), "{text}");
+    assert!(text.contains("--0rtt"), "{text}");
+    let json = output::json(&r);
+    assert!(json.contains("\"zero_rtt\": true") || json.contains("\"zero_rtt\":true"));
+    assert!(
+        json.contains("\"early_data\""),
+        "connection timelines say so"
+    );
+}
+
+/// `--repeat-view --0rtt` against a server that does not accept early data (an external
+/// `serve` without `--0rtt`): its tickets allow none, so nothing is sent early, the repeat
+/// views resume and every page loads.
+#[test]
+fn with_0rtt_against_a_server_that_refuses_it_the_page_still_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = h2lab_server::spawn(h2lab_server::ServerConfig {
+        tls_listen: Some("127.0.0.1:0".parse().unwrap()),
+        cert_dir: Some(dir.path().to_path_buf()),
+        h3: true,
+        ..h2lab_server::ServerConfig::local()
+    })
+    .unwrap();
+    let cfg = PageConfig {
+        url: Some(format!(
+            "https://127.0.0.1:{}/page?n=8&min=1k&max=2k&seed=3",
+            s.tls_addr().unwrap().port()
+        )),
+        repeat: 2,
+        link: LinkProfile::Loopback,
+        protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]),
+        repeat_view: true,
+        zero_rtt: true,
+        ..PageConfig::default()
+    };
+    let r = run(&cfg, &mut |_| {}).unwrap();
+    let v = r.repeat_view.as_ref().expect("a repeat-view report");
+    assert_eq!(v.protocols.len(), 3);
+    for p in &v.protocols {
+        assert_eq!(p.repeat.loads.len(), 2, "{:?}", p.repeat.error);
+        assert!(
+            p.repeat.loads.iter().all(|l| l.failed == 0),
+            "{:?}",
+            p.proto
+        );
+        assert_eq!(p.repeat_early_offered, 0, "{:?}", p.proto);
+        if !p.proto.is_h3() {
+            assert_eq!(p.repeat_resumed, p.repeat_connections, "{:?}", p.proto);
+        }
+    }
+    assert_eq!(s.early_stats().snapshot()[3], 0);
+    s.shutdown();
+}

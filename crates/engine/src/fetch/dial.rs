@@ -9,9 +9,10 @@
 //!
 //! Resumption without early data still costs the handshake's round trip (the client's
 //! Finished comes after the server's flight): it saves the certificate and its signature,
-//! not time on the wire. Early data (0-RTT) is the step that saves the round trip; the seam
-//! for it is [`TlsSessions::resumption`], where a configuration that enables early data
-//! would set `enable_early_data` next to the store.
+//! not time on the wire. Early data (0-RTT) is the step that saves the round trip: a store
+//! made with [`TlsSessions::with_early_data`] gives its fetchers a configuration with
+//! `enable_early_data`, and a fetcher with [`FetchConfig::zero_rtt`] then sends the first
+//! requests of a resumed connection as TLS 1.3 early data or QUIC 0-RTT.
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -40,6 +41,7 @@ pub struct TlsSessions {
     inner: ClientSessionMemoryCache,
     offered: AtomicU64,
     stored: AtomicU64,
+    early_data: bool,
     configs: Mutex<Vec<(Vec<String>, Arc<rustls::ClientConfig>)>>,
 }
 
@@ -67,8 +69,26 @@ impl TlsSessions {
             inner: ClientSessionMemoryCache::new(32),
             offered: AtomicU64::new(0),
             stored: AtomicU64::new(0),
+            early_data: false,
             configs: Mutex::new(Vec::new()),
         }
+    }
+
+    /// An empty store whose fetchers' TLS configuration enables early data (rustls
+    /// `enable_early_data`): a resumed handshake can carry 0-RTT data when the fetcher asks
+    /// for it ([`FetchConfig::zero_rtt`]). Both visits must use the same store, so both get
+    /// this configuration (rustls resumes a session only with the configuration that made
+    /// it); a fetcher without `zero_rtt` writes no early data on it.
+    pub fn with_early_data() -> TlsSessions {
+        TlsSessions {
+            early_data: true,
+            ..TlsSessions::new()
+        }
+    }
+
+    /// Whether this store's configuration enables early data.
+    pub fn early_data(&self) -> bool {
+        self.early_data
     }
 
     /// Counters so far.
@@ -79,8 +99,7 @@ impl TlsSessions {
         }
     }
 
-    /// The rustls resumption setting that uses this store. Early data stays off here: the
-    /// place to turn it on is the client configuration built next to this call.
+    /// The rustls resumption setting that uses this store.
     pub(crate) fn resumption(self: &Arc<Self>) -> Resumption {
         Resumption::store(Arc::clone(self) as Arc<dyn ClientSessionStore>)
     }
@@ -155,6 +174,7 @@ pub(super) fn tls_config(
     }
     let mut c = crate::transport::client_config(alpn, true, &Default::default())?;
     c.resumption = s.resumption();
+    c.enable_early_data = s.early_data;
     let c = Arc::new(c);
     configs.push((alpn.to_vec(), Arc::clone(&c)));
     Ok(c)

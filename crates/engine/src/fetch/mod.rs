@@ -49,6 +49,7 @@ use crate::transport;
 use crate::EngineError;
 
 mod dial;
+mod early;
 mod events;
 mod hints;
 mod pool;
@@ -126,6 +127,11 @@ pub struct FetchConfig {
     /// TLS session store shared with other fetchers (a returning visit resumes the
     /// sessions of the first); `None`: every handshake is a full one.
     pub sessions: Option<Arc<TlsSessions>>,
+    /// Send the first requests of a connection that resumes a session as TLS 1.3 early data
+    /// (HTTP/1.1, HTTP/2 over TLS) or QUIC 0-RTT (HTTP/3), as a returning browser can; needs
+    /// a store made with [`TlsSessions::with_early_data`]. Rejected early data is sent again
+    /// after the handshake (the requests are requeued, [`ConnRecord::early_data`]).
+    pub zero_rtt: bool,
 }
 
 impl FetchConfig {
@@ -159,6 +165,7 @@ impl FetchConfig {
             },
             priorities: true,
             sessions: None,
+            zero_rtt: false,
         }
     }
 }
@@ -237,9 +244,13 @@ pub struct ConnRecord {
     pub protocol: Option<AppProtocol>,
     /// Responses completed on it.
     pub completed: u64,
-    /// Its TLS handshake over TCP resumed a session (always false for QUIC, whose
-    /// resumption attempts [`TlsSessions::counts`] counts).
+    /// Its TLS handshake over TCP resumed a session (QUIC: known only when 0-RTT was
+    /// accepted; otherwise false, and [`TlsSessions::counts`] counts the attempts).
     pub resumed: bool,
+    /// Early data / 0-RTT ([`FetchConfig::zero_rtt`]): `None` when the connection sent none,
+    /// `Some(true)` when the server accepted it, `Some(false)` when it rejected it (or the
+    /// handshake has not completed yet) and the requests were sent again.
+    pub early_data: Option<bool>,
 }
 
 /// Byte counters of a [`Fetcher`], cumulative since its creation. All counts are
@@ -374,9 +385,14 @@ impl Fetcher {
             // A page load keeps the static QPACK shape (its lab figures were measured so).
             qpack: crate::h3::QpackSettings::STATIC,
             verbose: false,
-            // The fetcher does not send early data (its loads handle no rejection).
-            zero_rtt: false,
-            early_proto: std::cell::Cell::new(None),
+            // Early data only where the store's configuration enables it.
+            zero_rtt: cfg.zero_rtt && cfg.sessions.as_ref().is_some_and(|s| s.early_data()),
+            // What an early session speaks: the one protocol this fetcher offers.
+            early_proto: std::cell::Cell::new(Some(match cfg.protocol {
+                FetchProtocol::Http11 => AppProtocol::Http11,
+                FetchProtocol::H2 => AppProtocol::H2,
+                FetchProtocol::H3 => AppProtocol::H3,
+            })),
             reconnect_every: 0,
             resumes: false,
             quic,

@@ -71,14 +71,16 @@ impl Fetcher {
             if self.failed_conns >= MAX_FAILED_CONNECTIONS {
                 break;
             }
-            self.connect();
+            self.connect(st);
             capacity += per_conn;
             live_now += 1;
         }
     }
 
-    /// Opens a new connection (a new id), starting at the first address.
-    fn connect(&mut self) {
+    /// Opens a new connection (a new id), starting at the first address. A QUIC connection
+    /// that can send 0-RTT starts its session at once, so that its requests go out right
+    /// behind the Initial.
+    fn connect(&mut self, st: &mut BatchState) {
         let id = self.conns.len();
         let now = self.now();
         self.log.push(ConnRecord {
@@ -86,6 +88,7 @@ impl Fetcher {
             opened: now,
             ready: None,
             resumed: false,
+            early_data: None,
             closed: None,
             protocol: None,
             completed: 0,
@@ -94,6 +97,12 @@ impl Fetcher {
         if self.dial(id, 0) {
             if let Some(g) = &self.cfg.open_gauge {
                 g.fetch_add(1, Ordering::Relaxed);
+            }
+            let early_now = self.conns[id]
+                .as_ref()
+                .is_some_and(|c| c.link.quic_early_ready());
+            if early_now {
+                self.drive(id, false, st);
             }
         }
     }
@@ -179,10 +188,13 @@ impl Fetcher {
         self.dialer
             .start_session(&mut conn.link, proto, &mut conn.out);
         let resumed = conn.link.transport.resumed();
+        let early = conn.link.offered_early();
         if let Some(r) = self.log.get_mut(idx) {
             r.ready = Some(now);
             r.resumed = resumed;
             r.protocol = Some(proto);
+            // Until the handshake says otherwise (`settle_early`).
+            r.early_data = early.then_some(false);
         }
         // Data may already be buffered behind the handshake.
         self.service(idx, true, st);
@@ -242,6 +254,10 @@ impl Fetcher {
             }
         };
         if let Some(end) = end {
+            self.end_conn(idx, st, Some(end));
+            return;
+        }
+        if let Err(end) = self.settle_early(idx, st) {
             self.end_conn(idx, st, Some(end));
             return;
         }

@@ -56,6 +56,7 @@ impl LabEnv {
                         cert_dir: self.cert_dir.clone(),
                         cpus: &self.isolation.server_cpus,
                         cc: o.tcp_cc.clone(),
+                        zero_rtt: o.zero_rtt,
                     },
                 )?;
                 self.paths.push(path);

@@ -118,6 +118,10 @@ pub struct ConnTiming {
     /// Its TLS handshake (over TCP) resumed a session of an earlier visit.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// `--0rtt`: it sent early data / 0-RTT, and whether the server accepted it (absent:
+    /// it sent none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_data: Option<bool>,
 }
 
 /// Bytes on the wire (application bytes, inside TLS), split into headers and bodies.
@@ -222,6 +226,7 @@ fn conn_timing(c: &ConnRecord) -> ConnTiming {
         closed_ms: c.closed.map(ms),
         completed: c.completed,
         resumed: c.resumed,
+        early_data: c.early_data,
     }
 }
 

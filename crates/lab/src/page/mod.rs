@@ -126,6 +126,9 @@ pub struct PageConfig {
     pub browser: Option<browser::BrowserConfig>,
     /// `--repeat-view`: each load is a first visit and a returning visit ([`repeat`]).
     pub repeat_view: bool,
+    /// `--0rtt` (with `repeat_view`): the returning visit sends its first requests as TLS 1.3
+    /// early data / QUIC 0-RTT, and the built-in server accepts them (`serve --0rtt`).
+    pub zero_rtt: bool,
 }
 
 impl Default for PageConfig {
@@ -152,6 +155,7 @@ impl Default for PageConfig {
             loss_levels: Vec::new(),
             browser: None,
             repeat_view: false,
+            zero_rtt: false,
         }
     }
 }
@@ -384,6 +388,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                     None => h3_by_default(cfg),
                 },
                 tcp_cc: cfg.tcp_cc.clone(),
+                zero_rtt: cfg.zero_rtt,
             })?,
             format!("/page?{}", cfg.page_query),
         ),
@@ -561,7 +566,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     // loads[j][i]: protocol j's load of round i (`None`: it failed).
     let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
     let mut errors: Vec<Option<String>> = vec![None; pools.len()];
-    let mut views = repeat::Views::new(cfg.repeat_view, pools.len());
+    let mut views = repeat::Views::new(cfg.repeat_view, cfg.zero_rtt, pools.len());
     let mut per = vec![None; pools.len()];
     let mut counts = || paths::link_loss(&env, &protos, first_link);
     for i in 0..cfg.repeat.max(1) as usize {

@@ -4,15 +4,21 @@
 //! store ([`TlsSessions`]) kept between the two loads, as a browser keeps its sessions in
 //! memory: the first view does full handshakes and receives tickets; the repeat view opens
 //! new connections (the first view's are closed when it ends) that resume those sessions,
-//! over TLS on TCP and over QUIC alike. Early data (0-RTT) is not sent: the repeat view's
-//! floor is the first view's ([`super::floor`]), and the seam for 0-RTT is the store's
-//! client configuration ([`TlsSessions`]).
+//! over TLS on TCP and over QUIC alike. Without `--0rtt` no early data is sent: the repeat
+//! view's floor is the first view's ([`super::floor`]). With `--0rtt` (the built-in server
+//! then accepts early data, `serve --0rtt`) the store's configuration enables early data
+//! ([`TlsSessions::with_early_data`]) and the repeat view's connections send their first
+//! requests as TLS 1.3 early data or QUIC 0-RTT; a rejection sends them again after the
+//! handshake. The first view sends none, so it is the same visit with and without `--0rtt`;
+//! the repeat view is read against the 0-RTT floor, and the HTML's first byte against the
+//! floor's round trips.
 //!
 //! The cache: the fetcher keeps no HTTP cache, and the built-in server's page, images and
 //! CSS/JS all answer `cache-control: no-store` with no validator (`etag`,
 //! `last-modified`), which forbids a browser to reuse them — so the repeat view fetches
 //! every object again, exactly as Chromium's does for this page. What it can save is the
-//! full handshake's cost (certificate, signature), not bytes or round trips.
+//! full handshake's cost (certificate, signature), not bytes; a round trip per connection
+//! only with `--0rtt`.
 //!
 //! Verdicts: per protocol, the repeat view against the first view on the per-round ratio
 //! of page times (the two loads of a round ran back to back), and across protocols within
@@ -63,8 +69,22 @@ pub struct ProtoViews {
     pub first_floor: Option<Floor>,
     /// Floor of the repeat view without early data (the same round trips).
     pub repeat_floor: Option<Floor>,
-    /// Floor of the repeat view if its requests rode in 0-RTT (not measured yet).
+    /// Floor of the repeat view if its requests rode in 0-RTT (what `--0rtt` is read
+    /// against).
     pub zero_rtt_floor: Option<Floor>,
+    /// `--0rtt`: repeat-view connections that sent early data / 0-RTT (all rounds).
+    pub repeat_early_offered: u64,
+    /// `--0rtt`: of those, the ones whose early data the server accepted.
+    pub repeat_early_accepted: u64,
+    /// Median time to the HTML's first byte in the first views (ms).
+    pub first_html_first_byte_ms: Option<f64>,
+    /// Median time to the HTML's first byte in the repeat views (ms): with `--0rtt` read
+    /// against `zero_rtt_floor.first_byte_ms`, else against `repeat_floor.first_byte_ms`.
+    pub repeat_html_first_byte_ms: Option<f64>,
+    /// The HTML's first byte, repeat view against first view, paired by round: what
+    /// resumption (and with `--0rtt` early data) changed before the first byte, where a
+    /// round trip saved shows without the rest of the page's noise.
+    pub first_byte_verdict: Option<ViewVerdict>,
     /// Repeat view against first view: per-round ratio first / repeat (above 1: the repeat
     /// view was faster), its CI and outcome; which one was faster.
     pub verdict: Option<ViewVerdict>,
@@ -111,6 +131,8 @@ pub struct RepeatReport {
     pub ratio: Option<Ratio>,
     /// What the repeat view could reuse.
     pub cache: String,
+    /// `--0rtt`: the repeat views sent their first requests as early data / 0-RTT.
+    pub zero_rtt: bool,
 }
 
 /// Collects the views of every round (`Views::load` in the round loop, then
@@ -118,20 +140,25 @@ pub struct RepeatReport {
 #[derive(Debug, Default)]
 pub struct Views {
     on: bool,
+    zero_rtt: bool,
+    /// Protocol `j`'s HTML first-byte times (ms): first views, repeat views.
+    first_byte: Vec<(Vec<f64>, Vec<f64>)>,
     /// `repeat[j][i]`: protocol `j`'s repeat view of round `i`.
     repeat: Vec<Vec<Option<PageLoad>>>,
     errors: Vec<Option<String>>,
-    counts: Vec<[u64; 4]>,
+    counts: Vec<[u64; 6]>,
 }
 
 impl Views {
-    /// `on`: `--repeat-view`; `protocols`: the pools' count.
-    pub fn new(on: bool, protocols: usize) -> Views {
+    /// `on`: `--repeat-view`; `zero_rtt`: `--0rtt`; `protocols`: the pools' count.
+    pub fn new(on: bool, zero_rtt: bool, protocols: usize) -> Views {
         Views {
             on,
+            zero_rtt,
+            first_byte: vec![(Vec::new(), Vec::new()); protocols],
             repeat: vec![Vec::new(); protocols],
             errors: vec![None; protocols],
-            counts: vec![[0; 4]; protocols],
+            counts: vec![[0; 6]; protocols],
         }
     }
 
@@ -147,15 +174,20 @@ impl Views {
         if !self.on {
             return load::load_page(pool, paths);
         }
-        let store = Arc::new(TlsSessions::new());
-        let cfg = || {
+        let store = Arc::new(if self.zero_rtt {
+            TlsSessions::with_early_data()
+        } else {
+            TlsSessions::new()
+        });
+        let cfg = |zero_rtt: bool| {
             let mut c = pool.fetch_config();
             c.sessions = Some(Arc::clone(&store));
+            c.zero_rtt = zero_rtt;
             c
         };
-        let first = load::load_page_with(pool, cfg(), paths)?;
+        let first = load::load_page_with(pool, cfg(false), paths)?;
         let offered = store.counts().offered;
-        let repeat = load::load_page_with(pool, cfg(), paths);
+        let repeat = load::load_page_with(pool, cfg(self.zero_rtt), paths);
         let c = &mut self.counts[j];
         c[0] += offered;
         match repeat {
@@ -163,12 +195,29 @@ impl Views {
                 c[1] += store.counts().offered - offered;
                 c[2] += r.conns.iter().filter(|x| x.resumed).count() as u64;
                 c[3] += r.conns.len() as u64;
+                let early = r.conns.iter().filter(|x| x.early_data.is_some()).count();
+                let accepted = r
+                    .conns
+                    .iter()
+                    .filter(|x| x.early_data == Some(true))
+                    .count();
+                c[4] += early as u64;
+                c[5] += accepted as u64;
+                if let (Some(a), Some(b)) = (html_first_byte(&first), html_first_byte(&r)) {
+                    self.first_byte[j].0.push(a);
+                    self.first_byte[j].1.push(b);
+                }
+                let zero = if self.zero_rtt {
+                    format!(", 0-RTT {accepted}/{early} accepted")
+                } else {
+                    String::new()
+                };
                 log(&format!(
-                    "  repeat view {:<16} {:>9}  {} connection(s), {} resumed",
+                    "  repeat view {:<16} {:>9}  {} connection(s), {} resumed{zero}",
                     pool.proto.label(),
                     fmt::ms(r.page_ms),
                     r.connections,
-                    if pool.proto.is_h3() {
+                    if pool.proto.is_h3() && !self.zero_rtt {
                         format!("{} offered", store.counts().offered - offered)
                     } else {
                         r.conns.iter().filter(|x| x.resumed).count().to_string()
@@ -206,11 +255,12 @@ impl Views {
             return None;
         }
         let mut out = Vec::new();
-        for (((pool, rounds), error), c) in pools
+        for ((((pool, rounds), error), c), (fb1, fb2)) in pools
             .iter()
             .zip(self.repeat)
             .zip(self.errors)
             .zip(self.counts)
+            .zip(self.first_byte)
         {
             let Some(f) = first.iter().find(|p| p.proto == pool.proto) else {
                 continue;
@@ -233,6 +283,11 @@ impl Views {
                 repeat_offered: c[1],
                 repeat_resumed: c[2],
                 repeat_connections: c[3],
+                repeat_early_offered: c[4],
+                repeat_early_accepted: c[5],
+                first_byte_verdict: first_byte_verdict(pool.proto, &fb1, &fb2, equivalence),
+                first_html_first_byte_ms: median(&fb1),
+                repeat_html_first_byte_ms: median(&fb2),
             });
         }
         let repeats: Vec<ProtoPage> = out.iter().map(|v| v.repeat.clone()).collect();
@@ -241,8 +296,42 @@ impl Views {
             protocols: out,
             browser: browser.map_or_else(Vec::new, |b| browser_views(b, equivalence)),
             cache: BUILTIN_CACHE_NOTE.into(),
+            zero_rtt: self.zero_rtt,
         })
     }
+}
+
+/// When the HTML's first byte arrived in `load` (ms from its start).
+fn html_first_byte(load: &PageLoad) -> Option<f64> {
+    load.timeline
+        .iter()
+        .find(|t| t.path == 0)
+        .map(|t| t.first_byte_ms)
+}
+
+/// The repeat views' HTML first byte against the first views' (`first[i]`, `repeat[i]`:
+/// round `i`'s pair).
+fn first_byte_verdict(
+    proto: LabProtocol,
+    first: &[f64],
+    repeat: &[f64],
+    equivalence: f64,
+) -> Option<ViewVerdict> {
+    if first.is_empty() {
+        return None;
+    }
+    let opt = |v: &[f64]| v.iter().copied().map(Some).collect::<Vec<_>>();
+    let seed = ci::seed_for(&format!("page repeat view first byte {}", proto.name()));
+    let (ratio, swapped, outcome) = ci::faster_of(&opt(repeat), &opt(first), seed, equivalence);
+    Some(ViewVerdict {
+        faster: if swapped { "first" } else { "repeat" },
+        ratio,
+        outcome,
+    })
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    crate::stats::MedianSpread::of(v).map(|m| m.median)
 }
 
 /// The browser arms' two views, paired by round (fallback loads left out).
@@ -324,28 +413,45 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
     let _ = writeln!(
         s,
         "\nRepeat view: each round, a first visit (full handshakes) and right after it a \
-         returning visit on new connections that resume its TLS sessions (no 0-RTT); link \
+         returning visit on new connections that resume its TLS sessions ({}); link \
          {link}\nCache: {}\n",
+        if r.zero_rtt {
+            "--0rtt: their first requests in TLS 1.3 early data / QUIC 0-RTT"
+        } else {
+            "no 0-RTT"
+        },
         r.cache
     );
-    let mut rows = vec![vec![
+    let mut head = vec![
         "protocol".to_owned(),
         ">first view".into(),
         ">×floor".into(),
         ">repeat view".into(),
         ">×floor".into(),
         ">resumed".into(),
+    ];
+    if r.zero_rtt {
+        head.push(">0-RTT".into());
+    }
+    head.extend([
+        ">1st byte first/repeat".into(),
         ">floor RTTs (0-RTT)".into(),
-    ]];
+    ]);
+    let mut rows = vec![head];
     let med = |p: &ProtoPage| p.page_ms.map(|m| m.median);
     for v in &r.protocols {
         let first = v.first_median;
-        rows.push(vec![
+        let repeat_floor = if r.zero_rtt {
+            v.zero_rtt_floor
+        } else {
+            v.repeat_floor
+        };
+        let mut row = vec![
             v.proto.label().into(),
             first.map_or("-".into(), fmt::ms),
             vs(first, v.first_floor),
             med(&v.repeat).map_or("-".into(), fmt::ms),
-            vs(med(&v.repeat), v.repeat_floor),
+            vs(med(&v.repeat), repeat_floor),
             format!(
                 "{}/{}",
                 if v.proto.is_h3() {
@@ -355,6 +461,19 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
                 },
                 v.repeat_connections
             ),
+        ];
+        if r.zero_rtt {
+            row.push(format!(
+                "{}/{}",
+                v.repeat_early_accepted, v.repeat_early_offered
+            ));
+        }
+        row.extend([
+            format!(
+                "{} / {}",
+                v.first_html_first_byte_ms.map_or("-".into(), fmt::ms),
+                v.repeat_html_first_byte_ms.map_or("-".into(), fmt::ms)
+            ),
             v.repeat_floor.map_or("-".into(), |f| {
                 format!(
                     "{} ({})",
@@ -363,21 +482,27 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
                 )
             }),
         ]);
+        rows.push(row);
     }
     s.push_str(&fmt::table(&rows));
     for v in &r.protocols {
-        let Some(d) = &v.verdict else { continue };
-        let ci = d
-            .ratio
-            .as_ref()
-            .map_or(String::new(), |e| format!(" {} n={}", ratio_text(e), e.n));
-        let _ = writeln!(
-            s,
-            "{}: {} view faster{ci}: {}",
-            v.proto.label(),
-            d.faster,
-            d.outcome.name()
-        );
+        for (what, d) in [
+            ("", &v.verdict),
+            ("HTML first byte: ", &v.first_byte_verdict),
+        ] {
+            let Some(d) = d else { continue };
+            let ci = d
+                .ratio
+                .as_ref()
+                .map_or(String::new(), |e| format!(" {} n={}", ratio_text(e), e.n));
+            let _ = writeln!(
+                s,
+                "{}: {what}{} view faster{ci}: {}",
+                v.proto.label(),
+                d.faster,
+                d.outcome.name()
+            );
+        }
     }
     if let Some(ratio) = &r.ratio {
         let _ = writeln!(
@@ -389,9 +514,12 @@ pub fn render_text(r: &RepeatReport, link: &str) -> String {
     browser_text(&mut s, &r.browser);
     let _ = writeln!(
         s,
-        "resumed: repeat-view handshakes that resumed / connections (HTTP/3: that offered a \
-         ticket; the QUIC client does not learn whether the server took it). Floors: round \
-         trips to the HTML's first byte, one more for the objects, bytes over the link rate."
+        "resumed: repeat-view handshakes that resumed / connections (HTTP/3 without --0rtt: \
+         that offered a ticket; the QUIC client learns that the server took it only from \
+         accepted 0-RTT). 0-RTT: accepted / sent, the repeat-view connections whose early \
+         data the server accepted / that sent some. 1st byte: the HTML's, median. Floors: round trips to the HTML's first byte, one more \
+         for the objects, bytes over the link rate; with --0rtt the repeat view is read \
+         against the 0-RTT floor."
     );
     s
 }
