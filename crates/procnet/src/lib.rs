@@ -97,6 +97,28 @@ pub fn entries(proto: Proto) -> Vec<Entry> {
         .collect()
 }
 
+/// The entries of both tables of `proto` in process `pid`'s network namespace
+/// (`/proc/PID/net/…`): a server started inside another namespace than the reader's thread
+/// (`/proc/net` is the namespace of the process's main thread). Falls back to
+/// [`entries`] where the process's tables cannot be read.
+pub fn entries_of(pid: u32, proto: Proto) -> Vec<Entry> {
+    let texts: Vec<String> = proto
+        .tables()
+        .iter()
+        .filter_map(|t| {
+            let rel = t.strip_prefix("/proc/")?;
+            fs::read_to_string(format!("/proc/{pid}/{rel}")).ok()
+        })
+        .collect();
+    if texts.is_empty() {
+        return entries(proto);
+    }
+    texts
+        .iter()
+        .flat_map(|text| parse(proto, text).collect::<Vec<_>>())
+        .collect()
+}
+
 /// The inodes of the sockets process `pid` holds (its `/proc/PID/fd` links to
 /// `socket:[INODE]`). An error of kind `PermissionDenied` means the process exists but its
 /// descriptors cannot be read (it changed user, or is not dumpable); `NotFound`, that it is
