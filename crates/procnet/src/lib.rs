@@ -200,6 +200,10 @@ mod tests {
             .find(|e| e.local_port == port && e.state == TCP_LISTEN)
             .unwrap();
         assert!(mine.contains(&listen.inode));
+        // The same listener in this process's own namespace's table.
+        assert!(entries_of(std::process::id(), Proto::Tcp)
+            .iter()
+            .any(|e| e.inode == listen.inode && e.state == TCP_LISTEN));
         let out = c.local_addr().unwrap().port();
         // (An ephemeral port can serve connections to other destinations too.)
         let conn = tcp
