@@ -516,3 +516,38 @@ fn page_render_on_the_relay_counts_each_arms_relay() {
         assert!(c.down.tcp_chunks > 0, "{:?} {c:?}", a.arm);
     }
 }
+
+#[test]
+fn page_early_hints_on_the_relay_reaches_every_protocol_through_its_relays() {
+    use h2lab_lab::page::hints::{self, HintsConfig};
+    use h2lab_lab::page::render::RenderLink;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = HintsConfig {
+        page_query: "n=4&min=1k&max=2k&seed=1&css=1&css_size=4k&js=1&js_size=4k&think=20ms".into(),
+        links: vec![RenderLink {
+            name: "lan".into(),
+            profile: LinkProfile::Lan,
+            loss: 0.0,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+        mode: PathMode::Relay,
+        ..HintsConfig::default()
+    };
+    let r = hints::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.path.label, "relay (modelled TCP)");
+    let l = &r.links[0];
+    assert!(l.path_sides.is_none());
+    assert_eq!(l.arms.len(), 6);
+    for a in &l.arms {
+        assert!(a.error.is_none(), "{:?}: {:?}", a.proto, a.error);
+        let c = a.path.expect("the arm's relay counters");
+        assert_eq!(c.path, PathKind::Relay);
+        // HTTP/3 crosses the relay's UDP side, the others its TCP side.
+        if a.proto == LabProtocol::H3 {
+            assert!(c.down.packets > 0, "{c:?}");
+        } else {
+            assert!(c.down.tcp_chunks > 0, "{:?} {c:?}", a.proto);
+        }
+    }
+}
