@@ -17,6 +17,9 @@ const SLOT: usize = 9216;
 /// Packets read from one device per turn before the other gets its turn.
 const BATCH: usize = 64;
 
+/// Longest the thread polls ahead of a packet at low load (see [`Pump::run`]).
+const MAX_LEAD_NS: u64 = 150_000;
+
 /// The counters of one direction, shared with readers on other threads.
 #[derive(Debug, Default)]
 pub(super) struct DirCounters {
@@ -98,7 +101,12 @@ pub(super) struct Pump {
 impl Pump {
     /// Runs until `stop` is set (and the wake descriptor signalled). It sleeps in `ppoll` on
     /// both devices, the wake descriptor and a timer armed at the absolute time the next
-    /// packet is due (less `spin_ns`, which it polls).
+    /// packet is due (less `spin_ns`, which it polls). At low load — one packet held in both
+    /// directions together — it wakes earlier by one and a half times its timer's typical
+    /// lateness (a moving average, at most [`MAX_LEAD_NS`]) and polls the rest: a packet
+    /// then leaves on time although the timer wakes late, and the CPU spent is bounded by that
+    /// lead per packet, at packet rates where it is small. Under a steady stream (more than
+    /// one packet held) it sleeps until each is due, as `spin_ns` asks.
     pub(super) fn run(self) -> io::Result<()> {
         let _ = sys::tight_timers();
         let timer = sys::timerfd()?;
@@ -127,6 +135,8 @@ impl Pump {
         let mut ready = [true; 4];
         let mut drain = [0u8; 8];
         let mut armed = 0u64;
+        // Moving average of how late the timer woke the thread (ns).
+        let mut timer_late = 0u64;
         while !stop.load(Relaxed) {
             let mut now = clock();
             // Deliver what is due: direction d writes into device 1 - d.
@@ -188,18 +198,26 @@ impl Pump {
             }
             let now = clock();
             let next = queues.iter().filter_map(DelayQueue::next_at).min();
+            let lead = match queues[0].len() + queues[1].len() {
+                0 | 1 => spin_ns.max((timer_late + timer_late / 2).min(MAX_LEAD_NS)),
+                _ => spin_ns,
+            };
             match next.map(|at| (at, at.saturating_sub(now))) {
                 Some((_, 0)) => ready = [true, true, false, false],
                 // The last stretch before a packet is due is polled without sleeping: waking
                 // from a timer on this VM cost ~250 µs more than the delay asked for.
-                Some((_, t)) if t <= spin_ns => sys::poll(&fds, Some(0), &mut ready)?,
+                Some((_, t)) if t <= lead => sys::poll(&fds, Some(0), &mut ready)?,
                 Some((at, _)) => {
-                    let wake_at = at.saturating_sub(spin_ns);
+                    let wake_at = at - lead;
                     if wake_at != armed {
                         sys::arm_timer(fds[3], wake_at)?;
                         armed = wake_at;
                     }
                     sys::poll(&fds, None, &mut ready)?;
+                    if ready[3] {
+                        let late = clock().saturating_sub(wake_at).min(MAX_LEAD_NS);
+                        timer_late = (timer_late * 7 + late) / 8;
+                    }
                 }
                 None if spin_ns == u64::MAX => sys::poll(&fds, Some(0), &mut ready)?,
                 None => sys::poll(&fds, None, &mut ready)?,
