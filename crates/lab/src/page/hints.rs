@@ -5,7 +5,7 @@
 //! answers `103` naming the page's CSS and JS at once, then its `200` after the page query's
 //! `think=`), one without: per link on a packet path's server side by default, each behind
 //! its own link relay (TCP and UDP) with `--mode relay`; the fetcher and Chromium run on the
-//! client side ([`super::render::path`]). Per
+//! client side (`render::path`). Per
 //! protocol (HTTP/1.1 over 6 connections, HTTP/2, HTTP/3) two arms, without and with hints,
 //! alternated load by load (cold loads: new connections, no cache); the fetcher acts on a
 //! 103 as browsers do (it requests the hinted CSS/JS at once and uses them when the HTML

@@ -13,7 +13,7 @@
 //!
 //! Both servers are the built-in one, started in-process (`--priorities off` and
 //! `rfc9218`): on a packet path's server side by default, each behind its own link relay with
-//! `--mode relay` ([`path`]). Per arm it reports the time until every
+//! `--mode relay` (`render::path`). Per arm it reports the time until every
 //! render-blocking resource is complete ("render", the metric the seed's reference cites),
 //! the time until the page is complete, and the verdict between the arms with the lab's
 //! rule: the arms alternate load by load, so load `i` of every arm is round `i`; a verdict
