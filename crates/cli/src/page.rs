@@ -364,7 +364,11 @@ fn route(a: &PageArgs, c: &mut PageConfig) -> Result<(), String> {
 /// `h2lab page --render --early-hints`.
 fn main_hints(args: &PageArgs) -> ExitCode {
     use h2lab_lab::page::hints;
-    let mut cfg = hints::HintsConfig::default();
+    let mut cfg = hints::HintsConfig {
+        mode: args.mode,
+        tcp_cc: args.cc.clone(),
+        ..hints::HintsConfig::default()
+    };
     let mut setup = || -> Result<(), String> {
         if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {
             cfg.page_query = args.page_query.clone();
@@ -401,6 +405,8 @@ fn main_hints(args: &PageArgs) -> ExitCode {
         eprintln!("{PREFIX} {e}");
         return ExitCode::from(EXIT_FAILURE);
     }
+    // Before any thread starts (a user namespace is entered single-threaded).
+    crate::link_packet::privileges_for(cfg.mode, true);
     let r = hints::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
     });
@@ -454,7 +460,11 @@ fn main_render(args: &PageArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILURE);
     }
     use h2lab_lab::page::render;
-    let mut cfg = render::RenderConfig::default();
+    let mut cfg = render::RenderConfig {
+        mode: args.mode,
+        tcp_cc: args.cc.clone(),
+        ..render::RenderConfig::default()
+    };
     if args.page_query != h2lab_lab::page::DEFAULT_PAGE_QUERY {
         cfg.pages = vec![("custom".into(), args.page_query.clone())];
     }
@@ -470,6 +480,8 @@ fn main_render(args: &PageArgs) -> ExitCode {
             }
         }
     }
+    // Before any thread starts (a user namespace is entered single-threaded).
+    crate::link_packet::privileges_for(cfg.mode, true);
     let r = render::run(&cfg, &mut |line| {
         eprintln!("{}", h2lab_lab::fmt::wrap_long_lines(line))
     });

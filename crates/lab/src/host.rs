@@ -245,9 +245,9 @@ pub(crate) fn has_proc() -> bool {
 }
 
 /// The ports of `ports` on which process `pid` itself holds a listening TCP socket: a
-/// listening socket of the port in the kernel's tables (`/proc/net/tcp{,6}`) among the
-/// process's descriptors (`/proc/PID/fd`), so that another program that took the port cannot
-/// pass for it. The descriptors and each table are read once for all the ports. Where the
+/// listening socket of the port in the kernel's tables (`/proc/PID/net/tcp{,6}`, those of
+/// the process's own network namespace) among the process's descriptors (`/proc/PID/fd`), so
+/// that another program that took the port cannot pass for it. The descriptors and each table are read once for all the ports. Where the
 /// descriptors cannot be read (permission denied: a process that changed user), any listening
 /// socket on the port counts; where there is no `/proc` (not Linux), a connection to
 /// 127.0.0.1:`port` is the only evidence there is.
@@ -272,7 +272,8 @@ pub(crate) fn held_listeners(pid: u32, ports: &[u16]) -> Vec<u16> {
     if owned.as_ref().is_some_and(Vec::is_empty) {
         return Vec::new();
     }
-    let listening: Vec<(u16, u64)> = h2lab_procnet::entries(Proto::Tcp)
+    // The process's own namespace's table: an anchor may run on a packet path's server side.
+    let listening: Vec<(u16, u64)> = h2lab_procnet::entries_of(pid, Proto::Tcp)
         .into_iter()
         .filter(|e| e.state == TCP_LISTEN)
         .map(|e| (e.local_port, e.inode))

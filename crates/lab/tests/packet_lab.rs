@@ -375,3 +375,219 @@ fn relay_mode_is_used_when_asked_and_says_tcp_is_modelled() {
         .iter()
         .all(|p| p.counters.path == PathKind::Relay && p.counters.down.tcp_chunks > 0));
 }
+
+/// The server namespaces' inodes named in a run's progress lines (`server 198.18.0.2 (...,
+/// netns net:[N])`).
+fn server_namespaces(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| l.split("server 198.18.0.2 (").nth(1))
+        .filter_map(|rest| rest.split("netns ").nth(1))
+        .filter_map(|ns| ns.split(')').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Processes of the machine (anchor servers, browsers) still in one of `namespaces`.
+fn processes_in(namespaces: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(l) = std::fs::read_link(e.path().join("ns/net")) else {
+            continue;
+        };
+        if namespaces.contains(&l.to_string_lossy().into_owned()) {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push(format!(
+                "{} {}",
+                e.file_name().to_string_lossy(),
+                comm.trim()
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn page_render_runs_its_servers_and_anchors_on_the_server_side() {
+    use h2lab_lab::page::render::{self, Arm, RenderConfig, RenderLink};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !packet_available("page_render_runs_its_servers_and_anchors_on_the_server_side") {
+        return;
+    }
+    let ns = own_namespace();
+    let cfg = RenderConfig {
+        pages: vec![(
+            "small".into(),
+            "n=10&seed=3&css=2&css_size=4k&js=2&js_size=4k".into(),
+        )],
+        links: vec![RenderLink {
+            name: "lossy".into(),
+            profile: LinkProfile::Lan,
+            loss: 0.01,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+        ..RenderConfig::default()
+    };
+    assert_eq!(cfg.mode, PathMode::Packet);
+    let mut lines = Vec::new();
+    let r = render::run(&cfg, &mut |l| lines.push(l.to_owned())).unwrap();
+    assert_eq!(r.path.mode, PathMode::Packet);
+    let l = &r.links[0];
+    assert!(
+        l.description.contains("packet link (kernel TCP)"),
+        "{}",
+        l.description
+    );
+    assert!(l.path_sides.is_some());
+    // Every arm, the anchors' included (reached at 198.18.0.2 on the server side).
+    let mut want = Arm::ALL.to_vec();
+    if h2lab_lab::page::anchor::nghttpd_path().is_some() {
+        want.extend([Arm::Nghttpd, Arm::NghttpdPush]);
+    }
+    if h2lab_lab::page::anchor::h2o_path().is_some() {
+        want.push(Arm::H2o);
+    }
+    let arms: Vec<Arm> = l.arms.iter().map(|a| a.arm).collect();
+    assert_eq!(arms, want, "{lines:?}");
+    for a in &l.arms {
+        assert!(a.error.is_none(), "{:?}: {:?}", a.arm, a.error);
+        assert_eq!(a.loads.len(), 1, "{:?}", a.arm);
+        let c = a.path.expect("the arm's path counters");
+        assert_eq!(c.path, PathKind::Packet);
+        assert!(c.up.packets > 0 && c.down.packets > 0, "{:?} {c:?}", a.arm);
+    }
+    let json: serde_json::Value = serde_json::from_str(&render::json(&r)).unwrap();
+    assert_eq!(json["path"]["mode"], "packet");
+    assert!(json["links"][0]["arms"][0]["path"]["down"]["packets"].is_u64());
+    let text = render::render_text(&r);
+    assert!(text.contains("path: packet link (kernel TCP)"), "{text}");
+    assert!(text.contains("path during h2 prio on loads:"), "{text}");
+    let servers = server_namespaces(&lines);
+    assert_eq!(servers.len(), 1, "{lines:?}");
+    drop(r);
+    assert_namespaces_gone(&ns);
+    assert_eq!(processes_in(&servers), Vec::<String>::new());
+}
+
+#[test]
+fn page_early_hints_runs_over_the_packet_link() {
+    use h2lab_lab::page::hints::{self, HintsConfig};
+    use h2lab_lab::page::render::RenderLink;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !packet_available("page_early_hints_runs_over_the_packet_link") {
+        return;
+    }
+    let ns = own_namespace();
+    let browser = h2lab_testkit::anchors_available(&["chromium"])
+        .then(|| page::browser::find_browser("chromium").ok())
+        .flatten();
+    let cfg = HintsConfig {
+        page_query: "n=4&min=1k&max=2k&seed=1&css=1&css_size=4k&js=1&js_size=4k&think=20ms".into(),
+        links: vec![RenderLink {
+            name: "lan".into(),
+            profile: LinkProfile::Lan,
+            loss: 0.0,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+        browser,
+        ..HintsConfig::default()
+    };
+    let mut lines = Vec::new();
+    let r = hints::run(&cfg, &mut |l| lines.push(l.to_owned())).unwrap();
+    assert_eq!(r.path.mode, PathMode::Packet);
+    let l = &r.links[0];
+    assert!(l.description.contains("packet link (kernel TCP)"));
+    // h1-tls, h2 and h3, each without and with hints (and Chromium's h2 and h3 arms).
+    assert!(l.arms.len() >= 6, "{:?}", l.arms.len());
+    for a in &l.arms {
+        assert!(
+            a.error.is_none(),
+            "{:?} {}: {:?}",
+            a.proto,
+            a.browser,
+            a.error
+        );
+        assert_eq!(a.loads.len(), 1, "{:?} {}", a.proto, a.browser);
+        let c = a.path.expect("the arm's path counters");
+        assert!(
+            c.up.packets > 0 && c.down.packets > 0,
+            "{:?} {c:?}",
+            a.proto
+        );
+    }
+    let text = hints::render_text(&r);
+    assert!(text.contains("path: packet link (kernel TCP)"), "{text}");
+    let servers = server_namespaces(&lines);
+    drop(r);
+    assert_namespaces_gone(&ns);
+    assert_eq!(processes_in(&servers), Vec::<String>::new());
+}
+
+#[test]
+fn page_render_on_the_relay_counts_each_arms_relay() {
+    use h2lab_lab::page::render::{self, RenderConfig, RenderLink};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = RenderConfig {
+        pages: vec![(
+            "small".into(),
+            "n=6&seed=3&css=1&css_size=4k&js=1&js_size=4k".into(),
+        )],
+        links: vec![RenderLink {
+            name: "lan".into(),
+            profile: LinkProfile::Lan,
+            loss: 0.0,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+        mode: PathMode::Relay,
+        ..RenderConfig::default()
+    };
+    let r = render::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.path.label, "relay (modelled TCP)");
+    let l = &r.links[0];
+    assert!(l.description.contains("modelled TCP"), "{}", l.description);
+    assert!(l.path_sides.is_none());
+    for a in &l.arms {
+        assert!(a.error.is_none(), "{:?}: {:?}", a.arm, a.error);
+        let c = a.path.expect("the arm's relay counters");
+        assert_eq!(c.path, PathKind::Relay);
+        assert!(c.down.tcp_chunks > 0, "{:?} {c:?}", a.arm);
+    }
+}
+
+#[test]
+fn page_early_hints_on_the_relay_reaches_every_protocol_through_its_relays() {
+    use h2lab_lab::page::hints::{self, HintsConfig};
+    use h2lab_lab::page::render::RenderLink;
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let cfg = HintsConfig {
+        page_query: "n=4&min=1k&max=2k&seed=1&css=1&css_size=4k&js=1&js_size=4k&think=20ms".into(),
+        links: vec![RenderLink {
+            name: "lan".into(),
+            profile: LinkProfile::Lan,
+            loss: 0.0,
+        }],
+        repeat: 1,
+        timeout: Duration::from_secs(30),
+        mode: PathMode::Relay,
+        ..HintsConfig::default()
+    };
+    let r = hints::run(&cfg, &mut |_| {}).unwrap();
+    assert_eq!(r.path.label, "relay (modelled TCP)");
+    let l = &r.links[0];
+    assert!(l.path_sides.is_none());
+    assert_eq!(l.arms.len(), 6);
+    for a in &l.arms {
+        assert!(a.error.is_none(), "{:?}: {:?}", a.proto, a.error);
+        let c = a.path.expect("the arm's relay counters");
+        assert_eq!(c.path, PathKind::Relay);
+        // HTTP/3 crosses the relay's UDP side, the others its TCP side.
+        if a.proto == LabProtocol::H3 {
+            assert!(c.down.packets > 0, "{c:?}");
+        } else {
+            assert!(c.down.tcp_chunks > 0, "{:?} {c:?}", a.proto);
+        }
+    }
+}

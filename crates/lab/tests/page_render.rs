@@ -22,6 +22,7 @@ fn every_arm_loads_the_page_with_css_and_js() {
         repeat: 1,
         timeout: Duration::from_secs(30),
         equivalence: h2lab_lab::stats::ci::DEFAULT_EQUIVALENCE,
+        ..RenderConfig::default()
     };
     let r = render::run(&cfg, &mut |_| {}).unwrap();
     assert_eq!(r.links.len(), 1);

@@ -97,6 +97,28 @@ pub fn entries(proto: Proto) -> Vec<Entry> {
         .collect()
 }
 
+/// The entries of both tables of `proto` in process `pid`'s network namespace
+/// (`/proc/PID/net/…`): a server started inside another namespace than the reader's thread
+/// (`/proc/net` is the namespace of the process's main thread). Falls back to
+/// [`entries`] where the process's tables cannot be read.
+pub fn entries_of(pid: u32, proto: Proto) -> Vec<Entry> {
+    let texts: Vec<String> = proto
+        .tables()
+        .iter()
+        .filter_map(|t| {
+            let rel = t.strip_prefix("/proc/")?;
+            fs::read_to_string(format!("/proc/{pid}/{rel}")).ok()
+        })
+        .collect();
+    if texts.is_empty() {
+        return entries(proto);
+    }
+    texts
+        .iter()
+        .flat_map(|text| parse(proto, text).collect::<Vec<_>>())
+        .collect()
+}
+
 /// The inodes of the sockets process `pid` holds (its `/proc/PID/fd` links to
 /// `socket:[INODE]`). An error of kind `PermissionDenied` means the process exists but its
 /// descriptors cannot be read (it changed user, or is not dumpable); `NotFound`, that it is
@@ -178,6 +200,10 @@ mod tests {
             .find(|e| e.local_port == port && e.state == TCP_LISTEN)
             .unwrap();
         assert!(mine.contains(&listen.inode));
+        // The same listener in this process's own namespace's table.
+        assert!(entries_of(std::process::id(), Proto::Tcp)
+            .iter()
+            .any(|e| e.inode == listen.inode && e.state == TCP_LISTEN));
         let out = c.local_addr().unwrap().port();
         // (An ephemeral port can serve connections to other destinations too.)
         let conn = tcp

@@ -2,9 +2,10 @@
 //! by nghttpd with RFC 9218 priorities (`--no-rfc7540-pri`), when nghttpd is installed;
 //! with `push`, nghttpd pushes the page's CSS and JS (`-p /page.html=<css>,<js>,...`).
 //! h2o, when installed, serves the same files from a configuration the lab writes
-//! ([`start_h2o`]).
+//! ([`start_h2o`]). Each runs in its own process group, ended as a whole; on a packet path
+//! it runs on the server side ([`Site`]).
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -13,8 +14,45 @@ use h2lab_server::endpoints::PageParams;
 
 use crate::host::{NotReady, StartFailed};
 
-/// A running anchor server (nghttpd or h2o) serving one page's files; stopped, and its
-/// files removed, when dropped.
+/// Where an anchor runs: the address it listens on, and what its command needs before it
+/// starts (a packet path's server side: [`h2lab_link::packet::PacketLink::command`]). The
+/// free port is chosen in the calling thread's namespace.
+pub struct Site<'a> {
+    /// The address it listens on.
+    pub ip: IpAddr,
+    /// Applied to the command before it is spawned.
+    pub prepare: Option<&'a dyn Fn(&mut Command)>,
+}
+
+impl Site<'_> {
+    /// 127.0.0.1, nothing to prepare (behind a relay).
+    pub fn loopback() -> Site<'static> {
+        Site {
+            ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            prepare: None,
+        }
+    }
+
+    /// `cmd` in its own process group (ended as a whole), prepared for the site.
+    fn prepared<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(cmd, 0);
+        if let Some(p) = self.prepare {
+            p(cmd);
+        }
+        cmd
+    }
+}
+
+/// Ends an anchor's process group (the server and whatever it started) and reaps it.
+fn end(child: &mut Child) {
+    crate::os::kill_process_group(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A running anchor server (nghttpd or h2o) serving one page's files; stopped (its whole
+/// process group), and its files removed, when dropped.
 pub struct Anchor {
     child: Child,
     /// Its TLS address.
@@ -27,8 +65,7 @@ pub struct Anchor {
 
 impl Drop for Anchor {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end(&mut self.child);
         let _ = std::fs::remove_dir_all(&self.dir);
         let _ = std::fs::remove_file(&self.log);
     }
@@ -125,9 +162,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 fn start_on_free_port(
     what: &'static str,
     dir: PathBuf,
+    ip: IpAddr,
     spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
 ) -> Result<Anchor, StartError> {
-    start_on_ports(what, dir, READY_TIMEOUT, || free_port(what), spawn)
+    start_on_ports(what, dir, ip, READY_TIMEOUT, || free_port(what), spawn)
 }
 
 /// [`start_on_free_port`] with the port of each attempt from `next_port` and the deadline
@@ -135,6 +173,7 @@ fn start_on_free_port(
 fn start_on_ports(
     what: &'static str,
     dir: PathBuf,
+    ip: IpAddr,
     timeout: Duration,
     mut next_port: impl FnMut() -> Result<u16, String>,
     mut spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
@@ -153,15 +192,12 @@ fn start_on_ports(
             let log = std::fs::File::create(&log_path).map_err(|e| format!("{what} log: {e}"))?;
             spawn(ports[0], log)
         },
-        |child| {
-            let _ = child.kill();
-            let _ = child.wait();
-        },
+        end,
     );
     match started {
         Ok(l) => Ok(Anchor {
             child: l.child,
-            addr: SocketAddr::from(([127, 0, 0, 1], l.ports[0])),
+            addr: SocketAddr::new(ip, l.ports[0]),
             dir,
             log: log_path,
         }),
@@ -223,7 +259,7 @@ pub fn push_config(paths: &[String]) -> Option<String> {
     (!blocking.is_empty()).then(|| format!("{PAGE_FILE}={}", blocking.join(",")))
 }
 
-/// Starts nghttpd on 127.0.0.1 (a free port; a fresh one if it exits during start-up) with
+/// Starts nghttpd on `site` (a free port; a fresh one if it exits during start-up) with
 /// the certificate in `cert_dir` (`cert.pem`, `key.pem`), serving the page of `query` whose
 /// sub-resources are `paths`; with `push`, the page pushes its CSS and JS ([`push_config`]).
 pub fn start(
@@ -233,16 +269,18 @@ pub fn start(
     paths: &[String],
     tag: &str,
     push: bool,
+    site: &Site<'_>,
 ) -> Result<Anchor, StartError> {
     let docroot =
         std::env::temp_dir().join(format!("h2lab-render-nghttpd-{}-{tag}", std::process::id()));
     write_docroot(&docroot, query, paths).map_err(StartError::Setup)?;
-    start_on_free_port("nghttpd", docroot.clone(), |port, log| {
+    start_on_free_port("nghttpd", docroot.clone(), site.ip, |port, log| {
         let mut cmd = Command::new(bin);
         if let Some(p) = push.then(|| push_config(paths)).flatten() {
             cmd.arg("-p").arg(p);
         }
-        cmd.arg("--address=127.0.0.1")
+        site.prepared(&mut cmd)
+            .arg(format!("--address={}", site.ip))
             .arg("--no-rfc7540-pri")
             .arg("--max-concurrent-streams=1000")
             .arg("-d")
@@ -258,14 +296,20 @@ pub fn start(
     })
 }
 
-/// h2o's configuration: one TLS listener on 127.0.0.1:`port` (h2 and http/1.1), one thread,
+/// h2o's configuration: one TLS listener on `ip`:`port` (h2 and http/1.1), one thread,
 /// the files of `docroot`; `user` so that h2o started as root does not switch to `nobody`
 /// before writing its pid file and log in `dir`.
-fn h2o_config(dir: &Path, docroot: &Path, port: u16, cert_dir: &Path, user: &str) -> String {
+fn h2o_config(
+    dir: &Path,
+    docroot: &Path,
+    (ip, port): (IpAddr, u16),
+    cert_dir: &Path,
+    user: &str,
+) -> String {
     let d = dir.display();
     format!(
         "user: {user}\nnum-threads: 1\npid-file: {d}/h2o.pid\nerror-log: {d}/error.log\n\
-         listen:\n  host: 127.0.0.1\n  port: {port}\n  ssl:\n    certificate-file: {}\n\
+         listen:\n  host: {ip}\n  port: {port}\n  ssl:\n    certificate-file: {}\n\
          \x20   key-file: {}\n    minimum-version: TLSv1.2\n    ocsp-update-interval: 0\n\
          hosts:\n  default:\n    paths:\n      /:\n        file.dir: {}\n",
         cert_dir.join("cert.pem").display(),
@@ -287,7 +331,7 @@ fn current_user() -> String {
         .unwrap_or_else(|| "root".into())
 }
 
-/// Starts h2o on 127.0.0.1 (a free port, a fresh one if it exits during start-up; TLS with
+/// Starts h2o on `site` (a free port, a fresh one if it exits during start-up; TLS with
 /// the certificate in `cert_dir`), serving the same files as [`start`] from a configuration
 /// written by the lab (no push: h2o 2.2 pushes only on `link: rel=preload` headers, which
 /// static files do not carry).
@@ -297,16 +341,18 @@ pub fn start_h2o(
     query: &str,
     paths: &[String],
     tag: &str,
+    site: &Site<'_>,
 ) -> Result<Anchor, StartError> {
     let dir = std::env::temp_dir().join(format!("h2lab-render-h2o-{}-{tag}", std::process::id()));
     let docroot = dir.join("www");
     write_docroot(&docroot, query, paths).map_err(StartError::Setup)?;
     let conf = dir.join("h2o.conf");
     let user = current_user();
-    start_on_free_port("h2o", dir.clone(), |port, log| {
-        std::fs::write(&conf, h2o_config(&dir, &docroot, port, cert_dir, &user))
+    start_on_free_port("h2o", dir.clone(), site.ip, |port, log| {
+        let listen = (site.ip, port);
+        std::fs::write(&conf, h2o_config(&dir, &docroot, listen, cert_dir, &user))
             .map_err(|e| format!("h2o config: {e}"))?;
-        Command::new(bin)
+        site.prepared(&mut Command::new(bin))
             .arg("-c")
             .arg(&conf)
             .stdin(Stdio::null())
@@ -323,6 +369,8 @@ mod tests {
     use crate::host::tests::listener_child;
     use std::net::TcpListener;
 
+    const LOCAL: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
     /// A server that exits at once (as one whose port was taken does) is started again on a
     /// fresh port; one that exits every time is an error, and its files are removed.
     #[test]
@@ -330,7 +378,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("h2lab-anchor-retry-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut ports = Vec::new();
-        let a = start_on_free_port("t", dir.clone(), |port, _log| {
+        let a = start_on_free_port("t", dir.clone(), LOCAL, |port, _log| {
             ports.push(port);
             if ports.len() == 1 {
                 return Command::new("true").spawn().map_err(|e| e.to_string());
@@ -348,7 +396,7 @@ mod tests {
 
         std::fs::create_dir_all(&dir).unwrap();
         let mut calls = 0;
-        let err = start_on_free_port("t", dir.clone(), |_, log| {
+        let err = start_on_free_port("t", dir.clone(), LOCAL, |_, log| {
             calls += 1;
             Command::new("sh")
                 .args(["-c", "echo cannot bind >&2"])
@@ -384,6 +432,7 @@ mod tests {
         let a = start_on_ports(
             "t",
             dir.clone(),
+            LOCAL,
             READY_TIMEOUT,
             || {
                 let p = if offered.is_empty() {
@@ -413,6 +462,7 @@ mod tests {
         let err = start_on_ports(
             "t",
             dir.clone(),
+            LOCAL,
             Duration::from_millis(100),
             || Ok(taken),
             |_, _log| {

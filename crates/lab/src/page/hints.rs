@@ -3,14 +3,17 @@
 //!
 //! Two built-in servers (TLS and QUIC, in-process), one with `--early-hints` (its `/page`
 //! answers `103` naming the page's CSS and JS at once, then its `200` after the page query's
-//! `think=`), one without, each behind its own link relay (TCP and UDP) per link. Per
+//! `think=`), one without: per link on a packet path's server side by default, each behind
+//! its own link relay (TCP and UDP) with `--mode relay`; the fetcher and Chromium run on the
+//! client side (`render::path`). Per
 //! protocol (HTTP/1.1 over 6 connections, HTTP/2, HTTP/3) two arms, without and with hints,
 //! alternated load by load (cold loads: new connections, no cache); the fetcher acts on a
 //! 103 as browsers do (it requests the hinted CSS/JS at once and uses them when the HTML
 //! names them). Per arm: the time until every render-blocking CSS/JS is done ("render",
 //! never before the HTML) and until the page is complete; per protocol the paired verdict
 //! with and without hints for both (per-round ratio, 95% CI, the four outcomes of
-//! [`ci::classify`]); and each arm against the floor the link allows ([`arm_floor`]).
+//! [`ci::classify`]); and each arm against the floor the link allows ([`arm_floor`]), with
+//! what the path counted during its loads.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -22,10 +25,11 @@ use serde::Serialize;
 
 use super::floor::{handshake_rtts, link_shape, transfer_ms};
 use super::load::{self, PageLoad, PoolSpec};
+use super::render::path::{self as netpath, LinkPath, Reach};
 use super::render::{render_ms, RenderLink};
 use crate::env::Origin;
 use crate::error::LabError;
-use crate::link::{self, LinkConfig, RunningLink};
+use crate::netpath::{ModeChoice, PathCounters, PathMode, PathSides};
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
 use crate::stats::MedianSpread;
@@ -63,6 +67,10 @@ pub struct HintsConfig {
     pub equivalence: f64,
     /// `--browser`: Chromium arms too (HTTP/2 and HTTP/3, with and without hints).
     pub browser: Option<std::path::PathBuf>,
+    /// Which path shaped links cross: the packet link (kernel TCP, the default) or the relay.
+    pub mode: PathMode,
+    /// TCP congestion control across a packet path (`None`: the namespaces' default).
+    pub tcp_cc: Option<String>,
 }
 
 impl Default for HintsConfig {
@@ -75,6 +83,8 @@ impl Default for HintsConfig {
             timeout: Duration::from_secs(120),
             equivalence: ci::DEFAULT_EQUIVALENCE,
             browser: None,
+            mode: PathMode::Packet,
+            tcp_cc: None,
         }
     }
 }
@@ -113,6 +123,8 @@ pub struct HintArm {
     pub floor: Option<HintsFloor>,
     /// First error, if loads failed.
     pub error: Option<String>,
+    /// What the path counted during the arm's loads (`None`: a direct link).
+    pub path: Option<PathCounters>,
 }
 
 /// With against without hints, one protocol, one metric.
@@ -137,8 +149,10 @@ pub struct HintsVerdict {
 pub struct HintsLinkResult {
     /// The link.
     pub link: RenderLink,
-    /// Its description.
+    /// Its description (RTT, rates, loss, path).
     pub description: String,
+    /// Each side's TCP congestion control (a packet path).
+    pub path_sides: Option<PathSides>,
     /// The page's path.
     pub path: String,
     /// The server's think time (ms).
@@ -156,6 +170,8 @@ pub struct HintsLinkResult {
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct HintsReport {
+    /// The path shaped links crossed (packet link or relay), and why the relay if not asked.
+    pub path: ModeChoice,
     /// Loads per arm and link.
     pub repeat: u32,
     /// Equivalence band.
@@ -227,7 +243,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(hints: bool) -> Result<Server, LabError> {
+fn start_server(lp: &LinkPath, hints: bool) -> Result<Server, LabError> {
     let dir = std::env::temp_dir().join(format!(
         "h2lab-hints-{}-{}",
         std::process::id(),
@@ -241,22 +257,15 @@ fn start_server(hints: bool) -> Result<Server, LabError> {
         max_concurrent_streams: 1000,
         ..ServerConfig::local()
     };
-    let server = h2lab_server::spawn(cfg).map_err(|source| LabError::Server {
-        role: "built-in server",
-        source,
-    })?;
+    let server = lp.server(cfg)?;
     let tls = server
         .tls_addr()
         .ok_or(LabError::NoAddress("built-in server: no TLS address"))?;
     Ok(Server { server, tls, dir })
 }
 
-fn pool(proto: LabProtocol, up: SocketAddr, link: &RunningLink, timeout: Duration) -> PoolSpec {
-    let via = if proto.is_h3() {
-        link.udp_addr()
-    } else {
-        Some(link.addr())
-    };
+fn pool(proto: LabProtocol, up: SocketAddr, r: &Reach, timeout: Duration) -> PoolSpec {
+    let via = if proto.is_h3() { r.udp } else { Some(r.tcp) };
     PoolSpec {
         proto,
         origin: Origin {
@@ -299,10 +308,14 @@ fn preloaded(l: &PageLoad) -> u32 {
 /// Runs the experiment; `log` receives progress lines.
 pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, LabError> {
     let start = Instant::now();
-    let plain = start_server(false)?;
-    let hinting = start_server(true)?;
     let repeat = cfg.repeat.max(1);
+    let choice = match cfg.links.iter().any(RenderLink::shaped) {
+        true => ModeChoice::resolve(cfg.mode),
+        false => ModeChoice::fixed(cfg.mode),
+    };
+    choice.fallback.iter().for_each(|w| log(w));
     let mut report = HintsReport {
+        path: choice,
         repeat,
         equivalence: cfg.equivalence,
         links: Vec::new(),
@@ -311,15 +324,15 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
     let path = format!("/page?{}", cfg.page_query);
     let think = think_ms(&cfg.page_query);
     for rl in &cfg.links {
-        let mk = |up: SocketAddr| {
-            let mut c = LinkConfig::profile(rl.profile, SocketAddr::from(([127, 0, 0, 1], 0)), up);
-            c.loss = rl.loss;
-            link::spawn(c).map_err(|source| LabError::Link {
-                name: Some(rl.name.clone()),
-                source,
-            })
-        };
-        let (link_off, link_on) = (mk(plain.tls)?, mk(hinting.tls)?);
+        let lp = LinkPath::start(rl, report.path.mode, cfg.tcp_cc.as_deref())?;
+        if let Some(sides) = lp.describe_sides() {
+            log(&format!("link {}: {}: {sides}", rl.name, lp.mode().label()));
+        }
+        let servers = [start_server(&lp, false)?, start_server(&lp, true)?];
+        let reach = servers
+            .iter()
+            .map(|s| lp.reach(s.tls, s.server.h3_addr()))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut chrome = match &cfg.browser {
             None => Vec::new(),
             Some(b) => {
@@ -329,21 +342,23 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                         .map(std::path::Path::to_path_buf)
                         .ok_or(LabError::NoAddress("built-in server: no certificate"))
                 };
-                let (c_off, c_on) = (cert(&plain)?, cert(&hinting)?);
+                let (c_off, c_on) = (cert(&servers[0])?, cert(&servers[1])?);
                 let servers = [
-                    (false, c_off.as_path(), &link_off),
-                    (true, c_on.as_path(), &link_on),
+                    (false, c_off.as_path(), &reach[0]),
+                    (true, c_on.as_path(), &reach[1]),
                 ];
-                let p = format!("/page?{}", cfg.page_query);
-                ChromiumArm::all(b, &cfg.protocols, servers, &p, cfg.timeout)?
+                ChromiumArm::all(b, &cfg.protocols, servers, &path, cfg.timeout)?
             }
         };
         let mut arms: Vec<(LabProtocol, bool, PoolSpec)> = Vec::new();
         for &p in &cfg.protocols {
-            arms.push((p, false, pool(p, plain.tls, &link_off, cfg.timeout)));
-            arms.push((p, true, pool(p, hinting.tls, &link_on, cfg.timeout)));
+            for (k, s) in servers.iter().enumerate() {
+                arms.push((p, k == 1, pool(p, s.tls, &reach[k], cfg.timeout)));
+            }
         }
-        let first = pool(LabProtocol::H2, plain.tls, &link_off, cfg.timeout);
+        // The fetcher and Chromium (child processes) on the client side of a packet path.
+        let side = lp.client_side()?;
+        let first = pool(LabProtocol::H2, servers[0].tls, &reach[0], cfg.timeout);
         let found = load::discover(&first, &path).map_err(LabError::from)?;
         let mut paths = vec![path.clone()];
         paths.extend(found.paths.iter().cloned());
@@ -351,17 +366,22 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
         log(&format!(
             "link {} ({}), page {path}: {} sub-resources, {blocking} CSS/JS, think {}",
             rl.name,
-            rl.describe(),
+            rl.describe(lp.mode()),
             paths.len() - 1,
             crate::fmt::ms(think)
         ));
         let mut loads: Vec<Vec<(PageLoad, u32)>> = vec![Vec::new(); arms.len()];
         let mut errors: Vec<Option<String>> = vec![None; arms.len()];
+        let mut counted: Vec<Option<PathCounters>> = vec![None; arms.len()];
         for i in 0..repeat as usize {
             for k in 0..arms.len() {
                 let j = (k + i) % arms.len();
                 let (proto, hints, p) = &arms[j];
-                match load::load_page(p, &paths) {
+                let r = &reach[usize::from(*hints)];
+                let before = lp.counters(r);
+                let result = load::load_page(p, &paths);
+                netpath::add(&mut counted[j], before, lp.counters(r));
+                match result {
                     Ok(l) if l.failed == 0 => {
                         log(&format!(
                             "  {} load {}/{repeat} {:<16} {:<8} render {:>9}  page {:>9}",
@@ -384,15 +404,20 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                 }
             }
             for c in &mut chrome {
+                let r = &reach[usize::from(c.hints())];
+                let before = lp.counters(r);
                 c.round(i, &rl.name, repeat, log);
+                c.count(before, lp.counters(r));
             }
         }
+        drop(side);
         let (rtt, down) = link_shape(rl.profile);
         let results: Vec<HintArm> = arms
             .iter()
             .zip(loads)
             .zip(errors)
-            .map(|(((proto, hints, _), ls), error)| {
+            .zip(counted)
+            .map(|((((proto, hints, _), ls), error), path)| {
                 let pairs: Vec<(f64, f64)> = ls
                     .iter()
                     .map(|(l, _)| (render_ms(l, &paths), l.page_ms))
@@ -419,6 +444,7 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
                         arm_floor(*proto, *hints, rtt, down, think, b, l.bytes.read)
                     }),
                     error,
+                    path,
                 }
             })
             .collect();
@@ -443,7 +469,8 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
         }
         report.links.push(HintsLinkResult {
             link: rl.clone(),
-            description: rl.describe(),
+            description: rl.describe(lp.mode()),
+            path_sides: lp.sides(),
             path: path.clone(),
             think_ms: think,
             resources: paths.len() - 1,
@@ -451,10 +478,9 @@ pub fn run(cfg: &HintsConfig, log: &mut dyn FnMut(&str)) -> Result<HintsReport, 
             arms: results,
             verdicts,
         });
-        link_off.shutdown();
-        link_on.shutdown();
+        drop(reach);
+        drop(servers);
     }
-    drop((plain, hinting));
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
 }

@@ -12,7 +12,8 @@
 //! - `h2 prio on`: a server that schedules by RFC 9218 (as h2o and nghttpd do).
 //!
 //! Both servers are the built-in one, started in-process (`--priorities off` and
-//! `rfc9218`), each behind its own link relay. Per arm it reports the time until every
+//! `rfc9218`): on a packet path's server side by default, each behind its own link relay with
+//! `--mode relay` (`render::path`). Per arm it reports the time until every
 //! render-blocking resource is complete ("render", the metric the seed's reference cites),
 //! the time until the page is complete, and the verdict between the arms with the lab's
 //! rule: the arms alternate load by load, so load `i` of every arm is round `i`; a verdict
@@ -28,7 +29,11 @@
 //! nghttpd with `--no-rfc7540-pri` (RFC 9218 priorities), behind the same link: without
 //! push, and with `-p` pushing the CSS and JS (configuration written by the lab). When h2o
 //! is installed, `h2 h2o` loads the same files from h2o (configuration written by the lab;
-//! h2o 2.2 predates RFC 9218 and ignores the `priority` header).
+//! h2o 2.2 predates RFC 9218 and ignores the `priority` header). On a packet path nghttpd
+//! and h2o run on its server side, in process groups of their own.
+//!
+//! Every arm records what the path counted during its loads (`path`: packets relayed,
+//! dropped at the queue, lost, per direction; the relay's TCP chunks).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -41,15 +46,21 @@ use serde::Serialize;
 
 use crate::env::Origin;
 use crate::error::LabError;
-use crate::link::{self, LinkConfig, LinkProfile, RunningLink};
-use crate::page::anchor;
-use crate::page::load::{self, PageLoad, PoolSpec};
+use crate::link::LinkProfile;
+use crate::netpath::{ModeChoice, PathCounters, PathMode, PathSides};
+use crate::page::load::{PageLoad, PoolSpec};
 use crate::proto::LabProtocol;
 use crate::stats::ci;
 use crate::stats::MedianSpread;
 
+mod one_page;
+pub(crate) mod path;
+mod text;
 mod verdict;
 
+use one_page::Page;
+use path::{LinkPath, Reach};
+pub use text::{json, render_text};
 use verdict::verdict;
 pub use verdict::RenderVerdict;
 
@@ -94,17 +105,28 @@ impl RenderLink {
         ]
     }
 
-    pub(crate) fn describe(&self) -> String {
+    /// RTT, rates and loss, and the path: `packet link (kernel TCP)`, or the relay's model
+    /// of TCP.
+    pub(crate) fn describe(&self, mode: PathMode) -> String {
         let base = crate::env::describe_profile_shape(self.profile);
         let shape = if self.loss > 0.0 {
             format!("{base}, {}% loss", self.loss * 100.0)
         } else {
             base
         };
-        match crate::link::LinkRecord::of(self.profile).model_text() {
-            Some(model) => format!("{shape}; {model}"),
-            None => shape,
+        if !self.shaped() {
+            return shape;
         }
+        match (mode, crate::link::LinkRecord::of(self.profile).model_text()) {
+            (PathMode::Packet, _) => format!("{shape}; {}", PathMode::Packet.label()),
+            (PathMode::Relay, Some(model)) => format!("{shape}; {model}"),
+            (PathMode::Relay, None) => format!("{shape}; {}", PathMode::Relay.label()),
+        }
+    }
+
+    /// Whether it shapes anything (not a loopback link without loss).
+    pub(crate) fn shaped(&self) -> bool {
+        self.profile != LinkProfile::Loopback || self.loss > 0.0
     }
 }
 
@@ -121,6 +143,10 @@ pub struct RenderConfig {
     pub timeout: Duration,
     /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
     pub equivalence: f64,
+    /// Which path shaped links cross: the packet link (kernel TCP, the default) or the relay.
+    pub mode: PathMode,
+    /// TCP congestion control across a packet path (`None`: the namespaces' default).
+    pub tcp_cc: Option<String>,
 }
 
 impl Default for RenderConfig {
@@ -134,6 +160,8 @@ impl Default for RenderConfig {
             repeat: 6,
             timeout: Duration::from_secs(120),
             equivalence: ci::DEFAULT_EQUIVALENCE,
+            mode: PathMode::Packet,
+            tcp_cc: None,
         }
     }
 }
@@ -196,6 +224,8 @@ pub struct ArmResult {
     pub pushed_wasted_bytes: u64,
     /// First error, if loads failed.
     pub error: Option<String>,
+    /// What the path counted during the arm's loads (`None`: a direct link).
+    pub path: Option<PathCounters>,
 }
 
 /// One page on one link.
@@ -211,8 +241,10 @@ pub struct RenderLinkResult {
     pub render_blocking: usize,
     /// The link.
     pub link: RenderLink,
-    /// Its description (RTT, rates, loss).
+    /// Its description (RTT, rates, loss, path).
     pub description: String,
+    /// Each side's TCP congestion control (a packet path).
+    pub path_sides: Option<PathSides>,
     /// Per arm.
     pub arms: Vec<ArmResult>,
     /// Best arm per metric, and the priorities-on vs off comparison.
@@ -226,6 +258,8 @@ pub struct RenderLinkResult {
 /// The whole experiment.
 #[derive(Debug, Clone, Serialize)]
 pub struct RenderReport {
+    /// The path shaped links crossed (packet link or relay), and why the relay if not asked.
+    pub path: ModeChoice,
     /// Loads per arm, page and link.
     pub repeat: u32,
     /// Equivalence band of the verdicts (a fraction: 0.03 is ±3%).
@@ -250,7 +284,7 @@ impl Drop for Server {
     }
 }
 
-fn start_server(mode: PriorityMode, push: bool) -> Result<Server, LabError> {
+fn start_server(lp: &LinkPath, mode: PriorityMode, push: bool) -> Result<Server, LabError> {
     let dir = std::env::temp_dir().join(format!(
         "h2lab-render-{}-{}",
         std::process::id(),
@@ -276,32 +310,24 @@ fn start_server(mode: PriorityMode, push: bool) -> Result<Server, LabError> {
         push,
         ..ServerConfig::local()
     };
-    let server = h2lab_server::spawn(cfg).map_err(|source| LabError::Server {
-        role: "built-in server",
-        source,
-    })?;
+    let server = lp.server(cfg)?;
     let tls = server
         .tls_addr()
         .ok_or(LabError::NoAddress("built-in server: no TLS address"))?;
     Ok(Server { server, tls, dir })
 }
 
-fn pool(
-    proto: LabProtocol,
-    upstream: SocketAddr,
-    link: &RunningLink,
-    timeout: Duration,
-) -> PoolSpec {
+fn pool(proto: LabProtocol, server: SocketAddr, via: &Reach, timeout: Duration) -> PoolSpec {
     PoolSpec {
         proto,
         origin: Origin {
             target: Target {
                 scheme: Scheme::Https,
-                host: upstream.ip().to_string(),
-                port: upstream.port(),
+                host: server.ip().to_string(),
+                port: server.port(),
                 path: "/".into(),
             },
-            connect_to: vec![link.addr()],
+            connect_to: vec![via.tcp],
             unix_socket: None,
         },
         connections: if proto.is_h2() { 1 } else { 6 },
@@ -325,252 +351,48 @@ pub fn render_ms(load: &PageLoad, paths: &[String]) -> f64 {
 /// Runs the experiment; `log` receives progress lines.
 pub fn run(cfg: &RenderConfig, log: &mut dyn FnMut(&str)) -> Result<RenderReport, LabError> {
     let start = Instant::now();
-    let on = start_server(PriorityMode::Rfc9218, false)?;
-    let off = start_server(PriorityMode::Off, false)?;
-    let pushing = start_server(PriorityMode::Rfc9218, true)?;
+    let path = match cfg.links.iter().any(RenderLink::shaped) {
+        true => ModeChoice::resolve(cfg.mode),
+        false => ModeChoice::fixed(cfg.mode),
+    };
+    path.fallback.iter().for_each(|w| log(w));
     let mut report = RenderReport {
+        path,
         repeat: cfg.repeat.max(1),
         equivalence: cfg.equivalence,
         links: Vec::new(),
         elapsed_secs: 0.0,
     };
-    let runs = cfg
-        .links
-        .iter()
-        .flat_map(|l| cfg.pages.iter().map(move |p| (l, p)));
-    for (rl, (page_name, query)) in runs {
-        let html_path = format!("/page?{query}");
-        let mk = |up: SocketAddr| {
-            let mut c = LinkConfig::profile(rl.profile, SocketAddr::from(([127, 0, 0, 1], 0)), up);
-            c.loss = rl.loss;
-            link::spawn(c).map_err(|source| LabError::Link {
-                name: Some(rl.name.clone()),
-                source,
-            })
-        };
-        let link_on = mk(on.tls)?;
-        let link_off = mk(off.tls)?;
-        let link_push = mk(pushing.tls)?;
-        let first = pool(LabProtocol::H1Tls, on.tls, &link_on, cfg.timeout);
-        let found = load::discover(&first, &html_path).map_err(LabError::from)?;
-        let mut paths = vec![html_path.clone()];
-        paths.extend(found.paths.iter().cloned());
-        let mut ng_paths = vec![anchor::PAGE_FILE.to_owned()];
-        ng_paths.extend(found.paths.iter().cloned());
-        let mut ng = Vec::new();
-        if let Some(bin) = anchor::nghttpd_path() {
-            for (arm, push) in [(Arm::Nghttpd, false), (Arm::NghttpdPush, true)] {
-                let tag = format!("{page_name}-{}", if push { "push" } else { "nopush" });
-                match anchor::start(&bin, &on.dir, query, &found.paths, &tag, push) {
-                    Ok(n) => ng.push((arm, push, mk(n.addr)?, n)),
-                    Err(e) => log(&format!("{} arm skipped: {e}", arm.label())),
-                }
-            }
+    for rl in &cfg.links {
+        let lp = LinkPath::start(rl, report.path.mode, cfg.tcp_cc.as_deref())?;
+        if let Some(sides) = lp.describe_sides() {
+            log(&format!("link {}: {}: {sides}", rl.name, lp.mode().label()));
         }
-        if let Some(bin) = anchor::h2o_path() {
-            match anchor::start_h2o(&bin, &on.dir, query, &found.paths, page_name) {
-                Ok(n) => ng.push((Arm::H2o, false, mk(n.addr)?, n)),
-                Err(e) => log(&format!("{} arm skipped: {e}", Arm::H2o.label())),
-            }
-        }
-        let mut pools: Vec<(Arm, PoolSpec, &[String])> = vec![
-            (Arm::H1x6, first, &paths),
-            (
-                Arm::H2PrioOff,
-                pool(LabProtocol::H2, off.tls, &link_off, cfg.timeout),
-                &paths,
-            ),
-            (
-                Arm::H2PrioOn,
-                pool(LabProtocol::H2, on.tls, &link_on, cfg.timeout),
-                &paths,
-            ),
-            (
-                Arm::H2Push,
-                PoolSpec {
-                    push: true,
-                    ..pool(LabProtocol::H2, pushing.tls, &link_push, cfg.timeout)
-                },
-                &paths,
-            ),
+        let servers = [
+            start_server(&lp, PriorityMode::Rfc9218, false)?,
+            start_server(&lp, PriorityMode::Off, false)?,
+            start_server(&lp, PriorityMode::Rfc9218, true)?,
         ];
-        for (arm, push, l, n) in &ng {
-            pools.push((
-                *arm,
-                PoolSpec {
-                    push: *push,
-                    ..pool(LabProtocol::H2, n.addr, l, cfg.timeout)
-                },
-                &ng_paths,
-            ));
-        }
-        let resources = paths.len() - 1;
-        let blocking = paths.iter().filter(|p| render_blocking(p)).count();
-        log(&format!(
-            "link {} ({}), page {page_name}: {resources} sub-resources, {blocking} CSS/JS",
-            rl.name,
-            rl.describe(),
-        ));
-        let mut loads: Vec<Vec<(f64, f64)>> = vec![Vec::new(); pools.len()];
-        let mut rounds: Vec<Vec<u32>> = vec![Vec::new(); pools.len()];
-        let mut pushed: Vec<Vec<(u64, u64)>> = vec![Vec::new(); pools.len()];
-        let mut errors: Vec<Option<String>> = vec![None; pools.len()];
-        for i in 0..report.repeat as usize {
-            for k in 0..pools.len() {
-                let j = (k + i) % pools.len();
-                let (arm, p, paths) = &pools[j];
-                match load::load_page(p, paths) {
-                    Ok(l) if l.failed == 0 => {
-                        let r = render_ms(&l, paths);
-                        log(&format!(
-                            "  {} load {}/{} {:<12} render {:>9}  page {:>9}",
-                            rl.name,
-                            i + 1,
-                            report.repeat,
-                            arm.label(),
-                            crate::fmt::ms(r),
-                            crate::fmt::ms(l.page_ms)
-                        ));
-                        loads[j].push((r, l.page_ms));
-                        rounds[j].push(i as u32);
-                        pushed[j].push((l.push.bytes, l.push.bytes_wasted));
-                    }
-                    Ok(l) => {
-                        errors[j].get_or_insert(format!("{} requests failed", l.failed));
-                    }
-                    Err(e) => {
-                        log(&format!("  {} {}: {e}", rl.name, arm.label()));
-                        errors[j].get_or_insert(e.to_string());
-                    }
-                }
-            }
-        }
-        let arms: Vec<ArmResult> = pools
+        let reach = servers
             .iter()
-            .zip(loads)
-            .zip(rounds)
-            .zip(pushed)
-            .zip(errors)
-            .map(|(((((arm, _, _), l), load_rounds), pu), error)| {
-                let r: Vec<f64> = l.iter().map(|x| x.0).collect();
-                let p: Vec<f64> = l.iter().map(|x| x.1).collect();
-                let n = (pu.len() as u64).max(1);
-                ArmResult {
-                    arm: *arm,
-                    render_ms: MedianSpread::of(&r),
-                    page_ms: MedianSpread::of(&p),
-                    loads: l,
-                    load_rounds,
-                    pushed_bytes: pu.iter().map(|x| x.0).sum::<u64>() / n,
-                    pushed_wasted_bytes: pu.iter().map(|x| x.1).sum::<u64>() / n,
-                    error,
-                }
-            })
-            .collect();
-        let all: Vec<Arm> = arms.iter().map(|a| a.arm).collect();
-        let verdicts = ["render", "page"]
-            .into_iter()
-            .filter_map(|m| verdict(m, &arms, &all, cfg.equivalence))
-            .collect();
-        let eq = cfg.equivalence;
-        let priorities = verdict("render", &arms, &[Arm::H2PrioOff, Arm::H2PrioOn], eq);
-        let push = verdict("render", &arms, &[Arm::H2PrioOn, Arm::H2Push], eq);
-        report.links.push(RenderLinkResult {
-            page: page_name.clone(),
-            path: html_path.clone(),
-            resources,
-            render_blocking: blocking,
-            description: rl.describe(),
-            link: rl.clone(),
-            arms,
-            verdicts,
-            priorities,
-            push,
-        });
-        link_on.shutdown();
-        link_off.shutdown();
-        link_push.shutdown();
-        for (_, _, l, n) in ng {
-            l.shutdown();
-            drop(n);
+            .map(|s| lp.reach(s.tls, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (page_name, query) in &cfg.pages {
+            let page = Page {
+                link: rl,
+                path: &lp,
+                servers: &servers,
+                reach: &reach,
+                name: page_name,
+                query,
+            };
+            report.links.push(page.run(cfg, report.repeat, log)?);
         }
+        drop(reach);
+        drop(servers);
     }
-    drop((on, off, pushing));
     report.elapsed_secs = start.elapsed().as_secs_f64();
     Ok(report)
-}
-
-/// The report as JSON.
-pub fn json(r: &RenderReport) -> String {
-    serde_json::to_string_pretty(r).unwrap_or_default()
-}
-
-/// The terminal report.
-pub fn render_text(r: &RenderReport) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done; \
-         verdicts from the per-round ratios (95% CI): win, parity (within the ±{} band) or \
-         undecided (fewer than {} rounds, or the CI across the band's edge)",
-        r.repeat,
-        super::loss::fmt_pct(r.equivalence),
-        ci::MIN_ROUNDS
-    );
-    for l in &r.links {
-        let _ = writeln!(
-            s,
-            "\nlink {} ({}), page {} {} ({} sub-resources, {} CSS/JS)",
-            l.link.name, l.description, l.page, l.path, l.resources, l.render_blocking
-        );
-        let _ = writeln!(
-            s,
-            "{:<13} {:>22} {:>22} {:>7} {:>7}",
-            "arm", "render (median, range)", "page (median, range)", "pushed", "wasted"
-        );
-        let cell = |x: Option<MedianSpread>| match x {
-            Some(v) => format!(
-                "{} ({}-{})",
-                crate::fmt::ms(v.median),
-                crate::fmt::ms(v.min),
-                crate::fmt::ms(v.max)
-            ),
-            None => "-".into(),
-        };
-        for a in &l.arms {
-            let _ = writeln!(
-                s,
-                "{:<13} {:>22} {:>22} {:>7} {:>7}{}",
-                a.arm.label(),
-                cell(a.render_ms),
-                cell(a.page_ms),
-                a.pushed_bytes,
-                a.pushed_wasted_bytes,
-                a.error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!("  error: {e}"))
-            );
-        }
-        let all = l.verdicts.iter().map(|v| ("best of all arms", v));
-        let prio = l.priorities.iter().map(|v| ("h2 prio on vs off", v));
-        let push = l.push.iter().map(|v| ("h2 push vs no push", v));
-        for (what, v) in all.chain(prio).chain(push) {
-            let ci = v.ratio.filter(|r| r.n >= 2).map_or(String::new(), |r| {
-                format!(" (95% CI {:.2}-{:.2}x, {} rounds)", r.lo, r.hi, r.n)
-            });
-            let _ = writeln!(
-                s,
-                "{:<6} {what:<17} {}: {} {:.2}x faster than {}{ci}",
-                v.metric,
-                v.outcome,
-                v.best.label(),
-                1.0 + v.margin,
-                v.runner_up.label()
-            );
-        }
-    }
-    s
 }
 
 #[cfg(test)]

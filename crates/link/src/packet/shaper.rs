@@ -226,6 +226,14 @@ impl<T: Ord> DelayQueue<T> {
         self.heap.pop().map(|Reverse((_, _, item))| item)
     }
 
+    /// The next item due at `now`, with the time it was due, if any.
+    pub fn pop_due_at(&mut self, now: Nanos) -> Option<(Nanos, T)> {
+        if self.next_at()? > now {
+            return None;
+        }
+        self.heap.pop().map(|Reverse((at, _, item))| (at, item))
+    }
+
     /// Items held.
     pub fn len(&self) -> usize {
         self.heap.len()

@@ -232,6 +232,52 @@ pub fn write_packet(fd: RawFd, buf: &[u8]) -> bool {
     n == buf.len() as isize
 }
 
+/// `CLOCK_MONOTONIC` now, in ns (the clock of [`arm_timer`]'s deadlines).
+pub fn mono_ns() -> u64 {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a live timespec; CLOCK_MONOTONIC always exists.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t);
+    }
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// A timer descriptor on `CLOCK_MONOTONIC`, readable when its deadline has passed.
+pub fn timerfd() -> io::Result<OwnedFd> {
+    // SAFETY: timerfd_create has no memory effects.
+    let fd = check(unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    })?;
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Arms `fd` to expire at the absolute `CLOCK_MONOTONIC` time `at_ns` (`TFD_TIMER_ABSTIME`:
+/// no drift from the time spent between reading the clock and arming); 0 disarms it.
+pub fn arm_timer(fd: RawFd, at_ns: u64) -> io::Result<()> {
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+        },
+    };
+    // SAFETY: `spec` is a live itimerspec; the old value is not asked for.
+    check(unsafe {
+        libc::timerfd_settime(fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut())
+    })
+    .map(drop)
+}
+
 /// An eventfd that wakes the link thread.
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: eventfd() has no memory effects.

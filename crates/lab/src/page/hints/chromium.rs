@@ -1,7 +1,8 @@
 //! Chromium arms of the Early Hints experiment (`--browser`): the same page from the same
 //! two servers through the same links, loaded by headless Chromium (a fresh profile per
 //! load, [`h2lab_browser::load`]) over HTTP/2 and HTTP/3 — the protocols on which Chromium
-//! acts on a 103 — alternated with the simulated arms. Render is when the document and its
+//! acts on a 103 — alternated with the simulated arms; on a packet path Chromium runs on the
+//! client side (it is started while the thread is there). Render is when the document and its
 //! CSS/JS had all ended (Resource Timing `responseEnd`), page the load event; a load where
 //! a resource came over another protocol is left out.
 
@@ -12,7 +13,8 @@ use h2lab_browser::{load, BrowserSpec, LoadOptions, Protocol, Workload};
 
 use super::HintArm;
 use crate::error::LabError;
-use crate::link::RunningLink;
+use crate::netpath::PathCounters;
+use crate::page::render::path::{self, Reach};
 use crate::proto::LabProtocol;
 use crate::stats::MedianSpread;
 
@@ -23,6 +25,7 @@ pub(super) struct ChromiumArm {
     opts: LoadOptions,
     loads: Vec<(Figures, u32)>,
     error: Option<String>,
+    path: Option<PathCounters>,
 }
 
 /// One load's figures: (render ms, page ms).
@@ -30,11 +33,11 @@ pub(super) type Figures = (f64, f64);
 
 impl ChromiumArm {
     /// Arms for the HTTP/2 and HTTP/3 of `protos`, each with and without hints; `servers`:
-    /// (hints, certificate, link) of the two servers.
+    /// (hints, certificate, how it is reached) of the two servers.
     pub(super) fn all(
         binary: &Path,
         protos: &[LabProtocol],
-        servers: [(bool, &Path, &RunningLink); 2],
+        servers: [(bool, &Path, &Reach); 2],
         path: &str,
         timeout: Duration,
     ) -> Result<Vec<ChromiumArm>, LabError> {
@@ -50,12 +53,13 @@ impl ChromiumArm {
                 LabProtocol::H3 => Protocol::H3,
                 _ => continue,
             };
-            for (hints, cert, link) in servers {
+            for (hints, cert, reach) in servers {
                 let addr = if p.is_h3() {
-                    link.udp_addr()
-                        .ok_or(LabError::NoAddress("the link relays no UDP"))?
+                    reach
+                        .udp
+                        .ok_or(LabError::NoAddress("the server or its link has no UDP"))?
                 } else {
-                    link.addr()
+                    reach.tcp
                 };
                 let pin = h2lab_browser::spki::pin_of_pem_file(cert).map_err(LabError::Browser)?;
                 out.push(ChromiumArm {
@@ -73,10 +77,21 @@ impl ChromiumArm {
                     },
                     loads: Vec::new(),
                     error: None,
+                    path: None,
                 });
             }
         }
         Ok(out)
+    }
+
+    /// Whether its server sends hints.
+    pub(super) fn hints(&self) -> bool {
+        self.hints
+    }
+
+    /// Adds what the path counted during a load.
+    pub(super) fn count(&mut self, before: Option<PathCounters>, after: Option<PathCounters>) {
+        path::add(&mut self.path, before, after);
     }
 
     /// Round `round`'s load, logged and kept (or its error).
@@ -122,6 +137,7 @@ impl ChromiumArm {
                 .find(|a| a.proto == self.proto && a.hints == self.hints)
                 .and_then(|a| a.floor),
             error: self.error,
+            path: self.path,
         }
     }
 

@@ -22,6 +22,15 @@ pub fn render_text(r: &HintsReport) -> String {
         crate::page::loss::fmt_pct(r.equivalence)
     );
     let _ = writeln!(s, "{CHROMIUM_NOTE}");
+    let _ = writeln!(
+        s,
+        "path: {}{}",
+        r.path.label,
+        r.path
+            .fallback
+            .as_ref()
+            .map_or(String::new(), |w| format!(" ({w})"))
+    );
     for l in &r.links {
         let _ = writeln!(
             s,
@@ -73,6 +82,20 @@ pub fn render_text(r: &HintsReport) -> String {
             ]);
         }
         s.push_str(&crate::fmt::table(&rows));
+        if let Some(sides) = &l.path_sides {
+            let _ = writeln!(
+                s,
+                "TCP congestion control: client {}, server {}",
+                sides.client_tcp_cc, sides.server_tcp_cc
+            );
+        }
+        for a in &l.arms {
+            if let Some(c) = &a.path {
+                let hints = if a.hints { "103" } else { "no hints" };
+                let who = label(a.proto, a.browser);
+                let _ = writeln!(s, "path during {who} {hints} loads: {}", c.brief());
+            }
+        }
         for a in l.arms.iter().filter(|a| a.error.is_some()) {
             let _ = writeln!(
                 s,

@@ -110,6 +110,7 @@ mod tests {
             pushed_bytes: 0,
             pushed_wasted_bytes: 0,
             error: None,
+            path: None,
         }
     }
 
