@@ -514,7 +514,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
                     }
                 ))
             );
-            if h2lab_lab::compare::measure::interleaves(plan, cfg.fresh_connections) {
+            if h2lab_lab::compare::schedule::interleaves(plan, cfg.fresh_connections) {
                 eprintln!(
                     "first rounds interleaved across conditions (round 1 of each, then round 2, \
                      ...):\ncells are reported when their block of conditions ends"

@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::{load, proto_page, PageLoad, PoolSpec, ProtoPage};
+use super::{load, proto_page, PoolSpec, ProtoPage};
 use crate::compare::decision::PAIRS;
 use crate::link::LinkProfile;
 use crate::netpath::PathCounters;
@@ -157,44 +157,22 @@ pub fn run_level(
 ) -> LossLevel {
     let rounds = repeat.max(1) as usize;
     let before = counts();
-    // loads[j][i]: protocol j's load of round i.
-    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::with_capacity(rounds); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let what = format!("loss {} load", fmt_pct(profile.loss()));
+    let mut sims = super::rounds::SimLoads::new(what, labels, rounds);
     let mut per: Vec<Option<PathCounters>> = vec![None; pools.len()];
     for i in 0..rounds {
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match path_of_load(
-            &mut *counts,
-            &mut per[j],
-            || load::load_page(&pools[j], paths),
-        ) {
-            Ok(l) => {
-                log(&format!(
-                    "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    fmt_pct(profile.loss()),
-                    i + 1,
-                    rounds,
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!(
-                    "loss {} load {} {}: {e}",
-                    fmt_pct(profile.loss()),
-                    i + 1,
-                    pools[j].proto.label()
-                ));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
-            }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            let r = path_of_load(&mut *counts, &mut per[j], || {
+                load::load_page(&pools[j], paths)
+            });
+            sims.keep(j, i, r, log);
         };
         super::browser::run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let after = counts();
-    let by_round: Vec<Vec<Option<f64>>> = loads
+    let by_round: Vec<Vec<Option<f64>>> = sims
+        .loads
         .iter()
         .map(|v| {
             v.iter()
@@ -204,8 +182,8 @@ pub fn run_level(
         .collect();
     let protocols: Vec<ProtoPage> = pools
         .iter()
-        .zip(loads)
-        .zip(errors)
+        .zip(sims.loads)
+        .zip(sims.errors)
         .map(|((pool, l), e)| proto_page(pool.proto, pool, l, e))
         .collect();
     let find = |p: LabProtocol| pools.iter().position(|x| x.proto == p);

@@ -27,6 +27,7 @@ pub(crate) mod paths;
 pub mod ratio;
 pub mod render;
 pub mod repeat;
+pub mod rounds;
 pub mod slow;
 pub mod users;
 
@@ -36,9 +37,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::compare::Machine;
 use crate::env::{BuiltinOptions, LabEnv, Route, Targets};
 use crate::error::LabError;
+use crate::kernel::Machine;
 use crate::link::LinkProfile;
 use crate::netpath::PathMode;
 use crate::proto::LabProtocol;
@@ -369,7 +370,7 @@ fn h3_by_default(cfg: &PageConfig) -> bool {
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
-    let started_unix = crate::compare::run::unix_now();
+    let started_unix = crate::kernel::unix_now();
     // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
     // not the client's share).
     let machine = Machine::this();
@@ -558,42 +559,25 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         return Ok(report);
     }
     let mut barms = browser::arms_for(&mut env, cfg, first_link, &protos, workload)?;
-    // loads[j][i]: protocol j's load of round i (`None`: it failed).
-    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let mut sims = rounds::SimLoads::new("load", labels, cfg.repeat.max(1) as usize);
     let mut views = repeat::Views::new(cfg.repeat_view, pools.len());
     let mut per = vec![None; pools.len()];
     let mut counts = || paths::link_loss(&env, &protos, first_link);
     for i in 0..cfg.repeat.max(1) as usize {
         let extra = browser::as_extra(&mut barms);
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match loss::path_of_load(
-            &mut counts,
-            &mut per[j],
-            || views.load(j, &pools[j], &paths, log),
-        ) {
-            Ok(l) => {
-                log(&format!(
-                    "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    i + 1,
-                    cfg.repeat.max(1),
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            let r = loss::path_of_load(&mut counts, &mut per[j], || {
+                views.load(j, &pools[j], &paths, log)
+            });
+            if !sims.keep(j, i, r, log) {
                 views.skip(j);
             }
         };
         browser::run_round(i, pools.len(), extra, &mut sim, log);
     }
     if !only {
-        for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
+        for ((pool, l), e) in pools.iter().zip(sims.loads).zip(sims.errors) {
             report.protocols.push(proto_page(pool.proto, pool, l, e));
         }
     }

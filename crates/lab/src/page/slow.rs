@@ -36,39 +36,23 @@ pub fn run(
     log: &mut dyn FnMut(&str),
 ) -> SlowReport {
     let paths = paths(cfg);
-    let mut loads = vec![Vec::new(); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let mut sims = super::rounds::SimLoads::new("run", labels, repeat.max(1) as usize);
     log(&format!(
         "{} parallel requests to /delay?ms={} per protocol",
         cfg.requests,
         cfg.delay.as_millis()
     ));
     for i in 0..repeat.max(1) as usize {
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match fetch_all(&pools[j], &paths) {
-            Ok(l) => {
-                log(&format!(
-                    "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    i + 1,
-                    repeat.max(1),
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
-            }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            sims.keep(j, i, fetch_all(&pools[j], &paths), log);
         };
         run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let results: Vec<_> = pools
         .iter()
-        .zip(loads)
-        .zip(errors)
+        .zip(sims.loads)
+        .zip(sims.errors)
         .map(|((p, l), e)| proto_page(p.proto, p, l, e))
         .collect();
     SlowReport {
