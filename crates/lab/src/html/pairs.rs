@@ -156,12 +156,3 @@ pub fn outcome_cell(o: Outcome, text: &str) -> String {
     };
     format!("<span class=\"{class}\">{}</span>", esc(text))
 }
-
-/// A verdict cell: `text` (escaped) in a `win` span when `won`, else a `par` one.
-pub fn verdict_cell(won: bool, text: &str) -> String {
-    format!(
-        "<span class=\"{}\">{}</span>",
-        if won { "win" } else { "par" },
-        esc(text)
-    )
-}

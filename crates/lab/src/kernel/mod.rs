@@ -7,6 +7,8 @@
 //! - [`rounds`]: a round of runs back to back with the machine's load judged over it and,
 //!   with `strict`, busy rounds measured again; the one retry of a run that completed
 //!   nothing; a whole engine run with that retry;
+//! - [`pairs`]: the like-for-like pairs of protocols every experiment decides, as rows of
+//!   one table;
 //! - [`clocks`]: per-thread CPU clocks over a run's measured period;
 //! - [`wall`]: where a run's wall time went;
 //! - [`machine`]: facts about the machine and the clock for every report.
@@ -16,6 +18,7 @@
 pub mod clocks;
 pub mod machine;
 pub mod order;
+pub mod pairs;
 pub mod policy;
 pub mod rounds;
 pub mod wall;
