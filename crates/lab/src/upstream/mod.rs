@@ -38,9 +38,11 @@ pub mod nginx;
 pub mod output;
 mod packet;
 mod paths_out;
+mod report_html;
 pub mod verdict;
 
-pub use output::{band, csv, html, json, render, BANDS};
+pub use output::{band, csv, json, render, BANDS};
+pub use report_html::html;
 pub use verdict::Versus;
 
 use std::net::SocketAddr;
