@@ -1,5 +1,5 @@
 //! The like-for-like comparisons of the compare report, one section per family of
-//! [`crate::compare::decision::PAIRS`] (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) and one for
+//! [`crate::kernel::pairs::PAIRS`] (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) and one for
 //! the A/A controls, each drawn the same way: a forest plot per metric and a table. Adding
 //! a pair to the table of pairs adds it here with no code.
 
