@@ -143,7 +143,11 @@ impl Targets {
 
     /// Sets the target of `proto`'s kind from a URL, checking the scheme fits.
     pub fn set(&mut self, proto: LabProtocol, url: &str) -> Result<(), LabError> {
-        let t = Target::parse(url)?;
+        self.set_target(proto, Target::parse(url)?)
+    }
+
+    /// Sets the target of `proto`'s kind, checking the scheme fits.
+    pub fn set_target(&mut self, proto: LabProtocol, t: Target) -> Result<(), LabError> {
         let want = if proto.tls() {
             Scheme::Https
         } else {
@@ -153,7 +157,7 @@ impl Targets {
             return Err(LabError::SchemeMismatch {
                 proto,
                 want,
-                url: url.to_owned(),
+                url: format!("{}://{}{}", t.scheme, host_port(&t), t.path),
             });
         }
         match proto {
