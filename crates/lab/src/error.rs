@@ -204,6 +204,33 @@ pub enum ParseError {
     CpuNumber(String),
     /// A CPU range that is reversed or beyond CPU 1023.
     CpuRange(String),
+    /// A load-test stage (`--stages`, `DURATION:USERS`) that does not parse.
+    Stage {
+        /// The stage as given.
+        stage: String,
+        /// What is wrong with it.
+        why: StageProblem,
+    },
+    /// A `--stages` list without stages.
+    NoStages,
+    /// A `--stages` list whose every stage has 0 users.
+    NoUsers,
+}
+
+/// What is wrong with a load-test stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StageProblem {
+    /// Not `DURATION:USERS`.
+    Shape,
+    /// The duration is not one.
+    Duration(h2lab_engine::syntax::DurationError),
+    /// The users are not a whole number (the text given).
+    Users(String),
+    /// Longer than 24 hours.
+    TooLong,
+    /// More than 1000 users.
+    TooManyUsers,
 }
 
 impl fmt::Display for ParseError {
@@ -236,6 +263,19 @@ impl fmt::Display for ParseError {
             ParseError::TooLong(s) => write!(f, "{s:?}: at most 24h"),
             ParseError::CpuNumber(s) => write!(f, "bad CPU number {s:?}"),
             ParseError::CpuRange(s) => write!(f, "bad CPU range {s:?}"),
+            ParseError::Stage { stage, why } => match why {
+                StageProblem::Shape => {
+                    write!(f, "stage {stage:?}: expected DURATION:USERS, e.g. 30s:10")
+                }
+                StageProblem::Duration(d) => write!(f, "stage {stage:?}: {d}"),
+                StageProblem::Users(u) => {
+                    write!(f, "stage {stage:?}: {u:?} is not a number of users")
+                }
+                StageProblem::TooLong => write!(f, "stage {stage:?}: at most 24h"),
+                StageProblem::TooManyUsers => write!(f, "stage {stage:?}: at most 1000 users"),
+            },
+            ParseError::NoStages => f.write_str("no stages"),
+            ParseError::NoUsers => f.write_str("every stage has 0 users"),
         }
     }
 }

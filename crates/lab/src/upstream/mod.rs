@@ -398,7 +398,7 @@ fn start(cfg: &UpstreamConfig, mode: PathMode) -> Result<Started, LabError> {
                         // The address is known once nginx has started (below).
                         nginx_arms.push((arms.len(), n.add(block)));
                     }
-                    Err(why) => env.skipped = Some(why),
+                    Err(why) => env.skipped = Some(why.to_string()),
                 }
             }
         }

@@ -102,9 +102,14 @@ impl BandSummary {
     }
 }
 
-/// One band of the decision framework: throughput and p99 summaries, or why the arm was not
-/// measured.
-pub type FrameworkRow = Result<(Option<BandSummary>, Option<BandSummary>), String>;
+/// One band of the decision framework.
+#[derive(Debug, Clone)]
+pub enum FrameworkRow {
+    /// The arm's throughput and p99 summaries over the band's cells.
+    Measured(Option<BandSummary>, Option<BandSummary>),
+    /// The arm was not measured: why.
+    Skipped(String),
+}
 
 /// The decision framework of arm `ai` (index in the config's arms), per band.
 pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkRow)> {
@@ -115,7 +120,7 @@ pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkR
             continue;
         }
         if let Some(why) = cells[0].arms.get(ai).and_then(|a| a.skipped.clone()) {
-            rows.push((*name, Err(why)));
+            rows.push((*name, FrameworkRow::Skipped(why)));
             continue;
         }
         let vs: Vec<_> = cells
@@ -126,10 +131,10 @@ pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkR
         let lat: Vec<Ratio> = vs.iter().map(|v| v.p99).collect();
         rows.push((
             *name,
-            Ok((
+            FrameworkRow::Measured(
                 BandSummary::of(&thr, Better::Higher),
                 BandSummary::of(&lat, Better::Lower),
-            )),
+            ),
         ));
     }
     rows
@@ -286,10 +291,10 @@ pub fn render(r: &UpstreamReport) -> String {
         );
         for (name, row) in framework(r, ai) {
             match row {
-                Err(why) => {
+                FrameworkRow::Skipped(why) => {
                     let _ = writeln!(out, "  {name:<10} | {why}");
                 }
-                Ok((thr, lat)) => {
+                FrameworkRow::Measured(thr, lat) => {
                     let _ = writeln!(
                         out,
                         "  {name:<10} | {:<48} | {}",
@@ -416,8 +421,8 @@ pub fn json(r: &UpstreamReport) -> String {
             let bands: Vec<_> = framework(r, ai)
                 .into_iter()
                 .map(|(name, row)| match row {
-                    Err(why) => json!({"band": name, "not_measured": why}),
-                    Ok((t, l)) => json!({
+                    FrameworkRow::Skipped(why) => json!({"band": name, "not_measured": why}),
+                    FrameworkRow::Measured(t, l) => json!({
                         "band": name, "throughput": summary_json(&t), "p99": summary_json(&l),
                     }),
                 })

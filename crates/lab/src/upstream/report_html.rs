@@ -5,7 +5,9 @@
 use std::fmt::Write as _;
 
 use super::measure::{empty_runs, marks};
-use super::output::{baseline, connections_line, framework, h2_arms, ratio_word, summary_text};
+use super::output::{
+    baseline, connections_line, framework, h2_arms, ratio_word, summary_text, FrameworkRow,
+};
 use super::UpstreamReport;
 use crate::compare::output::busy_text;
 use crate::html::shell::{document, section, table};
@@ -115,8 +117,8 @@ pub fn html(r: &UpstreamReport) -> String {
         ]];
         for (name, row) in framework(r, ai) {
             match row {
-                Err(why) => rows.push(vec![esc(name), esc(&why), String::new()]),
-                Ok((t, l)) => rows.push(vec![
+                FrameworkRow::Skipped(why) => rows.push(vec![esc(name), esc(&why), String::new()]),
+                FrameworkRow::Measured(t, l) => rows.push(vec![
                     esc(name),
                     esc(&summary_text(&t)),
                     esc(&summary_text(&l)),
