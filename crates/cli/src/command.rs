@@ -26,7 +26,7 @@ pub enum Command {
     /// Run the test server: HTTP/1.1, h2c, HTTP/2 and HTTP/1.1 over TLS, HTTP/3 (--h3).
     Serve(crate::serve::ServeArgs),
     /// Compare protocols across payloads, headers, concurrency, streams and networks.
-    Compare(crate::compare::CompareArgs),
+    Compare(Box<crate::compare::CompareArgs>),
     /// Load a page like a browser: 6 HTTP/1.1 connections vs one HTTP/2 or HTTP/3 connection.
     Page(crate::page::PageArgs),
     /// Emulate a network path (RTT, bandwidth, loss) as a TCP and UDP relay.

@@ -15,13 +15,18 @@ use std::process::ExitCode;
 
 use clap::Args;
 use h2lab_engine::StopFlag;
-use h2lab_lab::compare::axes::{parse_count, parse_list, parse_profile, HeaderSet, Payload};
+use std::time::Duration;
+
+use h2lab_engine::Target;
+use h2lab_lab::compare::axes::{HeaderSet, Payload};
 use h2lab_lab::compare::{output, CompareConfig, Preset};
 use h2lab_lab::env::{Pinning, Targets};
-use h2lab_lab::fmt::{dur, parse_dur, wrap_long_lines};
-use h2lab_lab::host::parse_cpu_list;
+use h2lab_lab::fmt::{dur, wrap_long_lines};
 use h2lab_lab::html;
-use h2lab_lab::proto::{self, LabProtocol};
+use h2lab_lab::link::LinkProfile;
+use h2lab_lab::proto::LabProtocol;
+
+use crate::lab_values::List;
 
 /// Exit status of failed runs and usage errors.
 pub const EXIT_FAILURE: u8 = 1;
@@ -52,62 +57,62 @@ pub struct CompareArgs {
 
     /// Measure this server instead of the built-in one: http:// serves h1, h1.0 and h2c;
     /// https:// serves h1-tls and h2.
-    #[arg(long, value_name = "URL")]
-    pub target: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = crate::lab_values::targets)]
+    pub target: Option<Targets>,
 
     /// Cleartext HTTP/1.1 server for h1 and h1.0 (overrides --target).
-    #[arg(long, value_name = "URL")]
-    pub h1_url: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = crate::lab_values::target)]
+    pub h1_url: Option<Target>,
 
     /// TLS server for h2 (and h1-tls) (overrides --target).
-    #[arg(long, value_name = "URL")]
-    pub h2_url: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = crate::lab_values::target)]
+    pub h2_url: Option<Target>,
 
     /// Cleartext HTTP/2 server for h2c (overrides --target).
-    #[arg(long, value_name = "URL")]
-    pub h2c_url: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = crate::lab_values::target)]
+    pub h2c_url: Option<Target>,
 
     /// HTTP/3 server for h3: an https:// URL whose host and port answer QUIC on UDP
     /// (overrides --target).
-    #[arg(long, value_name = "URL")]
-    pub h3_url: Option<String>,
+    #[arg(long, value_name = "URL", value_parser = crate::lab_values::target)]
+    pub h3_url: Option<Target>,
 
     /// Protocols to compare [default: h1,h1.0,h1-tls,h2,h2c,h3; --quick: h1,h1.0,h1-tls,h2,h2c
     /// (with h3, --quick's first rounds take 13 s of its 55 s instead of 9 s, a round of its
     /// 100 KB condition three times as long, and fewer of the budget's rounds that narrow
     /// the intervals are left; add it with --protocols)]. A protocol listed twice
     /// (`h2c,h2c`) is an A/A control: two arms, measured separately, never a winner.
-    #[arg(long, value_name = "LIST")]
-    pub protocols: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::protocols)]
+    pub protocols: Option<List<LabProtocol>>,
 
     /// Payloads of the base sweep [default: ping,json,1k,10k,50k,100k,compute].
-    #[arg(long, value_name = "LIST")]
-    pub payloads: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::payloads)]
+    pub payloads: Option<List<Payload>>,
 
     /// Payloads measured when another axis varies [default: json,100k].
-    #[arg(long, value_name = "LIST")]
-    pub sweep_payloads: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::payloads)]
+    pub sweep_payloads: Option<List<Payload>>,
 
     /// Request header sets; the first is the base [default: none,4k].
-    #[arg(long, value_name = "LIST")]
-    pub headers: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::header_sets)]
+    pub headers: Option<List<HeaderSet>>,
 
     /// Concurrent requests; the base is 50 if listed [default: 10,50,200].
-    #[arg(long, value_name = "LIST")]
-    pub concurrency: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::counts)]
+    pub concurrency: Option<List<u32>>,
 
     /// HTTP/2 streams per connection (connections = concurrency / streams) [default: 1,10].
-    #[arg(long, value_name = "LIST")]
-    pub streams: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::counts)]
+    pub streams: Option<List<u32>>,
 
     /// Link profiles; the first is the base [default: loopback,lan,wan].
-    #[arg(long, value_name = "LIST")]
-    pub links: Option<String>,
+    #[arg(long, value_name = "LIST", value_parser = crate::lab_values::links)]
+    pub links: Option<List<LinkProfile>>,
 
     /// The loss experiment: the WAN link (40 ms, 50 Mbit/s) at these loss percentages,
     /// from 0, 1 and 3 (`--loss 0,1,3` is `--links wan,lossy,lossy3`).
-    #[arg(long, value_name = "LIST", conflicts_with = "links")]
-    pub loss: Option<String>,
+    #[arg(long, value_name = "LIST", conflicts_with = "links", value_parser = crate::lab_values::loss_levels)]
+    pub loss: Option<List<LinkProfile>>,
 
     /// Measure the full cross product of the axes.
     #[arg(long)]
@@ -123,16 +128,16 @@ pub struct CompareArgs {
     /// links to 3 round trips of the whole concurrency [default: 15ms: short windows of the
     /// arms close together in time share more of the machine's slow and fast spells, and
     /// the budget adds rounds, see docs/methods.md].
-    #[arg(long, value_name = "DURATION")]
-    pub duration: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::lab_values::window)]
+    pub duration: Option<Duration>,
 
     /// Unmeasured warm-up at the start of each arm's first run (its connections are set up
     /// then), discarded [default: 100ms]; later runs on the open connections warm up for
     /// 5 ms on loopback (the arm measured before has drained: a window returns once its
     /// requests in flight have completed, up to 200 ms), on a shaped link for 20 ms, one
     /// link round plus one RTT and at least two RTTs (so that the arm before has drained).
-    #[arg(long, value_name = "DURATION")]
-    pub warm_up: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::lab_values::duration)]
+    pub warm_up: Option<Duration>,
 
     /// Client threads [default: 1].
     #[arg(long, value_name = "N")]
@@ -148,22 +153,22 @@ pub struct CompareArgs {
     /// Equivalence band of the throughput and server-cost decisions: a ratio whose 95% CI
     /// lies outside 1 ± this is a win, inside it parity; one that crosses its edge is
     /// slight when it leaves 1.0 out, undecided when it contains 1.0 [default: 3%].
-    #[arg(long, value_name = "PERCENT")]
-    pub equivalence: Option<String>,
+    #[arg(long, value_name = "PERCENT", value_parser = crate::lab_values::fraction)]
+    pub equivalence: Option<f64>,
 
     /// Equivalence band of the throughput decisions (overrides --equivalence) [default: 3%].
-    #[arg(long, value_name = "PERCENT")]
-    pub throughput_band: Option<String>,
+    #[arg(long, value_name = "PERCENT", value_parser = crate::lab_values::fraction)]
+    pub throughput_band: Option<f64>,
 
     /// Equivalence band of the server-cost decisions (overrides --equivalence)
     /// [default: 3%].
-    #[arg(long, value_name = "PERCENT")]
-    pub cost_band: Option<String>,
+    #[arg(long, value_name = "PERCENT", value_parser = crate::lab_values::fraction)]
+    pub cost_band: Option<f64>,
 
     /// Equivalence band of the p99 decisions [default: 10%: the tail of a 15 ms window
     /// spreads 10–20% between two identical arms].
-    #[arg(long, value_name = "PERCENT")]
-    pub p99_band: Option<String>,
+    #[arg(long, value_name = "PERCENT", value_parser = crate::lab_values::fraction)]
+    pub p99_band: Option<f64>,
 
     /// Measure a round again (up to twice) when other processes used the machine during it.
     #[arg(long)]
@@ -171,20 +176,20 @@ pub struct CompareArgs {
 
     /// After the matrix, add rounds to conditions with undecided verdicts, for at most MAX
     /// [default MAX: 2m].
-    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "2m")]
-    pub until_decided: Option<String>,
+    #[arg(long, value_name = "MAX", num_args = 0..=1, default_missing_value = "2m", value_parser = crate::lab_values::duration)]
+    pub until_decided: Option<Duration>,
 
     /// Wall-time budget of the whole run: after the first rounds, the time left adds rounds
     /// to the conditions with undecided decisions, nearest to deciding first (then, if time
     /// is left, to those whose throughput or server-cost CIs are wider than
     /// --target-width); 0 measures the first rounds only [default: 285s; --quick 55s].
-    #[arg(long, value_name = "DURATION")]
-    pub budget: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::lab_values::duration)]
+    pub budget: Option<Duration>,
 
     /// Relative CI width ((hi - lo) / ratio) at which a condition stops getting rounds from
     /// the budget [default: 3%].
-    #[arg(long, value_name = "PERCENT")]
-    pub target_width: Option<String>,
+    #[arg(long, value_name = "PERCENT", value_parser = crate::lab_values::fraction)]
+    pub target_width: Option<f64>,
 
     /// Measure every run on fresh connections (connect, warm up, measure, close: the
     /// behaviour before standing connections; slower, for comparison) instead of keeping
@@ -240,12 +245,12 @@ pub struct CompareArgs {
 pub struct CpuArgs {
     /// CPUs for the built-in server's threads (`0`, `0-1`, `0,2`) [default: the first half
     /// of the allowed CPUs when there are two or more].
-    #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
-    pub server_cpus: Option<String>,
+    #[arg(long, value_name = "LIST", conflicts_with = "no_pin", value_parser = crate::lab_values::cpus)]
+    pub server_cpus: Option<List<usize>>,
 
     /// CPUs for the client's threads and the emulated links [default: the other half].
-    #[arg(long, value_name = "LIST", conflicts_with = "no_pin")]
-    pub client_cpus: Option<String>,
+    #[arg(long, value_name = "LIST", conflicts_with = "no_pin", value_parser = crate::lab_values::cpus)]
+    pub client_cpus: Option<List<usize>>,
 
     /// Do not pin: the scheduler places the server and the client.
     #[arg(long)]
@@ -258,15 +263,8 @@ impl CpuArgs {
         if self.no_pin {
             return Ok(Pinning::Off);
         }
-        let list = |s: &Option<String>, flag: &str| -> Result<Vec<usize>, String> {
-            s.as_deref()
-                .map_or(Ok(Vec::new()), parse_cpu_list)
-                .map_err(|e| format!("{flag}: {e}"))
-        };
-        let (server, client) = (
-            list(&self.server_cpus, "--server-cpus")?,
-            list(&self.client_cpus, "--client-cpus")?,
-        );
+        let list = |l: &Option<List<usize>>| l.as_ref().map_or_else(Vec::new, |l| l.0.clone());
+        let (server, client) = (list(&self.server_cpus), list(&self.client_cpus));
         if server.is_empty() && client.is_empty() {
             return Ok(Pinning::Auto);
         }
@@ -277,23 +275,8 @@ impl CpuArgs {
     }
 }
 
-/// `3%`, `3` or `0.03` as a fraction.
-pub(crate) fn parse_fraction(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v: f64 = t
-        .trim_end_matches('%')
-        .parse()
-        .map_err(|_| format!("expected a percentage, got {s:?}"))?;
-    let f = if t.ends_with('%') || v >= 1.0 {
-        v / 100.0
-    } else {
-        v
-    };
-    if !(f > 0.0 && f < 0.5) {
-        return Err(format!("expected a band between 0% and 50%, got {s:?}"));
-    }
-    Ok(f)
-}
+/// `3%`, `3` or `0.03` as a fraction (the value parser of the lab's band flags).
+pub(crate) use crate::lab_values::fraction as parse_fraction;
 
 fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     let preset = if args.tiny {
@@ -304,10 +287,7 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         Preset::Default
     };
     let mut cfg = CompareConfig::preset(preset);
-    let mut targets: Option<Targets> = match &args.target {
-        Some(u) => Some(Targets::from_url(u).map_err(|e| format!("--target: {e}"))?),
-        None => None,
-    };
+    let mut targets: Option<Targets> = args.target.clone();
     for (flag, url, protos) in [
         ("--h1-url", &args.h1_url, &[LabProtocol::H1][..]),
         (
@@ -321,7 +301,8 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         if let Some(u) = url {
             let t = targets.get_or_insert_with(Targets::default);
             for &p in protos {
-                t.set(p, u).map_err(|e| format!("{flag}: {e}"))?;
+                t.set_target(p, u.clone())
+                    .map_err(|e| format!("{flag}: {e}"))?;
             }
         }
     }
@@ -335,14 +316,11 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         cfg.axes.protocols = v;
     }
     cfg.targets = targets;
-    if let Some(s) = &args.protocols {
-        cfg.axes.protocols = proto::parse_arms(s).map_err(|e| format!("--protocols: {e}"))?;
+    if let Some(l) = &args.protocols {
+        cfg.axes.protocols = l.0.clone();
     }
-    let payloads = |s: &str, flag: &str| {
-        parse_list(s, "payload", |p| p.parse::<Payload>()).map_err(|e| format!("{flag}: {e}"))
-    };
-    if let Some(s) = &args.payloads {
-        cfg.axes.payloads = payloads(s, "--payloads")?;
+    if let Some(l) = &args.payloads {
+        cfg.axes.payloads = l.0.clone();
         if args.sweep_payloads.is_none() {
             // Sweep the first and last payload the user listed.
             let p = &cfg.axes.payloads;
@@ -353,28 +331,20 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
             cfg.axes.sweep_payloads = sw;
         }
     }
-    if let Some(s) = &args.sweep_payloads {
-        cfg.axes.sweep_payloads = payloads(s, "--sweep-payloads")?;
+    if let Some(l) = &args.sweep_payloads {
+        cfg.axes.sweep_payloads = l.0.clone();
     }
-    if let Some(s) = &args.headers {
-        cfg.axes.headers = parse_list(s, "header set", |h| h.parse::<HeaderSet>())
-            .map_err(|e| format!("--headers: {e}"))?;
+    if let Some(l) = &args.headers {
+        cfg.axes.headers = l.0.clone();
     }
-    if let Some(s) = &args.concurrency {
-        cfg.axes.concurrency =
-            parse_list(s, "concurrency", parse_count).map_err(|e| format!("--concurrency: {e}"))?;
+    if let Some(l) = &args.concurrency {
+        cfg.axes.concurrency = l.0.clone();
     }
-    if let Some(s) = &args.streams {
-        cfg.axes.streams =
-            parse_list(s, "streams", parse_count).map_err(|e| format!("--streams: {e}"))?;
+    if let Some(l) = &args.streams {
+        cfg.axes.streams = l.0.clone();
     }
-    if let Some(s) = &args.links {
-        cfg.axes.links =
-            parse_list(s, "link", parse_profile).map_err(|e| format!("--links: {e}"))?;
-    }
-    if let Some(s) = &args.loss {
-        cfg.axes.links =
-            h2lab_lab::link::parse_loss_levels(s).map_err(|e| format!("--loss: {e}"))?;
+    if let Some(l) = args.links.as_ref().or(args.loss.as_ref()) {
+        cfg.axes.links = l.0.clone();
     }
     cfg.axes.full = args.full;
     if let Some(n) = args.runs {
@@ -383,20 +353,11 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
         }
         cfg.timing.runs = n;
     }
-    if let Some(d) = &args.duration {
-        let d = parse_dur(d).map_err(|e| format!("--duration: {e}"))?;
-        if d < h2lab_lab::compare::MIN_WINDOW {
-            return Err(format!(
-                "--duration: at least {} (shorter windows completed no request in a third of \
-                 their runs: the first responses of a window come a whole cycle of the closed \
-                 loop after it starts)",
-                dur(h2lab_lab::compare::MIN_WINDOW)
-            ));
-        }
+    if let Some(d) = args.duration {
         cfg.timing.duration = d;
     }
-    if let Some(d) = &args.warm_up {
-        cfg.timing.warm_up = parse_dur(d).map_err(|e| format!("--warm-up: {e}"))?;
+    if let Some(d) = args.warm_up {
+        cfg.timing.warm_up = d;
     }
     if let Some(t) = args.threads {
         if t == 0 {
@@ -409,14 +370,13 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     }
     cfg.server_threads = args.server_threads;
     cfg.pinning = args.cpus.pinning()?;
-    for (flag, value, bands) in [
-        ("--equivalence", &args.equivalence, &[0, 2][..]),
-        ("--throughput-band", &args.throughput_band, &[0][..]),
-        ("--cost-band", &args.cost_band, &[2][..]),
-        ("--p99-band", &args.p99_band, &[1][..]),
+    for (value, bands) in [
+        (args.equivalence, &[0, 2][..]),
+        (args.throughput_band, &[0][..]),
+        (args.cost_band, &[2][..]),
+        (args.p99_band, &[1][..]),
     ] {
-        if let Some(e) = value {
-            let band = parse_fraction(e).map_err(|e| format!("{flag}: {e}"))?;
+        if let Some(band) = value {
             for &i in bands {
                 *[
                     &mut cfg.bands.throughput,
@@ -431,15 +391,12 @@ fn build(args: &CompareArgs) -> Result<CompareConfig, String> {
     cfg.keep_slow_spells = args.keep_slow_spells;
     cfg.mode = args.mode;
     cfg.tcp_cc = args.cc.clone();
-    if let Some(d) = &args.until_decided {
-        cfg.until_decided = Some(parse_dur(d).map_err(|e| format!("--until-decided: {e}"))?);
-    }
-    if let Some(b) = &args.budget {
-        let b = parse_dur(b).map_err(|e| format!("--budget: {e}"))?;
+    cfg.until_decided = args.until_decided;
+    if let Some(b) = args.budget {
         cfg.budget = (!b.is_zero()).then_some(b);
     }
-    if let Some(w) = &args.target_width {
-        cfg.target_width = parse_fraction(w).map_err(|e| format!("--target-width: {e}"))?;
+    if let Some(w) = args.target_width {
+        cfg.target_width = w;
     }
     Ok(cfg)
 }
@@ -514,7 +471,7 @@ pub fn main(args: CompareArgs) -> ExitCode {
                     }
                 ))
             );
-            if h2lab_lab::compare::measure::interleaves(plan, cfg.fresh_connections) {
+            if h2lab_lab::compare::schedule::interleaves(plan, cfg.fresh_connections) {
                 eprintln!(
                     "first rounds interleaved across conditions (round 1 of each, then round 2, \
                      ...):\ncells are reported when their block of conditions ends"

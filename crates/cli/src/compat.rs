@@ -157,17 +157,20 @@ pub fn apply(a: &CompatArgs, cfg: &mut BenchConfig) -> Result<(), String> {
             .ciphers
             .as_deref()
             .map(|s| tls_opts::parse_ciphers(s, false))
-            .transpose()?,
+            .transpose()
+            .map_err(|e| e.to_string())?,
         tls13_ciphers: a
             .tls13_ciphers
             .as_deref()
             .map(|s| tls_opts::parse_ciphers(s, true))
-            .transpose()?,
+            .transpose()
+            .map_err(|e| e.to_string())?,
         groups: a
             .groups
             .as_deref()
             .map(tls_opts::parse_groups)
-            .transpose()?,
+            .transpose()
+            .map_err(|e| e.to_string())?,
         resume: a.tls_resume,
         zero_rtt: a.zero_rtt,
     };

@@ -17,6 +17,7 @@ mod doc_lines;
 mod doc_paths;
 mod docgen;
 mod heap;
+mod lab_values;
 mod link;
 mod link_packet;
 mod listen;
@@ -54,7 +55,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::Compare(args) => {
             heap::bound_for_lab();
-            compare::main(args)
+            compare::main(*args)
         }
         Command::Page(args) => {
             heap::bound_for_lab();

@@ -54,8 +54,57 @@ fn suite_names(s: &SupportedCipherSuite) -> [String; 2] {
     [format!("{suite:?}"), openssl_cipher_name(suite)]
 }
 
+/// A `--ciphers`, `--tls13-ciphers` or `--groups` list rustls cannot honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TlsOptError {
+    /// A cipher suite rustls does not support for this option.
+    UnsupportedCipher {
+        /// The option (`--ciphers`, `--tls13-ciphers`).
+        option: &'static str,
+        /// The name as given.
+        name: String,
+        /// The suites the option supports (rustls' names).
+        supported: Vec<String>,
+    },
+    /// A key-exchange group rustls does not support.
+    UnsupportedGroup {
+        /// The name as given.
+        name: String,
+        /// The supported groups (each with its other names, `/`-separated).
+        supported: Vec<String>,
+    },
+    /// An empty list for the option.
+    Empty(&'static str),
+}
+
+impl std::fmt::Display for TlsOptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TlsOptError::UnsupportedCipher {
+                option,
+                name,
+                supported,
+            } => write!(
+                f,
+                "{option}: unsupported cipher suite {name:?}; supported (rustls names, or their \
+                 OpenSSL names): {}",
+                supported.join(":")
+            ),
+            TlsOptError::UnsupportedGroup { name, supported } => write!(
+                f,
+                "--groups: unsupported group {name:?}; supported: {}",
+                supported.join(":")
+            ),
+            TlsOptError::Empty("--groups") => f.write_str("--groups: empty group list"),
+            TlsOptError::Empty(option) => write!(f, "{option}: empty cipher list"),
+        }
+    }
+}
+
+impl std::error::Error for TlsOptError {}
+
 /// Parses a cipher list for TLS 1.3 (`tls13`) or TLS 1.2 and earlier.
-pub fn parse_ciphers(list: &str, tls13: bool) -> Result<Vec<CipherSuite>, String> {
+pub fn parse_ciphers(list: &str, tls13: bool) -> Result<Vec<CipherSuite>, TlsOptError> {
     let option = if tls13 {
         "--tls13-ciphers"
     } else {
@@ -74,17 +123,16 @@ pub fn parse_ciphers(list: &str, tls13: bool) -> Result<Vec<CipherSuite>, String
             Some(s) if !out.contains(&s.suite()) => out.push(s.suite()),
             Some(_) => {}
             None => {
-                let names: Vec<String> = known.iter().map(|s| suite_names(s)[0].clone()).collect();
-                return Err(format!(
-                    "{option}: unsupported cipher suite {name:?}; supported (rustls names, or \
-                     their OpenSSL names): {}",
-                    names.join(":")
-                ));
+                return Err(TlsOptError::UnsupportedCipher {
+                    option,
+                    name: name.to_owned(),
+                    supported: known.iter().map(|s| suite_names(s)[0].clone()).collect(),
+                });
             }
         }
     }
     if out.is_empty() {
-        return Err(format!("{option}: empty cipher list"));
+        return Err(TlsOptError::Empty(option));
     }
     Ok(out)
 }
@@ -101,7 +149,7 @@ fn group_names(g: NamedGroup) -> Vec<String> {
 }
 
 /// Parses `--groups`.
-pub fn parse_groups(list: &str) -> Result<Vec<NamedGroup>, String> {
+pub fn parse_groups(list: &str) -> Result<Vec<NamedGroup>, TlsOptError> {
     let known: Vec<NamedGroup> = ring_provider::ALL_KX_GROUPS
         .iter()
         .map(|g| g.name())
@@ -116,16 +164,15 @@ pub fn parse_groups(list: &str) -> Result<Vec<NamedGroup>, String> {
             Some(g) if !out.contains(g) => out.push(*g),
             Some(_) => {}
             None => {
-                let names: Vec<String> = known.iter().map(|g| group_names(*g).join("/")).collect();
-                return Err(format!(
-                    "--groups: unsupported group {name:?}; supported: {}",
-                    names.join(":")
-                ));
+                return Err(TlsOptError::UnsupportedGroup {
+                    name: name.to_owned(),
+                    supported: known.iter().map(|g| group_names(*g).join("/")).collect(),
+                });
             }
         }
     }
     if out.is_empty() {
-        return Err("--groups: empty group list".into());
+        return Err(TlsOptError::Empty("--groups"));
     }
     Ok(out)
 }
@@ -194,10 +241,14 @@ mod tests {
             Ok(vec![CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256])
         );
         // A TLS 1.3 suite is not a --ciphers (TLS 1.2) suite.
-        let e = parse_ciphers("TLS13_AES_128_GCM_SHA256", false).unwrap_err();
+        let e = parse_ciphers("TLS13_AES_128_GCM_SHA256", false)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("--ciphers: unsupported cipher suite"), "{e}");
         assert!(e.contains("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"), "{e}");
-        let e = parse_ciphers("TLS_AES_128_CCM_SHA256", true).unwrap_err();
+        let e = parse_ciphers("TLS_AES_128_CCM_SHA256", true)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("TLS13_CHACHA20_POLY1305_SHA256") && !e.contains('\n'),
             "{e}"
@@ -212,7 +263,7 @@ mod tests {
             Ok(vec![NamedGroup::secp256r1, NamedGroup::X25519])
         );
         assert_eq!(parse_groups("secp384r1"), Ok(vec![NamedGroup::secp384r1]));
-        let e = parse_groups("X25519:P-521").unwrap_err();
+        let e = parse_groups("X25519:P-521").unwrap_err().to_string();
         assert!(
             e.starts_with("--groups: unsupported group \"P-521\"; supported:"),
             "{e}"

@@ -172,3 +172,119 @@ impl std::error::Error for PageError {
         }
     }
 }
+
+/// A value of a lab flag that does not parse (protocols, payloads, header sets, counts,
+/// link profiles, durations, CPU lists). The command line's value parsers report it after
+/// the flag's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// An unknown protocol name.
+    UnknownProtocol(String),
+    /// A protocol listed more than twice (twice is an A/A control).
+    ListedTooOften,
+    /// An empty list of `what` (`protocol`, `payload`, `CPU`).
+    EmptyList(&'static str),
+    /// A payload that is not `ping`, `json`, `compute`, `info`, a size, a path or
+    /// `NAME=/path`.
+    UnknownPayload(String),
+    /// `NAME=/path` without a name or a path, or with spaces.
+    PayloadPath(String),
+    /// A header set that is not `none` or a size `1k`..`12k`.
+    HeaderSet(String),
+    /// A count that is not a positive number.
+    NotPositive(String),
+    /// An unknown link profile (the link crate's words).
+    Link(String),
+    /// A duration the workspace's syntax rejects.
+    Duration(h2lab_engine::syntax::DurationError),
+    /// A duration over 24 hours.
+    TooLong(String),
+    /// A CPU number that does not parse.
+    CpuNumber(String),
+    /// A CPU range that is reversed or beyond CPU 1023.
+    CpuRange(String),
+    /// A load-test stage (`--stages`, `DURATION:USERS`) that does not parse.
+    Stage {
+        /// The stage as given.
+        stage: String,
+        /// What is wrong with it.
+        why: StageProblem,
+    },
+    /// A `--stages` list without stages.
+    NoStages,
+    /// A `--stages` list whose every stage has 0 users.
+    NoUsers,
+}
+
+/// What is wrong with a load-test stage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StageProblem {
+    /// Not `DURATION:USERS`.
+    Shape,
+    /// The duration is not one.
+    Duration(h2lab_engine::syntax::DurationError),
+    /// The users are not a whole number (the text given).
+    Users(String),
+    /// Longer than 24 hours.
+    TooLong,
+    /// More than 1000 users.
+    TooManyUsers,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::UnknownProtocol(s) => write!(
+                f,
+                "unknown protocol {s:?} (expected h1, h1.0, h1-tls, h2, h2c or h3)"
+            ),
+            ParseError::ListedTooOften => {
+                f.write_str("a protocol can be listed at most twice (an A/A control)")
+            }
+            ParseError::EmptyList(what) => write!(f, "empty {what} list"),
+            ParseError::UnknownPayload(s) => write!(
+                f,
+                "unknown payload {s:?} (expected ping, json, compute, info, a size like 10k, \
+                 a /path or NAME=/path)"
+            ),
+            ParseError::PayloadPath(s) if s.contains('=') => {
+                write!(f, "payload {s:?}: expected NAME=/path")
+            }
+            ParseError::PayloadPath(s) => write!(f, "payload {s:?}: paths cannot contain spaces"),
+            ParseError::HeaderSet(s) => write!(
+                f,
+                "header set {s:?}: expected none or a size 1k..12k (e.g. 4k)"
+            ),
+            ParseError::NotPositive(s) => write!(f, "{s:?} is not a positive number"),
+            ParseError::Link(why) => f.write_str(why),
+            ParseError::Duration(e) => write!(f, "{e}"),
+            ParseError::TooLong(s) => write!(f, "{s:?}: at most 24h"),
+            ParseError::CpuNumber(s) => write!(f, "bad CPU number {s:?}"),
+            ParseError::CpuRange(s) => write!(f, "bad CPU range {s:?}"),
+            ParseError::Stage { stage, why } => match why {
+                StageProblem::Shape => {
+                    write!(f, "stage {stage:?}: expected DURATION:USERS, e.g. 30s:10")
+                }
+                StageProblem::Duration(d) => write!(f, "stage {stage:?}: {d}"),
+                StageProblem::Users(u) => {
+                    write!(f, "stage {stage:?}: {u:?} is not a number of users")
+                }
+                StageProblem::TooLong => write!(f, "stage {stage:?}: at most 24h"),
+                StageProblem::TooManyUsers => write!(f, "stage {stage:?}: at most 1000 users"),
+            },
+            ParseError::NoStages => f.write_str("no stages"),
+            ParseError::NoUsers => f.write_str("every stage has 0 users"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseError::Duration(e) => Some(e),
+            _ => None,
+        }
+    }
+}

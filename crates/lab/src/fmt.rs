@@ -261,10 +261,11 @@ pub fn fit_table(rows: &[Vec<String>], width: usize) -> String {
 /// Parses a duration for the lab's flags: a number with a unit `ms`, `s`, `m` or `h`
 /// (`250ms`, `1.5s`, `5m`), or `0` (the workspace's one syntax, [`h2lab_engine::syntax`],
 /// without bare numbers), at most 24 hours.
-pub fn parse_dur(s: &str) -> Result<Duration, String> {
-    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(|e| e.to_string())?;
+pub fn parse_dur(s: &str) -> Result<Duration, crate::error::ParseError> {
+    use crate::error::ParseError;
+    let d = syntax::parse_duration(s, BareNumber::ZeroOnly).map_err(ParseError::Duration)?;
     if d > Duration::from_secs(86_400) {
-        return Err(format!("{s:?}: at most 24h"));
+        return Err(ParseError::TooLong(s.to_owned()));
     }
     Ok(d)
 }

@@ -19,24 +19,25 @@ pub use h2lab_server::current_tid;
 
 /// Parses a CPU list such as `0`, `0-3` or `0,2-3` (the kernel's `Cpus_allowed_list`
 /// format, also accepted by `--server-cpus`).
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, crate::error::ParseError> {
+    use crate::error::ParseError;
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let (a, b) = match part.split_once('-') {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
         };
-        let a: usize = a.parse().map_err(|_| format!("bad CPU number {a:?}"))?;
-        let b: usize = b.parse().map_err(|_| format!("bad CPU number {b:?}"))?;
+        let a: usize = a.parse().map_err(|_| ParseError::CpuNumber(a.to_owned()))?;
+        let b: usize = b.parse().map_err(|_| ParseError::CpuNumber(b.to_owned()))?;
         if a > b || b >= 1024 {
-            return Err(format!("bad CPU range {part:?}"));
+            return Err(ParseError::CpuRange(part.to_owned()));
         }
         v.extend(a..=b);
     }
     v.sort_unstable();
     v.dedup();
     if v.is_empty() {
-        return Err("empty CPU list".into());
+        return Err(ParseError::EmptyList("CPU"));
     }
     Ok(v)
 }

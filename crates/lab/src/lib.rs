@@ -12,6 +12,8 @@
 //!   crate formats `bench` results: text, JSON, CSV).
 //! - [`env`](mod@env): the in-process lab environment (built-in server and links) both commands use.
 //! - [`netpath`]: which path shaped conditions cross (`--mode packet|relay`) and its counters.
+//! - [`kernel`]: what the experiments share about measuring: rounds, their order, retries,
+//!   per-thread CPU clocks and [`RunPolicy`](kernel::RunPolicy), every timing number.
 //! - [`host`]: CPU pinning, per-thread CPU clocks and machine load from `/proc`.
 //! - [`stats`]: medians, bootstrap confidence intervals and the win/parity/undecided rule.
 
@@ -21,6 +23,7 @@ pub mod error;
 pub mod fmt;
 pub mod host;
 pub mod html;
+pub mod kernel;
 pub use h2lab_link as link;
 pub mod netpath;
 pub mod os;

@@ -1,5 +1,6 @@
 //! The protocol variants the lab compares, with their command-line names.
 
+use crate::error::ParseError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -150,7 +151,7 @@ impl fmt::Display for LabProtocol {
 }
 
 impl FromStr for LabProtocol {
-    type Err = String;
+    type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().as_str() {
@@ -160,9 +161,7 @@ impl FromStr for LabProtocol {
             "h2" | "http/2" => Ok(LabProtocol::H2),
             "h2c" => Ok(LabProtocol::H2c),
             "h3" | "http/3" | "quic" => Ok(LabProtocol::H3),
-            other => Err(format!(
-                "unknown protocol {other:?} (expected h1, h1.0, h1-tls, h2, h2c or h3)"
-            )),
+            other => Err(ParseError::UnknownProtocol(other.to_owned())),
         }
     }
 }
@@ -177,7 +176,7 @@ timeout, CUBIC curve or pacing). Close to like for like, not identical: with `--
 TCP never sees the link's loss and its times are optimistic";
 
 /// Parses a comma-separated protocol list (`h1,h2c`), without duplicates.
-pub fn parse_list(s: &str) -> Result<Vec<LabProtocol>, String> {
+pub fn parse_list(s: &str) -> Result<Vec<LabProtocol>, ParseError> {
     let mut v: Vec<LabProtocol> = Vec::new();
     for part in s.split(',').filter(|p| !p.trim().is_empty()) {
         let p: LabProtocol = part.parse()?;
@@ -186,27 +185,27 @@ pub fn parse_list(s: &str) -> Result<Vec<LabProtocol>, String> {
         }
     }
     if v.is_empty() {
-        return Err("empty protocol list".into());
+        return Err(ParseError::EmptyList("protocol"));
     }
     Ok(v)
 }
 
 /// Parses a comma-separated list of arms (`h1,h2c` or the A/A control `h2c,h2c`): like
 /// [`parse_list`] but a protocol listed twice is kept twice (measured as two arms).
-pub fn parse_arms(s: &str) -> Result<Vec<LabProtocol>, String> {
+pub fn parse_arms(s: &str) -> Result<Vec<LabProtocol>, ParseError> {
     let v: Vec<LabProtocol> = s
         .split(',')
         .filter(|p| !p.trim().is_empty())
         .map(str::parse)
         .collect::<Result<_, _>>()?;
     if v.is_empty() {
-        return Err("empty protocol list".into());
+        return Err(ParseError::EmptyList("protocol"));
     }
     if LabProtocol::ALL
         .iter()
         .any(|p| v.iter().filter(|&&q| q == *p).count() > 2)
     {
-        return Err("a protocol can be listed at most twice (an A/A control)".into());
+        return Err(ParseError::ListedTooOften);
     }
     Ok(v)
 }
@@ -225,7 +224,10 @@ mod tests {
             vec![LabProtocol::H1, LabProtocol::H2c]
         );
         assert_eq!(parse_list("h3,http/3").unwrap(), vec![LabProtocol::H3]);
-        assert!(parse_list("h4").unwrap_err().contains("unknown protocol"));
+        assert!(parse_list("h4")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown protocol"));
         assert!(parse_list(",").is_err());
         assert_eq!(
             parse_arms("h2c,h2c").unwrap(),

@@ -182,7 +182,7 @@ fn the_loss_experiment_loads_over_a_lossy_link_and_the_link_counts_the_loss() {
     assert_eq!(r.protocols.len(), 2);
     let text = output::render_text(&r);
     assert!(text.contains("Page load under loss"), "{text}");
-    assert!(text.contains("h3 / h2"), "{text}");
+    assert!(text.contains("undecided h3/h2 ("), "{text}");
     let json: serde_json::Value = serde_json::from_str(&output::json(&r)).unwrap();
     assert_eq!(json["loss"][0]["profile"], "lossy3");
     assert!(

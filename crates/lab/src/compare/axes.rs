@@ -1,5 +1,6 @@
 //! The axes of the protocol matrix and their command-line syntax.
 
+use crate::error::ParseError;
 use std::fmt;
 use std::str::FromStr;
 
@@ -54,7 +55,7 @@ impl Payload {
 }
 
 impl FromStr for Payload {
-    type Err = String;
+    type Err = ParseError;
 
     /// `ping`, `json`, `compute`, `info`, a size (`1k`, `100k`, `2m`: `/data?size=`), a
     /// path (`/x?y`), or `name=/path`.
@@ -66,13 +67,13 @@ impl FromStr for Payload {
         };
         if let Some((name, path)) = s.split_once('=') {
             if !path.starts_with('/') || name.is_empty() || path.contains(char::is_whitespace) {
-                return Err(format!("payload {s:?}: expected NAME=/path"));
+                return Err(ParseError::PayloadPath(s.to_owned()));
             }
             return Ok(p(name, path.to_owned()));
         }
         if s.starts_with('/') {
             if s.contains(char::is_whitespace) {
-                return Err(format!("payload {s:?}: paths cannot contain spaces"));
+                return Err(ParseError::PayloadPath(s.to_owned()));
             }
             return Ok(p(s, s.to_owned()));
         }
@@ -95,10 +96,7 @@ impl FromStr for Payload {
                         });
                     }
                 }
-                Err(format!(
-                    "unknown payload {s:?} (expected ping, json, compute, info, a size like \
-                     10k, a /path or NAME=/path)"
-                ))
+                Err(ParseError::UnknownPayload(s.to_owned()))
             }
         }
     }
@@ -144,7 +142,7 @@ impl Serialize for HeaderSet {
 }
 
 impl FromStr for HeaderSet {
-    type Err = String;
+    type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let l = s.trim().to_ascii_lowercase();
@@ -160,9 +158,7 @@ impl FromStr for HeaderSet {
             {
                 Ok(HeaderSet::Large(k))
             }
-            _ => Err(format!(
-                "header set {s:?}: expected none or a size 1k..12k (e.g. 4k)"
-            )),
+            _ => Err(ParseError::HeaderSet(s.to_owned())),
         }
     }
 }
@@ -175,9 +171,9 @@ pub fn profile_name<S: Serializer>(p: &LinkProfile, s: S) -> Result<S::Ok, S::Er
 /// Parses a comma-separated list with `parse`, dropping duplicates, keeping order.
 pub fn parse_list<T: PartialEq>(
     s: &str,
-    what: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<Vec<T>, String> {
+    what: &'static str,
+    parse: impl Fn(&str) -> Result<T, ParseError>,
+) -> Result<Vec<T>, ParseError> {
     let mut v: Vec<T> = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let x = parse(part)?;
@@ -186,22 +182,23 @@ pub fn parse_list<T: PartialEq>(
         }
     }
     if v.is_empty() {
-        return Err(format!("empty {what} list"));
+        return Err(ParseError::EmptyList(what));
     }
     Ok(v)
 }
 
 /// Parses a positive count (`50`).
-pub fn parse_count(s: &str) -> Result<u32, String> {
+pub fn parse_count(s: &str) -> Result<u32, ParseError> {
     match s.parse::<u32>() {
         Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("{s:?} is not a positive number")),
+        _ => Err(ParseError::NotPositive(s.to_owned())),
     }
 }
 
 /// Parses a link profile name.
-pub fn parse_profile(s: &str) -> Result<LinkProfile, String> {
-    s.parse::<LinkProfile>().map_err(|e| e.to_string())
+pub fn parse_profile(s: &str) -> Result<LinkProfile, ParseError> {
+    s.parse::<LinkProfile>()
+        .map_err(|e| ParseError::Link(e.to_string()))
 }
 
 #[cfg(test)]

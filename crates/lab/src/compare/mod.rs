@@ -22,10 +22,12 @@ pub mod output;
 pub mod paths;
 pub mod plan;
 pub mod run;
+pub mod schedule;
 pub mod sequential;
 pub mod spell;
+pub mod timing;
 pub mod verdicts;
-pub mod wall;
+pub use crate::kernel::wall;
 
 use std::time::Duration;
 
@@ -34,12 +36,14 @@ use serde::Serialize;
 
 use crate::env::{BuiltinOptions, Isolation, LabEnv, Pinning, Targets};
 use crate::error::LabError;
+use crate::kernel::RunPolicy;
 use crate::link::LinkProfile;
 use crate::proto::LabProtocol;
 use axes::{HeaderSet, Payload};
 use decision::DecisionRow;
 use matrix::{Axes, MatrixPlan};
-use run::{CellResult, Progress, Timing};
+use run::{CellResult, Progress};
+use timing::Timing;
 
 /// A predefined size of the matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -146,6 +150,7 @@ impl CompareConfig {
                     warm_up: Duration::from_millis(100),
                     duration: WINDOW,
                     client_threads: 1,
+                    policy: RunPolicy::LAB,
                 },
             ),
             Preset::Quick => (
@@ -168,6 +173,7 @@ impl CompareConfig {
                     warm_up: Duration::from_millis(100),
                     duration: WINDOW,
                     client_threads: 1,
+                    policy: RunPolicy::LAB,
                 },
             ),
             Preset::Tiny => (
@@ -186,6 +192,7 @@ impl CompareConfig {
                     warm_up: Duration::from_millis(50),
                     duration: Duration::from_millis(200),
                     client_threads: 1,
+                    policy: RunPolicy::LAB,
                 },
             ),
         };
@@ -213,21 +220,13 @@ impl CompareConfig {
     }
 }
 
-/// The measured period of a run in the default and `--quick` matrices (stretched on slow
-/// links). Short: the 2-core VM's speed moves over hundreds of milliseconds, so two arms'
-/// windows close together in time share more of it, and the budget turns the time saved
-/// into rounds. `bench/lab-repro.sh` on the same quiet machine, alternated (docs/methods.md,
-/// "Why it works this way"): the median CI width of the req/s and server-cost
-/// decisions fell from 31% and 28% with 100 ms windows to 5% and 4% with 15 ms ones.
-pub const WINDOW: Duration = Duration::from_millis(15);
+/// The measured period of a run in the default and `--quick` matrices
+/// ([`RunPolicy::window`](crate::kernel::RunPolicy::window), where it was measured).
+pub const WINDOW: Duration = RunPolicy::LAB.window;
 
-/// The shortest measured window `--duration` accepts. Windows of 10 ms completed no request
-/// in 36–49 runs of a compare run on the 2-core VM (a window starts from a drained
-/// pipeline: with every request sent at once, the first completions come a whole cycle of
-/// the closed loop later, and the window's fixed costs take a few milliseconds), while the
-/// default 15 ms completed requests in every window of the release build (later windows
-/// are further stretched to whole cycles of the arm's loop, [`run::cycle_floor`]).
-pub const MIN_WINDOW: Duration = WINDOW;
+/// The shortest measured window `--duration` accepts
+/// ([`RunPolicy::min_window`](crate::kernel::RunPolicy::min_window)).
+pub const MIN_WINDOW: Duration = RunPolicy::LAB.min_window;
 
 /// The default matrix's wall-time budget (its limit is 5 minutes on 2 cores).
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(285);
@@ -238,27 +237,7 @@ pub const QUICK_BUDGET: Duration = Duration::from_secs(55);
 /// only when the ratio lies within 3% of that edge.
 pub const DEFAULT_TARGET_WIDTH: f64 = 0.03;
 
-/// Facts about the machine, for the report.
-#[derive(Debug, Clone, Serialize)]
-pub struct Machine {
-    /// Logical CPUs available.
-    pub cpus: usize,
-    /// `linux`, `macos`, ...
-    pub os: &'static str,
-    /// `x86_64`, `aarch64`, ...
-    pub arch: &'static str,
-}
-
-impl Machine {
-    /// This machine.
-    pub fn this() -> Machine {
-        Machine {
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            os: std::env::consts::OS,
-            arch: std::env::consts::ARCH,
-        }
-    }
-}
+pub use crate::kernel::Machine;
 
 /// The version of `schemas/compare-result.v1.json` that `results.json` follows.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -320,7 +299,7 @@ pub struct CompareReport {
     pub wall: wall::WallTally,
     /// Runs measured on fresh connections each ([`CompareConfig::fresh_connections`]).
     pub fresh_connections: bool,
-    /// The first rounds were interleaved across conditions ([`measure::interleaves`]).
+    /// The first rounds were interleaved across conditions ([`schedule::interleaves`]).
     pub interleaved: bool,
     /// Runs measured in a slow spell ([`spell`]), of all runs, and whether they were kept in
     /// the statistics (`--keep-slow-spells`).
@@ -365,12 +344,12 @@ pub fn run(
     on_start: &mut dyn FnMut(&MatrixPlan, Duration, &str),
     on_cell: &mut dyn FnMut(Progress<'_>),
 ) -> Result<CompareReport, LabError> {
-    let started_unix = run::unix_now();
+    let started_unix = crate::kernel::unix_now();
     // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
     // not the client's share).
     let machine = Machine::this();
     // Room for every standing arm of a block and the in-process server's side of each
-    // connection (measure::run_plan interleaves conditions whose arms fit).
+    // connection (schedule::run_plan interleaves conditions whose arms fit).
     arms::raise_open_files_limit(4 * u64::from(arms::MAX_OPEN_CONNECTIONS) + 1024);
     let start = std::time::Instant::now();
     let mut env = match &cfg.targets {
@@ -436,10 +415,10 @@ pub fn run(
     let mut m = measure::Measurer::new(&mut env, &cfg.timing, cfg.strict, stop)
         .fresh_connections(cfg.fresh_connections)
         .slow_spells(!cfg.keep_slow_spells);
-    let interleaved = measure::interleaves(&plan, cfg.fresh_connections);
+    let interleaved = schedule::interleaves(&plan, cfg.fresh_connections);
     m.wall().phase("start", env_secs);
     let t = std::time::Instant::now();
-    let mut cells = measure::run_plan(&mut m, &plan, cfg.budget.map(|b| start + b), on_cell);
+    let mut cells = schedule::run_plan(&mut m, &plan, cfg.budget.map(|b| start + b), on_cell);
     m.wall().phase("first rounds", t.elapsed());
     let t = std::time::Instant::now();
     let mut decisions = decision::decide_all(&plan, &cells, &cfg.bands);

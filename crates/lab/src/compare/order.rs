@@ -1,5 +1,5 @@
 //! The order in which a round measures a condition's arms ([`PAIR_ORDER`]); the rotation
-//! and reversal from round to round are [`super::measure::round_position`]'s.
+//! and reversal from round to round are [`crate::kernel::order::round_position`]'s.
 
 use super::matrix::CellKey;
 use crate::proto::LabProtocol;
@@ -11,7 +11,7 @@ use crate::proto::LabProtocol;
 /// (loopback, 6 arms, 5 conditions of 9–10 rounds, two runs), the SD of the difference of
 /// two windows' log deviations from their cells' medians was 0.107–0.127 (req/s) and
 /// 0.078–0.090 (server CPU per request) for neighbours in a round, 0.128–0.140 and
-/// 0.098–0.107 five windows apart. The rotation of [`super::measure::round_position`] keeps
+/// 0.098–0.107 five windows apart. The rotation of [`crate::kernel::order::round_position`] keeps
 /// its balance whatever the order; a pair is split across a round's two ends only in the
 /// rounds that start between them.
 pub const PAIR_ORDER: [LabProtocol; 6] = [
@@ -85,7 +85,7 @@ mod tests {
         let n = idxs.len();
         let adjacent = |round: u32, a: usize, b: usize| {
             let pos: Vec<usize> = (0..n)
-                .map(|k| super::super::measure::round_position(k, round, n))
+                .map(|k| crate::kernel::order::round_position(k, round, n))
                 .collect();
             let (pa, pb) = (
                 pos.iter().position(|&x| x == a).unwrap(),

@@ -1,20 +1,21 @@
 //! What a compare plan costs in wall time: one model for the estimate printed at the start
 //! ([`estimate`]), for fitting the first rounds into the budget
-//! ([`measure::run_plan`](super::measure::run_plan)) and for planning the rounds the budget
+//! ([`schedule::run_plan`](super::schedule::run_plan)) and for planning the rounds the budget
 //! adds ([`sequential`](super::sequential)).
 //!
-//! A run costs its warm-up and measured period ([`cell_timing`]) plus a fixed overhead, and
+//! A run costs its warm-up and measured period ([`cell_timing`], every number from the run's
+//! [`RunPolicy`](crate::kernel::RunPolicy)) plus a fixed overhead, and
 //! what that overhead and the warm-up are depends on how the arm is measured:
 //! - **On standing connections** ([`arms`](super::arms)): the first run opens the arm and
 //!   warms up in full; later runs only refill the pipeline ([`resume_warm_up`]) and pay
-//!   [`WINDOW_OVERHEAD`].
+//!   [`RunPolicy::window_overhead`](crate::kernel::RunPolicy::window_overhead).
 //! - **As whole engine runs** (`--fresh-connections`, or a configuration that
 //!   [`StandingRun::supports`](h2lab_engine::StandingRun::supports) refuses — never one of
 //!   compare's: they are closed-model runs without time series or log files, whatever the
 //!   protocol, HTTP/3 included since the standing run drives QUIC): *every* run connects
 //!   afresh, so every run pays the full warm-up (for HTTP/3 at least
 //!   [`LabProtocol::setup_cost`](crate::proto::LabProtocol::setup_cost) per connection: QUIC
-//!   handshakes in the client's thread) plus [`WHOLE_RUN_OVERHEAD`] (threads started and
+//!   handshakes in the client's thread) plus [`RunPolicy::whole_run_overhead`](crate::kernel::RunPolicy::whole_run_overhead) (threads started and
 //!   joined, connections closed). Counting an HTTP/3 arm as standing underestimated its
 //!   rounds by about half, which is how a default matrix with `h3` overran its budget.
 //!
@@ -26,19 +27,7 @@
 use std::time::Duration;
 
 use super::matrix::{CellKey, MatrixPlan};
-use super::run::{cell_timing, resume_warm_up, rounds_for, settle_after, Timing, WINDOW_OVERHEAD};
-
-/// Per-run cost of a whole engine run beyond its warm-up and measured period: the call
-/// into the engine to its first worker starting (thread start, TLS configuration), and the
-/// end of the measured period to its return (closing the connections, joining the threads,
-/// merging). A few ms for TCP on a loaded 2-core VM (`wall` in results.json); for HTTP/3
-/// (a CONNECTION_CLOSE per connection) set-up plus teardown came to at most about 22 ms per
-/// run at c=50 and 40 ms at c=200 (`wall` of `h2,h3` runs on `100k`, nice 19, load 6–7).
-pub const WHOLE_RUN_OVERHEAD: Duration = Duration::from_millis(30);
-
-/// Cost of opening an arm's standing connections beyond its first warm-up (the call itself:
-/// threads start, connects and handshakes happen in the background of the warm-up).
-pub const OPEN_OVERHEAD: Duration = Duration::from_millis(30);
+use super::timing::{cell_timing, resume_warm_up, rounds_for, settle_after, Timing};
 
 /// Whether `key`'s runs are measured on its arm's standing connections: unless `fresh`
 /// (`--fresh-connections`). The engine supports every configuration compare builds (see the
@@ -51,13 +40,14 @@ pub fn stands(_key: &CellKey, fresh: bool) -> bool {
 /// opens the arm and warms up in full) or a later one (see the module docs).
 pub fn run_cost(key: &CellKey, t: &Timing, first: bool, fresh: bool) -> Duration {
     let (w, d) = cell_timing(key, t);
+    let p = &t.policy;
     if !stands(key, fresh) {
-        w + d + WHOLE_RUN_OVERHEAD
+        w + d + p.whole_run_overhead
     } else if first {
-        w + d + WINDOW_OVERHEAD + OPEN_OVERHEAD
+        w + d + p.window_overhead + p.open_overhead
     } else {
         // HTTP/1.0 on loopback costs the run after it its settling time too.
-        resume_warm_up(key) + d + WINDOW_OVERHEAD + settle_after(Some(key.proto), key)
+        resume_warm_up(p, key) + d + p.window_overhead + settle_after(p, Some(key.proto), key)
     }
 }
 
@@ -83,6 +73,7 @@ mod tests {
     use super::*;
     use crate::compare::axes::HeaderSet;
     use crate::compare::matrix::Condition;
+    use crate::kernel::RunPolicy;
     use crate::link::LinkProfile;
     use crate::proto::LabProtocol;
 
@@ -106,6 +97,7 @@ mod tests {
             warm_up: Duration::from_millis(100),
             duration: Duration::from_millis(100),
             client_threads: 1,
+            policy: RunPolicy::LAB,
         }
     }
 
@@ -144,12 +136,15 @@ mod tests {
         assert!(stands(&h2, false));
         assert!(!stands(&h2, true));
         let later = run_cost(&h2, &t, false, false);
-        assert_eq!(later, RESUME_WARM + t.duration + WINDOW_OVERHEAD);
+        assert_eq!(
+            later,
+            RESUME_WARM + t.duration + RunPolicy::LAB.window_overhead
+        );
         assert!(run_cost(&h2, &t, true, false) > later);
         // Fresh connections: the full warm-up every time.
         assert_eq!(
             run_cost(&h2, &t, false, true),
-            t.warm_up + t.duration + WHOLE_RUN_OVERHEAD
+            t.warm_up + t.duration + RunPolicy::LAB.whole_run_overhead
         );
         // HTTP/3 follows what the engine says of its protocol.
         let h3 = key(LabProtocol::H3, 200);
@@ -161,7 +156,7 @@ mod tests {
         if cfg_stands {
             assert!(later < w + d);
         } else {
-            assert_eq!(later, w + d + WHOLE_RUN_OVERHEAD);
+            assert_eq!(later, w + d + RunPolicy::LAB.whole_run_overhead);
         }
         assert_eq!(
             first_rounds_cost(&h3, &t, 9, false),
@@ -190,5 +185,5 @@ mod tests {
         assert_eq!(cell_timing(&small, &t).1, t.duration);
     }
 
-    const RESUME_WARM: Duration = super::super::run::LOOPBACK_RESUME_WARM_UP;
+    const RESUME_WARM: Duration = RunPolicy::LAB.loopback_resume_warm_up;
 }

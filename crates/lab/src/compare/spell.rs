@@ -18,7 +18,7 @@
 //! control's two arms are left out in the same rounds. One arm's slow window (a preemption,
 //! a short stall: 10–30% on one arm) is not a spell. A spell that covers most of a condition's
 //! rounds cannot be told from the machine's normal speed (the quartile is then itself slow);
-//! the interleaved first rounds ([`super::measure::run_plan`]) spread each condition's rounds
+//! the interleaved first rounds ([`super::schedule::run_plan`]) spread each condition's rounds
 //! over the whole run so that a spell of a few seconds touches a few rounds of every
 //! condition instead of all rounds of one. Only unshaped (loopback) conditions are checked:
 //! on an emulated link the server is mostly idle and its CPU per request is wake-ups, which

@@ -48,21 +48,23 @@ pub fn oriented(d: &Decision) -> Option<(Arm, Estimate)> {
     Some(if better == d.a {
         (better, r)
     } else {
-        (
-            better,
-            Estimate {
-                median: 1.0 / r.median,
-                lo: 1.0 / r.hi,
-                hi: 1.0 / r.lo,
-                n: r.n,
-            },
-        )
+        (better, inverse(&r))
     })
 }
 
+/// `b / a` from `a / b`.
+fn inverse(r: &Estimate) -> Estimate {
+    Estimate {
+        median: 1.0 / r.median,
+        lo: 1.0 / r.hi,
+        hi: 1.0 / r.lo,
+        n: r.n,
+    }
+}
+
 /// `≈12 more`, `many more` (the rounds an undecided decision roughly needs).
-fn more_text(d: &Decision) -> String {
-    match d.more_rounds {
+fn more_text(more_rounds: Option<usize>) -> String {
+    match more_rounds {
         Some(n) if n >= MAX_ROUNDS_ESTIMATE => "many more".into(),
         Some(n) => format!("≈{n} more"),
         None => String::new(),
@@ -81,20 +83,49 @@ pub fn decision_text(d: &Decision, pair: bool) -> String {
     if d.control {
         return format!("A/A {} {}", d.outcome.name(), change_text(r));
     }
+    let names = (arm_name(d.a), arm_name(d.b));
+    let better_a = d.better.map(|b| b == d.a);
+    verdict_words(
+        d.outcome,
+        (&names.0, &names.1),
+        r,
+        better_a,
+        d.more_rounds,
+        pair,
+    )
+}
+
+/// The words of a verdict on the ratio `r` of arm `a` over arm `b` (their names), for any
+/// experiment's decision (compare's cells, `page --loss`'s page times): a win names the
+/// better arm and its value over the other's, a slight difference the same after
+/// `slight:`, parity and undecided the ratio `a / b` (named with `pair`), undecided with
+/// roughly how many more rounds would tell (`more_rounds`). `better_a`: whether `a` is the
+/// better arm, when the direction is known.
+pub fn verdict_words(
+    outcome: Outcome,
+    (a, b): (&str, &str),
+    r: &Estimate,
+    better_a: Option<bool>,
+    more_rounds: Option<usize>,
+    pair: bool,
+) -> String {
     let names = if pair {
-        format!("{}/{} ", arm_name(d.a), arm_name(d.b))
+        format!("{a}/{b} ")
     } else {
         String::new()
     };
-    match (d.outcome, oriented(d)) {
-        (Outcome::Win, Some((arm, e))) => format!("{} {}", arm_name(arm), change_text(&e)),
-        (Outcome::Slight, Some((arm, e))) => {
-            format!("slight: {} {}", arm_name(arm), change_text(&e))
-        }
+    let oriented = better_a.map(|is_a| if is_a { (a, *r) } else { (b, inverse(r)) });
+    match (outcome, oriented) {
+        (Outcome::Win, Some((arm, e))) => format!("{arm} {}", change_text(&e)),
+        (Outcome::Slight, Some((arm, e))) => format!("slight: {arm} {}", change_text(&e)),
         (Outcome::Parity, _) => format!("parity {names}{}", change_text(r)),
-        _ => format!("undecided {names}{} {}", range_text(r), more_text(d))
-            .trim_end()
-            .to_owned(),
+        _ => format!(
+            "undecided {names}{} {}",
+            range_text(r),
+            more_text(more_rounds)
+        )
+        .trim_end()
+        .to_owned(),
     }
 }
 

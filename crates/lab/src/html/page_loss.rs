@@ -73,7 +73,7 @@ pub fn page_loss_section(levels: &[LossLevel]) -> String {
                 esc(&loss),
                 esc(&pair),
                 esc(&ratio),
-                pairs::verdict_cell(d.winner.is_some(), &verdict),
+                pairs::outcome_cell(d.outcome, &verdict),
                 esc(&link),
             ]);
         }

@@ -1,5 +1,5 @@
 //! The like-for-like comparisons of the compare report, one section per family of
-//! [`crate::compare::decision::PAIRS`] (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) and one for
+//! [`crate::kernel::pairs::PAIRS`] (HTTP/2 vs HTTP/1.1, HTTP/3 vs HTTP/2) and one for
 //! the A/A controls, each drawn the same way: a forest plot per metric and a table. Adding
 //! a pair to the table of pairs adds it here with no code.
 
@@ -155,13 +155,4 @@ pub fn outcome_cell(o: Outcome, text: &str) -> String {
         Outcome::Undecided => "und",
     };
     format!("<span class=\"{class}\">{}</span>", esc(text))
-}
-
-/// A verdict cell: `text` (escaped) in a `win` span when `won`, else a `par` one.
-pub fn verdict_cell(won: bool, text: &str) -> String {
-    format!(
-        "<span class=\"{}\">{}</span>",
-        if won { "win" } else { "par" },
-        esc(text)
-    )
 }

@@ -18,15 +18,15 @@
 
 use serde::Serialize;
 
-use super::{load, proto_page, PageLoad, PoolSpec, ProtoPage};
-use crate::compare::decision::PAIRS;
+use super::{load, proto_page, PoolSpec, ProtoPage};
+use crate::kernel::pairs::PAIRS;
 use crate::link::LinkProfile;
 use crate::netpath::PathCounters;
 use crate::proto::LabProtocol;
 use crate::stats::ci::{self, Estimate, Outcome};
 
-/// The pairs the loss experiment decides: HTTP/2 against HTTP/1.1 (like for like), HTTP/3
-/// against HTTP/2 over TLS.
+/// The pairs the loss experiment decides: the lab's like-for-like pairs
+/// ([`PAIRS`]: HTTP/2 against HTTP/1.1 over TLS and cleartext, HTTP/3 against HTTP/2).
 pub fn loss_pairs() -> Vec<(LabProtocol, LabProtocol)> {
     PAIRS.iter().map(|p| (p.a, p.b)).collect()
 }
@@ -49,10 +49,16 @@ pub struct PageDecision {
     pub b: LabProtocol,
     /// Per-round ratio of page times `a / b`: median and 95% CI (below 1: `a` is faster).
     pub ratio: Option<Estimate>,
-    /// Win, parity or undecided (fewer than 6 paired loads is undecided).
+    /// Win, slight, parity or undecided (fewer than 6 paired loads is undecided), against
+    /// the band `1 ± equivalence`.
     pub outcome: Outcome,
     /// The faster protocol when the outcome is a win.
     pub winner: Option<LabProtocol>,
+    /// The faster protocol when the direction is known (a win or a slight difference).
+    pub better: Option<LabProtocol>,
+    /// Roughly how many more paired rounds would decide an undecided decision
+    /// ([`ci::rounds_to_decide`]).
+    pub more_rounds: Option<usize>,
 }
 
 /// What the link counted at one level while the page loads crossed it.
@@ -126,8 +132,8 @@ pub fn decide(
     let mut rng = ci::Rng::new(ci::seed_for(&format!("page {what} {a} {b}")));
     let ratio = ci::paired_ratio(a_rounds, b_rounds, &mut rng);
     let outcome = ratio.map_or(Outcome::Undecided, |r| ci::classify(&r, equivalence));
-    let winner = match (outcome, ratio) {
-        (Outcome::Win, Some(r)) => Some(if r.median < 1.0 { a } else { b }),
+    let better = match (outcome.directional(), ratio) {
+        (true, Some(r)) => Some(if r.median < 1.0 { a } else { b }),
         _ => None,
     };
     PageDecision {
@@ -135,7 +141,12 @@ pub fn decide(
         b,
         ratio,
         outcome,
-        winner,
+        winner: better.filter(|_| outcome == Outcome::Win),
+        better,
+        more_rounds: match ratio {
+            Some(r) => ci::rounds_to_decide(&r, equivalence),
+            None => Some(ci::MIN_ROUNDS),
+        },
     }
 }
 
@@ -157,44 +168,22 @@ pub fn run_level(
 ) -> LossLevel {
     let rounds = repeat.max(1) as usize;
     let before = counts();
-    // loads[j][i]: protocol j's load of round i.
-    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::with_capacity(rounds); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let what = format!("loss {} load", fmt_pct(profile.loss()));
+    let mut sims = super::rounds::SimLoads::new(what, labels, rounds);
     let mut per: Vec<Option<PathCounters>> = vec![None; pools.len()];
     for i in 0..rounds {
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match path_of_load(
-            &mut *counts,
-            &mut per[j],
-            || load::load_page(&pools[j], paths),
-        ) {
-            Ok(l) => {
-                log(&format!(
-                    "loss {} load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    fmt_pct(profile.loss()),
-                    i + 1,
-                    rounds,
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!(
-                    "loss {} load {} {}: {e}",
-                    fmt_pct(profile.loss()),
-                    i + 1,
-                    pools[j].proto.label()
-                ));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
-            }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            let r = path_of_load(&mut *counts, &mut per[j], || {
+                load::load_page(&pools[j], paths)
+            });
+            sims.keep(j, i, r, log);
         };
         super::browser::run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let after = counts();
-    let by_round: Vec<Vec<Option<f64>>> = loads
+    let by_round: Vec<Vec<Option<f64>>> = sims
+        .loads
         .iter()
         .map(|v| {
             v.iter()
@@ -204,8 +193,8 @@ pub fn run_level(
         .collect();
     let protocols: Vec<ProtoPage> = pools
         .iter()
-        .zip(loads)
-        .zip(errors)
+        .zip(sims.loads)
+        .zip(sims.errors)
         .map(|((pool, l), e)| proto_page(pool.proto, pool, l, e))
         .collect();
     let find = |p: LabProtocol| pools.iter().position(|x| x.proto == p);
@@ -344,7 +333,7 @@ pub fn render(levels: &[LossLevel]) -> String {
 pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
     [
         fmt_pct(l.loss_pct / 100.0),
-        format!("{} / {}", x.a.short(), x.b.short()),
+        format!("{}/{}", x.a.name(), x.b.name()),
         x.ratio
             .map_or_else(|| "-".into(), |r| crate::compare::verdicts::ratio_text(&r)),
         decision_text(x),
@@ -361,12 +350,16 @@ pub fn decision_cells(l: &LossLevel, x: &PageDecision) -> [String; 5] {
     ]
 }
 
-/// `h3 faster`, `parity`, `undecided`.
+/// The verdict in compare's words ([`crate::compare::verdicts::verdict_words`]): `h3 -20%
+/// (-25…-15%)` (a win: the faster protocol and its page time over the other's), `slight: h3
+/// -2.1% (-4.0…-0.3%)`, `parity h3/h2 +0.4% (…)`, `undecided h3/h2 (-4.0…+6.0%) ≈12 more`.
 pub fn decision_text(d: &PageDecision) -> String {
-    match (d.outcome, d.winner) {
-        (Outcome::Win, Some(w)) => format!("{} faster", w.short()),
-        (o, _) => o.name().to_owned(),
-    }
+    let Some(r) = &d.ratio else {
+        return "undecided (no paired rounds)".into();
+    };
+    let better_a = d.better.map(|b| b == d.a);
+    let names = (d.a.name(), d.b.name());
+    crate::compare::verdicts::verdict_words(d.outcome, names, r, better_a, d.more_rounds, true)
 }
 
 #[cfg(test)]
@@ -402,6 +395,56 @@ mod tests {
         let d = decide(LabProtocol::H3, LabProtocol::H2, &gap, &h2, 0.03, "t");
         assert_eq!(d.ratio.unwrap().n, 7);
         assert_eq!(d.outcome, Outcome::Win);
+    }
+
+    #[test]
+    fn loss_verdicts_use_compares_four_outcome_words_and_pair_names() {
+        let h2: Vec<Option<f64>> = (0..8).map(|i| Some(500.0 + 40.0 * f64::from(i))).collect();
+        let scaled = |f: f64| h2.iter().map(|v| v.map(|x| x * f)).collect::<Vec<_>>();
+        let d = decide(
+            LabProtocol::H3,
+            LabProtocol::H2,
+            &scaled(0.8),
+            &h2,
+            0.03,
+            "t",
+        );
+        assert_eq!(decision_text(&d), "h3 -20% (-20…-20%)");
+        // HTTP/2 slower by 2%, inside the 3% band but not 1.0: slight, HTTP/3 faster.
+        let jitter: Vec<Option<f64>> = h2
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v.map(|x| x * (0.975 + 0.005 * (i % 3) as f64)))
+            .collect();
+        let d = decide(LabProtocol::H3, LabProtocol::H2, &jitter, &h2, 0.02, "t");
+        assert_eq!(d.outcome, Outcome::Slight, "{d:?}");
+        assert_eq!(d.better, Some(LabProtocol::H3));
+        assert!(
+            decision_text(&d).starts_with("slight: h3 -"),
+            "{}",
+            decision_text(&d)
+        );
+        let d = decide(LabProtocol::H2, LabProtocol::H1Tls, &h2, &h2, 0.03, "t");
+        assert!(
+            decision_text(&d).starts_with("parity h2/h1-tls +0.0%"),
+            "{}",
+            decision_text(&d)
+        );
+        let d = decide(
+            LabProtocol::H3,
+            LabProtocol::H2,
+            &h2[..5],
+            &h2[..5],
+            0.03,
+            "t",
+        );
+        assert!(
+            decision_text(&d).starts_with("undecided h3/h2 ("),
+            "{}",
+            decision_text(&d)
+        );
+        // The pairs are the lab's table.
+        assert_eq!(loss_pairs().len(), PAIRS.len());
     }
 
     #[test]

@@ -27,7 +27,9 @@ pub(crate) mod paths;
 pub mod ratio;
 pub mod render;
 pub mod repeat;
+pub mod rounds;
 pub mod slow;
+pub use slow::SlowConfig;
 pub mod users;
 
 pub use ratio::Ratio;
@@ -36,9 +38,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::compare::Machine;
 use crate::env::{BuiltinOptions, LabEnv, Route, Targets};
 use crate::error::LabError;
+use crate::kernel::Machine;
 use crate::link::LinkProfile;
 use crate::netpath::PathMode;
 use crate::proto::LabProtocol;
@@ -49,29 +51,6 @@ pub use users::LoadTestReport;
 
 /// The built-in page: 300 images of 1–8 KiB in a 15-column table (the seed's page).
 pub const DEFAULT_PAGE_QUERY: &str = "n=300&min=1k&max=8k&seed=1";
-
-/// The slow-endpoint scenario's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct SlowConfig {
-    /// Parallel requests (the seed: 100).
-    pub requests: u32,
-    /// Server-side delay of each (the seed: 2 s).
-    #[serde(serialize_with = "ser_ms")]
-    pub delay: Duration,
-}
-
-impl Default for SlowConfig {
-    fn default() -> Self {
-        SlowConfig {
-            requests: 100,
-            delay: Duration::from_secs(2),
-        }
-    }
-}
-
-fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1000.0)
-}
 
 /// Everything `h2lab page` needs.
 #[derive(Debug, Clone)]
@@ -373,7 +352,7 @@ fn h3_by_default(cfg: &PageConfig) -> bool {
 /// Runs `h2lab page` (see the module docs). `log` receives progress lines.
 pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, LabError> {
     let start = Instant::now();
-    let started_unix = crate::compare::run::unix_now();
+    let started_unix = crate::kernel::unix_now();
     // Before the built-in server pins this thread to the client's CPUs (the machine's CPUs,
     // not the client's share).
     let machine = Machine::this();
@@ -563,42 +542,25 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
         return Ok(report);
     }
     let mut barms = browser::arms_for(&mut env, cfg, first_link, &protos, workload)?;
-    // loads[j][i]: protocol j's load of round i (`None`: it failed).
-    let mut loads: Vec<Vec<Option<PageLoad>>> = vec![Vec::new(); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let mut sims = rounds::SimLoads::new("load", labels, cfg.repeat.max(1) as usize);
     let mut views = repeat::Views::new(cfg.repeat_view, cfg.zero_rtt, pools.len());
     let mut per = vec![None; pools.len()];
     let mut counts = || paths::link_loss(&env, &protos, first_link);
     for i in 0..cfg.repeat.max(1) as usize {
         let extra = browser::as_extra(&mut barms);
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match loss::path_of_load(
-            &mut counts,
-            &mut per[j],
-            || views.load(j, &pools[j], &paths, log),
-        ) {
-            Ok(l) => {
-                log(&format!(
-                    "load {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    i + 1,
-                    cfg.repeat.max(1),
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!("load {} {}: {e}", i + 1, pools[j].proto.label()));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            let r = loss::path_of_load(&mut counts, &mut per[j], || {
+                views.load(j, &pools[j], &paths, log)
+            });
+            if !sims.keep(j, i, r, log) {
                 views.skip(j);
             }
         };
         browser::run_round(i, pools.len(), extra, &mut sim, log);
     }
     if !only {
-        for ((pool, l), e) in pools.iter().zip(loads).zip(errors) {
+        for ((pool, l), e) in pools.iter().zip(sims.loads).zip(sims.errors) {
             report.protocols.push(proto_page(pool.proto, pool, l, e));
         }
     }

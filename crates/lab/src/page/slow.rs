@@ -5,7 +5,34 @@
 
 use super::browser::{run_round, ExtraArms};
 use super::load::{fetch_all, PoolSpec};
-use super::{proto_page, Ratio, SlowConfig, SlowReport};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{proto_page, Ratio, SlowReport};
+
+/// The slow-endpoint scenario's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct SlowConfig {
+    /// Parallel requests (the seed: 100).
+    pub requests: u32,
+    /// Server-side delay of each (the seed: 2 s).
+    #[serde(serialize_with = "ser_ms")]
+    pub delay: Duration,
+}
+
+impl Default for SlowConfig {
+    fn default() -> Self {
+        SlowConfig {
+            requests: 100,
+            delay: Duration::from_secs(2),
+        }
+    }
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
 
 /// The seed's HTTP/1.1 time (ms).
 pub const SEED_H1_MS: f64 = 34_182.37;
@@ -36,39 +63,23 @@ pub fn run(
     log: &mut dyn FnMut(&str),
 ) -> SlowReport {
     let paths = paths(cfg);
-    let mut loads = vec![Vec::new(); pools.len()];
-    let mut errors: Vec<Option<String>> = vec![None; pools.len()];
+    let labels = pools.iter().map(|p| p.proto.label().to_string()).collect();
+    let mut sims = super::rounds::SimLoads::new("run", labels, repeat.max(1) as usize);
     log(&format!(
         "{} parallel requests to /delay?ms={} per protocol",
         cfg.requests,
         cfg.delay.as_millis()
     ));
     for i in 0..repeat.max(1) as usize {
-        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| match fetch_all(&pools[j], &paths) {
-            Ok(l) => {
-                log(&format!(
-                    "run {}/{} {:<16} {:>9}  {} connection(s), {} requests",
-                    i + 1,
-                    repeat.max(1),
-                    pools[j].proto.label(),
-                    crate::fmt::ms(l.page_ms),
-                    l.connections,
-                    l.requests
-                ));
-                loads[j].push(Some(l));
-            }
-            Err(e) => {
-                log(&format!("run {} {}: {e}", i + 1, pools[j].proto.label()));
-                errors[j].get_or_insert(e.to_string());
-                loads[j].push(None);
-            }
+        let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
+            sims.keep(j, i, fetch_all(&pools[j], &paths), log);
         };
         run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
     }
     let results: Vec<_> = pools
         .iter()
-        .zip(loads)
-        .zip(errors)
+        .zip(sims.loads)
+        .zip(sims.errors)
         .map(|((p, l), e)| proto_page(p.proto, p, l, e))
         .collect();
     SlowReport {

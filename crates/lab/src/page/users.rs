@@ -6,6 +6,7 @@
 //! like LoadRunner with "simulate a new user on each iteration" and caching off. Open
 //! connections are counted by a gauge all fetchers share.
 
+use crate::error::{ParseError, StageProblem};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,31 +38,29 @@ fn ser_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
 /// Parses `30s:10,1m:10,10s:0` (k6 style: duration:target users; the workspace's one stage
 /// syntax, [`h2lab_engine::syntax::parse_stage`], with the lab's durations): whole users, at
 /// most 1000, stages of at most 24 hours.
-pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, String> {
+pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, ParseError> {
     let mut v = Vec::new();
     for part in syntax::stage_parts(s) {
+        let bad = |why| ParseError::Stage {
+            stage: part.to_owned(),
+            why,
+        };
         let stage = syntax::parse_stage(part, BareNumber::ZeroOnly).map_err(|e| match e.kind {
-            StageErrorKind::Shape => {
-                format!("stage {part:?}: expected DURATION:USERS, e.g. 30s:10")
-            }
-            StageErrorKind::Duration(d) => format!("stage {part:?}: {d}"),
-            StageErrorKind::Level => format!(
-                "stage {part:?}: {:?} is not a number of users",
-                part.split_once(':').map_or("", |(_, u)| u)
-            ),
+            StageErrorKind::Shape => bad(StageProblem::Shape),
+            StageErrorKind::Duration(d) => bad(StageProblem::Duration(d)),
+            StageErrorKind::Level => bad(StageProblem::Users(
+                part.split_once(':').map_or("", |(_, u)| u).to_owned(),
+            )),
         })?;
         let duration = stage.duration;
         if duration > Duration::from_secs(86_400) {
-            return Err(format!("stage {part:?}: at most 24h"));
+            return Err(bad(StageProblem::TooLong));
         }
         if stage.target.fract() != 0.0 {
-            return Err(format!(
-                "stage {part:?}: {} is not a number of users",
-                stage.target
-            ));
+            return Err(bad(StageProblem::Users(stage.target.to_string())));
         }
         if stage.target > 1000.0 {
-            return Err(format!("stage {part:?}: at most 1000 users"));
+            return Err(bad(StageProblem::TooManyUsers));
         }
         v.push(UserStage {
             duration,
@@ -69,10 +68,10 @@ pub fn parse_stages(s: &str) -> Result<Vec<UserStage>, String> {
         });
     }
     if v.is_empty() {
-        return Err("no stages".into());
+        return Err(ParseError::NoStages);
     }
     if v.iter().all(|s| s.users == 0) {
-        return Err("every stage has 0 users".into());
+        return Err(ParseError::NoUsers);
     }
     Ok(v)
 }

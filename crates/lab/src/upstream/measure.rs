@@ -1,20 +1,18 @@
-//! One run of one arm of the upstream experiment ([`run_arm`]: a run that completes nothing
-//! is run once more with a longer warm-up, and the machine's load is recorded) and an arm's
-//! runs at one cell ([`ArmRuns`]).
+//! An arm's runs at one cell ([`ArmRuns`]) and what one run measured ([`RunValues`]). The
+//! runs themselves are the lab kernel's ([`crate::kernel::rounds::whole_run`], in rounds of
+//! [`crate::kernel::rounds::round`]): a run that completes nothing is run once more with a
+//! longer warm-up, and the machine's load is judged over the round.
 
-use std::time::Duration;
-
-use h2lab_engine::{BenchConfig, EngineError, NoopObserver, StopFlag};
+use h2lab_engine::RunResult;
 use h2lab_proxy::UpstreamProtocol;
 
 use super::{present, verdict, ArmResult, UpstreamReport};
-use crate::compare::measure::EMPTY_RETRY_WARM_UP;
-use crate::host::{LoadProbe, MachineLoad};
+use crate::kernel::rounds::Attempts;
 use crate::stats::MedianSpread;
 
 /// What one run of an arm measured.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunOut {
+pub struct RunValues {
     /// Requests per second; `None` when the run completed nothing ([`verdict::run_values`]).
     pub rps: Option<f64>,
     /// p99 latency (ms); `None` when the run completed nothing.
@@ -25,50 +23,33 @@ pub struct RunOut {
     pub failed: u64,
     /// The first attempt completed nothing and the run was measured again.
     pub retried: bool,
-    /// What the rest of the machine did during the run.
-    pub load: Option<MachineLoad>,
-    /// The machine was busy ([`MachineLoad::busy`]).
+    /// The machine was busy during the run's round ([`crate::host::MachineLoad::busy`]).
     pub busy: bool,
     /// Interim (1xx) responses the client received through the proxy, e.g. `103 Early
     /// Hints` forwarded from the backends (both attempts).
     pub informational: u64,
 }
 
-/// Runs `bc` once; if it completes nothing (the client's connections were still being set
-/// up when the period ended, or the machine starved it), once more with
-/// [`EMPTY_RETRY_WARM_UP`] times `warm_up`, as `h2lab compare` does. A run that completes
-/// nothing even then has no req/s or p99 ([`verdict::run_values`]).
-pub fn run_arm(
-    bc: &BenchConfig,
-    warm_up: Duration,
-    stop: &StopFlag,
-) -> Result<RunOut, EngineError> {
-    let probe = LoadProbe::start();
-    let mut r = h2lab_engine::run(bc, &NoopObserver, stop)?;
-    let mut failed = r.requests.failed;
-    let mut informational: u64 = r.informational.iter().map(|x| x.1).sum();
-    let retried = r.requests.completed == 0 && !stop.is_stopped();
-    if retried {
-        let mut again = bc.clone();
-        again.warm_up = Some(warm_up * EMPTY_RETRY_WARM_UP);
-        r = h2lab_engine::run(&again, &NoopObserver, stop)?;
-        failed += r.requests.failed;
-        informational += r.informational.iter().map(|x| x.1).sum::<u64>();
+impl RunValues {
+    /// The values of a whole run (and its retry), measured in a round that was `busy`.
+    pub fn of(a: &Attempts<RunResult>, busy: bool) -> RunValues {
+        let both = || std::iter::once(&a.first).chain(a.retry.as_ref());
+        let r = a.last();
+        let h = &r.request_time;
+        let p99 = (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6);
+        let (rps, p99_ms) = verdict::run_values(r.requests.completed, r.req_per_sec(), p99);
+        RunValues {
+            rps,
+            p99_ms,
+            completed: r.requests.completed,
+            failed: both().map(|r| r.requests.failed).sum(),
+            retried: a.retry.is_some(),
+            busy,
+            informational: both()
+                .map(|r| r.informational.iter().map(|x| x.1).sum::<u64>())
+                .sum(),
+        }
     }
-    let load = probe.finish();
-    let h = &r.request_time;
-    let p99 = (!h.is_empty()).then(|| h.value_at_quantile(0.99) as f64 / 1e6);
-    let (rps, p99_ms) = verdict::run_values(r.requests.completed, r.req_per_sec(), p99);
-    Ok(RunOut {
-        rps,
-        p99_ms,
-        completed: r.requests.completed,
-        failed,
-        retried,
-        busy: load.is_some_and(|l| l.busy()),
-        load,
-        informational,
-    })
 }
 
 /// An arm's runs at one cell, by run index.
@@ -94,7 +75,7 @@ impl ArmRuns {
     }
 
     /// Keeps run `run`'s result.
-    pub fn record(&mut self, run: usize, o: &RunOut) {
+    pub fn record(&mut self, run: usize, o: &RunValues) {
         if let Some(v) = self.rps.get_mut(run) {
             *v = o.rps;
         }

@@ -24,8 +24,9 @@
 //! Isolation, as `h2lab compare` and `h2lab page`: the backends, the links and the
 //! in-process proxy (or nginx) run on the server CPUs, the client on the others
 //! ([`crate::env::pin_servers`]; `cpus:` line, results.json `isolation`), and each run
-//! records what the rest of the machine did ([`crate::host::LoadProbe`]); busy runs are
-//! marked, and with `strict` a round with a busy run is measured again.
+//! records what the rest of the machine did over each round; busy runs are marked, and with
+//! `strict` a busy round is measured again: the lab's kernel ([`crate::kernel::rounds`]),
+//! compare's too.
 //!
 //! Output ([`output`]): a table per cell, the seed's decision framework (response-size
 //! bands × throughput and p99 advantage of each HTTP/2 arm over HTTP/1.1 keep-alive, with the
@@ -37,22 +38,24 @@ pub mod nginx;
 pub mod output;
 mod packet;
 mod paths_out;
+mod report_html;
 pub mod verdict;
 
-pub use output::{band, csv, html, json, render, BANDS};
+pub use output::{band, csv, json, render, BANDS};
+pub use report_html::html;
 pub use verdict::Versus;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use h2lab_engine::{AppProtocol, BenchConfig, ProtocolChoice, StopFlag};
+use h2lab_engine::{AppProtocol, BenchConfig, NoopObserver, ProtocolChoice, StopFlag};
 use h2lab_proxy::{ProxyConfig, RunningProxy, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::compare::axes::{HeaderSet, Payload};
-use crate::compare::measure::STRICT_RETRIES;
 use crate::env::{Isolation, Pinning};
 use crate::error::LabError;
+use crate::kernel::{order, rounds, RunPolicy};
 use crate::link::{LinkConfig, RunningLink};
 use crate::netpath::{ModeChoice, PathCounters, PathMode, PathSides};
 use crate::stats::ci::Estimate;
@@ -68,13 +71,13 @@ pub enum ProxyKind {
 }
 
 /// The shortest measured period `--duration` accepts at a proxy → backend round trip of
-/// `rtt`: ten round trips, and at least compare's [`crate::compare::MIN_WINDOW`]. Every
+/// `rtt`: ten round trips, and at least the lab's [`RunPolicy::min_window`]. Every
 /// proxied request crosses the link at least once (a new upstream connection twice more),
 /// and a run starts its requests all at once, so its first completions come a few round
 /// trips in; a period of a few round trips would measure the start-up, not the steady
 /// state (the seed measured 3 s at 5 ms).
 pub fn min_window(rtt: Duration) -> Duration {
-    (rtt * 10).max(crate::compare::MIN_WINDOW)
+    (rtt * 10).max(RunPolicy::LAB.min_window)
 }
 
 /// Experiment settings.
@@ -107,8 +110,8 @@ pub struct UpstreamConfig {
     pub client_threads: u32,
     /// How the servers (backends, links, proxy) and the client share the CPUs.
     pub pinning: Pinning,
-    /// Measure a round again (at most [`STRICT_RETRIES`] times) when the machine was busy
-    /// during one of its runs.
+    /// Measure a round again (at most [`RunPolicy::strict_retries`] times) when the machine
+    /// was busy during it.
     pub strict: bool,
     /// The backends answer `/page` with `103 Early Hints` first (`serve --early-hints`), and
     /// a `page` payload (`/page?n=1&css=1&js=1`) is measured too: the report counts the
@@ -119,6 +122,9 @@ pub struct UpstreamConfig {
     pub mode: PathMode,
     /// The packet link's TCP congestion control in both namespaces (`--cc`; `None`: theirs).
     pub tcp_cc: Option<String>,
+    /// The lab's timing numbers (strict retries, the retry of a run that completed nothing,
+    /// the shortest window).
+    pub policy: RunPolicy,
 }
 
 impl UpstreamConfig {
@@ -154,6 +160,7 @@ impl UpstreamConfig {
             early_hints: false,
             mode: PathMode::Packet,
             tcp_cc: None,
+            policy: RunPolicy::LAB,
         }
     }
 
@@ -198,7 +205,7 @@ pub struct ArmResult {
     /// and for arms not measured.
     pub versus: Option<Versus>,
     /// Runs that completed nothing and were run again (with
-    /// [`crate::compare::measure::EMPTY_RETRY_WARM_UP`] times the warm-up).
+    /// [`RunPolicy::empty_retry_warm_up`] times the warm-up).
     pub retried_runs: usize,
     /// Runs that completed nothing even when run again: left out of the medians and the
     /// ratios (`None` in `rps_runs` and `p99_runs`).
@@ -391,7 +398,7 @@ fn start(cfg: &UpstreamConfig, mode: PathMode) -> Result<Started, LabError> {
                         // The address is known once nginx has started (below).
                         nginx_arms.push((arms.len(), n.add(block)));
                     }
-                    Err(why) => env.skipped = Some(why),
+                    Err(why) => env.skipped = Some(why.to_string()),
                 }
             }
         }
@@ -456,41 +463,36 @@ pub fn run(
             let mut samples = vec![measure::ArmRuns::new(runs); arms.len()];
             let mut counted: Vec<Option<PathCounters>> = vec![None; arms.len()];
             for run in 0..runs {
-                let mut attempt = 0;
-                loop {
-                    let mut outs = Vec::with_capacity(arms.len());
-                    for k in 0..arms.len() {
-                        if stop.is_stopped() {
-                            break;
-                        }
-                        let a = (k + run) % arms.len();
-                        let Some(addr) = arms[a].addr() else { continue };
-                        let bc = bench_config(addr, payload, c, cfg)?;
-                        let before = arms[a].counters(path.as_ref());
-                        let out = measure::run_arm(&bc, cfg.warm_up, stop);
-                        if let (Some(b), Some(n)) = (before, arms[a].counters(path.as_ref())) {
-                            let d = n.since(&b);
-                            counted[a] = Some(counted[a].map_or(d, |c| c.plus(&d)));
-                        }
-                        let out = out.map_err(|source| LabError::Run {
-                            what: arms[a].arm.name().to_string(),
-                            source,
-                        })?;
-                        outs.push((a, out));
+                // Forwards and backwards in turn, rotated: compare's round order.
+                let n = arms.len();
+                let order: Vec<usize> = (0..n)
+                    .map(|k| order::round_position(k, run as u32, n))
+                    .collect();
+                let policy = &cfg.policy;
+                let r = rounds::round(&order, cfg.strict, policy, stop, |a| {
+                    let Some(addr) = arms[a].addr() else {
+                        return Ok::<_, LabError>(None);
+                    };
+                    let bc = bench_config(addr, payload, c, cfg)?;
+                    let before = arms[a].counters(path.as_ref());
+                    let out = rounds::whole_run(&bc, policy, &NoopObserver, stop);
+                    if let (Some(b), Some(n)) = (before, arms[a].counters(path.as_ref())) {
+                        let d = n.since(&b);
+                        counted[a] = Some(counted[a].map_or(d, |c| c.plus(&d)));
                     }
-                    let any_busy = outs.iter().any(|(_, o)| o.busy);
-                    if any_busy && cfg.strict && attempt < STRICT_RETRIES && !stop.is_stopped() {
-                        attempt += 1;
-                        remeasured += 1;
-                        continue;
-                    }
-                    for (a, o) in outs {
-                        kept += 1;
-                        busy += usize::from(o.busy);
-                        arms[a].completed += o.completed;
-                        samples[a].record(run, &o);
-                    }
-                    break;
+                    let out = out.map_err(|source| LabError::Run {
+                        what: arms[a].arm.name().to_string(),
+                        source,
+                    })?;
+                    Ok(Some(out))
+                })?;
+                remeasured += r.remeasured;
+                for (a, o) in r.outs {
+                    let v = measure::RunValues::of(&o, r.busy);
+                    kept += 1;
+                    busy += usize::from(v.busy);
+                    arms[a].completed += v.completed;
+                    samples[a].record(run, &v);
                 }
             }
             let mut cell = Cell {

@@ -34,14 +34,44 @@ pub fn has_h2_upstream(v: &str) -> bool {
     nums.as_slice() >= [1, 29, 4].as_slice()
 }
 
+/// Why nginx cannot run an arm (the arm is reported as skipped, with this reason).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsupported {
+    /// No nginx binary.
+    NotInstalled,
+    /// This nginx (its version line) has no HTTP/2 upstream (before 1.29.4).
+    NoH2Upstream(String),
+    /// No nginx multiplexes requests over an upstream connection.
+    NoMultiplexing(String),
+}
+
+impl std::fmt::Display for Unsupported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unsupported::NotInstalled => f.write_str("nginx is not installed"),
+            Unsupported::NoH2Upstream(v) => {
+                write!(f, "not supported by {v} (no HTTP/2 upstream before 1.29.4)")
+            }
+            Unsupported::NoMultiplexing(v) => {
+                write!(
+                    f,
+                    "not supported by {v} (no upstream multiplexing in any nginx)"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for Unsupported {}
+
 /// The `upstream` and `server` blocks of one arm (`{PORT}` is filled in later), or why
 /// nginx cannot run it.
 pub fn arm_block(
     arm: UpstreamProtocol,
     backends: &[SocketAddr],
     keepalive: usize,
-) -> Result<String, String> {
-    let v = version().ok_or("nginx is not installed")?;
+) -> Result<String, Unsupported> {
+    let v = version().ok_or(Unsupported::NotInstalled)?;
     let name = arm.name().replace(['.', '-'], "_");
     let mut up = format!("    upstream backend_{name} {{\n");
     for b in backends {
@@ -55,16 +85,8 @@ pub fn arm_block(
         ),
         UpstreamProtocol::H10 => ("1.0", "", false),
         UpstreamProtocol::H2c if has_h2_upstream(&v) => ("2", "", true),
-        UpstreamProtocol::H2c => {
-            return Err(format!(
-                "not supported by {v} (no HTTP/2 upstream before 1.29.4)"
-            ))
-        }
-        UpstreamProtocol::H2cMux => {
-            return Err(format!(
-                "not supported by {v} (no upstream multiplexing in any nginx)"
-            ))
-        }
+        UpstreamProtocol::H2c => return Err(Unsupported::NoH2Upstream(v)),
+        UpstreamProtocol::H2cMux => return Err(Unsupported::NoMultiplexing(v)),
     };
     if ka {
         let _ = writeln!(up, "        keepalive {keepalive};\n        keepalive_requests 100000;\n        keepalive_timeout 60s;");

@@ -15,8 +15,7 @@ use super::{Cell, UpstreamReport};
 use crate::compare::axes::Payload;
 use crate::compare::output::{busy_text, csv_field, csv_num};
 use crate::compare::verdicts::ratio_text;
-use crate::html::shell::{document, section, table};
-use crate::html::svg::esc;
+
 use crate::stats::ci::Estimate;
 use crate::stats::{median_sorted, Better};
 
@@ -103,9 +102,14 @@ impl BandSummary {
     }
 }
 
-/// One band of the decision framework: throughput and p99 summaries, or why the arm was not
-/// measured.
-pub type FrameworkRow = Result<(Option<BandSummary>, Option<BandSummary>), String>;
+/// One band of the decision framework.
+#[derive(Debug, Clone)]
+pub enum FrameworkRow {
+    /// The arm's throughput and p99 summaries over the band's cells.
+    Measured(Option<BandSummary>, Option<BandSummary>),
+    /// The arm was not measured: why.
+    Skipped(String),
+}
 
 /// The decision framework of arm `ai` (index in the config's arms), per band.
 pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkRow)> {
@@ -116,7 +120,7 @@ pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkR
             continue;
         }
         if let Some(why) = cells[0].arms.get(ai).and_then(|a| a.skipped.clone()) {
-            rows.push((*name, Err(why)));
+            rows.push((*name, FrameworkRow::Skipped(why)));
             continue;
         }
         let vs: Vec<_> = cells
@@ -127,33 +131,33 @@ pub fn framework(r: &UpstreamReport, ai: usize) -> Vec<(&'static str, FrameworkR
         let lat: Vec<Ratio> = vs.iter().map(|v| v.p99).collect();
         rows.push((
             *name,
-            Ok((
+            FrameworkRow::Measured(
                 BandSummary::of(&thr, Better::Higher),
                 BandSummary::of(&lat, Better::Lower),
-            )),
+            ),
         ));
     }
     rows
 }
 
-fn summary_text(s: &Option<BandSummary>) -> String {
+pub(super) fn summary_text(s: &Option<BandSummary>) -> String {
     s.as_ref().map_or_else(|| "-".into(), BandSummary::text)
 }
 
 /// `+18% (+12…+25%) better`: a paired ratio with the outcome from the arm's side.
-fn ratio_word(r: &Ratio) -> String {
+pub(super) fn ratio_word(r: &Ratio) -> String {
     match &r.ratio {
         Some(e) => format!("{} {}", ratio_text(e), r.word()),
         None => "-".into(),
     }
 }
 
-fn baseline(r: &UpstreamReport) -> &'static str {
+pub(super) fn baseline(r: &UpstreamReport) -> &'static str {
     r.config.arms.first().map_or("-", |a| a.name())
 }
 
 /// Indices of the HTTP/2 arms compared with the baseline.
-fn h2_arms(r: &UpstreamReport) -> impl Iterator<Item = (usize, UpstreamProtocol)> + '_ {
+pub(super) fn h2_arms(r: &UpstreamReport) -> impl Iterator<Item = (usize, UpstreamProtocol)> + '_ {
     r.config
         .arms
         .iter()
@@ -163,7 +167,7 @@ fn h2_arms(r: &UpstreamReport) -> impl Iterator<Item = (usize, UpstreamProtocol)
         .filter(|(_, a)| a.is_h2())
 }
 
-fn connections_line(
+pub(super) fn connections_line(
     r: &UpstreamReport,
     arm: UpstreamProtocol,
     conns: Option<u64>,
@@ -287,10 +291,10 @@ pub fn render(r: &UpstreamReport) -> String {
         );
         for (name, row) in framework(r, ai) {
             match row {
-                Err(why) => {
+                FrameworkRow::Skipped(why) => {
                     let _ = writeln!(out, "  {name:<10} | {why}");
                 }
-                Ok((thr, lat)) => {
+                FrameworkRow::Measured(thr, lat) => {
                     let _ = writeln!(
                         out,
                         "  {name:<10} | {:<48} | {}",
@@ -313,7 +317,7 @@ pub fn render(r: &UpstreamReport) -> String {
     out + &super::paths_out::counters_text(r)
 }
 
-fn e(x: &Option<Estimate>, f: fn(&Estimate) -> f64) -> f64 {
+pub(super) fn e(x: &Option<Estimate>, f: fn(&Estimate) -> f64) -> f64 {
     x.as_ref().map_or(f64::NAN, f)
 }
 
@@ -417,8 +421,8 @@ pub fn json(r: &UpstreamReport) -> String {
             let bands: Vec<_> = framework(r, ai)
                 .into_iter()
                 .map(|(name, row)| match row {
-                    Err(why) => json!({"band": name, "not_measured": why}),
-                    Ok((t, l)) => json!({
+                    FrameworkRow::Skipped(why) => json!({"band": name, "not_measured": why}),
+                    FrameworkRow::Measured(t, l) => json!({
                         "band": name, "throughput": summary_json(&t), "p99": summary_json(&l),
                     }),
                 })
@@ -452,150 +456,4 @@ pub fn json(r: &UpstreamReport) -> String {
         "upstream_connections": conns,
     });
     serde_json::to_string_pretty(&v).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
-}
-
-fn ci_html(x: &Option<Estimate>, digits: usize) -> String {
-    match x {
-        Some(x) if x.n > 1 => format!(
-            "{:.digits$} <small>({:.digits$}–{:.digits$})</small>",
-            x.median, x.lo, x.hi
-        ),
-        Some(x) => format!("{:.digits$}", x.median),
-        None => "-".into(),
-    }
-}
-
-/// A self-contained HTML page: the cells, the comparisons against the baseline, the
-/// decision framework and the connections per arm.
-pub fn html(r: &UpstreamReport) -> String {
-    let cfg = &r.config;
-    let base = baseline(r);
-    let mut body = String::new();
-    let mut rows = vec![{
-        let mut h = vec!["payload".to_string(), ">c".to_string()];
-        for a in &cfg.arms {
-            h.push(format!(">{} req/s", a.name()));
-            h.push(format!(">{} p99 ms", a.name()));
-        }
-        h
-    }];
-    for c in &r.cells {
-        let mut row = vec![esc(&c.payload.label()), c.concurrency.to_string()];
-        for a in &c.arms {
-            if a.skipped.is_some() {
-                row.push("n/a".into());
-                row.push("n/a".into());
-            } else {
-                row.push(format!("{}{}", ci_html(&a.rps_ci, 0), esc(&marks(a))));
-                row.push(ci_html(&a.p99_ci, 1));
-            }
-        }
-        rows.push(row);
-    }
-    let mut notes = format!(
-        "<p>{}<br>cpus: {}<br>machine: {}</p><ul>{}</ul>",
-        esc(&super::paths_out::path_line(r)),
-        esc(&r.isolation.note),
-        esc(&busy_text(r.busy_runs, cfg.strict)),
-        super::paths_out::counters_html(r, esc)
-    );
-    let empty = empty_runs(r);
-    if !empty.is_empty() {
-        notes.push_str(
-            "<p>* runs that completed nothing, even when run again with a 4x warm-up, are left \
-             out of the medians and ratios:</p><ul>",
-        );
-        for l in &empty {
-            let _ = write!(notes, "<li>{}</li>", esc(l));
-        }
-        notes.push_str("</ul>");
-    }
-    body.push_str(&section(
-        "cells",
-        "Cells (median of the runs, 95% bootstrap CI)",
-        &format!("{}{notes}", table(&rows, "cells")),
-    ));
-    let mut vs = String::new();
-    for (ai, arm) in h2_arms(r) {
-        let mut rows = vec![vec![
-            "payload".to_string(),
-            ">c".to_string(),
-            "req/s".to_string(),
-            "p99".to_string(),
-        ]];
-        for c in &r.cells {
-            let Some(v) = c.arms.get(ai).and_then(|a| a.versus) else {
-                continue;
-            };
-            rows.push(vec![
-                esc(&c.payload.label()),
-                c.concurrency.to_string(),
-                esc(&ratio_word(&v.throughput)),
-                esc(&ratio_word(&v.p99)),
-            ]);
-        }
-        let _ = write!(
-            vs,
-            "<h3>{} vs {base}</h3>{}",
-            esc(arm.name()),
-            table(&rows, "versus")
-        );
-    }
-    body.push_str(&section(
-        "versus",
-        &format!(
-            "Against {base} keep-alive (per-run paired ratios; win outside ±3%, parity inside)"
-        ),
-        &vs,
-    ));
-    let mut fw = String::new();
-    for (ai, arm) in h2_arms(r) {
-        let mut rows = vec![vec![
-            "Response".to_string(),
-            "Throughput advantage".to_string(),
-            "P99 latency advantage".to_string(),
-        ]];
-        for (name, row) in framework(r, ai) {
-            match row {
-                Err(why) => rows.push(vec![esc(name), esc(&why), String::new()]),
-                Ok((t, l)) => rows.push(vec![
-                    esc(name),
-                    esc(&summary_text(&t)),
-                    esc(&summary_text(&l)),
-                ]),
-            }
-        }
-        let _ = write!(
-            fw,
-            "<h3>{} vs {base}</h3>{}",
-            esc(arm.name()),
-            table(&rows, "framework")
-        );
-    }
-    body.push_str(&section(
-        "framework",
-        "Decision framework (seed 004): response size × advantage over HTTP/1.1 keep-alive",
-        &fw,
-    ));
-    let mut rows = vec![vec!["arm".to_string(), "upstream connections".to_string()]];
-    for (arm, conns, done) in &r.connections {
-        rows.push(vec![
-            esc(arm.name()),
-            esc(&connections_line(r, *arm, *conns, *done)),
-        ]);
-    }
-    body.push_str(&section(
-        "connections",
-        "Upstream connections",
-        &table(&rows, "conns"),
-    ));
-    let subtitle = format!(
-        "client (HTTP/1.1) → {} → link ({} ms RTT) → {} backends; {} runs of {:.1} s per arm and cell, arms alternated",
-        r.proxy,
-        cfg.rtt.as_secs_f64() * 1000.0,
-        cfg.backends,
-        cfg.runs,
-        cfg.duration.as_secs_f64()
-    );
-    document("h2lab upstream", &subtitle, &body)
 }

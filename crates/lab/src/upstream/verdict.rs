@@ -126,19 +126,18 @@ pub fn decide_cell(cell: &mut Cell) {
 mod tests {
     use h2lab_proxy::UpstreamProtocol;
 
-    use super::super::measure::{ArmRuns, RunOut};
+    use super::super::measure::{ArmRuns, RunValues};
     use super::super::Cell;
     use super::*;
 
-    fn out(completed: u64, rps: f64, p99: f64) -> RunOut {
+    fn out(completed: u64, rps: f64, p99: f64) -> RunValues {
         let (rps, p99_ms) = run_values(completed, rps, Some(p99));
-        RunOut {
+        RunValues {
             rps,
             p99_ms,
             completed,
             failed: 0,
             retried: completed == 0,
-            load: None,
             busy: false,
             informational: 0,
         }
