@@ -95,7 +95,7 @@ pub(super) struct Pump {
 impl Pump {
     /// Runs until `stop` is set (and the wake descriptor signalled).
     pub(super) fn run(self) -> io::Result<()> {
-        let _ = sys::tight_timers();
+        let _ = crate::sched::tight_timers();
         let Pump {
             devices,
             wake,
