@@ -7,6 +7,8 @@
 # bounds) and the lab's end-to-end runs. A target that fails here needs a quieter machine than
 # CI's, and its doc comment must say so.
 #
+# ONLY=WORD keeps the targets whose flags contain WORD (e.g. ONLY=link).
+#
 # The busy loops are this script's children, stopped by pid on exit (also on Ctrl-C).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +21,20 @@ TARGETS=(
   "-p h2lab --test lab"
   "-p h2lab --test lab_h3"
 )
+if [ -n "${ONLY:-}" ]; then
+  kept=()
+  for t in "${TARGETS[@]}"; do
+    case $t in *"$ONLY"*) kept+=("$t") ;; esac
+  done
+  TARGETS=("${kept[@]}")
+fi
 
 pids=()
-stop() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+log=$(mktemp)
+stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -f "$log"
+}
 trap stop EXIT INT TERM
 
 echo "building the test targets first (not under load)"
@@ -38,10 +51,17 @@ echo "$BUSY busy loops on $(nproc) cores; load average: $(cut -d' ' -f1-3 /proc/
 
 for t in "${TARGETS[@]}"; do
   ok=0
+  failed=""
   for _ in $(seq "$ROUNDS"); do
     # shellcheck disable=SC2086
-    if cargo test -q $t >/dev/null 2>&1; then ok=$((ok + 1)); fi
+    if cargo test -q $t >"$log" 2>&1; then
+      ok=$((ok + 1))
+    else
+      # The failing tests' names and first panic line, so a failure says what it needed.
+      failed="$failed $(sed -n 's/^---- \(.*\) stdout ----$/\1/p' "$log" | tr '\n' ' ')"
+      grep -m1 -A1 'panicked at' "$log" | tail -1 | cut -c1-200 >&2 || true
+    fi
   done
-  printf '%-36s %d of %d passed (load average %s)\n' "$t" "$ok" "$ROUNDS" \
-    "$(cut -d' ' -f1 /proc/loadavg)"
+  printf '%-36s %d of %d passed (load average %s)%s\n' "$t" "$ok" "$ROUNDS" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "${failed:+; failed:$failed}"
 done

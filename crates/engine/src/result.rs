@@ -34,6 +34,20 @@ pub struct RequestCounts {
     pub completed: u64,
 }
 
+impl RequestCounts {
+    /// Adds `o` into `self` (saturating).
+    pub fn add(&mut self, o: &RequestCounts) {
+        self.total = self.total.saturating_add(o.total);
+        self.started = self.started.saturating_add(o.started);
+        self.done = self.done.saturating_add(o.done);
+        self.succeeded = self.succeeded.saturating_add(o.succeeded);
+        self.failed = self.failed.saturating_add(o.failed);
+        self.errored = self.errored.saturating_add(o.errored);
+        self.timeout = self.timeout.saturating_add(o.timeout);
+        self.completed = self.completed.saturating_add(o.completed);
+    }
+}
+
 /// Final response status classes (interim 1xx responses are counted in `s1xx`
 /// but never decide success, as in h2load).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -48,6 +62,31 @@ pub struct StatusCounts {
     pub s4xx: u64,
     /// 5xx final responses.
     pub s5xx: u64,
+}
+
+impl StatusCounts {
+    /// Counts one response of status `status` in its class (statuses outside 100–599 are
+    /// not counted).
+    #[inline]
+    pub fn count(&mut self, status: u16) {
+        match status / 100 {
+            1 => self.s1xx += 1,
+            2 => self.s2xx += 1,
+            3 => self.s3xx += 1,
+            4 => self.s4xx += 1,
+            5 => self.s5xx += 1,
+            _ => {}
+        }
+    }
+
+    /// Adds `o` into `self` (saturating).
+    pub fn add(&mut self, o: &StatusCounts) {
+        self.s1xx = self.s1xx.saturating_add(o.s1xx);
+        self.s2xx = self.s2xx.saturating_add(o.s2xx);
+        self.s3xx = self.s3xx.saturating_add(o.s3xx);
+        self.s4xx = self.s4xx.saturating_add(o.s4xx);
+        self.s5xx = self.s5xx.saturating_add(o.s5xx);
+    }
 }
 
 /// Bytes received, with h2load's `traffic:` meanings.
@@ -65,6 +104,14 @@ pub struct Traffic {
 }
 
 impl Traffic {
+    /// Adds `o` into `self` (saturating).
+    pub fn add(&mut self, o: &Traffic) {
+        self.bytes_total = self.bytes_total.saturating_add(o.bytes_total);
+        self.bytes_head = self.bytes_head.saturating_add(o.bytes_head);
+        self.bytes_head_decomp = self.bytes_head_decomp.saturating_add(o.bytes_head_decomp);
+        self.bytes_body = self.bytes_body.saturating_add(o.bytes_body);
+    }
+
     /// `1 - headers / decompressed headers`, 0 when nothing was received.
     pub fn header_space_savings(&self) -> f64 {
         if self.bytes_head_decomp == 0 {
@@ -359,6 +406,103 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// A result with nothing recorded: zero counters, empty histograms, no period. What a
+    /// worker starts counting into, and what results are added to.
+    pub fn empty() -> RunResult {
+        RunResult {
+            elapsed: Duration::ZERO,
+            requests: RequestCounts::default(),
+            status: StatusCounts::default(),
+            informational: Vec::new(),
+            traffic: Traffic::default(),
+            bytes_sent: 0,
+            response_bytes: 0,
+            request_time: new_duration_histogram(),
+            request_time_corrected: new_duration_histogram(),
+            connect_time: new_duration_histogram(),
+            ttfb: new_duration_histogram(),
+            client_rps: Vec::new(),
+            app_protocol: None,
+            protocol_fallback: false,
+            tls: None,
+            errors: ErrorCounts::default(),
+            goaways: 0,
+            reconnects: 0,
+            read_waits: 0,
+            tls_resumed: 0,
+            resume: Default::default(),
+            pushed_streams: 0,
+            pushed_bytes: 0,
+            pushed_frame_bytes: 0,
+            interrupted: false,
+            pacing: None,
+            timeseries: Vec::new(),
+            samples: None,
+            quic: None,
+        }
+    }
+
+    /// Adds what `o` measured into `self`: counters (saturating), errors, histograms,
+    /// interim responses code by code, pacing and QUIC figures; per-client rates are
+    /// concatenated. The protocol and the TLS details are the first known (`self`'s, else
+    /// `o`'s); `protocol_fallback` and `interrupted` are or-ed. The period, the time series
+    /// and the raw samples are left to the caller: how periods combine depends on how the
+    /// runs relate, and series and samples cannot be added.
+    ///
+    /// Fails only when a histogram of `o` holds values `self`'s cannot (they then grow:
+    /// histograms read back from documents may have other bounds than the engine's).
+    pub fn add(&mut self, o: &RunResult) -> Result<(), hdrhistogram::AdditionError> {
+        let s = |x: &mut u64, y: u64| *x = x.saturating_add(y);
+        self.requests.add(&o.requests);
+        self.status.add(&o.status);
+        if !o.informational.is_empty() {
+            let mut sum: BTreeMap<u16, u64> = self.informational.iter().copied().collect();
+            for &(code, n) in &o.informational {
+                s(sum.entry(code).or_default(), n);
+            }
+            self.informational = sum.into_iter().collect();
+        }
+        self.traffic.add(&o.traffic);
+        s(&mut self.bytes_sent, o.bytes_sent);
+        s(&mut self.response_bytes, o.response_bytes);
+        for (h, x) in [
+            (&mut self.request_time, &o.request_time),
+            (&mut self.request_time_corrected, &o.request_time_corrected),
+            (&mut self.connect_time, &o.connect_time),
+            (&mut self.ttfb, &o.ttfb),
+        ] {
+            h.auto(true);
+            h.add(x)?;
+        }
+        self.client_rps.extend_from_slice(&o.client_rps);
+        if self.app_protocol.is_none() {
+            self.app_protocol = o.app_protocol;
+        }
+        self.protocol_fallback |= o.protocol_fallback;
+        if self.tls.is_none() {
+            self.tls = o.tls.clone();
+        }
+        self.errors.merge(&o.errors);
+        s(&mut self.goaways, o.goaways);
+        s(&mut self.reconnects, o.reconnects);
+        s(&mut self.read_waits, o.read_waits);
+        s(&mut self.tls_resumed, o.tls_resumed);
+        self.resume.merge(&o.resume);
+        s(&mut self.pushed_streams, o.pushed_streams);
+        s(&mut self.pushed_bytes, o.pushed_bytes);
+        s(&mut self.pushed_frame_bytes, o.pushed_frame_bytes);
+        self.interrupted |= o.interrupted;
+        if let Some(p) = &o.pacing {
+            self.pacing
+                .get_or_insert_with(PacingCounts::default)
+                .merge(p);
+        }
+        if let Some(q) = &o.quic {
+            self.quic.get_or_insert_with(Default::default).merge(q);
+        }
+        Ok(())
+    }
+
     /// `completed / elapsed` (h2load's `req/s` in the `finished in` line).
     pub fn req_per_sec(&self) -> f64 {
         let s = self.elapsed.as_secs_f64();
@@ -444,5 +588,142 @@ mod tests {
             a.messages,
             vec![RunError::ActiveTimeout, RunError::InactivityTimeout]
         );
+    }
+
+    /// Every field of a result is added up (or kept, or left to the caller, as
+    /// [`RunResult::add`] says): the destructuring below names every field, so a field added
+    /// to [`RunResult`] does not compile here until this test (and `add`) say what happens
+    /// to it.
+    #[test]
+    fn adding_results_covers_every_field() {
+        let mut x = RunResult::empty();
+        x.elapsed = Duration::from_secs(3);
+        x.requests = RequestCounts {
+            total: 1,
+            started: 2,
+            done: 3,
+            succeeded: 4,
+            failed: 5,
+            errored: 6,
+            timeout: 7,
+            completed: 8,
+        };
+        x.status = StatusCounts {
+            s1xx: 1,
+            s2xx: 2,
+            s3xx: 3,
+            s4xx: 4,
+            s5xx: 5,
+        };
+        x.status.count(204);
+        x.status.count(600);
+        assert_eq!(x.status.s2xx, 3, "204 is a 2xx, 600 is in no class");
+        x.informational = vec![(103, 2)];
+        x.traffic = Traffic {
+            bytes_total: 10,
+            bytes_head: 11,
+            bytes_head_decomp: 12,
+            bytes_body: 13,
+        };
+        (x.bytes_sent, x.response_bytes) = (14, 15);
+        for h in [
+            &mut x.request_time,
+            &mut x.request_time_corrected,
+            &mut x.connect_time,
+            &mut x.ttfb,
+        ] {
+            h.saturating_record(1000);
+        }
+        x.client_rps = vec![1.5];
+        x.app_protocol = Some(AppProtocol::H2c);
+        x.protocol_fallback = true;
+        x.tls = Some(TlsInfo {
+            protocol: "TLSv1.3".into(),
+            cipher: "TLS_AES_128_GCM_SHA256".into(),
+            server_temp_key: None,
+            alpn: Some("h2".into()),
+        });
+        x.errors.io = 16;
+        x.errors.stream_resets.insert(7, 1);
+        (x.goaways, x.reconnects, x.read_waits, x.tls_resumed) = (17, 18, 19, 20);
+        x.resume.handshakes = 21;
+        (x.pushed_streams, x.pushed_bytes, x.pushed_frame_bytes) = (22, 23, 24);
+        x.interrupted = true;
+        x.pacing = Some(PacingCounts {
+            scheduled: 25,
+            ..PacingCounts::default()
+        });
+        x.timeseries = vec![crate::interval::IntervalRow::default()];
+        x.quic = Some(crate::h3::stats::QuicStats {
+            datagrams_sent: 26,
+            ..Default::default()
+        });
+
+        let mut m = RunResult::empty();
+        m.add(&x).unwrap();
+        m.add(&x).unwrap();
+        let RunResult {
+            elapsed,
+            requests,
+            status,
+            informational,
+            traffic,
+            bytes_sent,
+            response_bytes,
+            request_time,
+            request_time_corrected,
+            connect_time,
+            ttfb,
+            client_rps,
+            app_protocol,
+            protocol_fallback,
+            tls,
+            errors,
+            goaways,
+            reconnects,
+            read_waits,
+            tls_resumed,
+            resume,
+            pushed_streams,
+            pushed_bytes,
+            pushed_frame_bytes,
+            interrupted,
+            pacing,
+            timeseries,
+            samples,
+            quic,
+        } = m;
+        // Left to the caller.
+        assert_eq!(elapsed, Duration::ZERO);
+        assert!(timeseries.is_empty() && samples.is_none());
+        // Added up.
+        assert_eq!(
+            (requests.total, requests.completed, requests.timeout),
+            (2, 16, 14)
+        );
+        assert_eq!((status.s1xx, status.s2xx, status.s5xx), (2, 6, 10));
+        assert_eq!(informational, vec![(103, 4)]);
+        assert_eq!((traffic.bytes_total, traffic.bytes_body), (20, 26));
+        assert_eq!((bytes_sent, response_bytes), (28, 30));
+        for h in [&request_time, &request_time_corrected, &connect_time, &ttfb] {
+            assert_eq!(h.len(), 2);
+        }
+        assert_eq!(client_rps, vec![1.5, 1.5]);
+        assert_eq!((errors.io, errors.stream_resets[&7]), (32, 2));
+        assert_eq!(
+            (goaways, reconnects, read_waits, tls_resumed),
+            (34, 36, 38, 40)
+        );
+        assert_eq!(resume.handshakes, 42);
+        assert_eq!(
+            (pushed_streams, pushed_bytes, pushed_frame_bytes),
+            (44, 46, 48)
+        );
+        assert_eq!(pacing.map(|p| p.scheduled), Some(50));
+        assert_eq!(quic.map(|q| q.datagrams_sent), Some(52));
+        // Kept (the first known) or or-ed.
+        assert_eq!(app_protocol, Some(AppProtocol::H2c));
+        assert_eq!(tls, x.tls);
+        assert!(protocol_fallback && interrupted);
     }
 }

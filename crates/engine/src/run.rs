@@ -302,7 +302,7 @@ pub fn run(
         if let Some(e) = first_proto {
             return Err(EngineError::Protocol(e));
         }
-        let timeouts: u64 = stats.iter().map(|s| s.errors.timeout).sum();
+        let timeouts: u64 = stats.iter().map(|s| s.run.errors.timeout).sum();
         if timeouts > 0 {
             return Err(EngineError::Timeout(TimeoutError::NoConnection));
         }

@@ -343,7 +343,7 @@ impl StandingRun {
             if let Some(e) = first {
                 return Err(e);
             }
-            if stats.iter().any(|s| s.errors.timeout > 0) {
+            if stats.iter().any(|s| s.run.errors.timeout > 0) {
                 return Err(EngineError::Timeout(TimeoutError::NoConnection));
             }
         }

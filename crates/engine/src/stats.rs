@@ -7,150 +7,66 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::config::AppProtocol;
-use crate::h3::stats::QuicStats;
-use crate::result::{
-    new_duration_histogram, ErrorCounts, PacingCounts, RequestCounts, RunError, RunResult,
-    StatusCounts, TlsInfo, Traffic, MAX_ERROR_MESSAGES,
-};
+use crate::result::{PacingCounts, RunError, RunResult, MAX_ERROR_MESSAGES};
 use crate::samples::{secs, Samples, WorkerSamples};
 use crate::timeseries::{IntervalErrors, SeriesRecorder, Totals};
 
-/// Everything one worker measured.
+/// Everything one worker measured: the run's own counters ([`RunResult`], the one place
+/// they are declared and added up), plus what only a worker keeps while it runs.
 #[derive(Debug)]
 pub(crate) struct WorkerStats {
-    /// h2load's `req_todo` (for `-n` runs: this worker's share).
-    pub req_todo: u64,
-    pub started: u64,
-    pub done: u64,
-    /// Completed with a response (any status): h2load `req_success`.
-    pub completed: u64,
-    /// Completed with 2xx/3xx: h2load `req_status_success`.
-    pub status_success: u64,
-    pub failed: u64,
-    pub errored: u64,
-    pub timeout: u64,
-    /// Index = status / 100 (0..=5).
-    pub status: [u64; 6],
+    /// What this worker measured, with the run's meanings; `requests.total` is h2load's
+    /// `req_todo` (for `-n` runs: this worker's share). Its `informational`, `elapsed`,
+    /// `timeseries` and `samples` stay empty: the worker keeps those below.
+    pub run: RunResult,
     /// Interim responses by code (index = code - 100, 100..=199).
     pub informational: [u64; 100],
-    pub traffic: Traffic,
-    /// Bytes handed to the transport (requests, HTTP/2 frames; before TLS encryption).
-    pub bytes_sent: u64,
-    /// Bytes read attributed to the responses counted in `completed`: on each completion,
-    /// what its connection read since the previous completion on it.
-    pub response_bytes: u64,
-    pub request_time: Histogram<u64>,
-    /// From the intended start (paced runs only).
-    pub request_time_corrected: Histogram<u64>,
-    pub connect_time: Histogram<u64>,
-    pub ttfb: Histogram<u64>,
-    pub client_rps: Vec<f64>,
-    pub errors: ErrorCounts,
-    pub goaways: u64,
-    pub reconnects: u64,
-    /// Sleeps of read waiting (see `worker::read_wait`).
-    pub read_waits: u64,
-    /// TLS handshakes that resumed a session.
-    pub tls_resumed: u64,
-    /// Resumption and early data (`--tls-resume`, `--0rtt`).
-    pub resume: crate::resume::ResumeStats,
-    /// Pushed streams accepted (`--push accept`).
-    pub pushed_streams: u64,
-    /// Pushed response body bytes received.
-    pub pushed_bytes: u64,
-    /// Octets of the frames that carried pushes (heads included); not in `traffic`.
-    pub pushed_frame_bytes: u64,
-    pub app_protocol: Option<AppProtocol>,
-    pub protocol_fallback: bool,
-    pub tls: Option<TlsInfo>,
-    /// Open-model accounting (`Some` only in open-model runs).
-    pub pacing: Option<PacingCounts>,
     /// Connections open right now (for the time series).
     pub open_conns: u64,
     /// Time series recorder, when a series is recorded.
     pub series: Option<Box<SeriesRecorder>>,
     /// Raw-sample reservoirs (only with `max_samples`).
     pub samples: Option<Box<WorkerSamples>>,
-    /// QUIC figures (HTTP/3 runs only).
-    pub quic: Option<Box<QuicStats>>,
 }
 
 impl WorkerStats {
     pub(crate) fn new(req_todo: u64) -> WorkerStats {
+        let mut run = RunResult::empty();
+        run.requests.total = req_todo;
         WorkerStats {
-            req_todo,
-            started: 0,
-            done: 0,
-            completed: 0,
-            status_success: 0,
-            failed: 0,
-            errored: 0,
-            timeout: 0,
-            status: [0; 6],
+            run,
             informational: [0; 100],
-            traffic: Traffic::default(),
-            bytes_sent: 0,
-            response_bytes: 0,
-            request_time: new_duration_histogram(),
-            request_time_corrected: new_duration_histogram(),
-            connect_time: new_duration_histogram(),
-            ttfb: new_duration_histogram(),
-            client_rps: Vec::new(),
-            errors: ErrorCounts::default(),
-            goaways: 0,
-            reconnects: 0,
-            read_waits: 0,
-            tls_resumed: 0,
-            resume: Default::default(),
-            pushed_streams: 0,
-            pushed_bytes: 0,
-            pushed_frame_bytes: 0,
-            app_protocol: None,
-            protocol_fallback: false,
-            tls: None,
-            pacing: None,
             open_conns: 0,
             series: None,
             samples: None,
-            quic: None,
         }
     }
 
     /// Forgets what the warm-up measured. Connect and TTFB samples are kept:
     /// connections are normally made during warm-up, and without them the
-    /// connect row would be empty (h2load prints zeros there).
+    /// connect row would be empty (h2load prints zeros there). So are the protocol, the
+    /// TLS details and resumptions, the per-client rates and the QUIC figures.
     pub(crate) fn reset_after_warm_up(&mut self) {
-        self.started = 0;
-        self.done = 0;
-        self.completed = 0;
-        self.status_success = 0;
-        self.failed = 0;
-        self.errored = 0;
-        self.timeout = 0;
-        self.status = [0; 6];
+        let kept = std::mem::replace(&mut self.run, RunResult::empty());
+        let r = &mut self.run;
+        r.requests.total = kept.requests.total;
+        r.connect_time = kept.connect_time;
+        r.ttfb = kept.ttfb;
+        r.client_rps = kept.client_rps;
+        r.app_protocol = kept.app_protocol;
+        r.protocol_fallback = kept.protocol_fallback;
+        r.tls = kept.tls;
+        r.tls_resumed = kept.tls_resumed;
+        r.resume = kept.resume;
+        r.quic = kept.quic;
+        r.pacing = kept.pacing.map(|p| PacingCounts {
+            queue_limit: p.queue_limit,
+            ..PacingCounts::default()
+        });
         self.informational = [0; 100];
-        self.traffic = Traffic::default();
-        self.bytes_sent = 0;
-        self.response_bytes = 0;
-        self.request_time.reset();
-        self.request_time_corrected.reset();
         if let Some(s) = self.samples.as_mut() {
             s.request.clear();
         }
-        if let Some(p) = self.pacing.as_mut() {
-            *p = PacingCounts {
-                queue_limit: p.queue_limit,
-                ..PacingCounts::default()
-            };
-        }
-        self.errors = ErrorCounts::default();
-        self.goaways = 0;
-        self.reconnects = 0;
-        self.read_waits = 0;
-        self.pushed_streams = 0;
-        self.pushed_bytes = 0;
-        self.pushed_frame_bytes = 0;
     }
 
     /// Records a duration, saturating at the histogram's maximum.
@@ -162,7 +78,7 @@ impl WorkerStats {
 
     /// A connection's connect time.
     pub(crate) fn record_connect(&mut self, d: Duration) {
-        Self::record(&mut self.connect_time, d);
+        Self::record(&mut self.run.connect_time, d);
         if let Some(s) = self.samples.as_mut() {
             s.connect.push(secs(d));
         }
@@ -170,7 +86,7 @@ impl WorkerStats {
 
     /// A connection's time to first byte.
     pub(crate) fn record_ttfb(&mut self, d: Duration) {
-        Self::record(&mut self.ttfb, d);
+        Self::record(&mut self.run.ttfb, d);
         if let Some(s) = self.samples.as_mut() {
             s.ttfb.push(secs(d));
         }
@@ -181,12 +97,12 @@ impl WorkerStats {
     #[inline]
     /// The worker rolls the series (`roll_series`) before counting the request.
     pub(crate) fn record_latency(&mut self, from_send: Duration, corrected: Option<Duration>) {
-        Self::record(&mut self.request_time, from_send);
+        Self::record(&mut self.run.request_time, from_send);
         if let Some(s) = self.samples.as_mut() {
             s.request.push(secs(from_send));
         }
         if let Some(c) = corrected {
-            Self::record(&mut self.request_time_corrected, c);
+            Self::record(&mut self.run.request_time_corrected, c);
         }
         if let Some(r) = self.series.as_mut() {
             r.record(from_send, corrected);
@@ -195,14 +111,15 @@ impl WorkerStats {
 
     /// The cumulative counters the time series takes deltas of.
     fn totals(&self) -> Totals {
-        let e = &self.errors;
-        let p = self.pacing.as_ref();
+        let r = &self.run;
+        let e = &r.errors;
+        let p = r.pacing.as_ref();
         Totals {
-            started: self.started,
-            completed: self.completed,
-            succeeded: self.status_success,
-            failed: self.failed,
-            bytes: self.traffic.bytes_total,
+            started: r.requests.started,
+            completed: r.requests.completed,
+            succeeded: r.requests.succeeded,
+            failed: r.requests.failed,
+            bytes: r.traffic.bytes_total,
             errors: IntervalErrors {
                 connect: e.connect,
                 tls: e.tls,
@@ -240,10 +157,11 @@ impl WorkerStats {
 
     /// Remembers the first message of a kind of error.
     pub(crate) fn note_error(&mut self, msg: impl FnOnce() -> RunError) {
-        if self.errors.messages.len() < MAX_ERROR_MESSAGES {
+        let messages = &mut self.run.errors.messages;
+        if messages.len() < MAX_ERROR_MESSAGES {
             let m = msg();
-            if !self.errors.messages.contains(&m) {
-                self.errors.messages.push(m);
+            if !messages.contains(&m) {
+                messages.push(m);
             }
         }
     }
@@ -257,82 +175,20 @@ pub(crate) fn merge(
     timing_based: bool,
     interrupted: bool,
 ) -> RunResult {
-    let mut req = RequestCounts::default();
-    let mut status = StatusCounts::default();
+    let mut r = RunResult::empty();
     let mut informational = [0u64; 100];
-    let mut traffic = Traffic::default();
-    let mut request_time = new_duration_histogram();
-    let mut request_time_corrected = new_duration_histogram();
-    let mut pacing: Option<PacingCounts> = None;
-    let mut connect_time = new_duration_histogram();
-    let mut ttfb = new_duration_histogram();
-    let mut client_rps = Vec::new();
-    let mut errors = ErrorCounts::default();
-    let (mut goaways, mut reconnects, mut read_waits, mut tls_resumed) = (0, 0, 0, 0);
-    let mut resume = crate::resume::ResumeStats::default();
-    let (mut pushed_streams, mut pushed_bytes, mut pushed_frame_bytes) = (0, 0, 0);
-    let mut bytes_sent = 0;
-    let mut response_bytes = 0;
-    let mut app_protocol = None;
-    let mut protocol_fallback = false;
-    let mut tls = None;
     let mut samples: Option<Samples> = None;
-    let mut quic: Option<QuicStats> = None;
     for w in workers {
-        if let Some(q) = &w.quic {
-            quic.get_or_insert_with(QuicStats::default).merge(q);
+        // The engine's histograms all have the same bounds: adding cannot fail.
+        let _ = r.add(&w.run);
+        for (sum, n) in informational.iter_mut().zip(w.informational) {
+            *sum += n;
         }
         if let Some(s) = &w.samples {
             samples.get_or_insert_with(Samples::default).add(s);
         }
-        req.total += w.req_todo;
-        req.started += w.started;
-        req.done += w.done;
-        req.succeeded += w.status_success;
-        req.failed += w.failed;
-        req.errored += w.errored;
-        req.timeout += w.timeout;
-        req.completed += w.completed;
-        status.s1xx += w.status[1];
-        status.s2xx += w.status[2];
-        status.s3xx += w.status[3];
-        status.s4xx += w.status[4];
-        status.s5xx += w.status[5];
-        for (sum, n) in informational.iter_mut().zip(w.informational) {
-            *sum += n;
-        }
-        traffic.bytes_total += w.traffic.bytes_total;
-        traffic.bytes_head += w.traffic.bytes_head;
-        traffic.bytes_head_decomp += w.traffic.bytes_head_decomp;
-        traffic.bytes_body += w.traffic.bytes_body;
-        bytes_sent += w.bytes_sent;
-        response_bytes += w.response_bytes;
-        // Same bounds everywhere, so add cannot fail; ignore defensively.
-        let _ = request_time.add(&w.request_time);
-        let _ = request_time_corrected.add(&w.request_time_corrected);
-        if let Some(p) = &w.pacing {
-            pacing.get_or_insert_with(PacingCounts::default).merge(p);
-        }
-        let _ = connect_time.add(&w.connect_time);
-        let _ = ttfb.add(&w.ttfb);
-        client_rps.extend_from_slice(&w.client_rps);
-        errors.merge(&w.errors);
-        goaways += w.goaways;
-        reconnects += w.reconnects;
-        read_waits += w.read_waits;
-        tls_resumed += w.tls_resumed;
-        resume.merge(&w.resume);
-        pushed_streams += w.pushed_streams;
-        pushed_bytes += w.pushed_bytes;
-        pushed_frame_bytes += w.pushed_frame_bytes;
-        if app_protocol.is_none() {
-            app_protocol = w.app_protocol;
-        }
-        protocol_fallback |= w.protocol_fallback;
-        if tls.is_none() {
-            tls = w.tls;
-        }
     }
+    let req = &mut r.requests;
     if timing_based || interrupted {
         // h2load: in timing-based mode each client's req_todo becomes its req_done.
         req.total = req.done;
@@ -346,43 +202,17 @@ pub(crate) fn merge(
         req.failed += not_issued;
         req.errored += not_issued;
     }
-    RunResult {
-        elapsed,
-        requests: req,
-        status,
-        informational: (100u16..)
-            .zip(informational)
-            .filter(|&(_, n)| n > 0)
-            .collect(),
-        traffic,
-        bytes_sent,
-        response_bytes,
-        request_time,
-        request_time_corrected,
-        connect_time,
-        ttfb,
-        client_rps,
-        app_protocol,
-        protocol_fallback,
-        tls,
-        errors,
-        goaways,
-        reconnects,
-        read_waits,
-        tls_resumed,
-        resume,
-        pushed_streams,
-        pushed_bytes,
-        pushed_frame_bytes,
-        interrupted,
-        pacing,
-        timeseries: Vec::new(),
-        quic,
-        samples: samples.map(|mut s| {
-            s.sort();
-            s
-        }),
-    }
+    r.elapsed = elapsed;
+    r.interrupted = interrupted;
+    r.informational = (100u16..)
+        .zip(informational)
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    r.samples = samples.map(|mut s| {
+        s.sort();
+        s
+    });
+    r
 }
 
 #[cfg(test)]
@@ -392,20 +222,16 @@ mod tests {
     #[test]
     fn merge_counts_unissued_requests_as_errored() {
         let mut a = WorkerStats::new(10);
-        a.started = 6;
-        a.done = 6;
-        a.completed = 6;
-        a.status_success = 5;
-        a.failed = 1; // a 404
-        a.status[2] = 5;
-        a.status[4] = 1;
-        WorkerStats::record(&mut a.request_time, Duration::from_micros(100));
+        let q = &mut a.run.requests;
+        (q.started, q.done, q.completed, q.succeeded) = (6, 6, 6, 5);
+        q.failed = 1; // a 404
+        a.run.status.s2xx = 5;
+        a.run.status.s4xx = 1;
+        WorkerStats::record(&mut a.run.request_time, Duration::from_micros(100));
         let mut b = WorkerStats::new(5);
-        b.started = 5;
-        b.done = 5;
-        b.completed = 5;
-        b.status_success = 5;
-        b.status[2] = 5;
+        let q = &mut b.run.requests;
+        (q.started, q.done, q.completed, q.succeeded) = (5, 5, 5, 5);
+        b.run.status.s2xx = 5;
         let r = merge(vec![a, b], Duration::from_secs(1), false, false);
         assert_eq!(r.requests.total, 15);
         assert_eq!(r.requests.succeeded, 10);

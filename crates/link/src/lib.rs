@@ -59,6 +59,7 @@ mod path;
 pub mod record;
 mod relay;
 mod ring;
+mod sched;
 pub mod shaper;
 mod stats;
 pub mod tcp_model;

@@ -259,6 +259,9 @@ fn bulk_goodput(link: &PacketLink, warm: f64, secs: f64) -> f64 {
 /// The link can never carry more than its rate, but a machine busy on both cores can hold the
 /// link thread back and cost the transfer a few percent: a transfer below the band is measured
 /// again (three at most), and one of them must land in the band; none may exceed it.
+/// The link thread runs at real-time priority where permitted, but the sender and receiver do
+/// not: the test needs them to get most of a core. With six busy loops on 2 cores (load average
+/// 10, `BUSY=6 ONLY=packet bench/under-load.sh`) all three tries fell short in 1 of 2 runs.
 ///
 /// The sender is CUBIC (Reno where the kernel has no CUBIC) with a queue of four
 /// bandwidth-delay products, so that the sender keeps the link busy and the goodput measures
@@ -306,6 +309,11 @@ fn bulk_tcp_gets_the_configured_rate() {
 /// because there retransmission timeouts (200 ms minimum here, ten RTTs), which the formula
 /// leaves out, cost Linux's Reno 20-25% below it (measured 3.06-3.19 Mbit/s against 4.10; the
 /// Padhye model, which counts timeouts, says 2.42).
+///
+/// The sender and receiver run at normal priority: on a machine busier than its cores (six
+/// busy loops on 2 cores, load average 10) they, not the window, can set the rate. So a
+/// transfer below the band is measured again (three at most); one must land in it and none
+/// may exceed it (a busy machine only ever slows a transfer).
 #[test]
 fn long_tcp_transfers_under_loss_follow_mathis() {
     for loss in [0.01, 0.03] {
@@ -317,17 +325,28 @@ fn long_tcp_transfers_under_loss_follow_mathis() {
             return;
         };
         assert_eq!(link.info().server.congestion_control, "reno");
-        let goodput = bulk_goodput(&link, 1.0, 9.0);
         let mathis = 1448.0 * 8.0 / 0.020 * (1.5f64).sqrt() / loss.sqrt();
-        eprintln!(
-            "loss {loss}: goodput {:.2} Mbit/s, Mathis {:.2}",
-            goodput / 1e6,
-            mathis / 1e6
-        );
         let bound = if loss > 0.02 { 0.30 } else { 0.25 };
+        let mut measured = Vec::new();
+        for _ in 0..3 {
+            let goodput = bulk_goodput(&link, 1.0, 9.0);
+            eprintln!(
+                "loss {loss}: goodput {:.2} Mbit/s, Mathis {:.2}",
+                goodput / 1e6,
+                mathis / 1e6
+            );
+            assert!(
+                goodput / mathis - 1.0 <= bound,
+                "loss {loss}: {goodput} above Mathis {mathis}"
+            );
+            measured.push(goodput);
+            if (goodput / mathis - 1.0).abs() <= bound {
+                break;
+            }
+        }
         assert!(
-            (goodput / mathis - 1.0).abs() <= bound,
-            "loss {loss}: {goodput} vs Mathis {mathis}"
+            measured.iter().any(|g| (g / mathis - 1.0).abs() <= bound),
+            "loss {loss}: {measured:?} vs Mathis {mathis}"
         );
     }
 }
@@ -484,6 +503,11 @@ fn down_wire_rate(
 /// The queue is four bandwidth-delay products, as in the TCP test: with one, quinn's CUBIC
 /// overflowed it (65-90 drops) and its backoff left the link idle for part of the window, so
 /// the rate measured was 89-95% of the configured one — the sender's recovery, not the link.
+///
+/// Both QUIC endpoints run at normal priority and need most of a core between them: a machine
+/// busier than that (six busy loops on 2 cores, load average 10) slows the transfer, not the
+/// link. So, as in the TCP test, a transfer below the band is measured again (three at most),
+/// one must land in it and none may exceed it.
 #[test]
 fn bulk_quic_gets_the_configured_rate() {
     use std::sync::Arc;
@@ -509,58 +533,67 @@ fn bulk_quic_gets_the_configured_rate() {
         .unwrap();
     let h3 = server.h3_addr().unwrap();
     let cert = server.cert_path().unwrap().to_path_buf();
-    let rate = down_wire_rate(
-        &link,
-        // Past slow start's overshoot and its recovery.
-        Duration::from_millis(1500),
-        Duration::from_secs(2),
-        move || {
-            use rustls::pki_types::pem::PemObject;
-            let mut roots = rustls::RootCertStore::empty();
-            for c in rustls::pki_types::CertificateDer::pem_file_iter(&cert).unwrap() {
-                roots.add(c.unwrap()).unwrap();
-            }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .unwrap()
-                .with_root_certificates(roots)
-                .with_no_client_auth();
-            tls.alpn_protocols = vec![b"h3".to_vec()];
-            let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                use bytes::Buf;
-                let mut ep = quinn::Endpoint::client("0.0.0.0:0".parse().unwrap()).unwrap();
-                ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
-                let conn = ep.connect(h3, "localhost").unwrap().await.unwrap();
-                let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(conn))
-                    .await
-                    .unwrap();
-                tokio::spawn(async move {
-                    let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-                });
-                let req = http::Request::builder()
-                    .uri("https://localhost/data?size=8000000")
-                    .body(())
-                    .unwrap();
-                let mut s = send.send_request(req).await.unwrap();
-                s.finish().await.unwrap();
-                let resp = s.recv_response().await.unwrap();
-                assert_eq!(resp.status(), 200);
-                let mut len = 0;
-                while let Some(chunk) = s.recv_data().await.unwrap() {
-                    len += chunk.remaining();
+    let mut measured = Vec::new();
+    for _ in 0..3 {
+        let cert = cert.clone();
+        let rate = down_wire_rate(
+            &link,
+            // Past slow start's overshoot and its recovery.
+            Duration::from_millis(1500),
+            Duration::from_secs(2),
+            move || {
+                use rustls::pki_types::pem::PemObject;
+                let mut roots = rustls::RootCertStore::empty();
+                for c in rustls::pki_types::CertificateDer::pem_file_iter(&cert).unwrap() {
+                    roots.add(c.unwrap()).unwrap();
                 }
-                assert_eq!(len, 8_000_000);
-            });
-        },
-    );
-    eprintln!("QUIC wire rate {:.2} Mbit/s; {}", rate / 1e6, link.stats());
-    assert!((rate / 10e6 - 1.0).abs() <= 0.03, "{rate}");
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .unwrap()
+                    .with_root_certificates(roots)
+                    .with_no_client_auth();
+                tls.alpn_protocols = vec![b"h3".to_vec()];
+                let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async move {
+                    use bytes::Buf;
+                    let mut ep = quinn::Endpoint::client("0.0.0.0:0".parse().unwrap()).unwrap();
+                    ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+                    let conn = ep.connect(h3, "localhost").unwrap().await.unwrap();
+                    let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(conn))
+                        .await
+                        .unwrap();
+                    tokio::spawn(async move {
+                        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                    });
+                    let req = http::Request::builder()
+                        .uri("https://localhost/data?size=8000000")
+                        .body(())
+                        .unwrap();
+                    let mut s = send.send_request(req).await.unwrap();
+                    s.finish().await.unwrap();
+                    let resp = s.recv_response().await.unwrap();
+                    assert_eq!(resp.status(), 200);
+                    let mut len = 0;
+                    while let Some(chunk) = s.recv_data().await.unwrap() {
+                        len += chunk.remaining();
+                    }
+                    assert_eq!(len, 8_000_000);
+                });
+            },
+        );
+        eprintln!("QUIC wire rate {:.2} Mbit/s; {}", rate / 1e6, link.stats());
+        assert!(rate / 10e6 - 1.0 <= 0.03, "faster than the link: {rate}");
+        measured.push(rate);
+        if (rate / 10e6 - 1.0).abs() <= 0.03 {
+            return;
+        }
+    }
+    panic!("no transfer within 3% of 10 Mbit/s: {measured:?}");
 }
 
 /// The congestion control of a TCP socket (`TCP_CONGESTION`).

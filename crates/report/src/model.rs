@@ -7,8 +7,6 @@
 //! re-exports [`RunOptions`] (the options recorded in the JSON result, module
 //! [`options`](crate::options)).
 
-use std::time::Duration;
-
 use h2lab_wire::frame::ErrorCode;
 use hdrhistogram::Histogram;
 
@@ -55,39 +53,10 @@ pub fn h2_error_code(name: &str) -> Option<u32> {
     (0..=0xffu32).find(|c| ErrorCode(*c).name() == Some(name))
 }
 
-/// A result with nothing recorded: zero counters, empty histograms.
+/// A result with nothing recorded: zero counters, empty histograms
+/// ([`RunResult::empty`]).
 pub fn empty_result() -> RunResult {
-    RunResult {
-        elapsed: Duration::ZERO,
-        requests: RequestCounts::default(),
-        status: StatusCounts::default(),
-        traffic: Traffic::default(),
-        bytes_sent: 0,
-        response_bytes: 0,
-        request_time: new_histogram(),
-        request_time_corrected: new_histogram(),
-        connect_time: new_histogram(),
-        ttfb: new_histogram(),
-        client_rps: Vec::new(),
-        app_protocol: None,
-        protocol_fallback: false,
-        tls: None,
-        errors: ErrorCounts::default(),
-        goaways: 0,
-        reconnects: 0,
-        read_waits: 0,
-        tls_resumed: 0,
-        resume: Default::default(),
-        informational: Vec::new(),
-        pushed_streams: 0,
-        pushed_bytes: 0,
-        pushed_frame_bytes: 0,
-        interrupted: false,
-        pacing: None,
-        timeseries: Vec::new(),
-        samples: None,
-        quic: None,
-    }
+    RunResult::empty()
 }
 
 /// Whether the run paced its requests (open model, `--rps`, timing script): its request

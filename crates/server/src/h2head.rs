@@ -13,7 +13,7 @@
 use h2lab_wire::hpack::{Encoder, Indexing};
 
 use crate::endpoints::Response;
-use crate::head_key::HeadKey as Key;
+use crate::head_key::{HeadFields, HeadKey as Key};
 
 /// The last cacheable block a connection encoded (one per connection: HPACK state is per
 /// connection).
@@ -60,57 +60,12 @@ impl HeadCache {
     }
 }
 
-/// The decimal digits of `v` in `buf`.
-fn u64_digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
-    }
-    &buf[i..]
-}
-
-/// Encodes a response head: `:status`, `server`, `date`, `content-type`, `content-length`,
-/// `cache-control`, `allow`. Stack buffers only; the encoder indexes the stable fields, so
-/// steady-state blocks are a few bytes.
+/// Encodes a response head ([`HeadFields`]: `:status`, `server`, `date`, `content-type`,
+/// `content-length`, `cache-control`, `allow`). Stack buffers only; the encoder indexes the
+/// stable fields, so steady-state blocks are a few bytes.
 pub fn encode_head(enc: &mut Encoder, buf: &mut Vec<u8>, resp: &Response, date: &[u8]) {
-    let status = resp.status.clamp(100, 999);
-    let status_text = [
-        b'0' + (status / 100) as u8,
-        b'0' + (status / 10 % 10) as u8,
-        b'0' + (status % 10) as u8,
-    ];
-    let mut cl = [0u8; 20];
-    let cl = u64_digits(resp.body.len(), &mut cl);
-    let mut fields: [(&[u8], &[u8], Indexing); 7] = [(b"", b"", Indexing::Auto); 7];
-    let mut n = 0;
-    fields[n] = (b":status", &status_text, Indexing::Auto);
-    n += 1;
-    fields[n] = (b"server", b"h2lab", Indexing::Auto);
-    n += 1;
-    fields[n] = (b"date", date, Indexing::Auto);
-    n += 1;
-    if !resp.no_content_length() {
-        fields[n] = (
-            b"content-type",
-            resp.content_type.as_bytes(),
-            Indexing::Auto,
-        );
-        n += 1;
-        fields[n] = (b"content-length", cl, Indexing::Auto);
-        n += 1;
-    }
-    fields[n] = (b"cache-control", resp.cache.value(), Indexing::Auto);
-    n += 1;
-    if resp.allow {
-        fields[n] = (b"allow", b"GET, HEAD, POST, PUT", Indexing::Auto);
-        n += 1;
-    }
-    enc.encode_with(fields[..n].iter().copied(), buf);
+    let head = HeadFields::new(resp, date);
+    enc.encode_with(head.iter().map(|(n, v)| (n, v, Indexing::Auto)), buf);
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! ([`crate::conn::quic`]) feeds the connection its datagrams before each read turn and
 //! sends what it has after each write; `out` (the byte-stream output) stays empty.
 
+use std::sync::Arc;
+
 use h2lab_quic::quinn_proto::Connection;
 
 use super::H3Session;
@@ -86,4 +88,20 @@ impl Session for H3Conn {
     fn terminate(&mut self, _out: &mut Vec<u8>) {
         self.session.terminate(&mut self.quic);
     }
+}
+
+/// The QUIC client configuration for `h3`: rustls as on TCP (h2load's suite order;
+/// certificate verification off when `insecure`, as h2load), ALPN `h3`.
+pub fn quic_client_config(
+    insecure: bool,
+    opts: &crate::tls_opts::TlsOptions,
+) -> Result<h2lab_quic::quinn_proto::ClientConfig, crate::error::TransportError> {
+    let tls = crate::transport::client_config(&["h3".to_owned()], insecure, opts)?;
+    let crypto = h2lab_quic::quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
+        .map_err(|_| {
+            crate::error::TransportError::Setup(rustls::Error::General(
+                "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256".into(),
+            ))
+        })?;
+    Ok(h2lab_quic::quinn_proto::ClientConfig::new(Arc::new(crypto)))
 }

@@ -27,17 +27,22 @@
 //! quinn-proto as a reference-counted clone, not copied into a new buffer); quinn-proto
 //! allocates its own stream state.
 //!
-//! [`H3Conn`] puts the session and its QUIC connection behind the engine's `Session`
-//! trait; the QUIC transport is `crate::conn::quic`.
+//! Files: this one holds the session's state, its setup and the QUIC event dispatch;
+//! `send.rs` sends requests and their bodies, `recv.rs` reads the server's streams (GOAWAY,
+//! resets), `response.rs` parses response streams, `streams.rs` holds the unidirectional
+//! streams. [`H3Conn`] (`conn.rs`) puts the session and its QUIC connection behind the
+//! engine's `Session` trait; the QUIC transport is `crate::conn::quic`.
 
 mod conn;
+mod recv;
 mod response;
+mod send;
 mod settings;
 mod sink;
 pub mod stats;
 mod streams;
 
-pub use conn::H3Conn;
+pub use conn::{quic_client_config, H3Conn};
 pub use settings::{QpackSettings, H2LOAD_BLOCKED_STREAMS};
 
 use std::sync::Arc;
@@ -282,135 +287,6 @@ impl H3Session {
         UniStreamType::QpackDecoder.write(&mut self.decoder_out.buf);
     }
 
-    /// Sends request `uri_idx` (index into the template's paths) for `slot` on a new stream.
-    pub fn submit(
-        &mut self,
-        conn: &mut Connection,
-        slot: u32,
-        uri_idx: usize,
-    ) -> Result<(), SubmitError> {
-        if !self.can_submit() {
-            return Err(SubmitError::WouldBlock);
-        }
-        // None: the server's MAX_STREAMS is reached (credit comes back as streams close).
-        let id = conn
-            .streams()
-            .open(Dir::Bi)
-            .ok_or(SubmitError::WouldBlock)?;
-        self.section.clear();
-        self.template.encode_next(
-            u64::from(id),
-            uri_idx,
-            &mut self.section,
-            &mut self.encoder_scratch,
-        );
-        self.frame.clear();
-        write_headers(&self.section, &mut self.frame);
-        if let Some(b) = &self.body {
-            h2lab_wire::h3::request::write_data_header(b.len() as u64, &mut self.frame);
-        }
-        if self.frame_shared != self.frame[..] {
-            self.frame_shared = Bytes::copy_from_slice(&self.frame);
-        }
-        let mut head = [self.frame_shared.clone()];
-        let mut s = conn.send_stream(id);
-        // A new stream has its whole initial window (≥ 1 KiB in practice); a request
-        // head that does not fit is an error of ours, not the server's.
-        match s.write_chunks(&mut head) {
-            Ok(w) if w.bytes == self.frame.len() => {}
-            _ => {
-                let _ = s.reset(code(ErrorCode::H3_REQUEST_CANCELLED));
-                return Err(SubmitError::WouldBlock);
-            }
-        }
-        let body_sent = if self.body.is_some() {
-            self.bodies_pending += 1;
-            Some(0)
-        } else {
-            let _ = s.finish();
-            None
-        };
-        let req = match self.pool.pop() {
-            Some(mut r) => {
-                r.slot = slot;
-                r.recv = RequestStream::new(Role::Client, u64::from(id));
-                r.inbuf.clear();
-                r.done = false;
-                r.body_sent = body_sent;
-                r.blocked = false;
-                r.fin = false;
-                r.held_encoded = 0;
-                r
-            }
-            None => Req {
-                slot,
-                recv: RequestStream::new(Role::Client, u64::from(id)),
-                inbuf: Vec::new(),
-                done: false,
-                body_sent,
-                blocked: false,
-                fin: false,
-                held_encoded: 0,
-            },
-        };
-        self.reqs.insert(id, req);
-        self.write_body(conn, id);
-        Ok(())
-    }
-
-    /// Writes as much of request `id`'s body as flow control allows; finishes the stream
-    /// once it is all written.
-    fn write_body(&mut self, conn: &mut Connection, id: StreamId) {
-        // The body first: without `-d` there is nothing to look up.
-        let Some(body) = &self.body else {
-            return;
-        };
-        let Some(r) = self.reqs.get_mut(&id) else {
-            return;
-        };
-        let Some(mut off) = r.body_sent else {
-            return;
-        };
-        let mut s = conn.send_stream(id);
-        while off < body.len() {
-            match s.write(body.get(off..).unwrap_or_default()) {
-                Ok(n) if n > 0 => off += n,
-                // Blocked: a Writable event comes when credit does. Stopped or closed: the
-                // response (or its reset) tells what happened.
-                _ => break,
-            }
-        }
-        if off >= body.len() {
-            let _ = s.finish();
-            r.body_sent = None;
-            self.bodies_pending = self.bodies_pending.saturating_sub(1);
-        } else {
-            r.body_sent = Some(off);
-        }
-    }
-
-    /// Stops the bodies of finished requests and continues those waiting for flow control.
-    fn write_bodies(&mut self, conn: &mut Connection) {
-        for id in self.abandon.drain(..) {
-            let _ = conn.send_stream(id).reset(code(ErrorCode::H3_NO_ERROR));
-        }
-        if self.bodies_pending == 0 {
-            return;
-        }
-        let mut ids = std::mem::take(&mut self.scratch_ids);
-        ids.clear();
-        ids.extend(
-            self.reqs
-                .iter()
-                .filter(|(_, r)| r.body_sent.is_some())
-                .map(|(id, _)| *id),
-        );
-        for id in &ids {
-            self.write_body(conn, *id);
-        }
-        self.scratch_ids = ids;
-    }
-
     /// Handles what QUIC has for the application (stream data, GOAWAY, the connection
     /// ending) and reports it through `ev`; then writes our pending stream data.
     pub fn on_quic(&mut self, conn: &mut Connection, ev: &mut dyn SessionEvents) {
@@ -469,156 +345,4 @@ impl H3Session {
             self.close(conn, ErrorCode::H3_CLOSED_CRITICAL_STREAM);
         }
     }
-
-    fn read(&mut self, conn: &mut Connection, id: StreamId, ev: &mut dyn SessionEvents) {
-        let bidi = id.dir() == Dir::Bi;
-        let mut rs = conn.recv_stream(id);
-        let Ok(mut chunks) = rs.read(true) else {
-            return;
-        };
-        let mut fin = false;
-        let mut reset = None;
-        let mut err: Option<ErrorCode> = None;
-        let mut news = ControlNews::default();
-        // Each chunk is fed when the next read says what follows it, so that the last one
-        // goes with the stream's end in one call (a response is usually one chunk and the
-        // FIN: one pass through the stream's parser instead of two).
-        let mut held: Option<bytes::Bytes> = None;
-        loop {
-            match chunks.next(usize::MAX) {
-                Ok(Some(chunk)) if err.is_none() => {
-                    if let Some(prev) = held.replace(chunk.bytes) {
-                        err = self.feed(id, bidi, &prev, false, ev, &mut news);
-                    }
-                }
-                Ok(Some(_)) => {}
-                Ok(None) => {
-                    fin = true;
-                    break;
-                }
-                Err(ReadError::Blocked) => break,
-                Err(ReadError::Reset(c)) => {
-                    reset = Some(c.into_inner());
-                    break;
-                }
-            }
-        }
-        let _ = chunks.finalize();
-        if err.is_none() && (fin || held.is_some()) {
-            let last = held.take().unwrap_or_default();
-            err = self.feed(id, bidi, &last, fin, ev, &mut news);
-        }
-        if let Some(s) = news.settings {
-            self.template.set_peer_settings(
-                usize::try_from(s.qpack_max_table_capacity).unwrap_or(usize::MAX),
-                usize::try_from(s.qpack_blocked_streams).unwrap_or(usize::MAX),
-            );
-        }
-        if let Some(g) = news.goaway {
-            self.on_goaway(conn, g, ev);
-        }
-        if let (Some(c), true) = (reset, bidi) {
-            self.on_reset(id, c, ev);
-        }
-        if err.is_none() && !bidi {
-            // Inserts may have arrived: decode the sections that waited for them.
-            err = self.resume_unblocked(ev);
-        }
-        if let Some(c) = err {
-            self.close(conn, c);
-        }
-    }
-
-    /// Feeds bytes of stream `id` to its reader: a response stream's parser, or a
-    /// unidirectional stream's (control, QPACK).
-    fn feed(
-        &mut self,
-        id: StreamId,
-        bidi: bool,
-        bytes: &[u8],
-        fin: bool,
-        ev: &mut dyn SessionEvents,
-        news: &mut ControlNews,
-    ) -> Option<ErrorCode> {
-        if bidi {
-            self.feed_request(id, bytes, fin, ev)
-        } else {
-            self.peer
-                .feed(id, bytes, fin, &mut self.qdec, &mut self.template, news)
-                .err()
-        }
-    }
-
-    /// GOAWAY(`g`): requests on streams at or above `g` were not processed.
-    fn on_goaway(&mut self, conn: &mut Connection, g: u64, ev: &mut dyn SessionEvents) {
-        if self.goaway.is_none() {
-            // The code is the connection's, known only at the close: 0 here.
-            ev.goaway(u32::try_from(g).unwrap_or(u32::MAX), 0);
-        }
-        self.goaway = Some(g);
-        let above: Vec<StreamId> = self
-            .reqs
-            .keys()
-            .copied()
-            .filter(|id| u64::from(*id) >= g)
-            .collect();
-        for id in above {
-            let _ = conn
-                .recv_stream(id)
-                .stop(code(ErrorCode::H3_REQUEST_CANCELLED));
-            if let Some(r) = self.forget(id) {
-                ev.refused(r);
-            }
-        }
-    }
-
-    /// The server reset request stream `id` with `c`.
-    fn on_reset(&mut self, id: StreamId, c: u64, ev: &mut dyn SessionEvents) {
-        let Some(slot) = self.forget(id) else {
-            return;
-        };
-        let not_processed = c == ErrorCode::H3_REQUEST_REJECTED.0
-            || self.goaway.is_some_and(|g| u64::from(id) >= g);
-        if not_processed {
-            ev.refused(slot);
-        } else {
-            ev.reset(slot, u32::try_from(c).unwrap_or(u32::MAX));
-        }
-    }
-
-    /// Drops request `id` (its buffers are kept for the next request); its slot.
-    fn forget(&mut self, id: StreamId) -> Option<u32> {
-        let r = self.reqs.remove(&id)?;
-        if !r.done {
-            // Reading abandoned before the end (reset, GOAWAY): RFC 9204 §4.4.2 Stream
-            // Cancellation (drops a held section; nothing is sent with no table).
-            self.qdec.cancel_stream(u64::from(id));
-        }
-        if r.body_sent.is_some() {
-            // The response ended before the body was all sent: stop sending it.
-            self.bodies_pending = self.bodies_pending.saturating_sub(1);
-            self.abandon.push(id);
-        }
-        let slot = r.slot;
-        if self.pool.len() < self.max_streams {
-            self.pool.push(r);
-        }
-        Some(slot)
-    }
-}
-
-/// The QUIC client configuration for `h3`: rustls as on TCP (h2load's suite order;
-/// certificate verification off when `insecure`, as h2load), ALPN `h3`.
-pub fn quic_client_config(
-    insecure: bool,
-    opts: &crate::tls_opts::TlsOptions,
-) -> Result<h2lab_quic::quinn_proto::ClientConfig, crate::error::TransportError> {
-    let tls = crate::transport::client_config(&["h3".to_owned()], insecure, opts)?;
-    let crypto = h2lab_quic::quinn_proto::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
-        .map_err(|_| {
-            crate::error::TransportError::Setup(rustls::Error::General(
-                "QUIC needs TLS 1.3 with TLS_AES_128_GCM_SHA256".into(),
-            ))
-        })?;
-    Ok(h2lab_quic::quinn_proto::ClientConfig::new(Arc::new(crypto)))
 }

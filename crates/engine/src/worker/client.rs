@@ -184,7 +184,7 @@ pub(super) fn fill(
         let retried = core.retry.pop();
         let intended = match retried {
             Some(i) => Some(i),
-            None => match pacer.take(&mut core.pace, &mut stats.pacing, measuring) {
+            None => match pacer.take(&mut core.pace, &mut stats.run.pacing, measuring) {
                 Some(i) => i,
                 None => {
                     core.free.push(slot);
@@ -198,7 +198,9 @@ pub(super) fn fill(
                 core.free.push(slot);
                 match retried {
                     Some(i) => core.retry.push(i),
-                    None => pacer.untake(&mut core.pace, &mut stats.pacing, measuring, intended),
+                    None => {
+                        pacer.untake(&mut core.pace, &mut stats.run.pacing, measuring, intended)
+                    }
                 }
                 break;
             }
@@ -223,7 +225,7 @@ pub(super) fn fill(
         core.unstamped.push(slot);
         core.req_inflight += 1;
         if measuring {
-            stats.started += 1;
+            stats.run.requests.started += 1;
         }
         if !core.unbounded {
             core.req_left -= 1;
@@ -270,7 +272,10 @@ mod tests {
             &mut pacer,
         );
         assert_eq!(n, 3, "one per slot (pipelining depth 3)");
-        assert_eq!((core.req_left, core.req_inflight, stats.started), (2, 3, 3));
+        assert_eq!(
+            (core.req_left, core.req_inflight, stats.run.requests.started),
+            (2, 3, 3)
+        );
         assert!(core.free.is_empty());
         assert_eq!(
             core.unstamped.len(),
@@ -317,7 +322,7 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(core.req_left, 0);
         assert!(core.active_deadline.is_some());
-        assert_eq!(stats.started, 0, "not measuring: not counted");
+        assert_eq!(stats.run.requests.started, 0, "not measuring: not counted");
         assert!(core.slots.iter().filter(|s| s.in_use).all(|s| !s.measured));
         assert!(!core.wants_requests());
     }

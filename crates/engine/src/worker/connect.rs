@@ -74,7 +74,7 @@ impl Worker<'_> {
             self.connect(idx, Instant::now(), addr_idx + 1);
             return;
         }
-        self.stats.errors.connect += 1;
+        self.stats.run.errors.connect += 1;
         self.stats.note_error(|| RunError::Connect {
             addr: addr.clone(),
             cause: e.to_string(),
@@ -89,7 +89,7 @@ impl Worker<'_> {
     }
 
     fn tls_failed(&mut self, idx: usize, e: TransportError) {
-        self.stats.errors.tls += 1;
+        self.stats.run.errors.tls += 1;
         self.stats.note_error(|| RunError::TlsHandshake {
             cause: e.to_string(),
         });
@@ -101,7 +101,7 @@ impl Worker<'_> {
     }
 
     fn protocol_failed(&mut self, idx: usize, e: ProtocolError) {
-        self.stats.errors.protocol += 1;
+        self.stats.run.errors.protocol += 1;
         self.stats.note_error(|| RunError::Protocol {
             cause: e.to_string(),
         });
@@ -128,7 +128,7 @@ impl Worker<'_> {
         let Some((sample, counters)) = conn.quic_figures() else {
             return;
         };
-        let q = self.stats.quic.get_or_insert_with(Default::default);
+        let q = self.stats.run.quic.get_or_insert_with(Default::default);
         counters.add_to(q);
         if let Some(s) = sample {
             self.clients[idx].quic = s;
@@ -151,8 +151,8 @@ impl Worker<'_> {
         c.req_inflight = 0;
         if self.measuring {
             let left = if c.unbounded { 0 } else { c.req_left };
-            self.stats.failed += measured_inflight + left;
-            self.stats.errored += measured_inflight + left;
+            self.stats.run.requests.failed += measured_inflight + left;
+            self.stats.run.requests.errored += measured_inflight + left;
         }
         c.req_left = 0;
         if !c.finished {
@@ -188,9 +188,9 @@ impl Worker<'_> {
             .filter(|s| s.in_use && s.measured)
             .count() as u64;
         if self.measuring {
-            self.stats.timeout += inflight;
+            self.stats.run.requests.timeout += inflight;
         }
-        self.stats.errors.timeout += 1;
+        self.stats.run.errors.timeout += 1;
         self.stats.note_error(|| {
             if which == "-T" {
                 RunError::ActiveTimeout
@@ -264,15 +264,15 @@ impl Worker<'_> {
             .record_connect(now.saturating_duration_since(core.connect_start));
         if conn.offered_early() {
             // The handshake goes on under the session: counted at its end (`early.rs`).
-            self.stats.resume.early_offered += 1;
+            self.stats.run.resume.early_offered += 1;
             core.early_phase = true;
         } else {
             super::early::count_handshake(&mut self.stats, &self.s.dialer, conn, proto);
         }
-        if self.stats.app_protocol.is_none() {
-            self.stats.app_protocol = Some(proto);
-            self.stats.protocol_fallback = fallback;
-            self.stats.tls = conn.transport.tls_info();
+        if self.stats.run.app_protocol.is_none() {
+            self.stats.run.app_protocol = Some(proto);
+            self.stats.run.protocol_fallback = fallback;
+            self.stats.run.tls = conn.transport.tls_info();
         }
         if !self.reported {
             self.reported = true;
@@ -337,21 +337,21 @@ impl Worker<'_> {
         c.out_pos = 0;
         c.req_inflight = 0;
         if measuring {
-            self.stats.failed += lost;
-            self.stats.errored += lost;
+            self.stats.run.requests.failed += lost;
+            self.stats.run.requests.errored += lost;
         }
         let progress = c.completed_on_conn > 0;
         let error = match &end {
             ConnEnd::ServerClosed => None,
             e if protocol => {
-                self.stats.errors.protocol += 1;
+                self.stats.run.errors.protocol += 1;
                 Some(RunError::Protocol {
                     cause: e.to_string(),
                 })
             }
             e => {
                 if lost > 0 {
-                    self.stats.errors.io += 1;
+                    self.stats.run.errors.io += 1;
                 }
                 Some(RunError::ConnectionLost {
                     cause: e.to_string(),
@@ -406,7 +406,7 @@ impl Worker<'_> {
             }
             return;
         }
-        self.stats.reconnects += 1;
+        self.stats.run.reconnects += 1;
         // h2load: "Keep using current address".
         self.connect(idx, now, addr);
     }
@@ -423,7 +423,7 @@ impl Worker<'_> {
         if client.conn.is_some() || client.core.finished || !client.core.wants_requests() {
             return false;
         }
-        self.stats.reconnects += 1;
+        self.stats.run.reconnects += 1;
         self.connect(idx, now, addr);
         true
     }

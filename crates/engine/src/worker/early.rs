@@ -21,10 +21,10 @@ pub(super) fn count_handshake(
     if !dialer.resumes || (!conn.transport.is_tls() && proto != AppProtocol::H3) {
         return;
     }
-    stats.resume.handshakes += 1;
+    stats.run.resume.handshakes += 1;
     if conn.resumed_session() {
-        stats.tls_resumed += 1;
-        stats.resume.resumed += 1;
+        stats.run.tls_resumed += 1;
+        stats.run.resume.resumed += 1;
     }
     if proto != AppProtocol::H3 {
         dialer.early_proto.set(Some(proto));
@@ -43,25 +43,25 @@ pub(super) fn settle(
 ) -> Option<ConnEnd> {
     let accepted = conn.take_early_outcome()?;
     core.early_phase = false;
-    stats.resume.handshakes += 1;
+    stats.run.resume.handshakes += 1;
     if accepted {
-        stats.resume.early_accepted += 1;
-        stats.resume.resumed += 1;
+        stats.run.resume.early_accepted += 1;
+        stats.run.resume.resumed += 1;
         if conn.transport.is_tls() {
-            stats.tls_resumed += 1;
+            stats.run.tls_resumed += 1;
         }
         return None;
     }
-    stats.resume.early_rejected += 1;
+    stats.run.resume.early_rejected += 1;
     if conn.resumed_session() {
-        stats.resume.resumed += 1;
-        stats.tls_resumed += 1;
+        stats.run.resume.resumed += 1;
+        stats.run.tls_resumed += 1;
     }
     for s in core.slots.iter_mut().filter(|s| s.in_use) {
         s.in_use = false;
-        stats.resume.replayed += 1;
+        stats.run.resume.replayed += 1;
         if s.measured && measuring {
-            stats.started = stats.started.saturating_sub(1);
+            stats.run.requests.started = stats.run.requests.started.saturating_sub(1);
         }
         if let Some(i) = s.intended {
             if core.retry.len() < core.retry.capacity() {

@@ -46,7 +46,7 @@ impl Ev<'_> {
     fn requeue(&mut self, s: &Slot) {
         self.core.issued_on_conn = self.core.issued_on_conn.saturating_sub(1);
         if s.measured && self.measuring {
-            self.st.started = self.st.started.saturating_sub(1);
+            self.st.run.requests.started = self.st.run.requests.started.saturating_sub(1);
         }
         if let Some(i) = s.intended {
             if self.core.retry.len() < self.core.retry.capacity() {
@@ -86,7 +86,7 @@ impl SessionEvents for Ev<'_> {
         }
         if status < 200 {
             if count {
-                self.st.status[1] += 1;
+                self.st.run.status.s1xx += 1;
                 let code = usize::from(status).checked_sub(100);
                 if let Some(n) = code.and_then(|c| self.st.informational.get_mut(c)) {
                     *n += 1;
@@ -95,22 +95,22 @@ impl SessionEvents for Ev<'_> {
             return;
         }
         s.status = status;
-        if count && status < 600 {
-            self.st.status[(status / 100) as usize] += 1;
+        if count {
+            self.st.run.status.count(status);
         }
     }
 
     fn header_bytes(&mut self, wire: usize, decoded: usize) {
         if self.measuring {
-            self.st.traffic.bytes_head += wire as u64;
-            self.st.traffic.bytes_head_decomp += decoded as u64;
+            self.st.run.traffic.bytes_head += wire as u64;
+            self.st.run.traffic.bytes_head_decomp += decoded as u64;
         }
     }
 
     fn body(&mut self, _slot: u32, len: usize) {
         self.ttfb();
         if self.measuring {
-            self.st.traffic.bytes_body += len as u64;
+            self.st.run.traffic.bytes_body += len as u64;
         }
     }
 
@@ -120,7 +120,7 @@ impl SessionEvents for Ev<'_> {
         self.ttfb();
         let Some(s) = self.release(slot) else { return };
         if s.early && s.status == 425 {
-            self.st.resume.too_early += 1;
+            self.st.run.resume.too_early += 1;
             self.requeue(&s);
             return;
         }
@@ -132,14 +132,14 @@ impl SessionEvents for Ev<'_> {
             return;
         }
         self.core.req_success += 1;
-        self.st.completed += 1;
-        self.st.response_bytes += read;
+        self.st.run.requests.completed += 1;
+        self.st.run.response_bytes += read;
         if (200..400).contains(&s.status) {
-            self.st.status_success += 1;
+            self.st.run.requests.succeeded += 1;
         } else {
-            self.st.failed += 1;
+            self.st.run.requests.failed += 1;
         }
-        self.st.done += 1;
+        self.st.run.requests.done += 1;
         let corrected = s.intended.map(|i| self.now.saturating_duration_since(i));
         self.st.record_latency(took, corrected);
         let status = s.status;
@@ -152,10 +152,10 @@ impl SessionEvents for Ev<'_> {
         if !(s.measured && self.measuring) {
             return;
         }
-        *self.st.errors.stream_resets.entry(code).or_default() += 1;
-        self.st.failed += 1;
-        self.st.errored += 1;
-        self.st.done += 1;
+        *self.st.run.errors.stream_resets.entry(code).or_default() += 1;
+        self.st.run.requests.failed += 1;
+        self.st.run.requests.errored += 1;
+        self.st.run.requests.done += 1;
         self.log_line(&s, None);
     }
 
@@ -165,25 +165,25 @@ impl SessionEvents for Ev<'_> {
     }
 
     fn goaway(&mut self, _last_stream_id: u32, code: u32) {
-        self.st.goaways += 1;
+        self.st.run.goaways += 1;
         if code != 0 {
-            *self.st.errors.goaway_errors.entry(code).or_default() += 1;
+            *self.st.run.errors.goaway_errors.entry(code).or_default() += 1;
         }
     }
 
     fn push_refused(&mut self) {
-        self.st.errors.push_refused += 1;
+        self.st.run.errors.push_refused += 1;
     }
 
     fn push_promise(&mut self, _stream: u32, _path: &[u8]) {
         if self.measuring {
-            self.st.pushed_streams += 1;
+            self.st.run.pushed_streams += 1;
         }
     }
 
     fn push_body(&mut self, _stream: u32, len: usize) {
         if self.measuring {
-            self.st.pushed_bytes += len as u64;
+            self.st.run.pushed_bytes += len as u64;
         }
     }
 
@@ -192,8 +192,8 @@ impl SessionEvents for Ev<'_> {
         // the frames of a push, read with them, move to their own counter.
         if self.measuring {
             let len = len as u64;
-            self.st.pushed_frame_bytes += len;
-            let t = &mut self.st.traffic.bytes_total;
+            self.st.run.pushed_frame_bytes += len;
+            let t = &mut self.st.run.traffic.bytes_total;
             *t = t.saturating_sub(len);
         }
     }
@@ -243,26 +243,33 @@ mod tests {
         ev.complete(0); // twice: ignored
         ev.status(1, 200);
         ev.reset(1, 8);
-        assert_eq!(st.status[1], 2);
-        assert_eq!(st.status[4], 1);
-        assert_eq!((st.done, st.completed, st.status_success), (2, 1, 0));
+        assert_eq!(st.run.status.s1xx, 2);
+        assert_eq!(st.run.status.s4xx, 1);
         assert_eq!(
-            (st.failed, st.errored),
+            (
+                st.run.requests.done,
+                st.run.requests.completed,
+                st.run.requests.succeeded
+            ),
+            (2, 1, 0)
+        );
+        assert_eq!(
+            (st.run.requests.failed, st.run.requests.errored),
             (2, 1),
             "404 failed; reset failed and errored"
         );
-        assert_eq!(st.errors.stream_resets.get(&8), Some(&1));
-        assert_eq!(st.traffic.bytes_body, 7);
+        assert_eq!(st.run.errors.stream_resets.get(&8), Some(&1));
+        assert_eq!(st.run.traffic.bytes_body, 7);
         assert_eq!(
-            (st.traffic.bytes_head, st.traffic.bytes_head_decomp),
+            (st.run.traffic.bytes_head, st.run.traffic.bytes_head_decomp),
             (10, 20)
         );
-        assert_eq!(st.request_time.len(), 1);
+        assert_eq!(st.run.request_time.len(), 1);
         assert_eq!(client.core.req_inflight, 0);
         assert_eq!(client.core.free.len(), 2);
         assert_eq!(client.core.completed_on_conn, 1);
         // The connection's bytes since its last completion went to the completed response.
-        assert_eq!(st.response_bytes, 50);
+        assert_eq!(st.run.response_bytes, 50);
         assert_eq!(client.core.read_since_completion, 0);
     }
 
@@ -273,7 +280,7 @@ mod tests {
         client.core.req_left = 0;
         client.core.active_deadline = Some(t0);
         let mut st = WorkerStats::new(1);
-        st.started = 1;
+        st.run.requests.started = 1;
         let mut rw = ReadWait::new(Duration::ZERO);
         submitted(&mut client, 0, t0);
         client.core.slots[0].intended = Some(t0);
@@ -286,8 +293,11 @@ mod tests {
             log: None,
         };
         ev.refused(0);
-        assert_eq!(st.started, 0, "counted once, when it is sent again");
-        assert_eq!(st.done, 0);
+        assert_eq!(
+            st.run.requests.started, 0,
+            "counted once, when it is sent again"
+        );
+        assert_eq!(st.run.requests.done, 0);
         assert_eq!(client.core.req_left, 1);
         assert_eq!(client.core.active_deadline, None);
         assert_eq!(client.core.retry, vec![t0], "its due time is kept");

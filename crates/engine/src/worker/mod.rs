@@ -228,7 +228,7 @@ impl<'o> Worker<'o> {
             .max_samples
             .map(|cap| Box::new(WorkerSamples::new(cap, s.id)));
         if let Pacer::Open(p) = &s.pacer {
-            stats.pacing = Some(crate::result::PacingCounts {
+            stats.run.pacing = Some(crate::result::PacingCounts {
                 queue_limit: p.limit() as u64,
                 ..Default::default()
             });
@@ -408,7 +408,7 @@ impl<'o> Worker<'o> {
             return Ok(());
         }
         std::thread::sleep(nap);
-        self.stats.read_waits += 1;
+        self.stats.run.read_waits += 1;
         // The deadline behind `wait` is as far off as it was, less the sleep.
         self.poll.poll(events, Some(wait - nap))
     }
@@ -449,11 +449,11 @@ impl<'o> Worker<'o> {
         self.s
             .progress
             .done
-            .store(self.stats.done, Ordering::Relaxed);
+            .store(self.stats.run.requests.done, Ordering::Relaxed);
         self.s
             .progress
             .errors
-            .store(self.stats.errors.total(), Ordering::Relaxed);
+            .store(self.stats.run.errors.total(), Ordering::Relaxed);
     }
 
     /// Tells the observer (if any) that a timing-based run reached `p`.
@@ -490,7 +490,7 @@ impl<'o> Worker<'o> {
                     self.clients[idx].conn = Some(conn);
                 }
             }
-            let q = self.stats.quic.get_or_insert_with(Default::default);
+            let q = self.stats.run.quic.get_or_insert_with(Default::default);
             for c in &self.clients {
                 q.push_client(&c.quic);
             }
@@ -501,7 +501,10 @@ impl<'o> Worker<'o> {
             };
             let t = end.saturating_duration_since(start).as_secs_f64();
             if t > 1e-9 {
-                self.stats.client_rps.push(c.core.req_success as f64 / t);
+                self.stats
+                    .run
+                    .client_rps
+                    .push(c.core.req_success as f64 / t);
             }
         }
         if let Some(mut l) = self.log.take() {

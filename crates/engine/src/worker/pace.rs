@@ -67,6 +67,7 @@ impl Worker<'_> {
         if let Pacer::Open(p) = &mut self.s.pacer {
             let counts = self
                 .stats
+                .run
                 .pacing
                 .get_or_insert_with(crate::result::PacingCounts::default);
             dispatch = p.admit(now, counts, measuring) && p.has_waiting();
@@ -98,6 +99,7 @@ impl Worker<'_> {
         if let Pacer::Open(p) = &mut self.s.pacer {
             let counts = self
                 .stats
+                .run
                 .pacing
                 .get_or_insert_with(crate::result::PacingCounts::default);
             p.finish(now, counts, self.measuring);

@@ -92,7 +92,7 @@ impl Worker<'_> {
             let now = Instant::now();
             last_read = Some(now);
             if measuring {
-                stats.traffic.bytes_total += input.len() as u64;
+                stats.run.traffic.bytes_total += input.len() as u64;
             }
             core.read_since_completion += input.len() as u64;
             let mut out = std::mem::take(&mut core.out);
@@ -230,7 +230,7 @@ impl Worker<'_> {
         if let Some(t) = stamp.wrote_at {
             conn.last_activity = t;
         }
-        self.stats.bytes_sent += stamp.sent;
+        self.stats.run.bytes_sent += stamp.sent;
         if let Some(end) = end {
             self.conn_ended(idx, end);
         }

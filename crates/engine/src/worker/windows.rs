@@ -219,7 +219,7 @@ impl Worker<'_> {
                     self.fill_client(idx);
                 }
                 None => {
-                    self.stats.reconnects += 1;
+                    self.stats.run.reconnects += 1;
                     self.connect(idx, now, 0);
                 }
             }
@@ -237,6 +237,7 @@ impl Worker<'_> {
                 let t = now.saturating_duration_since(start).min(measured);
                 if t > Duration::from_nanos(1) {
                     self.stats
+                        .run
                         .client_rps
                         .push(c.core.req_success as f64 / t.as_secs_f64());
                 }
@@ -245,9 +246,9 @@ impl Worker<'_> {
         let mut stats = WorkerStats::new(0);
         std::mem::swap(&mut stats, &mut self.stats);
         self.stats.open_conns = stats.open_conns;
-        self.stats.app_protocol = stats.app_protocol;
-        self.stats.protocol_fallback = stats.protocol_fallback;
-        self.stats.tls = stats.tls.clone();
+        self.stats.run.app_protocol = stats.run.app_protocol;
+        self.stats.run.protocol_fallback = stats.run.protocol_fallback;
+        self.stats.run.tls = stats.run.tls.clone();
         // Raw samples are per window too: the next one starts with empty reservoirs.
         self.stats.samples = self
             .s

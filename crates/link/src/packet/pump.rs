@@ -108,7 +108,7 @@ impl Pump {
     /// lead per packet, at packet rates where it is small. Under a steady stream (more than
     /// one packet held) it sleeps until each is due, as `spin_ns` asks.
     pub(super) fn run(self) -> io::Result<()> {
-        let _ = sys::tight_timers();
+        let _ = crate::sched::tight_timers();
         let timer = sys::timerfd()?;
         let Pump {
             devices,

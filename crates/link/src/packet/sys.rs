@@ -65,21 +65,6 @@ pub fn child_enter(ns: RawFd) -> io::Result<()> {
     Ok(())
 }
 
-/// Asks for timer wake-ups without the default 50 µs of slack (the link thread's delays) and,
-/// where permitted (root), the lowest real-time priority (SCHED_FIFO 1), so that a loaded
-/// machine's other threads do not delay packets by whole scheduler slices. The link thread
-/// sleeps in `ppoll` whenever nothing is due, and the kernel's real-time throttling
-/// (`sched_rt_runtime_us`) bounds it anyway. Returns whether the real-time priority was set.
-pub fn tight_timers() -> bool {
-    // SAFETY: prctl(PR_SET_TIMERSLACK) only sets a per-thread scheduling parameter.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
-    }
-    let param = libc::sched_param { sched_priority: 1 };
-    // SAFETY: pid 0 is the calling thread; `param` is a live sched_param.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
-}
-
 fn ifreq(name: &str) -> io::Result<libc::ifreq> {
     let bytes = name.as_bytes();
     if bytes.len() >= libc::IFNAMSIZ {

@@ -54,8 +54,10 @@ impl Relay {
         })
     }
 
-    /// Runs until the shutdown is triggered.
+    /// Runs until the shutdown is triggered, at real-time priority where permitted (as the
+    /// packet link's thread: a loaded machine must not delay deliveries by scheduler slices).
     pub(crate) fn run(mut self) -> io::Result<()> {
+        let _ = crate::sched::tight_timers();
         let result = self.run_loop();
         for slot in 0..self.conns.len() {
             self.close(slot, false);

@@ -167,8 +167,10 @@ impl UdpRelay {
         nanos(self.clock.elapsed())
     }
 
-    /// Runs until the shutdown is triggered.
+    /// Runs until the shutdown is triggered, at real-time priority where permitted (as the
+    /// TCP relay's thread).
     pub(crate) fn run(mut self) -> io::Result<()> {
+        let _ = crate::sched::tight_timers();
         let result = self.run_loop();
         let registry = self.poll.registry();
         self.flows.close_all(registry, &self.counters.udp);

@@ -1,5 +1,5 @@
-//! HTTP/3 response heads: the QPACK field section of a response (`:status`, `server`,
-//! `date`, `content-type`, `content-length`, `cache-control`, `allow`), encoded with the
+//! HTTP/3 response heads: the QPACK field section of a response (the fields HTTP/2 sends
+//! too, `crate::head_key::HeadFields`), encoded with the
 //! connection's encoder, and reused for the next response with the same head (as HTTP/2's
 //! head cache), also when it references the dynamic table: the encoder decides whether the
 //! same octets may be sent again and registers them on the new stream
@@ -9,7 +9,7 @@
 use h2lab_wire::qpack::{Encoder, Replay, SectionRefs};
 
 use crate::endpoints::Response;
-use crate::head_key::HeadKey;
+use crate::head_key::{HeadFields, HeadKey};
 
 /// Heads cached per connection: the common heads of a page or a benchmark (a few
 /// content types and lengths) each keep their section, replaced round-robin.
@@ -66,45 +66,13 @@ impl HeadEncoder {
                 self.next = (self.next + 1) % SLOTS;
             }
         }
-        let status = resp.status.clamp(100, 999);
-        let status_text = [
-            b'0' + (status / 100) as u8,
-            b'0' + (status / 10 % 10) as u8,
-            b'0' + (status % 10) as u8,
-        ];
-        let mut cl_digits = [0u8; 20];
-        let cl = digits(resp.body.len(), &mut cl_digits);
-        let mut fields: [(&[u8], &[u8]); 7] = [(b"", b""); 7];
-        let mut n = 0;
-        fields[n] = (b":status", &status_text);
-        n += 1;
-        fields[n] = (b"server", b"h2lab");
-        n += 1;
-        fields[n] = (b"date", date);
-        n += 1;
-        fields[n] = (b"content-type", resp.content_type.as_bytes());
-        n += 1;
-        if !resp.no_content_length() {
-            fields[n] = (b"content-length", cl);
-            n += 1;
-        }
-        fields[n] = (b"cache-control", resp.cache.value());
-        n += 1;
-        if resp.allow {
-            fields[n] = (b"allow", b"GET, HEAD, POST, PUT");
-            n += 1;
-        }
+        let head = HeadFields::new(resp, date);
         let out = match target {
             Some(i) => &mut self.slots[i].section,
             None => &mut self.spare,
         };
         out.clear();
-        qenc.encode(
-            stream_id,
-            fields.iter().take(n).copied(),
-            out,
-            encoder_stream,
-        );
+        qenc.encode(stream_id, head.iter(), out, encoder_stream);
         match target {
             Some(i) => {
                 // The inserts it made are on the encoder stream ahead of this section: a
@@ -117,18 +85,4 @@ impl HeadEncoder {
             None => &self.spare,
         }
     }
-}
-
-/// The decimal digits of `v` in `buf`.
-fn digits(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
-    }
-    &buf[i..]
 }
