@@ -121,6 +121,28 @@ fn probe() -> Result<(), String> {
     PacketLink::start(c).map(drop).map_err(|e| e.to_string())
 }
 
+/// `path: packet link (kernel TCP)`, with the fallback's reason in parentheses.
+impl std::fmt::Display for ModeChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "path: {}", self.label)?;
+        match &self.fallback {
+            Some(why) => write!(f, " ({why})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// `TCP congestion control: client cubic, server cubic`.
+impl std::fmt::Display for PathSides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "TCP congestion control: client {}, server {}",
+            self.client_tcp_cc, self.server_tcp_cc
+        )
+    }
+}
+
 /// One side's TCP congestion control, recorded in the results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathSides {

@@ -1,6 +1,6 @@
 //! The lab's experiment kernel: what `compare`, `page` and `upstream` share about measuring.
 //!
-//! - [`policy`]: [`RunPolicy`](policy::RunPolicy), every timing number (windows, warm-ups,
+//! - [`policy`]: [`RunPolicy`], every timing number (windows, warm-ups,
 //!   settles, drain caps, cycle floors, retry factors, overheads) in one value, read by the
 //!   measurers and by compare's cost model alike;
 //! - [`order`]: the order of a round's runs (forwards and backwards in turn, rotated);

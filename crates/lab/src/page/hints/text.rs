@@ -22,15 +22,7 @@ pub fn render_text(r: &HintsReport) -> String {
         crate::page::loss::fmt_pct(r.equivalence)
     );
     let _ = writeln!(s, "{CHROMIUM_NOTE}");
-    let _ = writeln!(
-        s,
-        "path: {}{}",
-        r.path.label,
-        r.path
-            .fallback
-            .as_ref()
-            .map_or(String::new(), |w| format!(" ({w})"))
-    );
+    let _ = writeln!(s, "{}", r.path);
     for l in &r.links {
         let _ = writeln!(
             s,
@@ -83,11 +75,7 @@ pub fn render_text(r: &HintsReport) -> String {
         }
         s.push_str(&crate::fmt::table(&rows));
         if let Some(sides) = &l.path_sides {
-            let _ = writeln!(
-                s,
-                "TCP congestion control: client {}, server {}",
-                sides.client_tcp_cc, sides.server_tcp_cc
-            );
+            let _ = writeln!(s, "{sides}");
         }
         for a in &l.arms {
             if let Some(c) = &a.path {

@@ -23,15 +23,7 @@ pub fn render_text(r: &RenderReport) -> String {
         crate::page::loss::fmt_pct(r.equivalence),
         ci::MIN_ROUNDS
     );
-    let _ = writeln!(
-        s,
-        "path: {}{}",
-        r.path.label,
-        r.path
-            .fallback
-            .as_ref()
-            .map_or(String::new(), |w| format!(" ({w})"))
-    );
+    let _ = writeln!(s, "{}", r.path);
     for l in &r.links {
         let _ = writeln!(
             s,
@@ -39,11 +31,7 @@ pub fn render_text(r: &RenderReport) -> String {
             l.link.name, l.description, l.page, l.path, l.resources, l.render_blocking
         );
         if let Some(sides) = &l.path_sides {
-            let _ = writeln!(
-                s,
-                "TCP congestion control: client {}, server {}",
-                sides.client_tcp_cc, sides.server_tcp_cc
-            );
+            let _ = writeln!(s, "{sides}");
         }
         let _ = writeln!(
             s,
