@@ -13,6 +13,26 @@ pub const FILLER_CHUNK: usize = 64 * 1024;
 /// One 64-byte line repeated: printable, so `curl /data?size=100` is readable.
 const PATTERN: &[u8; PERIOD] = b"h2lab 0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRS\n";
 
+/// A whole 1×1 grey PNG (signature, IHDR, IDAT, IEND; 67 bytes): the head of every
+/// [`Body::Png`], so that a browser decodes `/asset/*.png` and reads it to its end. A browser
+/// cancels an image it cannot decode, which would make it transfer less than the page says.
+pub const PNG_HEAD: &[u8; 67] = &[
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x3a, 0x7e, 0x9b,
+    0x55, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41, 0x54, 0x78, 0xda, 0x63, 0x68, 0x00, 0x00, 0x00,
+    0x82, 0x00, 0x81, 0xda, 0x45, 0x08, 0x3b, 0x00, 0x00, 0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae,
+    0x42, 0x60, 0x82,
+];
+
+/// The bytes of a [`Body::Png`] at `offset`, at most `max`: [`PNG_HEAD`], then the filler
+/// (after IEND, where decoders stop reading).
+fn png_at(offset: u64, max: usize) -> &'static [u8] {
+    match usize::try_from(offset) {
+        Ok(off) if off < PNG_HEAD.len() => &PNG_HEAD[off..PNG_HEAD.len().min(off + max)],
+        _ => filler_at(offset, max),
+    }
+}
+
 /// The shared, immutable filler buffer (built once per process).
 pub fn filler() -> &'static [u8] {
     static FILLER: OnceLock<Box<[u8]>> = OnceLock::new();
@@ -43,6 +63,10 @@ pub enum Body {
     /// `len` bytes of the shared filler pattern (`/data`, `/asset`): streamed, never copied
     /// into a per-request buffer.
     Filler(u64),
+    /// `len` bytes of a valid PNG: [`PNG_HEAD`] followed by the filler (`/asset/*.png`), so
+    /// that a browser reads an image as the simulated fetcher does. Shorter than the head, it
+    /// is the head's first `len` bytes.
+    Png(u64),
     /// The first `len` bytes of the caller's dynamic buffer (built by the endpoint).
     Dynamic(usize),
     /// `len` bytes of an open file, read positionally while streaming.
@@ -55,7 +79,7 @@ impl Body {
         match self {
             Body::Empty => 0,
             Body::Static(s) => s.len() as u64,
-            Body::Filler(n) | Body::File(_, n) => *n,
+            Body::Filler(n) | Body::Png(n) | Body::File(_, n) => *n,
             Body::Dynamic(n) => *n as u64,
         }
     }
@@ -140,6 +164,7 @@ impl BodyCursor {
             Body::Empty | Body::File(..) => &[],
             Body::Static(s) => s.get(off..).map(|s| &s[..want.min(s.len())]).unwrap_or(&[]),
             Body::Filler(_) => filler_at(self.offset, want),
+            Body::Png(_) => png_at(self.offset, want),
             Body::Dynamic(_) => dynamic
                 .get(off..)
                 .map(|s| &s[..want.min(s.len())])
@@ -148,7 +173,7 @@ impl BodyCursor {
     }
 
     /// The next at most `max` bytes as a `'static` slice, for bodies that live in static
-    /// memory ([`Body::Static`], [`Body::Filler`]): they can be written without a copy.
+    /// memory ([`Body::Static`], [`Body::Filler`], [`Body::Png`]): they can be written without a copy.
     /// `None` for the other kinds.
     pub fn static_chunk(&self, max: usize) -> Option<&'static [u8]> {
         let want = usize::try_from(self.remaining())
@@ -160,6 +185,7 @@ impl BodyCursor {
                 Some(s.get(off..).map_or(&[][..], |r| &r[..want.min(r.len())]))
             }
             Body::Filler(_) => Some(filler_at(self.offset, want)),
+            Body::Png(_) => Some(png_at(self.offset, want)),
             Body::Empty | Body::Dynamic(_) | Body::File(..) => None,
         }
     }
@@ -173,6 +199,30 @@ impl BodyCursor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_png_body_is_a_whole_png_then_filler_of_exactly_its_length() {
+        for len in [10u64, 67, 1_000, 200_000] {
+            let mut c = BodyCursor::new(Body::Png(len));
+            let mut out = Vec::new();
+            while c.copy_into(&[], &mut out, 1_000).unwrap() > 0 {}
+            assert_eq!(out.len() as u64, len);
+            let head = (len as usize).min(PNG_HEAD.len());
+            assert_eq!(&out[..head], &PNG_HEAD[..head]);
+            if len > 67 {
+                // The image ends with IEND and its CRC; the rest is the filler.
+                assert_eq!(&out[59..67], b"IEND\xaeB`\x82");
+                assert_eq!(
+                    &out[67..131],
+                    &PATTERN[3..]
+                        .iter()
+                        .chain(&PATTERN[..3])
+                        .copied()
+                        .collect::<Vec<_>>()[..]
+                );
+            }
+        }
+    }
 
     #[test]
     fn filler_is_periodic_and_contiguous() {

@@ -426,14 +426,13 @@ impl Router {
                 } else if let Some(rest) = path.strip_prefix(b"/asset/") {
                     match asset_size(rest) {
                         Some(n) => {
-                            let ct = if path.ends_with(b".css") {
-                                "text/css"
+                            if path.ends_with(b".css") {
+                                Response::new(200, "text/css", Body::Filler(n))
                             } else if path.ends_with(b".js") {
-                                "text/javascript"
+                                Response::new(200, "text/javascript", Body::Filler(n))
                             } else {
-                                "image/png"
-                            };
-                            Response::new(200, ct, Body::Filler(n))
+                                Response::new(200, "image/png", Body::Png(n))
+                            }
                         }
                         None => Response::error(404),
                     }
