@@ -302,7 +302,7 @@ impl support::Peer for Peer {
         let mode = self.mode;
         while self
             .shell
-            .read(Instant::now(), |_| PeerApp::new(mode))
+            .read(Instant::now(), &mut self.ctx, |_| PeerApp::new(mode))
             .unwrap()
         {}
         self.drive();

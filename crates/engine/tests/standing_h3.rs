@@ -250,6 +250,8 @@ fn idle_witness(server: SocketAddr) -> ConnectionError {
             .map_or(Duration::from_secs(1), |t| t.saturating_duration_since(now));
         poll.poll(&mut events, Some(wait.min(Duration::from_secs(1))))
             .unwrap();
-        shell.read(Instant::now(), |_| Quiet::default()).unwrap();
+        shell
+            .read(Instant::now(), &mut (), |_| Quiet::default())
+            .unwrap();
     }
 }

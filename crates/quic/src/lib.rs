@@ -181,9 +181,14 @@ impl<A: ConnApp> Shell<A> {
     /// Reads what the socket has (a bounded number of batches, so timers and output keep
     /// their turn) and hands each datagram to QUIC; `new_app` makes the application state
     /// of an accepted connection. Returns whether the socket may have more.
+    ///
+    /// While a connection is handshaking its application runs (with `ctx`) between two of
+    /// its datagrams that arrive in one batch: what came in 0-RTT is read before the
+    /// datagram that completes the handshake, so the application sees it as early data.
     pub fn read(
         &mut self,
         now: Instant,
+        ctx: &mut A::Ctx,
         mut new_app: impl FnMut(&Connection) -> A,
     ) -> std::io::Result<bool> {
         let Shell {
@@ -207,6 +212,11 @@ impl<A: ConnApp> Shell<A> {
                 match ev {
                     Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
                         if let Some(Some(e)) = conns.get_mut(ch.0) {
+                            if e.dirty && e.conn.is_handshaking() {
+                                // The application only reads and writes streams here (it
+                                // raises no endpoint events); `drive` sends its output.
+                                e.app.drive(&mut e.conn, ctx, now);
+                            }
                             e.conn.handle_event(ev);
                             mark(e, ch.0, dirty);
                         }

@@ -108,7 +108,7 @@ fn a_closed_server_port_ends_the_client_connection_at_once() {
         poll.poll(&mut events, wait.or(Some(Duration::from_secs(1))))
             .unwrap();
         let now = Instant::now();
-        shell.read(now, |_| Idle).unwrap();
+        shell.read(now, &mut (), |_| Idle).unwrap();
         shell.drive(now, &mut ());
     }
     assert_eq!(shell.stats.icmp_refused, 1, "closed by the ICMP error");

@@ -196,6 +196,13 @@ impl Fetcher {
             // Until the handshake says otherwise (`settle_early`).
             r.early_data = early.then_some(false);
         }
+        if early {
+            // The requests go out now, in the first flight: read first, and the server's
+            // answer (already there from a fast server) would complete the handshake before
+            // they are written, so that they would leave in 1-RTT packets instead.
+            self.fill(idx, st);
+            self.flush(idx, st);
+        }
         // Data may already be buffered behind the handshake.
         self.service(idx, true, st);
     }
@@ -306,18 +313,23 @@ impl Fetcher {
     /// done with.
     pub(super) fn flush_all(&mut self, st: &mut BatchState) {
         for idx in 0..self.conns.len() {
-            let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
-                continue;
-            };
-            let mut written = Written(&mut self.traffic.bytes_written);
-            match conn
-                .link
-                .flush(&mut conn.out, &mut conn.out_pos, &mut written)
-            {
-                None => {}
-                Some(ConnEnd::ServerClosed) => self.end_conn(idx, st, None),
-                Some(e) => self.end_conn(idx, st, Some(e)),
-            }
+            self.flush(idx, st);
+        }
+    }
+
+    /// Writes connection `idx`'s pending output; closes it if the protocol is done with it.
+    fn flush(&mut self, idx: usize, st: &mut BatchState) {
+        let Some(conn) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        let mut written = Written(&mut self.traffic.bytes_written);
+        match conn
+            .link
+            .flush(&mut conn.out, &mut conn.out_pos, &mut written)
+        {
+            None => {}
+            Some(ConnEnd::ServerClosed) => self.end_conn(idx, st, None),
+            Some(e) => self.end_conn(idx, st, Some(e)),
         }
     }
 

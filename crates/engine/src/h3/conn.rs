@@ -28,7 +28,12 @@ impl std::fmt::Debug for H3Conn {
 
 impl Session for H3Conn {
     fn on_connect(&mut self, _out: &mut Vec<u8>) {
-        // Our control and QPACK streams open at the first read turn (the handshake is done).
+        // Our control and QPACK streams open now: the handshake is done, or 0-RTT keys are
+        // there (`--0rtt`), and then they must open before anything is read. A read can
+        // complete the handshake and settle the early data; after a rejection quinn forgets
+        // the streams opened so far, so streams opened then would take the identifiers the
+        // next session needs, and the server would see two control streams.
+        self.session.start(&mut self.quic);
     }
 
     fn can_submit(&self) -> bool {

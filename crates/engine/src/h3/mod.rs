@@ -260,7 +260,7 @@ impl H3Session {
     /// complete, or at once with 0-RTT keys (`--0rtt`; the server's SETTINGS are not known
     /// yet, so requests use the defaults, RFC 9114 §7.2.4.2: the static QPACK table until
     /// the SETTINGS arrive).
-    fn start(&mut self, conn: &mut Connection) {
+    pub(crate) fn start(&mut self, conn: &mut Connection) {
         if self.started || self.closed || (conn.is_handshaking() && !conn.has_0rtt()) {
             return;
         }

@@ -273,7 +273,10 @@ impl Run<'_> {
                     shell.on_writable();
                 }
             }
-            while shell.read(Instant::now(), |_| unreachable!()).unwrap() {}
+            while shell
+                .read(Instant::now(), &mut work, |_| unreachable!())
+                .unwrap()
+            {}
             if let Some(p) = self.peer.as_deref_mut() {
                 p.read();
                 if work.close == Close::AfterPeerHeardDecoder && p.heard_decoder() {

@@ -215,7 +215,7 @@ pub fn run_on(
         }
         more = false;
         if readable {
-            more = shell.read(now, |_| {
+            more = shell.read(now, &mut ctx, |_| {
                 conn::H3Conn::new(max_field_section, dynamic_table, max_requests)
             })?;
         }
