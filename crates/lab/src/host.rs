@@ -81,6 +81,20 @@ fn schedstat_ns(path: &str) -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
+/// How long thread `tid` of this process (`None`: the calling thread) has waited so far
+/// for a CPU while it was ready to run (ns): the second field of its `schedstat`, the
+/// scheduler's run delay. Time the machine took from the thread, whoever took it (another
+/// process, another thread of this one, the kernel's softirq threads); waiting for the
+/// network or a lock is not in it.
+pub fn thread_run_delay_ns(tid: Option<u32>) -> Option<u64> {
+    let s = match tid {
+        Some(t) => std::fs::read_to_string(format!("/proc/self/task/{t}/schedstat")),
+        None => std::fs::read_to_string("/proc/thread-self/schedstat"),
+    }
+    .ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// CPU time thread `tid` of this process has used so far (ns).
 pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
     schedstat_ns(&format!("/proc/self/task/{tid}/schedstat"))

@@ -282,6 +282,7 @@ impl<'a> Measurer<'a> {
         if n > 0.0 {
             s.server_cpu_us = obs.server_ns().map(|ns| ns as f64 / 1e3 / n);
             s.client_cpu_us = obs.client_ns().map(|ns| ns as f64 / 1e3 / n);
+            s.starved = obs.starved();
         }
         Some(RunOut {
             started: r.requests.started,

@@ -63,6 +63,11 @@ pub struct RunSample {
     pub load: Option<MachineLoad>,
     /// The machine was busy during the run's round ([`MachineLoad::busy`]).
     pub busy: bool,
+    /// The largest share of the measured period one of the run's threads (client worker or
+    /// built-in server thread) spent ready to run but waiting for a CPU
+    /// ([`crate::kernel::clocks::RunObserver::starved`]); `None` when unknown.
+    #[serde(default)]
+    pub starved: Option<f64>,
     /// Measured in a slow spell: every arm of the condition ran at least 1.3 times its usual
     /// cost in this round ([`super::spell`]); left out of the statistics.
     #[serde(default)]
@@ -93,6 +98,7 @@ impl RunSample {
             bytes_out_per_req: Some(50.0),
             load: None,
             busy: false,
+            starved: None,
             slow_spell: false,
         }
     }
@@ -277,6 +283,7 @@ pub fn sample(r: &RunResult, round: u32) -> RunSample {
         bytes_out_per_req: bytes_out_per_req(r),
         load: None,
         busy: false,
+        starved: None,
         slow_spell: false,
         rps: r.req_per_sec(),
         bytes_per_sec: r.bytes_per_sec(),

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use h2lab_engine::{AppProtocol, IntervalRow, Observer, TimedRunPhase, TlsInfo};
 
 use super::wall::RunEdges;
+use crate::host::thread_run_delay_ns;
 use crate::os::thread_cpu_ns;
 
 /// Records the engine's progress as a time series and the CPU clocks at the edges of the
@@ -19,6 +20,9 @@ pub struct RunObserver {
     server: Mutex<(Option<u64>, Option<u64>)>,
     /// Each client worker's own CPU (ns) at the same edges.
     client: Mutex<Vec<(Option<u64>, Option<u64>)>>,
+    /// Run delay (ns waiting for a CPU while ready) of each client worker and then of each
+    /// server thread, at the same edges ([`crate::host::thread_run_delay_ns`]).
+    delay: Mutex<Vec<(Option<u64>, Option<u64>)>>,
     /// When worker 0 began the run, the measured period, and ended it.
     edges: Mutex<RunEdges>,
 }
@@ -27,8 +31,10 @@ impl RunObserver {
     /// An observer reading the CPU clocks of `server_tids` (none: an external server) and
     /// of `threads` client workers.
     pub fn new(server_tids: Vec<u32>, threads: u32) -> RunObserver {
+        let delay = Mutex::new(vec![(None, None); threads as usize + server_tids.len()]);
         RunObserver {
             timeline: Mutex::new(Vec::new()),
+            delay,
             server_tids,
             server: Mutex::new((None, None)),
             client: Mutex::new(vec![(None, None); threads as usize]),
@@ -56,6 +62,24 @@ impl RunObserver {
                 _ => None,
             })
             .sum()
+    }
+
+    /// The largest share of the measured period that one measured thread (a client worker
+    /// or a server thread) spent waiting for a CPU while it was ready to run: the machine
+    /// took that share of the window from the run. `None` when unknown.
+    pub fn starved(&self) -> Option<f64> {
+        let e = self.edges();
+        let period = e.over?.checked_duration_since(e.main?)?.as_nanos() as f64;
+        if period <= 0.0 {
+            return None;
+        }
+        let v = self.delay.lock().ok()?;
+        v.iter()
+            .filter_map(|d| match d {
+                (Some(a), Some(b)) => Some(b.saturating_sub(*a) as f64 / period),
+                _ => None,
+            })
+            .reduce(f64::max)
     }
 
     /// Rates between samples taken during the measured period (the final progress call,
@@ -108,6 +132,33 @@ impl Observer for RunObserver {
         };
         // Called from the worker's own thread: its clock is the calling thread's.
         let own = thread_cpu_ns(None);
+        let own_delay = thread_run_delay_ns(None);
+        let server_delays: Vec<Option<u64>> = if thread == 0 {
+            self.server_tids
+                .iter()
+                .map(|&t| thread_run_delay_ns(Some(t)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        if let Ok(mut v) = self.delay.lock() {
+            let workers = v.len() - self.server_tids.len();
+            let at = |d: &mut (Option<u64>, Option<u64>), x: Option<u64>| {
+                if edge == 0 {
+                    d.0 = x;
+                } else {
+                    d.1 = x;
+                }
+            };
+            if let Some(d) = v.get_mut(thread as usize).filter(|_| (thread as usize) < workers) {
+                at(d, own_delay);
+            }
+            for (i, x) in server_delays.into_iter().enumerate() {
+                if let Some(d) = v.get_mut(workers + i) {
+                    at(d, x);
+                }
+            }
+        }
         if let Ok(mut v) = self.client.lock() {
             if let Some(c) = v.get_mut(thread as usize) {
                 if edge == 0 {
