@@ -408,9 +408,7 @@ fn start(cfg: &UpstreamConfig, mode: PathMode) -> Result<Started, LabError> {
         Some(c) => {
             // nginx (a child process) starts in the client namespace in packet mode.
             let _side = path.as_ref().map(|p| p.client_side()).transpose()?;
-            let n = c
-                .start()
-                .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
+            let n = c.start().map_err(LabError::Nginx)?;
             for (k, i) in nginx_arms {
                 arms[k].proxy = Some(ArmProxy::Nginx(n.addr(i)));
             }
