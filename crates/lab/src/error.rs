@@ -54,8 +54,8 @@ pub enum LabError {
         /// Why.
         source: io::Error,
     },
-    /// An anchor server (nginx, nghttpd, h2o) or the proxy could not be set up.
-    Anchor(String),
+    /// nginx (the anchor proxy of `upstream --proxy nginx`) could not be started.
+    Nginx(crate::upstream::nginx::StartError),
     /// A page could not be loaded (or its resources discovered).
     Page(PageError),
     /// A UNIX socket target (`-B unix:PATH`) with an emulated link (links relay TCP only).
@@ -94,7 +94,7 @@ impl fmt::Display for LabError {
                 source,
             } => write!(f, "link {n}: {source}"),
             LabError::Link { name: None, source } => write!(f, "link: {source}"),
-            LabError::Anchor(why) => f.write_str(why),
+            LabError::Nginx(e) => write!(f, "nginx: {e}"),
             LabError::Page(e) => write!(f, "{e}"),
             LabError::UnixSocketLink(p) => write!(
                 f,
@@ -118,6 +118,7 @@ impl std::error::Error for LabError {
             LabError::Run { source, .. } => Some(source),
             LabError::Page(e) => Some(e),
             LabError::Browser(e) => Some(e),
+            LabError::Nginx(e) => Some(e),
             _ => None,
         }
     }

@@ -16,6 +16,11 @@
 //!   per-thread CPU clocks and [`RunPolicy`](kernel::RunPolicy), every timing number.
 //! - [`host`]: CPU pinning, per-thread CPU clocks and machine load from `/proc`.
 //! - [`stats`]: medians, bootstrap confidence intervals and the win/parity/undecided rule.
+//!
+//! No `unsafe` here: the OS calls go through `rustix`'s safe wrappers ([`os`]), and another
+//! thread's CPU clock is read by that thread itself ([`kernel::clocks`]).
+
+#![forbid(unsafe_code)]
 
 pub mod compare;
 pub mod env;

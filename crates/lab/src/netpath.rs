@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use h2lab_engine::{Scheme, Target};
 use h2lab_link::packet::{
-    current_namespace, PacketConfig, PacketLink, PacketStats, PathInfo, Side, SideEntry,
-    SERVER_ADDR,
+    current_namespace, PacketConfig, PacketError, PacketLink, PacketStats, PathInfo, Side,
+    SideEntry, SERVER_ADDR,
 };
 use h2lab_link::{LinkConfig, LinkProfile, LinkStats, PathKind};
 use h2lab_server::{RunningServer, ServerConfig};
@@ -115,10 +115,10 @@ impl ModeChoice {
 
 /// Whether a packet path can be made: creates one (namespaces, TUN devices, link thread)
 /// and drops it.
-fn probe() -> Result<(), String> {
+fn probe() -> Result<(), PacketError> {
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
     let c = PacketConfig::from_link(&LinkConfig::profile(LinkProfile::Wan, any, any));
-    PacketLink::start(c).map(drop).map_err(|e| e.to_string())
+    PacketLink::start(c).map(drop)
 }
 
 /// `path: packet link (kernel TCP)`, with the fallback's reason in parentheses.

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::render::{self, Arm, RenderConfig, RenderLink};
+use h2lab_lab::stats::ci::Outcome;
 
 #[test]
 fn every_arm_loads_the_page_with_css_and_js() {
@@ -56,8 +57,26 @@ fn every_arm_loads_the_page_with_css_and_js() {
         }
     }
     // One load per arm: too few for a verdict.
-    assert!(l.verdicts.iter().all(|v| v.outcome == "undecided"));
+    assert!(l.verdicts.iter().all(|v| v.outcome == Outcome::Undecided));
     let text = render::render_text(&r);
+    // Four outcomes in compare's words: one round is undecided, with the rounds missing.
+    assert!(
+        text.contains("slight:") && text.contains("undecided:"),
+        "{text}"
+    );
+    let verdicts: Vec<&str> = text.lines().filter(|l| l.ends_with(", 1 round")).collect();
+    assert!(!verdicts.is_empty(), "{text}");
+    assert!(
+        verdicts
+            .iter()
+            .all(|l| l.contains(" undecided ") && l.contains("≈5 more")),
+        "{text}"
+    );
+    // The introduction (wrapped) and the verdicts fit 120 columns.
+    let intro = text.lines().take_while(|l| !l.starts_with("path:"));
+    for l in intro.chain(verdicts.iter().copied()) {
+        assert!(l.chars().count() <= 120, "{l}");
+    }
     assert!(
         text.contains("h2 prio on")
             && text.contains("h2 push")

@@ -33,6 +33,12 @@ fn tiny_upstream_experiment() {
             assert!(rps.median > 0.0, "{:?} {}", a.arm, c.payload.name);
             assert_eq!(rps.n, 2);
             assert_eq!(a.failed, 0, "{:?}", a.arm);
+            // The client workers' own CPU clocks over each run's measured period.
+            let cpu = a.client_cpu_us.expect("client CPU per request");
+            assert!(cpu.median > 0.0, "{:?}: {cpu:?}", a.arm);
+            assert_eq!(a.client_cpu_runs.iter().flatten().count(), 2);
+            // Two rounds are too few to judge slow spells.
+            assert_eq!(a.spell_runs, 0);
         }
     }
     let conns = |arm| {
@@ -106,6 +112,13 @@ fn tiny_upstream_experiment() {
     assert!(json["isolation"]["note"].is_string());
     assert_eq!(json["machine"]["runs"], 16);
     assert_eq!(json["cells"][0]["arms"][0]["empty_runs"], 0);
+    assert_eq!(json["cells"][0]["arms"][0]["spell_runs"], 0);
+    assert_eq!(
+        json["cells"][0]["arms"][0]["client_cpu_us_runs"]
+            .as_array()
+            .map(Vec::len),
+        Some(2)
+    );
     let html = upstream::html(&r);
     assert!(html.contains("cpus: "));
     assert!(html.starts_with("<!DOCTYPE html>"));
@@ -130,6 +143,9 @@ fn arm(arm: UpstreamProtocol, retried: usize, empty: usize, busy: usize) -> ArmR
         busy_runs: busy,
         informational: 0,
         path: None,
+        client_cpu_us: None,
+        client_cpu_runs: vec![None; 3],
+        spell_runs: 0,
     }
 }
 

@@ -32,6 +32,7 @@
 pub mod body;
 pub mod config;
 mod conn;
+pub mod cpu_clock;
 mod ctx;
 pub mod date;
 pub mod early;

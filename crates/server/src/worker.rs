@@ -13,6 +13,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::config::ServerConfig;
 use crate::conn::Conn;
+use crate::cpu_clock::ThreadClock;
 use crate::ctx::Timers;
 pub(crate) use crate::ctx::{Ctx, Shared};
 use crate::date::DateCache;
@@ -56,6 +57,8 @@ pub struct Worker {
     listeners: Vec<(TcpListener, bool)>,
     shared: Arc<Shared>,
     load: Arc<AtomicUsize>,
+    /// Wakes this loop (also when its CPU clock is asked for: [`ThreadClock`]).
+    waker: Arc<Waker>,
 }
 
 impl Worker {
@@ -76,6 +79,7 @@ impl Worker {
             listeners,
             shared,
             load: load.clone(),
+            waker: waker.clone(),
         };
         for (i, (l, _)) in w.listeners.iter_mut().enumerate() {
             w.poll
@@ -98,6 +102,7 @@ impl Worker {
         let mut next_sweep = Instant::now() + SWEEP;
         let shared = self.shared.clone();
         let max_input = input_limit(&shared.config);
+        let mut clock = ThreadClock::here(Some(self.waker.clone()));
 
         // The context a connection's callbacks get: this worker's shared state, clock, date and
         // timers, and the slot (with its generation) the connection lives in.
@@ -141,6 +146,7 @@ impl Worker {
                 }
                 return Err(e);
             }
+            clock.turn();
             if shared.shutdown.is_triggered() {
                 break;
             }
@@ -372,6 +378,7 @@ pub fn run_acceptor(
 ) -> io::Result<()> {
     let mut poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let mut clock = ThreadClock::here(Some(waker.clone()));
     shutdown.register(waker);
     for (i, (l, _)) in listeners.iter_mut().enumerate() {
         poll.registry()
@@ -386,6 +393,7 @@ pub fn run_acceptor(
             }
             return Err(e);
         }
+        clock.turn();
         if shutdown.is_triggered() {
             return Ok(());
         }

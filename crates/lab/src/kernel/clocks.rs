@@ -1,11 +1,18 @@
 //! Per-thread CPU clocks and the edges of a run's measured period: [`RunObserver`] records
 //! the engine's progress as a time series, the CPU time of the server's threads and of each
 //! client worker over the measured period, and when the run's phases began.
+//!
+//! Every clock is read by its own thread: a client worker reads its own at the edges (the
+//! engine calls [`Observer::phase`] from the worker's thread), and the built-in server's
+//! event loops hand theirs over when asked ([`h2lab_server::cpu_clock`]): asked at the
+//! edges, their answers collected after the run, so the measuring worker does not wait for
+//! a server loop's turn inside its measured period.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use h2lab_engine::{AppProtocol, IntervalRow, Observer, TimedRunPhase, TlsInfo};
+use h2lab_server::cpu_clock::Ticket;
 
 use super::wall::RunEdges;
 use crate::host::thread_run_delay_ns;
@@ -16,8 +23,9 @@ use crate::os::thread_cpu_ns;
 pub struct RunObserver {
     timeline: Mutex<Vec<(f64, u64)>>,
     server_tids: Vec<u32>,
-    /// Server threads' CPU (ns) when worker 0 entered and left the measured period.
-    server: Mutex<(Option<u64>, Option<u64>)>,
+    /// The server threads' clocks asked for when worker 0 entered and left the measured
+    /// period ([`ServerEdge`]).
+    server: Mutex<[Option<ServerEdge>; 2]>,
     /// Each client worker's own CPU (ns) at the same edges.
     client: Mutex<Vec<(Option<u64>, Option<u64>)>>,
     /// Run delay (ns waiting for a CPU while ready) of each client worker and then of each
@@ -36,21 +44,29 @@ impl RunObserver {
             timeline: Mutex::new(Vec::new()),
             delay,
             server_tids,
-            server: Mutex::new((None, None)),
+            server: Mutex::new([None, None]),
             client: Mutex::new(vec![(None, None); threads as usize]),
             edges: Mutex::new(RunEdges::default()),
         }
     }
 
-    /// The server threads' CPU time (ns) over the measured period.
+    /// The server threads' CPU time (ns) over the measured period (their answers are
+    /// collected now, waiting at most [`ANSWER_TIMEOUT`]).
     pub fn server_ns(&self) -> Option<u64> {
         if self.server_tids.is_empty() {
             return None;
         }
-        match *self.server.lock().ok()? {
-            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
-            _ => None,
-        }
+        let g = self.server.lock().ok()?;
+        let [Some(a), Some(b)] = &*g else {
+            return None;
+        };
+        let (a, b) = (a.values(), b.values());
+        Some(
+            a.iter()
+                .zip(&b)
+                .filter_map(|(x, y)| Some(y.as_ref()?.saturating_sub(*x.as_ref()?)))
+                .sum(),
+        )
     }
 
     /// The client workers' CPU time (ns) over the measured period.
@@ -131,7 +147,7 @@ impl Observer for RunObserver {
             _ => return,
         };
         // Called from the worker's own thread: its clock is the calling thread's.
-        let own = thread_cpu_ns(None);
+        let own = thread_cpu_ns();
         let own_delay = thread_run_delay_ns(None);
         let server_delays: Vec<Option<u64>> = if thread == 0 {
             self.server_tids
@@ -150,7 +166,10 @@ impl Observer for RunObserver {
                     d.1 = x;
                 }
             };
-            if let Some(d) = v.get_mut(thread as usize).filter(|_| (thread as usize) < workers) {
+            if let Some(d) = v
+                .get_mut(thread as usize)
+                .filter(|_| (thread as usize) < workers)
+            {
                 at(d, own_delay);
             }
             for (i, x) in server_delays.into_iter().enumerate() {
@@ -169,18 +188,9 @@ impl Observer for RunObserver {
             }
         }
         if thread == 0 && !self.server_tids.is_empty() {
-            let ns = Some(
-                self.server_tids
-                    .iter()
-                    .filter_map(|&t| thread_cpu_ns(Some(t)))
-                    .sum(),
-            );
+            let asked = ServerEdge::ask(&self.server_tids);
             if let Ok(mut s) = self.server.lock() {
-                if edge == 0 {
-                    s.0 = ns;
-                } else {
-                    s.1 = ns;
-                }
+                s[edge] = Some(asked);
             }
         }
     }
@@ -193,31 +203,114 @@ impl RunObserver {
     }
 }
 
+/// How long the server threads' answers are waited for: an idle loop is woken and answers
+/// in microseconds, a busy one at its next loop turn.
+const ANSWER_TIMEOUT: Duration = Duration::from_millis(200);
+
+/// The server threads' clocks at one edge of a measured period: a ticket per event loop,
+/// answered at its next turn, and for a thread that is no event loop (the server's main
+/// thread, which only waits for the others) its schedstat read at once.
+struct ServerEdge {
+    tickets: Vec<Option<Ticket>>,
+    fallback: Vec<Option<u64>>,
+}
+
+impl ServerEdge {
+    fn ask(tids: &[u32]) -> ServerEdge {
+        let tickets = h2lab_server::cpu_clock::ask(tids);
+        let fallback = tickets
+            .iter()
+            .zip(tids)
+            .map(|(t, &tid)| match t {
+                Some(_) => None,
+                None => crate::host::thread_cpu_ns(tid),
+            })
+            .collect();
+        ServerEdge { tickets, fallback }
+    }
+
+    /// Each thread's CPU time (ns) at this edge; `None` for one that did not answer.
+    fn values(&self) -> Vec<Option<u64>> {
+        h2lab_server::cpu_clock::collect(&self.tickets, ANSWER_TIMEOUT)
+            .into_iter()
+            .zip(&self.fallback)
+            .map(|(ns, f)| ns.or(*f))
+            .collect()
+    }
+}
+
+/// The CPU time (ns) of the server threads `tids`, each event loop's read by the loop
+/// itself ([`h2lab_server::cpu_clock::read`]); a thread that does not answer (the server's
+/// main thread, which only waits for the others, or one that has exited) from `/proc`'s
+/// schedstat, exact for a thread that is not running.
+pub fn server_threads_cpu_ns(tids: &[u32]) -> u64 {
+    h2lab_server::cpu_clock::read(tids, ANSWER_TIMEOUT)
+        .into_iter()
+        .zip(tids)
+        .filter_map(|(ns, &t)| ns.or_else(|| crate::host::thread_cpu_ns(t)))
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::thread_cpu_ns;
+    use super::{server_threads_cpu_ns, thread_cpu_ns};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
 
+    /// A busy event-loop thread's clock, read through the server's hand-over: more than zero,
+    /// growing, and not more than the whole process's CPU time; a thread that answers
+    /// nothing (here: one blocked on a channel) reads from schedstat.
     #[test]
-    fn thread_clocks_read_this_and_other_threads() {
-        let me = crate::host::current_tid().unwrap();
-        let a = thread_cpu_ns(Some(me)).expect("own clock by tid");
+    #[cfg(target_os = "linux")]
+    fn a_busy_server_threads_clock_reads_its_work() {
+        let a = thread_cpu_ns().expect("own clock");
         let mut x = 0u64;
         for i in 0..2_000_000u64 {
             x = x.wrapping_mul(31).wrapping_add(i);
         }
         std::hint::black_box(x);
-        let b = thread_cpu_ns(None).expect("own clock");
-        assert!(b > a, "{a} {b}");
-        // Another thread's clock, read from here.
+        assert!(thread_cpu_ns().unwrap() > a);
+        if crate::host::current_tid().is_none() {
+            return; // thread ids need Linux
+        }
+        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-        let t = std::thread::spawn(move || {
+        let s = stop.clone();
+        let busy = std::thread::spawn(move || {
+            let mut clock = h2lab_server::cpu_clock::ThreadClock::here(None);
             tx.send(crate::host::current_tid().unwrap()).unwrap();
-            let _ = done_rx.recv();
+            let mut x = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                for i in 0..10_000u64 {
+                    x = x.wrapping_mul(31).wrapping_add(i);
+                }
+                std::hint::black_box(x);
+                clock.turn();
+            }
         });
         let tid = rx.recv().unwrap();
-        assert!(thread_cpu_ns(Some(tid)).is_some());
+        let (idle_tx, idle_rx) = std::sync::mpsc::channel::<u32>();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let idle = std::thread::spawn(move || {
+            idle_tx.send(crate::host::current_tid().unwrap()).unwrap();
+            let _ = done_rx.recv();
+        });
+        let idle_tid = idle_rx.recv().unwrap();
+        let first = server_threads_cpu_ns(&[tid]);
+        let mut later = first;
+        while later == first {
+            later = server_threads_cpu_ns(&[tid]);
+        }
+        assert!(first > 0 && later > first, "{first} {later}");
+        // The idle thread answers nothing; schedstat reads it (it ran a little, or not at all).
+        let both = server_threads_cpu_ns(&[tid, idle_tid]);
+        let process = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        let process_ns = process.tv_sec as u64 * 1_000_000_000 + process.tv_nsec as u64;
+        assert!(later <= both, "{later} {both}");
+        assert!(both <= process_ns, "{both} > the process's {process_ns}");
         done_tx.send(()).unwrap();
-        t.join().unwrap();
+        idle.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        busy.join().unwrap();
     }
 }

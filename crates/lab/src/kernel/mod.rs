@@ -10,6 +10,7 @@
 //! - [`pairs`]: the like-for-like pairs of protocols every experiment decides, as rows of
 //!   one table;
 //! - [`clocks`]: per-thread CPU clocks over a run's measured period;
+//! - [`spell`]: slow spells, rounds in which every arm ran slower together;
 //! - [`wall`]: where a run's wall time went;
 //! - [`machine`]: facts about the machine and the clock for every report.
 //!
@@ -21,6 +22,7 @@ pub mod order;
 pub mod pairs;
 pub mod policy;
 pub mod rounds;
+pub mod spell;
 pub mod wall;
 
 pub use machine::{timed, unix_now, Machine};

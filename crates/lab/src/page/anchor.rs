@@ -75,7 +75,7 @@ impl Drop for Anchor {
 #[derive(Debug)]
 pub enum StartError {
     /// Writing its files, choosing a port or spawning it failed.
-    Setup(String),
+    Setup(SetupError),
     /// Every attempt failed, a fresh port each.
     Failed {
         /// Which server.
@@ -92,7 +92,7 @@ pub enum StartError {
 impl std::fmt::Display for StartError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            StartError::Setup(why) => f.write_str(why),
+            StartError::Setup(why) => write!(f, "{why}"),
             StartError::Failed {
                 what,
                 attempts,
@@ -118,7 +118,58 @@ impl std::fmt::Display for StartError {
     }
 }
 
-impl std::error::Error for StartError {}
+impl std::error::Error for StartError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartError::Setup(e) => Some(e),
+            StartError::Failed { .. } => None,
+        }
+    }
+}
+
+/// Why an anchor's files, port or process could not be set up (not retried).
+#[derive(Debug)]
+pub enum SetupError {
+    /// An I/O step failed.
+    Io {
+        /// The step (`nghttpd docroot`, `h2o config`, `nghttpd: no free port`, ...).
+        context: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The page's query does not parse.
+    InvalidQuery,
+    /// A sub-resource path with `..` or a query.
+    UnexpectedPath(String),
+    /// A sub-resource path without its size (`/asset/S/I-N.ext`).
+    NoSize(String),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Io { context, source } => write!(f, "{context}: {source}"),
+            SetupError::InvalidQuery => f.write_str("invalid page query"),
+            SetupError::UnexpectedPath(p) => write!(f, "nghttpd docroot: unexpected path {p}"),
+            SetupError::NoSize(p) => write!(f, "nghttpd docroot: no size in {p}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SetupError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// An I/O error of the step `context`, as a [`SetupError`].
+fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> SetupError {
+    let context = context.into();
+    move |source| SetupError::Io { context, source }
+}
 
 /// `name` on PATH, or in /usr/sbin or /usr/local/sbin.
 fn find_bin(name: &str) -> Option<PathBuf> {
@@ -140,10 +191,10 @@ pub fn h2o_path() -> Option<PathBuf> {
 }
 
 /// A free port on 127.0.0.1 (for a server started right after).
-fn free_port(what: &str) -> Result<u16, String> {
+fn free_port(what: &str) -> Result<u16, SetupError> {
     crate::host::free_ports(1)
         .map(|p| p[0])
-        .map_err(|e| format!("{what}: no free port: {e}"))
+        .map_err(io(format!("{what}: no free port")))
 }
 
 /// How many times an anchor start is tried, a fresh port each time, when the server exits
@@ -163,7 +214,7 @@ fn start_on_free_port(
     what: &'static str,
     dir: PathBuf,
     ip: IpAddr,
-    spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
+    spawn: impl FnMut(u16, std::fs::File) -> Result<Child, SetupError>,
 ) -> Result<Anchor, StartError> {
     start_on_ports(what, dir, ip, READY_TIMEOUT, || free_port(what), spawn)
 }
@@ -175,8 +226,8 @@ fn start_on_ports(
     dir: PathBuf,
     ip: IpAddr,
     timeout: Duration,
-    mut next_port: impl FnMut() -> Result<u16, String>,
-    mut spawn: impl FnMut(u16, std::fs::File) -> Result<Child, String>,
+    mut next_port: impl FnMut() -> Result<u16, SetupError>,
+    mut spawn: impl FnMut(u16, std::fs::File) -> Result<Child, SetupError>,
 ) -> Result<Anchor, StartError> {
     let log_path = PathBuf::from(format!("{}.log", dir.display()));
     let fail = |why: StartError| {
@@ -189,7 +240,7 @@ fn start_on_ports(
         timeout,
         || next_port().map(|p| vec![p]),
         |ports| {
-            let log = std::fs::File::create(&log_path).map_err(|e| format!("{what} log: {e}"))?;
+            let log = std::fs::File::create(&log_path).map_err(io(format!("{what} log")))?;
             spawn(ports[0], log)
         },
         end,
@@ -221,29 +272,29 @@ pub const PAGE_FILE: &str = "/page.html";
 
 /// Writes the page of `query` and its sub-resources (`paths`, as discovered: `/asset/S/I-N.ext`)
 /// under `docroot`.
-fn write_docroot(docroot: &Path, query: &str, paths: &[String]) -> Result<(), String> {
-    let params = PageParams::parse(query.as_bytes()).ok_or("invalid page query")?;
+fn write_docroot(docroot: &Path, query: &str, paths: &[String]) -> Result<(), SetupError> {
+    let params = PageParams::parse(query.as_bytes()).ok_or(SetupError::InvalidQuery)?;
     let mut html = Vec::new();
     params.write_html(&mut html);
-    let io = |e: std::io::Error| format!("nghttpd docroot: {e}");
-    std::fs::create_dir_all(docroot).map_err(io)?;
-    std::fs::write(docroot.join(&PAGE_FILE[1..]), &html).map_err(io)?;
+    let io = || io("nghttpd docroot");
+    std::fs::create_dir_all(docroot).map_err(io())?;
+    std::fs::write(docroot.join(&PAGE_FILE[1..]), &html).map_err(io())?;
     for p in paths {
         let rel = p.trim_start_matches('/');
         if rel.contains("..") || rel.contains('?') {
-            return Err(format!("nghttpd docroot: unexpected path {p}"));
+            return Err(SetupError::UnexpectedPath(p.clone()));
         }
         // `/asset/<seed>/<i>-<size>.<ext>`: the size is the number after the last '-'.
         let stem = rel.rsplit_once('.').map_or(rel, |(s, _)| s);
         let size: usize = stem
             .rsplit_once('-')
             .and_then(|(_, n)| n.parse().ok())
-            .ok_or_else(|| format!("nghttpd docroot: no size in {p}"))?;
+            .ok_or_else(|| SetupError::NoSize(p.clone()))?;
         let file = docroot.join(rel);
         if let Some(dir) = file.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
+            std::fs::create_dir_all(dir).map_err(io())?;
         }
-        std::fs::write(&file, vec![b'x'; size]).map_err(io)?;
+        std::fs::write(&file, vec![b'x'; size]).map_err(io())?;
     }
     Ok(())
 }
@@ -292,7 +343,7 @@ pub fn start(
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| format!("nghttpd: {e}"))
+            .map_err(io("nghttpd"))
     })
 }
 
@@ -351,7 +402,7 @@ pub fn start_h2o(
     start_on_free_port("h2o", dir.clone(), site.ip, |port, log| {
         let listen = (site.ip, port);
         std::fs::write(&conf, h2o_config(&dir, &docroot, listen, cert_dir, &user))
-            .map_err(|e| format!("h2o config: {e}"))?;
+            .map_err(io("h2o config"))?;
         site.prepared(&mut Command::new(bin))
             .arg("-c")
             .arg(&conf)
@@ -359,7 +410,7 @@ pub fn start_h2o(
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| format!("h2o: {e}"))
+            .map_err(io("h2o"))
     })
 }
 
@@ -381,12 +432,10 @@ mod tests {
         let a = start_on_free_port("t", dir.clone(), LOCAL, |port, _log| {
             ports.push(port);
             if ports.len() == 1 {
-                return Command::new("true").spawn().map_err(|e| e.to_string());
+                return Command::new("true").spawn().map_err(io("t"));
             }
             // The second attempt listens (a child process on the port).
-            listener_child(Some(port))
-                .spawn()
-                .map_err(|e| e.to_string())
+            listener_child(Some(port)).spawn().map_err(io("t"))
         })
         .unwrap();
         assert_eq!(ports.len(), 2);
@@ -402,7 +451,7 @@ mod tests {
                 .args(["-c", "echo cannot bind >&2"])
                 .stderr(log)
                 .spawn()
-                .map_err(|e| e.to_string())
+                .map_err(io("t"))
         })
         .err()
         .unwrap()
@@ -443,11 +492,7 @@ mod tests {
                 offered.push(p);
                 Ok(p)
             },
-            |port, _log| {
-                listener_child(Some(port))
-                    .spawn()
-                    .map_err(|e| e.to_string())
-            },
+            |port, _log| listener_child(Some(port)).spawn().map_err(io("t")),
         )
         .unwrap();
         assert_eq!(offered.len(), 2);
@@ -467,7 +512,7 @@ mod tests {
             || Ok(taken),
             |_, _log| {
                 calls += 1;
-                listener_child(None).spawn().map_err(|e| e.to_string())
+                listener_child(None).spawn().map_err(io("t"))
             },
         )
         .err()
@@ -514,8 +559,18 @@ mod tests {
             Some("/page.html=/asset/3/2-9000.css")
         );
         assert_eq!(push_config(&paths[..1]), None);
-        assert!(write_docroot(&dir, "n=1", &["/../x-1.png".to_owned()]).is_err());
-        assert!(write_docroot(&dir, "n=1", &["/asset/nosize.png".to_owned()]).is_err());
+        let bad = write_docroot(&dir, "n=1", &["/../x-1.png".to_owned()]).unwrap_err();
+        assert!(matches!(bad, SetupError::UnexpectedPath(ref p) if p == "/../x-1.png"));
+        assert_eq!(
+            bad.to_string(),
+            "nghttpd docroot: unexpected path /../x-1.png"
+        );
+        let bad = write_docroot(&dir, "n=1", &["/asset/nosize.png".to_owned()]).unwrap_err();
+        assert!(matches!(bad, SetupError::NoSize(_)), "{bad}");
+        assert!(matches!(
+            write_docroot(&dir, "js_at=x", &[]),
+            Err(SetupError::InvalidQuery)
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -21,6 +21,7 @@ use h2lab_browser::{
 };
 use h2lab_server::{RunningServer, ServerConfig};
 
+use super::rounds::RoundArm;
 use super::{PageConfig, PageReport, ProtoPage, SlowConfig};
 use crate::env::{pin_servers, LabEnv, PinGuard, Pinning};
 use crate::error::LabError;
@@ -45,6 +46,9 @@ pub trait ExtraArms {
     fn only(&self) -> bool;
     /// Runs arm `arm`'s load of round `round`.
     fn run(&mut self, arm: usize, round: usize, log: &mut dyn FnMut(&str));
+    /// Arm `arm`'s protocol (the simulated arm of the same protocol is its pair).
+    /// `arm` is below [`ExtraArms::arms`].
+    fn proto(&self, arm: usize) -> LabProtocol;
 }
 
 /// One browser arm.
@@ -296,6 +300,10 @@ impl ExtraArms for BrowserArms {
         self.only
     }
 
+    fn proto(&self, arm: usize) -> LabProtocol {
+        self.arms[arm].proto
+    }
+
     fn run(&mut self, arm: usize, round: usize, log: &mut dyn FnMut(&str)) {
         let Some(a) = self.arms.get_mut(arm) else {
             return;
@@ -490,31 +498,35 @@ pub fn finish(
     }
 }
 
-/// Runs round `round` of `sims` simulated arms (`sim(j, log)` loads arm `j`; none when the
-/// extra arms run alone) and the extra arms, rotated by the round so every arm takes every
-/// position in turn.
+/// Runs round `round` of the simulated arms of protocols `sims` (`sim(j, log)` loads arm
+/// `j`; none when the extra arms run alone) and the extra arms, in the kernel's order
+/// ([`super::rounds::round_order`]: each extra arm beside the simulated arm of its
+/// protocol, forwards and backwards in turn).
 #[allow(clippy::type_complexity)] // the simulated arm's loader and the progress sink it logs to
 pub fn run_round(
     round: usize,
-    sims: usize,
+    sims: &[LabProtocol],
     extra: Option<&mut (dyn ExtraArms + '_)>,
     sim: &mut dyn FnMut(usize, &mut dyn FnMut(&str)),
     log: &mut dyn FnMut(&str),
 ) {
     let mut extra = extra;
     let sims = if extra.as_ref().is_some_and(|e| e.only()) {
-        0
+        &[][..]
     } else {
         sims
     };
-    let n_extra = extra.as_ref().map_or(0, |e| e.arms());
-    let total = sims + n_extra;
-    for k in 0..total {
-        let j = (k + round) % total;
-        if j < sims {
-            sim(j, log);
-        } else if let Some(e) = extra.as_deref_mut() {
-            e.run(j - sims, round, log);
+    let extra_protos: Vec<LabProtocol> = extra
+        .as_ref()
+        .map_or_else(Vec::new, |e| (0..e.arms()).map(|j| e.proto(j)).collect());
+    for arm in super::rounds::round_order(sims, &extra_protos, round) {
+        match arm {
+            RoundArm::Sim(j) => sim(j, log),
+            RoundArm::Extra(j) => {
+                if let Some(e) = extra.as_deref_mut() {
+                    e.run(j, round, log);
+                }
+            }
         }
     }
 }

@@ -172,6 +172,7 @@ pub fn run_level(
     let what = format!("loss {} load", fmt_pct(profile.loss()));
     let mut sims = super::rounds::SimLoads::new(what, labels, rounds);
     let mut per: Vec<Option<PathCounters>> = vec![None; pools.len()];
+    let sim_protos: Vec<LabProtocol> = pools.iter().map(|p| p.proto).collect();
     for i in 0..rounds {
         let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
             let r = path_of_load(&mut *counts, &mut per[j], || {
@@ -179,7 +180,7 @@ pub fn run_level(
             });
             sims.keep(j, i, r, log);
         };
-        super::browser::run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
+        super::browser::run_round(i, &sim_protos, extra.as_deref_mut(), &mut sim, log);
     }
     let after = counts();
     let by_round: Vec<Vec<Option<f64>>> = sims

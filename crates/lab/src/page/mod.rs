@@ -547,6 +547,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
     let mut views = repeat::Views::new(cfg.repeat_view, cfg.zero_rtt, pools.len());
     let mut per = vec![None; pools.len()];
     let mut counts = || paths::link_loss(&env, &protos, first_link);
+    let sim_protos: Vec<LabProtocol> = pools.iter().map(|p| p.proto).collect();
     for i in 0..cfg.repeat.max(1) as usize {
         let extra = browser::as_extra(&mut barms);
         let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
@@ -557,7 +558,7 @@ pub fn run(cfg: &PageConfig, log: &mut dyn FnMut(&str)) -> Result<PageReport, La
                 views.skip(j);
             }
         };
-        browser::run_round(i, pools.len(), extra, &mut sim, log);
+        browser::run_round(i, &sim_protos, extra, &mut sim, log);
     }
     if !only {
         for ((pool, l), e) in pools.iter().zip(sims.loads).zip(sims.errors) {

@@ -63,6 +63,7 @@ use path::{LinkPath, Reach};
 pub use text::{json, render_text};
 use verdict::verdict;
 pub use verdict::RenderVerdict;
+pub(crate) use verdict::{inverse, time_words};
 
 /// The default page: the seed's 300 images of 1–8 KiB, with 4 stylesheets of ~24 KiB and
 /// 4 scripts of ~64 KiB in the head.

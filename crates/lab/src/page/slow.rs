@@ -70,11 +70,12 @@ pub fn run(
         cfg.requests,
         cfg.delay.as_millis()
     ));
+    let sim_protos: Vec<crate::proto::LabProtocol> = pools.iter().map(|p| p.proto).collect();
     for i in 0..repeat.max(1) as usize {
         let mut sim = |j: usize, log: &mut dyn FnMut(&str)| {
             sims.keep(j, i, fetch_all(&pools[j], &paths), log);
         };
-        run_round(i, pools.len(), extra.as_deref_mut(), &mut sim, log);
+        run_round(i, &sim_protos, extra.as_deref_mut(), &mut sim, log);
     }
     let results: Vec<_> = pools
         .iter()

@@ -48,13 +48,14 @@ pub use verdict::Versus;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use h2lab_engine::{AppProtocol, BenchConfig, NoopObserver, ProtocolChoice, StopFlag};
+use h2lab_engine::{AppProtocol, BenchConfig, ProtocolChoice, StopFlag};
 use h2lab_proxy::{ProxyConfig, RunningProxy, UpstreamAddr, UpstreamProtocol};
 use h2lab_server::{RunningServer, ServerConfig};
 
 use crate::compare::axes::{HeaderSet, Payload};
 use crate::env::{Isolation, Pinning};
 use crate::error::LabError;
+use crate::kernel::clocks::RunObserver;
 use crate::kernel::{order, rounds, RunPolicy};
 use crate::link::{LinkConfig, RunningLink};
 use crate::netpath::{ModeChoice, PathCounters, PathMode, PathSides};
@@ -217,6 +218,13 @@ pub struct ArmResult {
     pub informational: u64,
     /// What the proxy → backends path counted during this arm's runs of the cell.
     pub path: Option<PathCounters>,
+    /// The client workers' CPU time per request (µs) over the runs, and by run index.
+    pub client_cpu_us: Option<MedianSpread>,
+    /// See `client_cpu_us`.
+    pub client_cpu_runs: Vec<Option<f64>>,
+    /// Runs in a slow spell ([`measure::leave_out_spells`]): `None` in `rps_runs` and
+    /// `p99_runs`, left out of the medians and ratios.
+    pub spell_runs: usize,
 }
 
 /// One payload × concurrency cell.
@@ -408,9 +416,7 @@ fn start(cfg: &UpstreamConfig, mode: PathMode) -> Result<Started, LabError> {
         Some(c) => {
             // nginx (a child process) starts in the client namespace in packet mode.
             let _side = path.as_ref().map(|p| p.client_side()).transpose()?;
-            let n = c
-                .start()
-                .map_err(|e| LabError::Anchor(format!("nginx: {e}")))?;
+            let n = c.start().map_err(LabError::Nginx)?;
             for (k, i) in nginx_arms {
                 arms[k].proxy = Some(ArmProxy::Nginx(n.addr(i)));
             }
@@ -475,7 +481,9 @@ pub fn run(
                     };
                     let bc = bench_config(addr, payload, c, cfg)?;
                     let before = arms[a].counters(path.as_ref());
-                    let out = rounds::whole_run(&bc, policy, &NoopObserver, stop);
+                    // The client workers read their own CPU clocks at the measured edges.
+                    let obs = RunObserver::new(Vec::new(), bc.threads);
+                    let out = rounds::whole_run(&bc, policy, &obs, stop);
                     if let (Some(b), Some(n)) = (before, arms[a].counters(path.as_ref())) {
                         let d = n.since(&b);
                         counted[a] = Some(counted[a].map_or(d, |c| c.plus(&d)));
@@ -484,17 +492,19 @@ pub fn run(
                         what: arms[a].arm.name().to_string(),
                         source,
                     })?;
-                    Ok(Some(out))
+                    Ok(Some((out, obs.client_ns())))
                 })?;
                 remeasured += r.remeasured;
-                for (a, o) in r.outs {
-                    let v = measure::RunValues::of(&o, r.busy);
+                for (a, (o, cpu)) in r.outs {
+                    let v = measure::RunValues::of(&o, r.busy, cpu);
                     kept += 1;
                     busy += usize::from(v.busy);
                     arms[a].completed += v.completed;
                     samples[a].record(run, &v);
                 }
             }
+            // Slow spells are judged on an unshaped hop only (see `kernel::spell`).
+            measure::leave_out_spells(&mut samples, cfg.rtt.is_zero());
             let mut cell = Cell {
                 payload: payload.clone(),
                 concurrency: c,

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use h2lab_proxy::UpstreamProtocol;
 use serde_json::json;
 
-use super::measure::{empty_runs, informational, marks};
+use super::measure::{empty_runs, informational, marks, spell_runs};
 use super::verdict::Ratio;
 use super::{Cell, UpstreamReport};
 use crate::compare::axes::Payload;
@@ -253,6 +253,7 @@ pub fn render(r: &UpstreamReport) -> String {
         .iter()
         .map(|l| format!("* {l}"))
         .chain(informational(r))
+        .chain(spell_runs(r))
     {
         let _ = writeln!(out, "  {line}");
     }
@@ -407,6 +408,7 @@ pub fn json(r: &UpstreamReport) -> String {
                         "rps": a.rps_ci, "p99_ms": a.p99_ci, "versus_baseline": a.versus,
                         "retried_runs": a.retried_runs, "empty_runs": a.empty_runs,
                         "busy_runs": a.busy_runs, "informational": a.informational, "path": a.path,
+                        "spell_runs": a.spell_runs, "client_cpu_us_runs": a.client_cpu_runs,
                     })
                 })
                 .collect();

@@ -140,6 +140,7 @@ mod tests {
             retried: completed == 0,
             busy: false,
             informational: 0,
+            client_cpu_us: None,
         }
     }
 

@@ -154,6 +154,7 @@ pub fn run_on(
 ) -> io::Result<crate::quic::udp::SendCounts> {
     let mut poll = Poll::new()?;
     let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+    let mut clock = crate::cpu_clock::ThreadClock::here(Some(waker.clone()));
     shutdown.register(waker);
     let mut shell: Shell<conn::H3Conn> = Shell::new(io, Some(server), MAX_CONNECTIONS);
     // Writable interest only while a send waits: on Linux every datagram sent raises a
@@ -194,6 +195,7 @@ pub fn run_on(
             }
             return Err(e);
         }
+        clock.turn();
         let now = Instant::now();
         if drain_until.is_none() && shutdown.is_triggered() {
             // RFC 9114 §5.2: GOAWAY first, then answer what was accepted before closing.

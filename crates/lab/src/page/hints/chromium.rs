@@ -31,6 +31,33 @@ pub(super) struct ChromiumArm {
 /// One load's figures: (render ms, page ms).
 pub(super) type Figures = (f64, f64);
 
+/// Why one Chromium load is left out of its arm.
+#[derive(Debug)]
+pub(super) enum LeftOut {
+    /// The browser could not load the page.
+    Browser(h2lab_browser::BrowserError),
+    /// This many resources came over another protocol than the arm's.
+    Fallback(usize),
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LeftOut::Browser(e) => write!(f, "{e}"),
+            LeftOut::Fallback(n) => write!(f, "protocol fallback: {n} resource(s)"),
+        }
+    }
+}
+
+impl std::error::Error for LeftOut {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LeftOut::Browser(e) => Some(e),
+            LeftOut::Fallback(_) => None,
+        }
+    }
+}
+
 impl ChromiumArm {
     /// Arms for the HTTP/2 and HTTP/3 of `protos`, each with and without hints; `servers`:
     /// (hints, certificate, how it is reached) of the two servers.
@@ -112,6 +139,7 @@ impl ChromiumArm {
                 self.loads.push((f, round as u32));
             }
             Err(e) => {
+                let e = e.to_string();
                 log(&format!("  {link} {what}: {e}"));
                 self.error.get_or_insert(e);
             }
@@ -142,11 +170,11 @@ impl ChromiumArm {
     }
 
     /// One load; `Err` names why it is left out.
-    fn run(&self) -> Result<Figures, String> {
-        let l = load(&self.opts).map_err(|e| e.to_string())?;
+    fn run(&self) -> Result<Figures, LeftOut> {
+        let l = load(&self.opts).map_err(LeftOut::Browser)?;
         let off = l.off_protocol(self.opts.protocol.next_hop());
         if !off.is_empty() {
-            return Err(format!("protocol fallback: {} resource(s)", off.len()));
+            return Err(LeftOut::Fallback(off.len()));
         }
         let blocking = |u: &str| {
             let p = u.split('?').next().unwrap_or(u);
@@ -157,5 +185,19 @@ impl ChromiumArm {
             .map(|r| r.response_end_ms)
             .fold(l.response_end_ms, f64::max);
         Ok((render, l.load_ms))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A load left out for a protocol fallback is told by its kind; the arm records the text.
+    #[test]
+    fn a_fallback_is_a_typed_reason_with_its_count() {
+        let e = LeftOut::Fallback(3);
+        assert!(matches!(e, LeftOut::Fallback(3)));
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(e.to_string(), "protocol fallback: 3 resource(s)");
     }
 }

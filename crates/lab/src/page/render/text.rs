@@ -14,15 +14,18 @@ pub fn json(r: &RenderReport) -> String {
 pub fn render_text(r: &RenderReport) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done; \
-         verdicts from the per-round ratios (95% CI): win, parity (within the ±{} band) or \
-         undecided (fewer than {} rounds, or the CI across the band's edge)",
+    let intro = format!(
+        "render experiment: {} cold loads per arm, alternated; render = all CSS/JS done. \
+         Verdicts from the per-round ratios with their 95% CI, against the ±{} band: a win \
+         names the faster arm and its time over the other's (`h2 prio on -48% (-50…-45%)`); \
+         slight: the direction is known but the CI crosses the band's edge; parity: inside \
+         it; undecided: the CI contains no change and reaches outside the band (≈N more: \
+         roughly the rounds that would tell; fewer than {} rounds never decide)",
         r.repeat,
         crate::page::loss::fmt_pct(r.equivalence),
         ci::MIN_ROUNDS
     );
+    let _ = writeln!(s, "{}", crate::fmt::wrap(&intro, crate::fmt::WIDTH, ""));
     let _ = writeln!(s, "{}", r.path);
     for l in &r.links {
         let _ = writeln!(
@@ -70,17 +73,13 @@ pub fn render_text(r: &RenderReport) -> String {
         let prio = l.priorities.iter().map(|v| ("h2 prio on vs off", v));
         let push = l.push.iter().map(|v| ("h2 push vs no push", v));
         for (what, v) in all.chain(prio).chain(push) {
-            let ci = v.ratio.filter(|r| r.n >= 2).map_or(String::new(), |r| {
-                format!(" (95% CI {:.2}-{:.2}x, {} rounds)", r.lo, r.hi, r.n)
-            });
+            let rounds = v.ratio.map_or(0, |r| r.n);
             let _ = writeln!(
                 s,
-                "{:<6} {what:<17} {}: {} {:.2}x faster than {}{ci}",
+                "{:<6} {what:<18} {}, {rounds} round{}",
                 v.metric,
-                v.outcome,
-                v.best.label(),
-                1.0 + v.margin,
-                v.runner_up.label()
+                v.words(r.equivalence),
+                if rounds == 1 { "" } else { "s" }
             );
         }
     }

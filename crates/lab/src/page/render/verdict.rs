@@ -1,13 +1,13 @@
 //! The render experiment's verdicts: the best arm by median against the runner-up (or two
 //! named arms), decided on the per-round ratios of their times — the arms alternate load by
 //! load, so load `i` of every arm is round `i` — with the median, its 95% CI
-//! ([`ci::paired_ratio`]) and win / parity / undecided against the equivalence band
-//! ([`ci::classify`]).
+//! ([`ci::paired_ratio`]) and the four outcomes (win, slight, parity, undecided) against the
+//! equivalence band ([`ci::classify`]), in compare's words ([`time_words`]).
 
 use serde::Serialize;
 
 use super::{Arm, ArmResult};
-use crate::stats::ci::{self, Estimate};
+use crate::stats::ci::{self, Estimate, Outcome};
 use crate::stats::{decide, Better, MedianSpread};
 
 /// A verdict between the arms for one metric on one link.
@@ -15,8 +15,8 @@ use crate::stats::{decide, Better, MedianSpread};
 pub struct RenderVerdict {
     /// `render` or `page`.
     pub metric: &'static str,
-    /// `win`, `parity` or `undecided`.
-    pub outcome: &'static str,
+    /// Win, slight, parity or undecided.
+    pub outcome: Outcome,
     /// The faster arm (by the per-round ratios; by the medians when no round paired them).
     pub best: Arm,
     /// The other arm (the runner-up by median among the arms compared).
@@ -80,12 +80,61 @@ pub(super) fn verdict(
     };
     Some(RenderVerdict {
         metric,
-        outcome: outcome.name(),
+        outcome,
         best,
         runner_up,
         margin: ratio.map_or(v.margin, |r| r.median - 1.0),
         ratio,
     })
+}
+
+impl RenderVerdict {
+    /// The verdict in compare's words ([`time_words`]): `h2 prio on -48% (-50…-45%)` (a
+    /// win: the faster arm and its time over the other's), `slight: h2 push -2.1% (…)`,
+    /// `parity h2 push/h2 prio on -0.4% (…)`, `undecided h2 push/h2 prio on (-4.0…+3.0%) ≈7
+    /// more`.
+    pub fn words(&self, equivalence: f64) -> String {
+        let more = self
+            .ratio
+            .and_then(|r| ci::rounds_to_decide(&r, equivalence));
+        let best_over_other = self.ratio.map(|r| inverse(&r));
+        time_words(
+            self.outcome,
+            (self.best.label(), self.runner_up.label()),
+            best_over_other.as_ref(),
+            more,
+        )
+    }
+}
+
+/// `b / a` from `a / b`.
+pub(crate) fn inverse(r: &Estimate) -> Estimate {
+    Estimate {
+        median: 1.0 / r.median,
+        lo: 1.0 / r.hi,
+        hi: 1.0 / r.lo,
+        n: r.n,
+    }
+}
+
+/// A verdict on two arms' times (lower is better) in the words of compare's decision table
+/// ([`crate::compare::verdicts::verdict_words`]): a win names the faster arm and its time
+/// over the other's (`h2 prio on -48% (-50…-45%)`), a slight difference the same after
+/// `slight:`, parity the ratio `a / b` (`parity a/b -0.4% (-1.0…+0.3%)`), undecided its CI
+/// and roughly how many more rounds (`more`) would tell (`undecided a/b (-4.0…+3.0%) ≈7
+/// more`). `a_over_b`: the per-round ratio of `a`'s time over `b`'s (`None`: no paired
+/// rounds).
+pub(crate) fn time_words(
+    outcome: Outcome,
+    (a, b): (&str, &str),
+    a_over_b: Option<&Estimate>,
+    more: Option<usize>,
+) -> String {
+    let Some(r) = a_over_b else {
+        return "undecided (no paired rounds)".into();
+    };
+    let a_faster = Some(r.median <= 1.0);
+    crate::compare::verdicts::verdict_words(outcome, (a, b), r, a_faster, more, true)
 }
 
 #[cfg(test)]
@@ -126,11 +175,13 @@ mod tests {
         let v = verdict("render", &arms, &pick, 0.03).unwrap();
         assert_eq!(
             (v.outcome, v.best, v.runner_up),
-            ("win", Arm::H2PrioOn, Arm::H2PrioOff)
+            (Outcome::Win, Arm::H2PrioOn, Arm::H2PrioOff)
         );
         let r = v.ratio.unwrap();
         assert!((r.median - 2.0).abs() < 1e-9 && r.n == 8, "{r:?}");
         assert!((v.margin - 1.0).abs() < 1e-9);
+        // In compare's words: the faster arm and its time over the other's (half: -50%).
+        assert_eq!(v.words(0.03), "h2 prio on -50% (-50…-50%)");
         // The same arm twice (within 1% each round): parity, not a win for either.
         let same: Vec<Option<f64>> = off
             .iter()
@@ -140,7 +191,7 @@ mod tests {
         let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &same)];
         assert_eq!(
             verdict("page", &arms, &pick, 0.03).unwrap().outcome,
-            "parity"
+            Outcome::Parity
         );
         // Swinging 6% either way from round to round: undecided.
         let swing: Vec<Option<f64>> = off
@@ -151,16 +202,59 @@ mod tests {
         let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &swing)];
         assert_eq!(
             verdict("render", &arms, &pick, 0.03).unwrap().outcome,
-            "undecided"
+            Outcome::Undecided
         );
         // Five rounds never decide, and a failed load leaves its round out of the pairs.
         let arms = [arm(Arm::H2PrioOff, &off[..5]), arm(Arm::H2PrioOn, &on[..5])];
         let v = verdict("render", &arms, &pick, 0.03).unwrap();
-        assert_eq!((v.outcome, v.best), ("undecided", Arm::H2PrioOn));
+        assert_eq!((v.outcome, v.best), (Outcome::Undecided, Arm::H2PrioOn));
+        // Fewer than the rounds a verdict needs: undecided, with the rounds missing.
+        let w = v.words(0.03);
+        assert!(
+            w.starts_with("undecided h2 prio on/h2 prio off (-50…-50%) ≈"),
+            "{w}"
+        );
         let mut gap = on.clone();
         gap[1] = None;
         let arms = [arm(Arm::H2PrioOff, &off), arm(Arm::H2PrioOn, &gap)];
         let v = verdict("render", &arms, &pick, 0.03).unwrap();
-        assert_eq!((v.outcome, v.ratio.unwrap().n), ("win", 7));
+        assert_eq!((v.outcome, v.ratio.unwrap().n), (Outcome::Win, 7));
+    }
+
+    /// Each of the four outcomes in compare's words, from the ratio of `a`'s time over `b`'s.
+    #[test]
+    fn the_four_outcomes_read_as_compares_decision_table() {
+        let e = |median, lo, hi| Estimate {
+            median,
+            lo,
+            hi,
+            n: 9,
+        };
+        let w = |r: Estimate| {
+            let o = ci::classify(&r, 0.03);
+            let more = ci::rounds_to_decide(&r, 0.03);
+            (o, time_words(o, ("h2", "h1"), Some(&r), more))
+        };
+        assert_eq!(
+            w(e(0.58, 0.53, 0.64)),
+            (Outcome::Win, "h2 -42% (-47…-36%)".into())
+        );
+        // b faster: named, with its time over a's.
+        assert_eq!(w(e(1.5, 1.4, 1.6)).1, "h1 -33% (-38…-29%)");
+        assert_eq!(
+            w(e(0.971, 0.947, 0.994)),
+            (Outcome::Slight, "slight: h2 -2.9% (-5.3…-0.6%)".into())
+        );
+        assert_eq!(
+            w(e(0.996, 0.99, 1.019)),
+            (Outcome::Parity, "parity h2/h1 -0.4% (-1.0…+1.9%)".into())
+        );
+        let (o, t) = w(e(1.0, 0.96, 1.04));
+        assert_eq!(o, Outcome::Undecided);
+        assert_eq!(t, "undecided h2/h1 (-4.0…+4.0%) ≈7 more");
+        assert_eq!(
+            time_words(Outcome::Undecided, ("h2", "h1"), None, None),
+            "undecided (no paired rounds)"
+        );
     }
 }
