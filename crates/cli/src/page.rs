@@ -164,8 +164,8 @@ pub struct PageArgs {
 
     /// Load test rounds: the whole --users/--stages scenario runs this many times per
     /// protocol, the protocols alternating round by round; from 6 rounds on, the per-round
-    /// ratio of median page times gives a verdict (win, parity or undecided). 1: one run
-    /// each, no verdict.
+    /// ratio of median page times gives a verdict (win, slight, parity or undecided). 1: one
+    /// run each, no verdict.
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub load_rounds: u32,

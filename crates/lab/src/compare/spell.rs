@@ -29,16 +29,9 @@
 //! keeps them in.
 
 use super::run::{CellResult, RunSample};
+use crate::kernel::spell::spell_rounds;
+pub use crate::kernel::spell::{MIN_SPELL_ROUNDS, SPELL_FACTOR};
 use crate::link::LinkProfile;
-
-/// How much costlier than its lower quartile every arm of a round must be for the round to
-/// be a slow spell. Per-round noise of one arm on this machine is 5–10% (SD of the log
-/// ratio of an A/A pair), single slow windows 10–30%; spells were 1.9–2.8×.
-pub const SPELL_FACTOR: f64 = 1.3;
-
-/// The fewest rounds of every arm before spells are looked for (a quartile of fewer is not
-/// a reference).
-pub const MIN_SPELL_ROUNDS: usize = 4;
 
 /// The cost a spell is judged on: server CPU per request, or client CPU per request when
 /// the server is not the built-in one.
@@ -48,22 +41,9 @@ fn cost(r: &RunSample) -> Option<f64> {
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
-/// The lower quartile of `v` (linear interpolation), `None` when empty.
-fn lower_quartile(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let k = (v.len() - 1) as f64 * 0.25;
-    let i = k.floor() as usize;
-    let f = k - i as f64;
-    let hi = v[(i + 1).min(v.len() - 1)];
-    Some(v[i] * (1.0 - f) + hi * f)
-}
-
 /// Marks the runs of the cells at `idxs` (one condition, measured in the same rounds) that
-/// were measured in a slow spell, clearing earlier marks first (the reference moves as
-/// rounds are added). Returns how many rounds are spells.
+/// were measured in a slow spell ([`spell_rounds`]), clearing earlier marks first (the
+/// reference moves as rounds are added). Returns how many rounds are spells.
 pub fn mark(cells: &mut [CellResult], idxs: &[usize]) -> usize {
     for &i in idxs {
         if let Some(c) = cells.get_mut(i) {
@@ -73,42 +53,31 @@ pub fn mark(cells: &mut [CellResult], idxs: &[usize]) -> usize {
         }
     }
     let group: Vec<&CellResult> = idxs.iter().filter_map(|&i| cells.get(i)).collect();
-    if group.len() < 2
-        || group
-            .iter()
-            .any(|c| c.key.cond.link != LinkProfile::Loopback)
+    if group
+        .iter()
+        .any(|c| c.key.cond.link != LinkProfile::Loopback)
     {
         return 0;
     }
-    let mut refs = Vec::with_capacity(group.len());
-    for c in &group {
-        let mut v: Vec<f64> = c
-            .runs
-            .iter()
-            .filter(|r| r.completed > 0)
-            .filter_map(cost)
-            .collect();
-        if v.len() < MIN_SPELL_ROUNDS {
-            return 0;
-        }
-        refs.push(lower_quartile(&mut v).unwrap_or(f64::NAN));
-    }
-    let rounds = group.iter().map(|c| c.rounds()).max().unwrap_or(0);
-    let spells: Vec<u32> = (0..rounds)
-        .filter(|&round| {
-            group.iter().zip(&refs).all(|(c, &reference)| {
-                c.runs
-                    .iter()
-                    .find(|r| r.round == round && r.completed > 0)
-                    .and_then(cost)
-                    .is_some_and(|v| v >= SPELL_FACTOR * reference)
-            })
+    let rounds = group.iter().map(|c| c.rounds()).max().unwrap_or(0) as usize;
+    let costs: Vec<Vec<Option<f64>>> = group
+        .iter()
+        .map(|c| {
+            (0..rounds)
+                .map(|round| {
+                    c.runs
+                        .iter()
+                        .find(|r| r.round as usize == round && r.completed > 0)
+                        .and_then(cost)
+                })
+                .collect()
         })
         .collect();
+    let spells = spell_rounds(&costs);
     for &i in idxs {
         if let Some(c) = cells.get_mut(i) {
             for r in &mut c.runs {
-                r.slow_spell = spells.contains(&r.round);
+                r.slow_spell = spells.contains(&(r.round as usize));
             }
         }
     }
@@ -196,13 +165,5 @@ mod tests {
         assert_eq!(mark(&mut cells, &[0, 1]), 0);
         let mut cells = cells_with(&[&a[..3], &b[..3]], LinkProfile::Loopback);
         assert_eq!(mark(&mut cells, &[0, 1]), 0);
-    }
-
-    #[test]
-    fn the_lower_quartile_interpolates() {
-        assert_eq!(lower_quartile(&mut []), None);
-        assert_eq!(lower_quartile(&mut [4.0]), Some(4.0));
-        assert_eq!(lower_quartile(&mut [5.0, 1.0, 3.0, 2.0, 4.0]), Some(2.0));
-        assert_eq!(lower_quartile(&mut [1.0, 2.0, 3.0, 4.0]), Some(1.75));
     }
 }

@@ -94,4 +94,12 @@ mod tests {
         assert_eq!(spell_rounds(&[a.clone(), b.clone()]), vec![2, 6]);
         assert_eq!(spell_rounds(&[b, a]), vec![2, 6]);
     }
+
+    #[test]
+    fn the_lower_quartile_interpolates() {
+        assert_eq!(lower_quartile(&mut []), None);
+        assert_eq!(lower_quartile(&mut [4.0]), Some(4.0));
+        assert_eq!(lower_quartile(&mut [5.0, 1.0, 3.0, 2.0, 4.0]), Some(2.0));
+        assert_eq!(lower_quartile(&mut [1.0, 2.0, 3.0, 4.0]), Some(1.75));
+    }
 }

@@ -33,7 +33,7 @@ pub struct Ratio {
     /// median, 95% CI and the number of paired rounds; `None` when no round has a complete
     /// load of both.
     pub round_ratio: Option<Estimate>,
-    /// Win, parity or undecided (the CI of `round_ratio` against `1 ± equivalence`).
+    /// Win, slight, parity or undecided (the CI of `round_ratio` against `1 ± equivalence`).
     pub outcome: Outcome,
     /// The faster protocol when the outcome is a win.
     pub winner: Option<LabProtocol>,

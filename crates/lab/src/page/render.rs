@@ -18,8 +18,8 @@
 //! the time until the page is complete, and the verdict between the arms with the lab's
 //! rule: the arms alternate load by load, so load `i` of every arm is round `i`; a verdict
 //! takes the per-round ratios of two arms' times (runner-up / best), their median and 95% CI
-//! ([`ci::paired_ratio`]), and calls it a win, parity or undecided against the equivalence
-//! band ([`ci::classify`]; fewer than [`ci::MIN_ROUNDS`] rounds are undecided).
+//! ([`ci::paired_ratio`]), and calls it a win, slight, parity or undecided against the
+//! equivalence band ([`ci::classify`]; fewer than [`ci::MIN_ROUNDS`] rounds are undecided).
 //!
 //! - `h2 push`: the RFC 9218 server with `--push`: the page's CSS and JS are pushed
 //!   (PUSH_PROMISE before the HTML) to a client that accepts push and uses the pushed

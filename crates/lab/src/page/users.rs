@@ -152,7 +152,8 @@ pub struct LoadTestConfig {
     /// How many times the whole scenario runs per protocol (`--load-rounds`), the protocols
     /// alternating round by round (the order rotated each round); from
     /// [`ci::MIN_ROUNDS`](crate::stats::ci::MIN_ROUNDS) rounds on, the per-round ratio of
-    /// median page times decides win, parity or undecided. 1: one run each, no verdict.
+    /// median page times decides win, slight, parity or undecided. 1: one run each, no
+    /// verdict.
     pub rounds: u32,
 }
 

@@ -16,7 +16,7 @@ use crate::stats::Better;
 pub struct Ratio {
     /// Per-run ratio `arm / baseline`: median and 95% bootstrap CI.
     pub ratio: Option<Estimate>,
-    /// Win, parity or undecided.
+    /// Win, slight, parity or undecided.
     pub outcome: Outcome,
     /// On a win: the arm is the better one (`false`: the baseline is).
     pub arm_better: Option<bool>,
