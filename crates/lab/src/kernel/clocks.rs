@@ -51,7 +51,7 @@ impl RunObserver {
     }
 
     /// The server threads' CPU time (ns) over the measured period (their answers are
-    /// collected now, waiting at most [`ANSWER_TIMEOUT`]).
+    /// collected now, waiting at most 200 ms for a loop's answer).
     pub fn server_ns(&self) -> Option<u64> {
         if self.server_tids.is_empty() {
             return None;

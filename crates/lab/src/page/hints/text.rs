@@ -9,10 +9,9 @@ pub fn json(r: &HintsReport) -> String {
 }
 
 impl HintsVerdict {
-    /// The verdict in compare's words ([`crate::page::render::time_words`]): `hints -35%
-    /// (-36…-34%)` (a win: the faster side and its time over the other's), `slight: no
-    /// hints -2.1% (…)`, `parity hints/no hints -0.4% (…)`, `undecided hints/no hints
-    /// (-4.0…+3.0%) ≈7 more`.
+    /// The verdict in compare's words: `hints -35% (-36…-34%)` (a win: the faster side and
+    /// its time over the other's), `slight: no hints -2.1% (…)`, `parity hints/no hints
+    /// -0.4% (…)`, `undecided hints/no hints (-4.0…+3.0%) ≈7 more`.
     pub fn words(&self, equivalence: f64) -> String {
         let more = self
             .ratio

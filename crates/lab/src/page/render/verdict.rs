@@ -89,10 +89,9 @@ pub(super) fn verdict(
 }
 
 impl RenderVerdict {
-    /// The verdict in compare's words ([`time_words`]): `h2 prio on -48% (-50…-45%)` (a
-    /// win: the faster arm and its time over the other's), `slight: h2 push -2.1% (…)`,
-    /// `parity h2 push/h2 prio on -0.4% (…)`, `undecided h2 push/h2 prio on (-4.0…+3.0%) ≈7
-    /// more`.
+    /// The verdict in compare's words: `h2 prio on -48% (-50…-45%)` (a win: the faster arm
+    /// and its time over the other's), `slight: h2 push -2.1% (…)`, `parity h2 push/h2 prio
+    /// on -0.4% (…)`, `undecided h2 push/h2 prio on (-4.0…+3.0%) ≈7 more`.
     pub fn words(&self, equivalence: f64) -> String {
         let more = self
             .ratio
