@@ -14,7 +14,8 @@
 #       and the count of each outcome (win, slight, parity, undecided)
 #   (e) the A/A control's outcomes                target: never a win, at most 5% slight
 #       and, per run, the A/A arms' per-round spread (SD of the log ratios of req/s and of
-#       server cost): the noise every interval has to cover
+#       server cost, and the same without outliers: 1.4826 x their median absolute deviation):
+#       the noise every interval has to cover
 # and the machine's load while it ran (load average, busy runs): on a shared machine the
 # figures are worse than on a quiet one, and the script says so rather than hiding it. Per
 # compare it also prints where the wall time went (the process's time against the budget;
@@ -164,9 +165,15 @@ print("    outcomes: " + ", ".join(f"{sum(1 for x in alld if x['outcome'] == o)}
 print(f"    of which: {und.count('edge')} narrower than the band but across its edge, "
       f"{und.count('p99')} p99 wider than the band, {und.count('wide')} others wider than the band")
 
-def aa_spread(r):
-    """Per condition with an A/A arm: the SD of the per-round log ratios (second arm over
-    first) of req/s and server CPU per request: the per-round noise the intervals face."""
+def robust_sd(v):
+    """1.4826 x the median absolute deviation: the SD of the bulk of `v` (a normal's SD),
+    which one starved round cannot inflate."""
+    m = statistics.median(v)
+    return 1.4826 * statistics.median([abs(x - m) for x in v])
+
+def aa_spread(r, sd=statistics.pstdev):
+    """Per condition with an A/A arm: the spread `sd` of the per-round log ratios (second arm
+    over first) of req/s and server CPU per request: the per-round noise the intervals face."""
     groups = {}
     for c in r["cells"]:
         key = json.dumps({k: c.get(k) for k in ("payload", "headers", "concurrency", "streams", "link")},
@@ -183,15 +190,18 @@ def aa_spread(r):
                 b = {x["round"]: x.get(m) for x in first["runs"] if x["completed"] > 0}
                 logs = [math.log(a[k] / b[k]) for k in a if k in b and a[k] and b[k]]
                 if len(logs) >= 3:
-                    sds[m].append(statistics.pstdev(logs))
+                    sds[m].append(sd(logs))
     return {m: (statistics.median(v) if v else float("nan"), max(v) if v else float("nan"))
             for m, v in sds.items()}
 
 for i, r in enumerate(runs, 1):
-    s = aa_spread(r)
+    s, b = aa_spread(r), aa_spread(r, robust_sd)
     print(f"    run {i}: A/A per-round spread (SD of log ratios; median / largest over conditions): "
           f"req/s {s['rps'][0]:.3f} / {s['rps'][1]:.3f}, "
           f"server cost {s['server_cpu_us'][0]:.3f} / {s['server_cpu_us'][1]:.3f}")
+    print(f"           without outliers (1.4826 x MAD): "
+          f"req/s {b['rps'][0]:.3f} / {b['rps'][1]:.3f}, "
+          f"server cost {b['server_cpu_us'][0]:.3f} / {b['server_cpu_us'][1]:.3f}")
 aa_slight = aa.count("slight")
 print(f"(e) A/A control: {len(aa)} decisions: "
       + ", ".join(f"{aa.count(o)} {o}" for o in ("win", "slight", "parity", "undecided"))
