@@ -4,12 +4,13 @@
 //! from the datagrams the link drops.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes};
 use h2lab_link::{self as link, LinkConfig};
 use h2lab_server::{RunningServer, ServerConfig};
+
+mod common;
 
 /// `h2lab serve --h3` on 127.0.0.1 (port 0), with a certificate generated into a temp dir.
 fn start_h3() -> (RunningServer, tempfile::TempDir) {
@@ -22,24 +23,6 @@ fn start_h3() -> (RunningServer, tempfile::TempDir) {
     (h2lab_server::spawn(cfg).expect("server starts"), dir)
 }
 
-fn client_config(server: &RunningServer) -> quinn::ClientConfig {
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls::pki_types::CertificateDer::pem_file_iter(server.cert_path().unwrap()).unwrap()
-    {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
-    quinn::ClientConfig::new(Arc::new(crypto))
-}
-
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// Connects to `addr` over HTTP/3: the endpoint, the request sender and the handshake time.
@@ -48,7 +31,7 @@ async fn connect(
     addr: SocketAddr,
 ) -> (quinn::Endpoint, SendRequest, Duration) {
     let mut ep = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
-    ep.set_default_client_config(client_config(server));
+    ep.set_default_client_config(common::h3_client_config(server.cert_path().unwrap()));
     let t = Instant::now();
     let conn = ep.connect(addr, "localhost").unwrap().await.unwrap();
     let handshake = t.elapsed();

@@ -510,7 +510,6 @@ fn down_wire_rate(
 /// one must land in it and none may exceed it.
 #[test]
 fn bulk_quic_gets_the_configured_rate() {
-    use std::sync::Arc;
     let mut c = config(40, Some(10_000_000), 0.0);
     c.down.queue_bytes *= 4;
     let Some(link) = start(c) else {
@@ -542,19 +541,7 @@ fn bulk_quic_gets_the_configured_rate() {
             Duration::from_millis(1500),
             Duration::from_secs(2),
             move || {
-                use rustls::pki_types::pem::PemObject;
-                let mut roots = rustls::RootCertStore::empty();
-                for c in rustls::pki_types::CertificateDer::pem_file_iter(&cert).unwrap() {
-                    roots.add(c.unwrap()).unwrap();
-                }
-                let provider = Arc::new(rustls::crypto::ring::default_provider());
-                let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .unwrap()
-                    .with_root_certificates(roots)
-                    .with_no_client_auth();
-                tls.alpn_protocols = vec![b"h3".to_vec()];
-                let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+                let config = common::h3_client_config(&cert);
                 let rt = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
@@ -562,7 +549,7 @@ fn bulk_quic_gets_the_configured_rate() {
                 rt.block_on(async move {
                     use bytes::Buf;
                     let mut ep = quinn::Endpoint::client("0.0.0.0:0".parse().unwrap()).unwrap();
-                    ep.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+                    ep.set_default_client_config(config);
                     let conn = ep.connect(h3, "localhost").unwrap().await.unwrap();
                     let (mut driver, mut send) = h3::client::new(h3_quinn::Connection::new(conn))
                         .await

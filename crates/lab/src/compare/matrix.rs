@@ -144,6 +144,23 @@ fn is_zero(v: &u32) -> bool {
 }
 
 impl CellKey {
+    /// An HTTP/1.1 cell of `payload` on `link` at the base condition's other settings (50
+    /// concurrent requests, one stream, no extra headers): for unit tests.
+    #[cfg(test)]
+    pub(crate) fn h1_for_test(payload: &str, link: crate::link::LinkProfile) -> CellKey {
+        CellKey {
+            cond: Condition {
+                payload: payload.parse().expect("a payload name"),
+                headers: super::axes::HeaderSet::None,
+                concurrency: 50,
+                streams: 1,
+                link,
+            },
+            proto: LabProtocol::H1,
+            arm: 0,
+        }
+    }
+
     /// The arm's name: the protocol's short label, `#2` for a second arm (`h2c#2`).
     pub fn arm_label(&self) -> String {
         arm_label(self.proto, self.arm)

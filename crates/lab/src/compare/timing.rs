@@ -150,22 +150,10 @@ pub fn rounds_for(key: &CellKey, t: &Timing) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::axes::HeaderSet;
-    use crate::compare::matrix::Condition;
     use crate::link::LinkProfile;
 
     fn key(payload: &str, link: LinkProfile) -> CellKey {
-        CellKey {
-            cond: Condition {
-                payload: payload.parse().unwrap(),
-                headers: HeaderSet::None,
-                concurrency: 50,
-                streams: 1,
-                link,
-            },
-            proto: LabProtocol::H1,
-            arm: 0,
-        }
+        CellKey::h1_for_test(payload, link)
     }
 
     #[test]

@@ -196,3 +196,22 @@ pub fn sink_reply(s: &mut TcpStream) -> (u64, u64, u64) {
     let word = |i: usize| u64::from_be_bytes(reply[i..i + 8].try_into().unwrap());
     (word(0), word(8), word(16))
 }
+
+/// A quinn client configuration for HTTP/3 (`h3` in ALPN) that trusts the certificate in the
+/// PEM file `cert` (the built-in server's self-signed one).
+pub fn h3_client_config(cert: &std::path::Path) -> quinn::ClientConfig {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls::pki_types::CertificateDer::pem_file_iter(cert).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls).unwrap();
+    quinn::ClientConfig::new(std::sync::Arc::new(crypto))
+}
