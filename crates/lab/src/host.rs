@@ -76,33 +76,29 @@ pub fn pin(tid: u32, cpus: &[usize]) -> io::Result<()> {
     crate::os::pin(tid, cpus)
 }
 
-fn schedstat_ns(path: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(path).ok()?;
-    s.split_whitespace().next()?.parse().ok()
-}
-
-/// How long thread `tid` of this process (`None`: the calling thread) has waited so far
-/// for a CPU while it was ready to run (ns): the second field of its `schedstat`, the
-/// scheduler's run delay. Time the machine took from the thread, whoever took it (another
-/// process, another thread of this one, the kernel's softirq threads); waiting for the
-/// network or a lock is not in it.
-pub fn thread_run_delay_ns(tid: Option<u32>) -> Option<u64> {
+/// The `schedstat` of thread `tid` of this process (`None`: the calling thread), in ns: the
+/// time it ran and the time it waited for a CPU while it was ready to run (the scheduler's
+/// run delay: time the machine took from the thread, whoever took it, another process,
+/// another thread of this one or the kernel's softirq threads; waiting for the network or
+/// a lock is not in it).
+pub fn thread_schedstat(tid: Option<u32>) -> Option<(u64, u64)> {
     let s = match tid {
         Some(t) => std::fs::read_to_string(format!("/proc/self/task/{t}/schedstat")),
         None => std::fs::read_to_string("/proc/thread-self/schedstat"),
     }
     .ok()?;
-    s.split_whitespace().nth(1)?.parse().ok()
+    let mut f = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
 }
 
 /// CPU time thread `tid` of this process has used so far (ns).
 pub fn thread_cpu_ns(tid: u32) -> Option<u64> {
-    schedstat_ns(&format!("/proc/self/task/{tid}/schedstat"))
+    thread_schedstat(Some(tid)).map(|(ran, _)| ran)
 }
 
 /// CPU time the calling thread has used so far (ns).
 pub fn current_thread_cpu_ns() -> Option<u64> {
-    schedstat_ns("/proc/thread-self/schedstat")
+    thread_schedstat(None).map(|(ran, _)| ran)
 }
 
 /// The sum of [`thread_cpu_ns`] over `tids` (threads that have exited count as 0).

@@ -8,16 +8,23 @@ use h2lab_lab::link::LinkProfile;
 use h2lab_lab::page::{output, run, PageConfig};
 use h2lab_lab::proto::LabProtocol;
 
-#[test]
-fn the_repeat_view_resumes_tls_on_new_connections_and_refetches_no_store_objects() {
-    let cfg = PageConfig {
+/// `page --repeat-view` (with `--0rtt` when `zero_rtt`) on the built-in server's small page
+/// (8 images, CSS and JS), two rounds, HTTP/1.1 over TLS, HTTP/2 and HTTP/3, on loopback.
+fn small_page_repeat_view(zero_rtt: bool) -> PageConfig {
+    PageConfig {
         repeat: 2,
         link: LinkProfile::Loopback,
         page_query: "n=8&min=1k&max=2k&seed=3&css=1&js=1".into(),
         protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]),
         repeat_view: true,
+        zero_rtt,
         ..PageConfig::default()
-    };
+    }
+}
+
+#[test]
+fn the_repeat_view_resumes_tls_on_new_connections_and_refetches_no_store_objects() {
+    let cfg = small_page_repeat_view(false);
     let r = run(&cfg, &mut |_| {}).unwrap();
     let v = r.repeat_view.as_ref().expect("a repeat-view report");
     assert_eq!(v.protocols.len(), 3);
@@ -98,15 +105,7 @@ fn the_browser_arms_repeat_view_runs_over_new_connections() {
 /// every connection, the server accepts all of it, and the first view sends none.
 #[test]
 fn with_0rtt_every_repeat_view_connection_sends_early_data_and_it_is_accepted() {
-    let cfg = PageConfig {
-        repeat: 2,
-        link: LinkProfile::Loopback,
-        page_query: "n=8&min=1k&max=2k&seed=3&css=1&js=1".into(),
-        protocols: Some(vec![LabProtocol::H1Tls, LabProtocol::H2, LabProtocol::H3]),
-        repeat_view: true,
-        zero_rtt: true,
-        ..PageConfig::default()
-    };
+    let cfg = small_page_repeat_view(true);
     let r = run(&cfg, &mut |_| {}).unwrap();
     let v = r.repeat_view.as_ref().expect("a repeat-view report");
     assert!(v.zero_rtt);

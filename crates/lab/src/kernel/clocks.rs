@@ -15,7 +15,7 @@ use h2lab_engine::{AppProtocol, IntervalRow, Observer, TimedRunPhase, TlsInfo};
 use h2lab_server::cpu_clock::Ticket;
 
 use super::wall::RunEdges;
-use crate::host::thread_run_delay_ns;
+use crate::host::thread_schedstat;
 use crate::os::thread_cpu_ns;
 
 /// Records the engine's progress as a time series and the CPU clocks at the edges of the
@@ -26,11 +26,8 @@ pub struct RunObserver {
     /// The server threads' clocks asked for when worker 0 entered and left the measured
     /// period ([`ServerEdge`]).
     server: Mutex<[Option<ServerEdge>; 2]>,
-    /// Each client worker's own CPU (ns) at the same edges.
-    client: Mutex<Vec<(Option<u64>, Option<u64>)>>,
-    /// Run delay (ns waiting for a CPU while ready) of each client worker and then of each
-    /// server thread, at the same edges ([`crate::host::thread_run_delay_ns`]).
-    delay: Mutex<Vec<(Option<u64>, Option<u64>)>>,
+    /// Each client worker's own clocks at the same edges.
+    client: Mutex<Vec<[Clocks; 2]>>,
     /// When worker 0 began the run, the measured period, and ended it.
     edges: Mutex<RunEdges>,
 }
@@ -39,13 +36,11 @@ impl RunObserver {
     /// An observer reading the CPU clocks of `server_tids` (none: an external server) and
     /// of `threads` client workers.
     pub fn new(server_tids: Vec<u32>, threads: u32) -> RunObserver {
-        let delay = Mutex::new(vec![(None, None); threads as usize + server_tids.len()]);
         RunObserver {
             timeline: Mutex::new(Vec::new()),
-            delay,
             server_tids,
             server: Mutex::new([None, None]),
-            client: Mutex::new(vec![(None, None); threads as usize]),
+            client: Mutex::new(vec![[Clocks::default(); 2]; threads as usize]),
             edges: Mutex::new(RunEdges::default()),
         }
     }
@@ -73,10 +68,7 @@ impl RunObserver {
     pub fn client_ns(&self) -> Option<u64> {
         let v = self.client.lock().ok()?;
         v.iter()
-            .map(|c| match c {
-                (Some(a), Some(b)) => Some(b.saturating_sub(*a)),
-                _ => None,
-            })
+            .map(|[a, b]| Some(b.cpu?.saturating_sub(a.cpu?)))
             .sum()
     }
 
@@ -89,13 +81,24 @@ impl RunObserver {
         if period <= 0.0 {
             return None;
         }
-        let v = self.delay.lock().ok()?;
-        v.iter()
-            .filter_map(|d| match d {
-                (Some(a), Some(b)) => Some(b.saturating_sub(*a) as f64 / period),
-                _ => None,
-            })
-            .reduce(f64::max)
+        let delta = |a: Option<u64>, b: Option<u64>| Some(b?.saturating_sub(a?) as f64 / period);
+        let client: Vec<f64> = self
+            .client
+            .lock()
+            .ok()?
+            .iter()
+            .filter_map(|[a, b]| delta(a.delay, b.delay))
+            .collect();
+        let server: Vec<f64> = match &*self.server.lock().ok()? {
+            [Some(a), Some(b)] => a
+                .delay
+                .iter()
+                .zip(&b.delay)
+                .filter_map(|(x, y)| delta(*x, *y))
+                .collect(),
+            _ => Vec::new(),
+        };
+        client.into_iter().chain(server).reduce(f64::max)
     }
 
     /// Rates between samples taken during the measured period (the final progress call,
@@ -147,44 +150,13 @@ impl Observer for RunObserver {
             _ => return,
         };
         // Called from the worker's own thread: its clock is the calling thread's.
-        let own = thread_cpu_ns();
-        let own_delay = thread_run_delay_ns(None);
-        let server_delays: Vec<Option<u64>> = if thread == 0 {
-            self.server_tids
-                .iter()
-                .map(|&t| thread_run_delay_ns(Some(t)))
-                .collect()
-        } else {
-            Vec::new()
+        let own = Clocks {
+            cpu: thread_cpu_ns(),
+            delay: thread_schedstat(None).map(|(_, waited)| waited),
         };
-        if let Ok(mut v) = self.delay.lock() {
-            let workers = v.len() - self.server_tids.len();
-            let at = |d: &mut (Option<u64>, Option<u64>), x: Option<u64>| {
-                if edge == 0 {
-                    d.0 = x;
-                } else {
-                    d.1 = x;
-                }
-            };
-            if let Some(d) = v
-                .get_mut(thread as usize)
-                .filter(|_| (thread as usize) < workers)
-            {
-                at(d, own_delay);
-            }
-            for (i, x) in server_delays.into_iter().enumerate() {
-                if let Some(d) = v.get_mut(workers + i) {
-                    at(d, x);
-                }
-            }
-        }
         if let Ok(mut v) = self.client.lock() {
             if let Some(c) = v.get_mut(thread as usize) {
-                if edge == 0 {
-                    c.0 = own;
-                } else {
-                    c.1 = own;
-                }
+                c[edge] = own;
             }
         }
         if thread == 0 && !self.server_tids.is_empty() {
@@ -207,26 +179,46 @@ impl RunObserver {
 /// in microseconds, a busy one at its next loop turn.
 const ANSWER_TIMEOUT: Duration = Duration::from_millis(200);
 
-/// The server threads' clocks at one edge of a measured period: a ticket per event loop,
-/// answered at its next turn, and for a thread that is no event loop (the server's main
-/// thread, which only waits for the others) its schedstat read at once.
+/// One client worker's clocks at an edge of the measured period (ns): its CPU time and its
+/// run delay (time it waited for a CPU while ready, [`thread_schedstat`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Clocks {
+    cpu: Option<u64>,
+    delay: Option<u64>,
+}
+
+/// The server threads' clocks at one edge of a measured period: a ticket per event loop
+/// for its CPU time, answered at its next turn; for a thread that is no event loop (the
+/// server's main thread, which only waits for the others) its CPU time from schedstat, read
+/// at once; and every thread's run delay from the same schedstat read.
 struct ServerEdge {
     tickets: Vec<Option<Ticket>>,
     fallback: Vec<Option<u64>>,
+    delay: Vec<Option<u64>>,
 }
 
 impl ServerEdge {
     fn ask(tids: &[u32]) -> ServerEdge {
         let tickets = h2lab_server::cpu_clock::ask(tids);
+        let stats: Vec<Option<(u64, u64)>> =
+            tids.iter().map(|&t| thread_schedstat(Some(t))).collect();
         let fallback = tickets
             .iter()
-            .zip(tids)
-            .map(|(t, &tid)| match t {
+            .zip(&stats)
+            .map(|(t, st)| match t {
                 Some(_) => None,
-                None => crate::host::thread_cpu_ns(tid),
+                None => st.map(|(ran, _)| ran),
             })
             .collect();
-        ServerEdge { tickets, fallback }
+        let delay = stats
+            .iter()
+            .map(|st| st.map(|(_, waited)| waited))
+            .collect();
+        ServerEdge {
+            tickets,
+            fallback,
+            delay,
+        }
     }
 
     /// Each thread's CPU time (ns) at this edge; `None` for one that did not answer.
