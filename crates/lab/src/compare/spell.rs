@@ -30,7 +30,7 @@
 
 use super::run::{CellResult, RunSample};
 use crate::kernel::spell::spell_rounds;
-pub use crate::kernel::spell::{MIN_SPELL_ROUNDS, SPELL_FACTOR};
+pub use crate::kernel::spell::SPELL_FACTOR;
 use crate::link::LinkProfile;
 
 /// The cost a spell is judged on: server CPU per request, or client CPU per request when
